@@ -1,0 +1,150 @@
+package record
+
+import (
+	"strconv"
+	"strings"
+)
+
+// ParseCitations extracts citations from an answer that did not carry them explicitly. A marker
+// is a bracketed list: `[1]`, `[2,3]` or `[2, 3]` are 1-based positions in docs; `[doc-id]` is
+// a document id. Each sentence holding markers gives one citation: the sentence without its
+// markers as the claim, and the cited document ids in order of first mention. Markers that
+// resolve to no document are ignored, so `[sic]` or a number past the list cite nothing.
+func ParseCitations(answer string, docs []Document) []Citation {
+	if strings.IndexByte(answer, '[') < 0 {
+		return nil
+	}
+	var out []Citation
+	for _, sentence := range splitSentences(answer) {
+		var ids []string
+		var claim strings.Builder
+		rest := sentence
+		for {
+			open := strings.IndexByte(rest, '[')
+			if open < 0 {
+				claim.WriteString(rest)
+				break
+			}
+			end := strings.IndexByte(rest[open:], ']')
+			if end < 0 {
+				claim.WriteString(rest)
+				break
+			}
+			inner := rest[open+1 : open+end]
+			resolved := resolveMarker(inner, docs)
+			if resolved == nil {
+				claim.WriteString(rest[:open+end+1])
+			} else {
+				claim.WriteString(rest[:open])
+				for _, id := range resolved {
+					ids = appendUnique(ids, id)
+				}
+			}
+			rest = rest[open+end+1:]
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		text := strings.Join(strings.Fields(claim.String()), " ")
+		text = strings.TrimSpace(strings.ReplaceAll(text, " .", "."))
+		out = append(out, Citation{Text: text, DocumentIDs: ids})
+	}
+	return out
+}
+
+// resolveMarker returns the document ids a marker's inner text cites, or nil when it is not a
+// citation marker.
+func resolveMarker(inner string, docs []Document) []string {
+	inner = strings.TrimSpace(inner)
+	if inner == "" || len(inner) > 256 {
+		return nil
+	}
+	parts := strings.Split(inner, ",")
+	var ids []string
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return nil
+		}
+		if id, ok := matchDocID(p, docs); ok {
+			ids = append(ids, id)
+			continue
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return nil // not a marker: ordinary bracketed text
+		}
+		if n >= 1 && n <= len(docs) {
+			ids = append(ids, docs[n-1].ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return ids
+}
+
+func matchDocID(s string, docs []Document) (string, bool) {
+	for i := range docs {
+		if docs[i].ID == s {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+func appendUnique(ids []string, id string) []string {
+	for _, x := range ids {
+		if x == id {
+			return ids
+		}
+	}
+	return append(ids, id)
+}
+
+// splitSentences cuts text after '.', '!', '?' or a newline when followed by white space or the
+// end, keeping a marker that trails the full stop ("... rises. [1]") with its sentence.
+func splitSentences(text string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c == '\n' {
+			if s := strings.TrimSpace(text[start:i]); s != "" {
+				out = append(out, s)
+			}
+			start = i + 1
+			continue
+		}
+		if c != '.' && c != '!' && c != '?' {
+			continue
+		}
+		j := i + 1
+		// A marker right after the stop belongs to this sentence.
+		for j < len(text) {
+			k := j
+			for k < len(text) && text[k] == ' ' {
+				k++
+			}
+			if k < len(text) && text[k] == '[' {
+				if e := strings.IndexByte(text[k:], ']'); e > 0 {
+					j = k + e + 1
+					continue
+				}
+			}
+			break
+		}
+		if j < len(text) && text[j] != ' ' && text[j] != '\n' {
+			continue // "3.5", "e.g.x": not a sentence end
+		}
+		if s := strings.TrimSpace(text[start:j]); s != "" {
+			out = append(out, s)
+		}
+		start = j
+		i = j - 1
+	}
+	if s := strings.TrimSpace(text[start:]); s != "" {
+		out = append(out, s)
+	}
+	return out
+}

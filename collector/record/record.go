@@ -1,0 +1,240 @@
+package record
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Record is one RAG turn: a retrieval followed by a generation. Its JSON form is documented in
+// docs/record.md and is shared by the NATS subjects, the HTTP API and the offline evaluator.
+type Record struct {
+	TraceID   string    `json:"trace_id"`
+	SpanID    string    `json:"span_id,omitempty"` // the turn's span; set when a trace holds several turns
+	Service   string    `json:"service,omitempty"`
+	SessionID string    `json:"session_id,omitempty"`
+	UserID    string    `json:"user_id,omitempty"`
+	Time      time.Time `json:"time"`
+
+	Query     string     `json:"query,omitempty"`
+	Documents []Document `json:"documents,omitempty"`
+	Answer    string     `json:"answer,omitempty"`
+	Citations []Citation `json:"citations,omitempty"`
+	Model     string     `json:"model,omitempty"`
+	Usage     Usage      `json:"usage"`
+	Latency   Latency    `json:"latency_ms"`
+	Feedback  *Feedback  `json:"feedback,omitempty"`
+
+	// Reference is a gold answer (canary or offline traffic); Relevance maps document id to a
+	// graded relevance label (trec_eval convention: grades below 1 are not relevant).
+	Reference string         `json:"reference,omitempty"`
+	Relevance map[string]int `json:"relevance,omitempty"`
+
+	// Attributes holds low-cardinality context such as the route; never used as metric labels
+	// except for keys the operator configures.
+	Attributes map[string]string `json:"attributes,omitempty"`
+
+	// Sampling is set by the sampler on records chosen for scoring.
+	Sampling *Sampling `json:"sampling,omitempty"`
+}
+
+// Document is one retrieved (or reranked) passage in the order the application used it.
+type Document struct {
+	ID       string         `json:"id"`
+	Score    *float64       `json:"score,omitempty"`
+	Content  string         `json:"content,omitempty"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// Citation links a claim of the answer to the documents cited for it.
+type Citation struct {
+	Text        string   `json:"text"`
+	DocumentIDs []string `json:"document_ids"`
+}
+
+// Usage is the generation's token usage.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens,omitempty"`
+	OutputTokens int64 `json:"output_tokens,omitempty"`
+}
+
+// Latency holds stage durations in milliseconds; zero means not measured.
+type Latency struct {
+	Retrieval  float64 `json:"retrieval,omitempty"`
+	Generation float64 `json:"generation,omitempty"`
+	Total      float64 `json:"total,omitempty"`
+}
+
+// Feedback is the user's verdict on the answer: Score in [-1, 1] (thumbs down = -1, up = 1).
+type Feedback struct {
+	Score   float64   `json:"score"`
+	Comment string    `json:"comment,omitempty"`
+	Time    time.Time `json:"time,omitzero"`
+}
+
+// Sentiment buckets a feedback score for metric labels.
+func (f Feedback) Sentiment() string {
+	switch {
+	case f.Score > 0:
+		return "positive"
+	case f.Score < 0:
+		return "negative"
+	default:
+		return "neutral"
+	}
+}
+
+// Sampling records why and with which inclusion probability a record was chosen for scoring.
+// Aggregates over scores weight each record by 1/Probability.
+type Sampling struct {
+	Probability float64 `json:"probability"`
+	Reason      string  `json:"reason"`
+}
+
+// Key identifies the record: the trace id, plus the turn's span id when a trace holds several.
+func (r *Record) Key() string {
+	if r.SpanID == "" {
+		return r.TraceID
+	}
+	return r.TraceID + "/" + r.SpanID
+}
+
+// Scores returns the document scores that are present, in document order.
+func (r *Record) Scores() []float64 {
+	var out []float64
+	for i := range r.Documents {
+		if s := r.Documents[i].Score; s != nil {
+			out = append(out, *s)
+		}
+	}
+	return out
+}
+
+// Limits bound what a record from outside may hold.
+const (
+	MaxIDLength       = 256
+	MaxDocuments      = 1000
+	MaxTextBytes      = 1 << 20 // query, answer, reference, one document's content
+	MaxAttributes     = 128
+	MaxRelevanceLabel = 10000
+)
+
+// Validate checks a record received from outside (HTTP API, NATS) and returns every problem.
+func (r *Record) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	switch {
+	case r.TraceID == "":
+		bad("trace_id", "is required")
+	case len(r.TraceID) > MaxIDLength:
+		bad("trace_id", "longer than %d bytes", MaxIDLength)
+	}
+	if len(r.SpanID) > MaxIDLength {
+		bad("span_id", "longer than %d bytes", MaxIDLength)
+	}
+	if r.Query == "" && r.Answer == "" && len(r.Documents) == 0 {
+		bad("record", "needs at least one of query, answer or documents")
+	}
+	for name, s := range map[string]string{"query": r.Query, "answer": r.Answer, "reference": r.Reference} {
+		if len(s) > MaxTextBytes {
+			bad(name, "longer than %d bytes", MaxTextBytes)
+		}
+	}
+	if len(r.Documents) > MaxDocuments {
+		bad("documents", "more than %d documents", MaxDocuments)
+	}
+	for i, d := range r.Documents {
+		if d.ID == "" {
+			bad(fmt.Sprintf("documents[%d].id", i), "is required")
+		}
+		if len(d.ID) > MaxIDLength {
+			bad(fmt.Sprintf("documents[%d].id", i), "longer than %d bytes", MaxIDLength)
+		}
+		if len(d.Content) > MaxTextBytes {
+			bad(fmt.Sprintf("documents[%d].content", i), "longer than %d bytes", MaxTextBytes)
+		}
+		if d.Score != nil && (math.IsNaN(*d.Score) || math.IsInf(*d.Score, 0)) {
+			bad(fmt.Sprintf("documents[%d].score", i), "must be a finite number")
+		}
+	}
+	if r.Feedback != nil && (math.IsNaN(r.Feedback.Score) || r.Feedback.Score < -1 || r.Feedback.Score > 1) {
+		bad("feedback.score", "must be between -1 and 1")
+	}
+	if r.Usage.InputTokens < 0 || r.Usage.OutputTokens < 0 {
+		bad("usage", "token counts must not be negative")
+	}
+	if r.Latency.Retrieval < 0 || r.Latency.Generation < 0 || r.Latency.Total < 0 {
+		bad("latency_ms", "durations must not be negative")
+	}
+	if len(r.Attributes) > MaxAttributes {
+		bad("attributes", "more than %d attributes", MaxAttributes)
+	}
+	if len(r.Relevance) > MaxRelevanceLabel {
+		bad("relevance", "more than %d labels", MaxRelevanceLabel)
+	}
+	return errors.Join(errs...)
+}
+
+// DecodeJSON decodes one record or a JSON array of records, validates each and fills parsed
+// citations and the time when absent. Errors name the array index.
+func DecodeJSON(data []byte, now time.Time) ([]*Record, error) {
+	data = trimSpace(data)
+	if len(data) == 0 {
+		return nil, errors.New("empty body")
+	}
+	var recs []*Record
+	if data[0] == '[' {
+		if err := json.Unmarshal(data, &recs); err != nil {
+			return nil, fmt.Errorf("invalid JSON: %w", err)
+		}
+		if len(recs) == 0 {
+			return nil, errors.New("empty array")
+		}
+	} else {
+		var r Record
+		if err := json.Unmarshal(data, &r); err != nil {
+			return nil, fmt.Errorf("invalid JSON: %w", err)
+		}
+		recs = []*Record{&r}
+	}
+	var errs []error
+	for i, r := range recs {
+		if r == nil {
+			errs = append(errs, fmt.Errorf("[%d]: null record", i))
+			continue
+		}
+		if err := r.Validate(); err != nil {
+			if len(recs) > 1 {
+				err = fmt.Errorf("[%d]: %w", i, err)
+			}
+			errs = append(errs, err)
+			continue
+		}
+		r.Normalize(now)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// Normalize fills what the record did not say: the time, and citations parsed from the answer.
+func (r *Record) Normalize(now time.Time) {
+	if r.Time.IsZero() {
+		r.Time = now
+	}
+	if len(r.Citations) == 0 && r.Answer != "" {
+		r.Citations = ParseCitations(r.Answer, r.Documents)
+	}
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\n' || b[0] == '\r' || b[0] == '\t') {
+		b = b[1:]
+	}
+	return b
+}

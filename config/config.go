@@ -1,0 +1,251 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"time"
+)
+
+// Config is the whole of ragwatch's configuration. Each section lives in its own file.
+type Config struct {
+	Receivers Receivers  `yaml:"receivers"`
+	HTTP      HTTPServer `yaml:"http"`
+	Exporters Exporters  `yaml:"exporters"`
+	Assembly  Assembly   `yaml:"assembly"`
+	Signals   Signals    `yaml:"signals"`
+	Log       Log        `yaml:"log"`
+
+	NATS     NATS     `yaml:"nats"`
+	Feedback Feedback `yaml:"feedback"`
+
+	Sampling Sampling `yaml:"sampling"`
+	Scoring  Scoring  `yaml:"scoring"`
+
+	SLOs      []SLO      `yaml:"slos"`
+	Drift     Drift      `yaml:"drift"`
+	Notifiers []Notifier `yaml:"notifiers"`
+	Alerting  Alerting   `yaml:"alerting"`
+}
+
+// Default returns the embedded defaults: what `ragwatch run` uses with no file.
+func Default() *Config {
+	return &Config{
+		Receivers: Receivers{OTLP: OTLPReceivers{
+			GRPC: Endpoint{Endpoint: "127.0.0.1:4317"},
+			HTTP: Endpoint{Endpoint: "127.0.0.1:4318"},
+		}},
+		HTTP: HTTPServer{Endpoint: "0.0.0.0:9464"},
+		Exporters: Exporters{
+			Statsd: Statsd{Prefix: "rag", FlushInterval: 100 * time.Millisecond, FlushBytes: 1432},
+			OTLP:   OTLPMetrics{Protocol: "grpc", Interval: 15 * time.Second, Timeout: 10 * time.Second},
+		},
+		Assembly: Assembly{
+			Wait:      2 * time.Second,
+			Timeout:   60 * time.Second,
+			MaxTraces: 50000,
+			MaxBytes:  256 << 20,
+		},
+		Signals:  Signals{MaxServices: 50},
+		Log:      Log{Level: "info", Format: "text"},
+		NATS:     defaultNATS(),
+		Feedback: defaultFeedback(),
+		Sampling: defaultSampling(),
+		Scoring:  defaultScoring(),
+		Drift:    defaultDrift(),
+		Alerting: defaultAlerting(),
+	}
+}
+
+// Receivers configures where traces come in.
+type Receivers struct {
+	OTLP OTLPReceivers `yaml:"otlp"`
+}
+
+// OTLPReceivers configures the OTLP gRPC and HTTP receivers.
+type OTLPReceivers struct {
+	GRPC Endpoint `yaml:"grpc"`
+	HTTP Endpoint `yaml:"http"`
+	// MaxRequestBytes bounds one request body (HTTP, after decompression) or gRPC message.
+	MaxRequestBytes int `yaml:"max_request_bytes"`
+}
+
+// Endpoint is a listen address; "" disables the listener.
+type Endpoint struct {
+	Endpoint string `yaml:"endpoint"`
+}
+
+// Validate implements Validator.
+func (e Endpoint) Validate() error {
+	if e.Endpoint == "" {
+		return nil
+	}
+	if err := checkHostPort(e.Endpoint); err != nil {
+		return Invalid("endpoint", "%v", err)
+	}
+	return nil
+}
+
+// Validate implements Validator.
+func (o OTLPReceivers) Validate() error {
+	if o.MaxRequestBytes < 0 {
+		return Invalid("max_request_bytes", "must not be negative")
+	}
+	return nil
+}
+
+// HTTPServer is ragwatch's own HTTP server: /metrics, /healthz, /readyz, /api/v1/...
+type HTTPServer struct {
+	Endpoint string `yaml:"endpoint"`
+}
+
+// Validate implements Validator.
+func (h HTTPServer) Validate() error {
+	if err := checkHostPort(h.Endpoint); err != nil {
+		return Invalid("endpoint", "%v", err)
+	}
+	return nil
+}
+
+// Exporters configures where online signals go besides /metrics.
+type Exporters struct {
+	Statsd Statsd      `yaml:"statsd"`
+	OTLP   OTLPMetrics `yaml:"otlp"`
+}
+
+// Statsd pushes signals over UDP; "" endpoint disables.
+type Statsd struct {
+	Endpoint      string        `yaml:"endpoint"`
+	Prefix        string        `yaml:"prefix"`
+	FlushInterval time.Duration `yaml:"flush_interval"`
+	FlushBytes    int           `yaml:"flush_bytes"`
+}
+
+// Validate implements Validator.
+func (s Statsd) Validate() error {
+	if s.Endpoint == "" {
+		return nil
+	}
+	var errs []error
+	if err := checkHostPort(s.Endpoint); err != nil {
+		errs = append(errs, Invalid("endpoint", "%v", err))
+	}
+	if s.FlushInterval <= 0 {
+		errs = append(errs, Invalid("flush_interval", "must be positive"))
+	}
+	if s.FlushBytes < 0 || s.FlushBytes > 65000 {
+		errs = append(errs, Invalid("flush_bytes", "must be between 0 and 65000"))
+	}
+	return joinErrs(errs)
+}
+
+// OTLPMetrics pushes the same signals as OTLP metrics; "" endpoint disables.
+type OTLPMetrics struct {
+	Endpoint string            `yaml:"endpoint"`
+	Protocol string            `yaml:"protocol"` // grpc | http
+	Insecure bool              `yaml:"insecure"`
+	Interval time.Duration     `yaml:"interval"`
+	Timeout  time.Duration     `yaml:"timeout"`
+	Headers  map[string]string `yaml:"headers"`
+}
+
+// Validate implements Validator.
+func (o OTLPMetrics) Validate() error {
+	var errs []error
+	if o.Protocol != "grpc" && o.Protocol != "http" {
+		errs = append(errs, Invalid("protocol", "must be grpc or http, got %q", o.Protocol))
+	}
+	if o.Endpoint != "" {
+		if o.Interval <= 0 {
+			errs = append(errs, Invalid("interval", "must be positive"))
+		}
+		if o.Timeout <= 0 {
+			errs = append(errs, Invalid("timeout", "must be positive"))
+		}
+	}
+	return joinErrs(errs)
+}
+
+// Assembly configures how spans of one trace are grouped into records.
+type Assembly struct {
+	Wait      time.Duration `yaml:"wait"`
+	Timeout   time.Duration `yaml:"timeout"`
+	MaxTraces int           `yaml:"max_traces"`
+	MaxBytes  int64         `yaml:"max_bytes"`
+}
+
+// Validate implements Validator.
+func (a Assembly) Validate() error {
+	var errs []error
+	if a.Wait < 0 {
+		errs = append(errs, Invalid("wait", "must not be negative"))
+	}
+	if a.Timeout <= 0 {
+		errs = append(errs, Invalid("timeout", "must be positive"))
+	} else if a.Timeout < a.Wait {
+		errs = append(errs, Invalid("timeout", "must be at least `wait` (%s)", a.Wait))
+	}
+	if a.MaxTraces <= 0 {
+		errs = append(errs, Invalid("max_traces", "must be positive"))
+	}
+	if a.MaxBytes <= 0 {
+		errs = append(errs, Invalid("max_bytes", "must be positive"))
+	}
+	return joinErrs(errs)
+}
+
+// Signals configures the online signals.
+type Signals struct {
+	// MaxServices caps distinct `service` label values; further services are labelled "other".
+	MaxServices int `yaml:"max_services"`
+}
+
+// Validate implements Validator.
+func (s Signals) Validate() error {
+	if s.MaxServices <= 0 {
+		return Invalid("max_services", "must be positive")
+	}
+	return nil
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level"`  // debug | info | warn | error
+	Format string `yaml:"format"` // text | json
+}
+
+// Validate implements Validator.
+func (l Log) Validate() error {
+	var errs []error
+	switch l.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, Invalid("level", "must be debug, info, warn or error, got %q", l.Level))
+	}
+	if l.Format != "text" && l.Format != "json" {
+		errs = append(errs, Invalid("format", "must be text or json, got %q", l.Format))
+	}
+	return joinErrs(errs)
+}
+
+func checkHostPort(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("must be host:port, got %q", s)
+	}
+	_ = host
+	if port == "" || strings.ContainsAny(port, " /") {
+		return fmt.Errorf("must be host:port with a numeric port, got %q", s)
+	}
+	return nil
+}
+
+func joinErrs(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return joinSorted(errs)
+}
