@@ -139,6 +139,10 @@ func walk(v reflect.Value, path string, visit func(string, Validator)) {
 			if name == "-" {
 				continue
 			}
+			if strings.Contains(f.Tag.Get("yaml"), ",inline") {
+				walk(v.Field(i), path, visit)
+				continue
+			}
 			walk(v.Field(i), joinPath(path, name), visit)
 		}
 	case reflect.Slice:

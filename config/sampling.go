@@ -7,9 +7,9 @@ type Sampling struct {
 
 func defaultSampling() Sampling { return Sampling{Rate: 0.1} }
 
-// Scoring configures the scoring queue, workers and scorers (issues 4 and 5).
-type Scoring struct {
+// ScoringRuntime is the part of `scoring` about the queue and the workers (issue 4).
+type ScoringRuntime struct {
 	Workers int `yaml:"workers"`
 }
 
-func defaultScoring() Scoring { return Scoring{Workers: 4} }
+func defaultScoringRuntime() ScoringRuntime { return ScoringRuntime{Workers: 4} }
