@@ -3,6 +3,7 @@ package score
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/ragwatch/ragwatch/collector/record"
@@ -61,4 +62,50 @@ func (f Fanout) ConsumeScores(ctx context.Context, results []Result) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Outcomes of a metric that could not be scored; bounded words fit for metric labels.
+const (
+	OutcomeParseError  = "parse_error"  // the judge's reply was not valid JSON for the schema, even after one repair
+	OutcomeRefused     = "refused"      // the model refused to judge
+	OutcomeTimeout     = "timeout"      // the call did not finish within the configured timeout
+	OutcomeRateLimited = "rate_limited" // the backend kept answering 429
+	OutcomeError       = "error"        // any other failure (5xx after retries, network, bad config)
+)
+
+// MetricError is one metric a scorer tried and could not score.
+type MetricError struct {
+	Metric  string
+	Outcome string // one of the Outcome constants
+	Err     error
+}
+
+func (e MetricError) Error() string {
+	if e.Err == nil {
+		return e.Metric + ": " + e.Outcome
+	}
+	return e.Metric + ": " + e.Outcome + ": " + e.Err.Error()
+}
+
+func (e MetricError) Unwrap() error { return e.Err }
+
+// Failure is the error a Scorer returns next to the results it did produce, listing every
+// metric it could not score. Find it with errors.As(err, &failure).
+type Failure []MetricError
+
+func (f Failure) Error() string {
+	parts := make([]string, len(f))
+	for i, e := range f {
+		parts[i] = e.Error()
+	}
+	return "scoring failed for " + strings.Join(parts, "; ")
+}
+
+// Outcomes maps each failed metric to its outcome.
+func (f Failure) Outcomes() map[string]string {
+	out := make(map[string]string, len(f))
+	for _, e := range f {
+		out[e.Metric] = e.Outcome
+	}
+	return out
 }
