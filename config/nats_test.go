@@ -1,0 +1,109 @@
+package config
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestNATSDefaults(t *testing.T) {
+	c, err := Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.NATS.IsEmbedded() {
+		t.Fatal("default must be embedded")
+	}
+	want := defaultNATS()
+	if !reflect.DeepEqual(c.NATS, want) {
+		t.Fatalf("NATS = %+v, want %+v", c.NATS, want)
+	}
+	if c.NATS.StoreDir != "./ragwatch-data" || c.NATS.Embedded.Endpoint != "127.0.0.1:4222" {
+		t.Fatalf("fixed defaults changed: %q %q", c.NATS.StoreDir, c.NATS.Embedded.Endpoint)
+	}
+	if c.NATS.Subjects != (NATSSubjects{Records: "ragwatch.records.>", OTLP: "ragwatch.otlp.traces", Feedback: "ragwatch.feedback.>"}) {
+		t.Fatalf("subjects = %+v", c.NATS.Subjects)
+	}
+	if c.Feedback != (Feedback{Retention: 24 * time.Hour, MaxEntries: 200000, Bucket: "ragwatch_feedback"}) {
+		t.Fatalf("feedback = %+v", c.Feedback)
+	}
+}
+
+func TestNATSExternalParse(t *testing.T) {
+	c, err := Parse([]byte(`
+nats:
+  url: "nats://a:4222, tls://b:4222"
+  token_env: NATS_TOKEN
+  tls: { ca_file: /etc/ca.pem, cert_file: /etc/c.pem, key_file: /etc/k.pem }
+  reconnect_wait: 250ms
+  replicas: 3
+  subjects: { otlp: "" }
+  consume:
+    mode: jetstream
+    stream: RAG
+    durable: side
+    ack_wait: 5s
+feedback:
+  retention: 1h
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := c.NATS
+	if n.IsEmbedded() {
+		t.Fatal("url set: not embedded")
+	}
+	if got := n.Servers(); !reflect.DeepEqual(got, []string{"nats://a:4222", "tls://b:4222"}) {
+		t.Fatalf("servers = %q", got)
+	}
+	if n.TokenEnv != "NATS_TOKEN" || n.TLS.CAFile != "/etc/ca.pem" || n.TLS.KeyFile != "/etc/k.pem" ||
+		n.ReconnectWait != 250*time.Millisecond || n.Replicas != 3 || n.Subjects.OTLP != "" ||
+		n.Subjects.Records != "ragwatch.records.>" || n.Consume.Mode != NATSModeJetStream ||
+		n.Consume.Stream != "RAG" || n.Consume.Durable != "side" || n.Consume.AckWait != 5*time.Second ||
+		c.Feedback.Retention != time.Hour {
+		t.Fatalf("parsed = %+v feedback %+v", n, c.Feedback)
+	}
+}
+
+func TestNATSValidateErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want string
+	}{
+		{"mode", "nats:\n  consume:\n    mode: pull\n", "line 3: `nats.consume.mode` must be core or jetstream, got \"pull\""},
+		{"subject", "nats:\n  subjects:\n    records: \"a..b\"\n", "line 3: `nats.subjects.records` must be a NATS subject with no empty token, got \"a..b\""},
+		{"wildcard", "nats:\n  subjects:\n    feedback: \"a.>.b\"\n", "line 3: `nats.subjects.feedback` '>' must be the last token, got \"a.>.b\""},
+		{"same subject", "nats:\n  subjects:\n    records: x.y\n    feedback: x.y\n", "line 4: `nats.subjects.feedback` must differ from `subjects.records`"},
+		{"endpoint", "nats:\n  embedded:\n    endpoint: localhost\n", "line 3: `nats.embedded.endpoint` must be host:port, got \"localhost\""},
+		{"creds without url", "nats:\n  credentials_file: /x.creds\n", "line 2: `nats.credentials_file` applies only to an external cluster; set `url` or remove it"},
+		{"bad url", "nats:\n  url: \"http://x:1\"\n", "line 2: `nats.url` scheme must be nats, tls, ws or wss, got \"http\""},
+		{"token both", "nats:\n  url: nats://x:4222\n  token_env: A\n  token_file: /b\n", "line 3: `nats.token_env` set either `token_env` or `token_file`, not both"},
+		{"cert without key", "nats:\n  url: nats://x:4222\n  tls:\n    cert_file: /c\n", "line 3: `nats.tls` `cert_file` and `key_file` must be set together"},
+		{"stream name", "nats:\n  consume:\n    mode: jetstream\n    stream: a.b\n", "line 4: `nats.consume.stream` must be a stream name of letters, digits, '-' or '_', got \"a.b\""},
+		{"ack wait", "nats:\n  consume:\n    mode: jetstream\n    ack_wait: 1ms\n", "line 4: `nats.consume.ack_wait` must be at least 100ms"},
+		{"payload", "nats:\n  max_payload: 10\n", "line 2: `nats.max_payload` must be between 1024 and 67108864 bytes, got 10"},
+		{"retention", "feedback:\n  retention: 0s\n", "line 2: `feedback.retention` must be positive"},
+		{"unknown", "nats:\n  consume:\n    queue: x\n", "line 3: `nats.consume.queue` is not a known key; expected one of: ack_wait, create_stream, dedup_bucket, dedup_max, dedup_window, durable, max_ack_pending, max_deliver, mode, queue_group, stream, stream_max_age"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml))
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			if err.Error() != tt.want {
+				t.Fatalf("error:\n got %s\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNATSValidateReportsEveryProblem(t *testing.T) {
+	_, err := Parse([]byte("nats:\n  replicas: 0\n  reconnect_wait: 0s\n"))
+	want := "line 2: `nats.replicas` must be between 1 and 5, got 0\n" +
+		"line 3: `nats.reconnect_wait` must be positive"
+	if err == nil || err.Error() != want {
+		t.Fatalf("error:\n got %v\nwant %s", err, want)
+	}
+}
