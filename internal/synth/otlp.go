@@ -59,6 +59,19 @@ func AppendTraces(td ptrace.Traces, t *Turn) {
 		a.PutStr(p+"content", d.Content)
 	}
 
+	for i := 0; i < t.ExtraSpans; i++ {
+		x := ss.Spans().AppendEmpty()
+		x.SetTraceID(tid)
+		var id pcommon.SpanID
+		binary.BigEndian.PutUint64(id[:], binary.BigEndian.Uint64(root[:])^uint64(0x3333333333333333+i))
+		x.SetSpanID(id)
+		x.SetParentSpanID(root)
+		x.SetName("chain.step")
+		x.SetStartTimestamp(start)
+		x.SetEndTimestamp(pcommon.NewTimestampFromTime(t.Start.Add(t.Total)))
+		x.Attributes().PutStr(kindKey, "CHAIN")
+	}
+
 	lsp := ss.Spans().AppendEmpty()
 	lsp.SetTraceID(tid)
 	lsp.SetSpanID(llm)

@@ -39,6 +39,9 @@ type Turn struct {
 	Feedback int
 	// Degraded tells whether the turn was generated while the index was broken.
 	Degraded bool
+	// ExtraSpans is how many spans beyond the three basic ones (CHAIN, RETRIEVER, LLM) the
+	// trace carries, as nested CHAIN spans real frameworks add around a turn.
+	ExtraSpans int
 }
 
 // Options shape the generated traffic.
@@ -49,6 +52,8 @@ type Options struct {
 	DocBytes  int // size of each document's content (default about 1 KB)
 	// FeedbackRate is the share of requests that get user feedback (default 0.2).
 	FeedbackRate float64
+	// Spans per trace, at least 3 (default 3).
+	Spans int
 }
 
 // Generator produces turns. It is safe for concurrent use.
@@ -151,6 +156,9 @@ func (g *Generator) Next(start time.Time) Turn {
 		Model:     "gpt-4o-mini",
 		Start:     start,
 		Degraded:  g.bad,
+	}
+	if g.opts.Spans > 3 {
+		t.ExtraSpans = g.opts.Spans - 3
 	}
 	for i := range t.TraceID {
 		t.TraceID[i] = byte(r.Uint32())

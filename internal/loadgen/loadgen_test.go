@@ -1,0 +1,104 @@
+package loadgen
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type countingServer struct {
+	ptraceotlp.UnimplementedGRPCServer
+	spans, traces atomic.Int64
+}
+
+func (s *countingServer) Export(_ context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+	s.spans.Add(int64(req.Traces().SpanCount()))
+	s.traces.Add(int64(req.Traces().ResourceSpans().Len()))
+	return ptraceotlp.NewExportResponse(), nil
+}
+
+func TestRunSendsExactCountOverGRPC(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	cs := &countingServer{}
+	ptraceotlp.RegisterGRPCServer(srv, cs)
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+
+	res, err := Run(context.Background(), Options{Protocol: "grpc", Endpoint: lis.Addr().String(), Count: 250, Batch: 10, Concurrency: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Traces != 250 || res.Errors != 0 || res.Requests != 25 {
+		t.Fatalf("result %+v", res)
+	}
+	if got := cs.traces.Load(); got != 250 {
+		t.Fatalf("server got %d traces, want 250", got)
+	}
+	if got := cs.spans.Load(); got != 750 {
+		t.Fatalf("server got %d spans, want 750 (3 per trace)", got)
+	}
+	if res.P50 <= 0 || res.Max < res.P99 {
+		t.Fatalf("latency percentiles not filled: %+v", res)
+	}
+}
+
+func TestRunOverHTTPCountsErrorsAndSpanShape(t *testing.T) {
+	var calls, spans atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		req := ptraceotlp.NewExportRequest()
+		if r.Header.Get("Content-Type") != "application/x-protobuf" || req.UnmarshalProto(body) != nil {
+			http.Error(w, "bad", http.StatusBadRequest)
+			return
+		}
+		spans.Add(int64(req.Traces().SpanCount()))
+		if n%5 == 0 {
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			return
+		}
+	}))
+	defer srv.Close()
+	res, err := Run(context.Background(), Options{Protocol: "http", Endpoint: srv.URL, Count: 20, Concurrency: 1, Synth: synthOpts(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Traces != 20 || res.Requests != 20 || res.Errors != 4 {
+		t.Fatalf("result %+v, want 20 traces, 20 requests, 4 errors", res)
+	}
+	if spans.Load() != 100 {
+		t.Fatalf("spans = %d, want 100 (5 per trace)", spans.Load())
+	}
+	if res.FirstError == "" {
+		t.Fatal("first error not reported")
+	}
+}
+
+func TestRunHonoursRate(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	start := time.Now()
+	res, err := Run(context.Background(), Options{Protocol: "http", Endpoint: srv.URL, Count: 30, Rate: 100, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 30 traces at 100/s with a burst of 1 need at least 290 ms.
+	if el := time.Since(start); el < 280*time.Millisecond || res.Traces != 30 {
+		t.Fatalf("sent %d traces in %s; the rate limit was not applied", res.Traces, el)
+	}
+}
