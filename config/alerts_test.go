@@ -1,0 +1,249 @@
+package config
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func f64(v float64) *float64 { return &v }
+
+func TestAlertsDefaults(t *testing.T) {
+	c, err := Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.SLOs) != 0 || len(c.Notifiers) != 0 {
+		t.Fatalf("no SLOs or notifiers by default, got %d, %d", len(c.SLOs), len(c.Notifiers))
+	}
+	want := Alerting{EvaluationInterval: 15 * time.Second, ResolvedRetention: 24 * time.Hour,
+		StateBucket: "ragwatch_alerts", SaveInterval: 30 * time.Second}
+	if !reflect.DeepEqual(c.Alerting, want) {
+		t.Fatalf("alerting defaults:\n got %+v\nwant %+v", c.Alerting, want)
+	}
+	if c.Drift.Window != time.Hour || c.Drift.ReferenceWindow != 24*time.Hour || len(c.Drift.Detectors) != 3 {
+		t.Fatalf("drift defaults: %+v", c.Drift)
+	}
+	wantDet := DriftDetector{Name: "retrieval-score-psi", Signal: "retrieval_score", Method: "psi", Threshold: 0.2,
+		MinSamples: 100, MinReferenceSamples: 200, For: 5 * time.Minute, KeepFiringFor: 5 * time.Minute, Severity: "ticket"}
+	if !reflect.DeepEqual(c.Drift.Detectors[0], wantDet) {
+		t.Fatalf("detector default:\n got %+v\nwant %+v", c.Drift.Detectors[0], wantDet)
+	}
+	var sigs []string
+	for _, d := range c.Drift.Detectors {
+		sigs = append(sigs, d.Signal)
+	}
+	if !reflect.DeepEqual(sigs, []string{"retrieval_score", "retrieved_documents", "answer_tokens"}) {
+		t.Fatalf("default drift signals = %v", sigs)
+	}
+}
+
+func TestAlertsFull(t *testing.T) {
+	c, err := Parse([]byte(`
+slos:
+  - name: citation-precision
+    metric: citation_precision
+    objective: 0.85
+    alert_below: 0.70
+    window: 15m
+    min_samples: 30
+    for: 2m
+    severity: page
+    labels: { team: search }
+    runbook_url: https://runbooks.example/citations
+    notifiers: [oncall]
+  - name: faithful-requests
+    kind: burn_rate
+    metric: faithfulness
+    good_when: ">= 0.5"
+    objective: 0.95
+    period: 28d
+  - name: latency
+    metric: latency_seconds
+    alert_above: 2.5
+    hysteresis: 0.1
+    burn_rates: []
+drift:
+  window: 30m
+  reference_window: 7d
+  detectors:
+    - name: scores-ks
+      signal: retrieval_score
+      method: ks
+      buckets: [0, 0.5, 1]
+notifiers:
+  - name: oncall
+    type: alertmanager
+    url: http://alertmanager:9093
+  - name: audit
+    type: webhook
+    url: https://hooks.example.internal/ragwatch
+    secret_env: RAGWATCH_WEBHOOK_SECRET
+  - name: pd
+    type: pagerduty
+    routing_key_env: PD_KEY
+    repeat_interval: 1d
+  - name: chat
+    type: slack
+    url_env: SLACK_URL
+alerting:
+  trace_url_template: "http://tempo/explore?trace={trace_id}&svc={service}"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want0 := SLO{Name: "citation-precision", Kind: "threshold", Metric: "citation_precision", Objective: 0.85,
+		AlertBelow: f64(0.70), Window: 15 * time.Minute, MinSamples: 30, For: 2 * time.Minute,
+		KeepFiringFor: 2 * time.Minute, Severity: "page", Labels: map[string]string{"team": "search"},
+		RunbookURL: "https://runbooks.example/citations", Notifiers: []string{"oncall"}}
+	if !reflect.DeepEqual(c.SLOs[0], want0) {
+		t.Fatalf("slo 0:\n got %+v\nwant %+v", c.SLOs[0], want0)
+	}
+	want1 := SLO{Name: "faithful-requests", Kind: "burn_rate", Metric: "faithfulness", GoodWhen: ">= 0.5",
+		Objective: 0.95, Period: 28 * 24 * time.Hour, BurnRates: DefaultBurnRates(), MinSamples: 30,
+		KeepFiringFor: time.Minute, Severity: "page"}
+	if !reflect.DeepEqual(c.SLOs[1], want1) {
+		t.Fatalf("slo 1:\n got %+v\nwant %+v", c.SLOs[1], want1)
+	}
+	if c.SLOs[2].Window != 15*time.Minute || *c.SLOs[2].AlertAbove != 2.5 || c.SLOs[2].Hysteresis != 0.1 {
+		t.Fatalf("slo 2: %+v", c.SLOs[2])
+	}
+	if c.Drift.ReferenceWindow != 7*24*time.Hour || len(c.Drift.Detectors) != 1 {
+		t.Fatalf("drift: %+v", c.Drift)
+	}
+	d := c.Drift.Detectors[0]
+	if d.Method != "ks" || d.Threshold != 0.1 || !reflect.DeepEqual(d.Buckets, []float64{0, 0.5, 1}) || d.MinSamples != 100 {
+		t.Fatalf("detector: %+v", d)
+	}
+	wantN := []Notifier{
+		{Name: "oncall", Type: "alertmanager", URL: "http://alertmanager:9093", Timeout: 10 * time.Second,
+			RepeatInterval: time.Minute, RatePerMinute: 60, MaxRetries: 5, RetryBackoff: time.Second},
+		{Name: "audit", Type: "webhook", URL: "https://hooks.example.internal/ragwatch", SecretEnv: "RAGWATCH_WEBHOOK_SECRET",
+			Timeout: 10 * time.Second, RepeatInterval: 4 * time.Hour, RatePerMinute: 60, MaxRetries: 5, RetryBackoff: time.Second},
+		{Name: "pd", Type: "pagerduty", URL: "https://events.pagerduty.com/v2/enqueue", RoutingKeyEnv: "PD_KEY",
+			Timeout: 10 * time.Second, RepeatInterval: 24 * time.Hour, RatePerMinute: 60, MaxRetries: 5, RetryBackoff: time.Second},
+		{Name: "chat", Type: "slack", URLEnv: "SLACK_URL", Timeout: 10 * time.Second, RepeatInterval: 4 * time.Hour,
+			RatePerMinute: 60, MaxRetries: 5, RetryBackoff: time.Second},
+	}
+	if !reflect.DeepEqual(c.Notifiers, wantN) {
+		t.Fatalf("notifiers:\n got %+v\nwant %+v", c.Notifiers, wantN)
+	}
+	if err := CheckAlertRefs(c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAlertsErrors(t *testing.T) {
+	_, err := Parse([]byte(`
+slos:
+  - name: "bad name"
+    metric: x
+    alert_below: 1
+    alert_above: 2
+    severity: urgent
+    labels: {slo: x}
+  - name: br
+    kind: burn_rate
+    metric: y
+    good_when: "about 0.5"
+    objective: 1.5
+    burn_rates:
+      - {severity: page, long_window: 5m, short_window: 1h, factor: 0}
+  - name: z
+    metric: z
+    windw: 1m
+notifiers:
+  - name: a
+    type: email
+  - name: b
+    type: pagerduty
+`))
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	want := "line 3: `slos[0].name` must be 1-64 letters, digits, '_', '.' or '-', got \"bad name\"\n" +
+		"line 5: `slos[0].alert_below` set exactly one of alert_below or alert_above\n" +
+		"line 7: `slos[0].severity` must be page, ticket or info, got \"urgent\"\n" +
+		"line 8: `slos[0].labels.slo` is set by ragwatch and cannot be overridden\n" +
+		"line 12: `slos[1].good_when` must be an operator (>=, >, <=, <) and a number, got \"about 0.5\"\n" +
+		"line 13: `slos[1].objective` must be between 0 and 1 (exclusive) for a burn_rate SLO, got 1.5\n" +
+		"line 15: `slos[1].burn_rates[0].short_window` must be shorter than long_window (5m0s)\n" +
+		"line 15: `slos[1].burn_rates[0].factor` must be positive\n" +
+		"line 16: `slos[2].alert_below` set exactly one of alert_below or alert_above\n" +
+		"line 21: `notifiers[0].type` must be alertmanager, pagerduty, slack or webhook, got \"email\"\n" +
+		"line 22: `notifiers[1].routing_key_env` is required for type pagerduty"
+	msg := err.Error()
+	// Unknown keys are reported before validation runs, so the first parse stops at `windw`.
+	if !strings.Contains(msg, "`slos[2].windw` is not a known key") {
+		t.Fatalf("unknown key not reported: %v", msg)
+	}
+	_, err = Parse([]byte(strings.Replace(string(mustRead(t)), "windw", "window", 1)))
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	if err.Error() != want {
+		t.Fatalf("got\n%v\nwant\n%s", err, want)
+	}
+}
+
+func mustRead(t *testing.T) []byte {
+	return []byte(`
+slos:
+  - name: "bad name"
+    metric: x
+    alert_below: 1
+    alert_above: 2
+    severity: urgent
+    labels: {slo: x}
+  - name: br
+    kind: burn_rate
+    metric: y
+    good_when: "about 0.5"
+    objective: 1.5
+    burn_rates:
+      - {severity: page, long_window: 5m, short_window: 1h, factor: 0}
+  - name: z
+    metric: z
+    windw: 1m
+notifiers:
+  - name: a
+    type: email
+  - name: b
+    type: pagerduty
+`)
+}
+
+func TestCheckAlertRefs(t *testing.T) {
+	c, err := Parse([]byte(`
+slos:
+  - {name: a, metric: m, alert_below: 1, notifiers: [nope]}
+  - {name: a, metric: m, alert_below: 1}
+notifiers:
+  - {name: n, type: alertmanager, url: "http://am:9093"}
+  - {name: n, type: alertmanager, url: "http://am:9093"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckAlertRefs(c)
+	want := "`notifiers[1].name` \"n\" is used twice\n`slos[0].notifiers[0]` names no configured notifier: \"nope\"\n`slos[1].name` \"a\" is used twice"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v\nwant %s", err, want)
+	}
+}
+
+func TestGoodWhen(t *testing.T) {
+	for in, want := range map[string]struct {
+		op string
+		v  float64
+	}{">= 0.5": {">=", 0.5}, "<2.5": {"<", 2.5}, " > 1": {">", 1}, "<= 0": {"<=", 0}} {
+		op, v, err := ParseGoodWhen(in)
+		if err != nil || op != want.op || v != want.v {
+			t.Errorf("%q: got %q %v %v", in, op, v, err)
+		}
+	}
+	if _, _, err := ParseGoodWhen("== 1"); err == nil {
+		t.Error("== must be rejected")
+	}
+}
