@@ -214,7 +214,7 @@ func JSON() ([]byte, error) {
 		"templating": map[string]any{"list": []any{
 			map[string]any{"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus", "current": map[string]any{}},
 			map[string]any{"name": "service", "label": "Service", "type": "query", "datasource": promDS,
-				"query": map[string]any{"query": "label_values(ragwatch_requests_total, service)", "refId": "service"},
+				"query":   map[string]any{"query": "label_values(ragwatch_requests_total, service)", "refId": "service"},
 				"refresh": 2, "includeAll": true, "multi": true, "allValue": ".*", "current": map[string]any{"text": "All", "value": "$__all"}},
 		}},
 		"annotations": map[string]any{"list": []any{}},
