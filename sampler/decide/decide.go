@@ -1,0 +1,131 @@
+package decide
+
+import (
+	"math"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/labels"
+)
+
+// Trigger says why a record is being considered.
+type Trigger int
+
+const (
+	// Ingest is a record as it arrives.
+	Ingest Trigger = iota
+	// Feedback is a record reconsidered because feedback arrived; it may use the budget's
+	// feedback reserve.
+	Feedback
+)
+
+// Decision is the outcome for one record.
+type Decision struct {
+	Sample bool
+	// Probability is the inclusion probability of the rule or rate that applied.
+	Probability float64
+	// Reason is the rule name or "rate" when sampled; the skip reason otherwise
+	// (rate, rate_limit, budget, rule).
+	Reason string
+}
+
+// Decider makes sampling decisions. It is safe for concurrent use.
+type Decider struct {
+	rate    float64
+	rules   []Rule
+	limiter *rate.Limiter // nil: no cap
+	budget  *Budget
+	now     func() time.Time
+	svc     *labels.ServiceSet
+
+	sampled *prometheus.CounterVec
+	skipped *prometheus.CounterVec
+}
+
+// New returns a Decider for cfg. budget may be nil (no budget), now may be nil (time.Now).
+// services bounds the `service` label. It registers ragwatch_sampled_total and
+// ragwatch_sampling_skipped_total.
+func New(cfg config.Sampling, budget *Budget, services *labels.ServiceSet, now func() time.Time, reg prometheus.Registerer) *Decider {
+	if now == nil {
+		now = time.Now
+	}
+	d := &Decider{rate: cfg.Rate, rules: CompileRules(cfg.Rules), budget: budget, now: now, svc: services}
+	if cfg.MaxPerMinute > 0 {
+		// Burst of one minute's worth; a fresh bucket is full.
+		d.limiter = rate.NewLimiter(rate.Limit(float64(cfg.MaxPerMinute)/60), cfg.MaxPerMinute)
+	}
+	d.sampled = registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ragwatch_sampled_total",
+		Help: "Records sampled for scoring, by service and reason (rule name or rate).",
+	}, []string{"service", "reason"}))
+	d.skipped = registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ragwatch_sampling_skipped_total",
+		Help: "Records not sampled, by reason: rate, rate_limit, budget, rule (a never rule), no_content.",
+	}, []string{"reason"}))
+	for _, r := range []string{ReasonRate, ReasonRateLimit, ReasonBudget, ReasonRule, ReasonNoContent} {
+		d.skipped.WithLabelValues(r)
+	}
+	return d
+}
+
+// Match returns the probability and reason that apply to r before any cap: the first matching
+// rule, else sampling.rate. never is true when a never rule matched.
+func (d *Decider) Match(r *record.Record) (p float64, reason string, never bool) {
+	for _, rule := range d.rules {
+		if rule.Matches(r) {
+			if rule.Never {
+				return 0, rule.Name, true
+			}
+			return rule.Probability, rule.Name, false
+		}
+	}
+	return d.rate, ReasonRate, false
+}
+
+// Decide decides for r and counts the outcome. The order is: rules and ratio (free and
+// consistent), then the budget, then the token bucket, so a skipped record never spends a token.
+func (d *Decider) Decide(r *record.Record, t Trigger) Decision {
+	p, reason, never := d.Match(r)
+	if never {
+		d.skipped.WithLabelValues(ReasonRule).Inc()
+		return Decision{Reason: ReasonRule}
+	}
+	if !Sampled(r.TraceID, p) {
+		d.skipped.WithLabelValues(ReasonRate).Inc()
+		return Decision{Probability: p, Reason: ReasonRate}
+	}
+	if !d.budget.Allow(t == Feedback) {
+		d.skipped.WithLabelValues(ReasonBudget).Inc()
+		return Decision{Probability: p, Reason: ReasonBudget}
+	}
+	if d.limiter != nil && !d.limiter.AllowN(d.now(), 1) {
+		d.skipped.WithLabelValues(ReasonRateLimit).Inc()
+		return Decision{Probability: p, Reason: ReasonRateLimit}
+	}
+	d.sampled.WithLabelValues(d.svc.Label(r.Service), reason).Inc()
+	return Decision{Sample: true, Probability: p, Reason: reason}
+}
+
+// Skip counts a record not sampled for a reason found outside Decide (no_content).
+func (d *Decider) Skip(reason string) { d.skipped.WithLabelValues(reason).Inc() }
+
+// Mark returns a shallow copy of r carrying the decision's Sampling; r itself is shared with
+// other stages and must not be changed.
+func Mark(r *record.Record, dec Decision) *record.Record {
+	c := *r
+	c.Sampling = &record.Sampling{Probability: dec.Probability, Reason: dec.Reason}
+	return &c
+}
+
+// Weight returns 1/p for a sampled record (its Horvitz–Thompson weight), 1 when s is nil or p
+// is not in (0, 1].
+func Weight(s *record.Sampling) float64 {
+	if s == nil || !(s.Probability > 0) || s.Probability > 1 || math.IsNaN(s.Probability) {
+		return 1
+	}
+	return 1 / s.Probability
+}

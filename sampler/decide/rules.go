@@ -1,0 +1,73 @@
+package decide
+
+import (
+	"slices"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/config"
+)
+
+// Reasons used as the `reason` label besides rule names.
+const (
+	ReasonRate      = "rate"       // sampled (or skipped) by sampling.rate
+	ReasonRateLimit = "rate_limit" // skipped: sampling.max_per_minute reached
+	ReasonBudget    = "budget"     // skipped: the day's budget is spent
+	ReasonRule      = "rule"       // skipped: a never rule matched
+	ReasonNoContent = "no_content" // skipped: feedback for a record whose content is gone
+)
+
+// Rule is a compiled sampling rule.
+type Rule struct {
+	Name        string
+	Probability float64
+	Never       bool
+	match       config.SamplingMatch
+}
+
+// CompileRules turns the configured rules into Rules, in order.
+func CompileRules(rules []config.SamplingRule) []Rule {
+	out := make([]Rule, 0, len(rules))
+	for _, r := range rules {
+		c := Rule{Name: r.Name, Never: r.Never, match: r.Match}
+		if r.Probability != nil {
+			c.Probability = *r.Probability
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// Matches reports whether every condition of the rule holds for r.
+func (r Rule) Matches(rec *record.Record) bool {
+	m := r.match
+	if m.NegativeFeedback && (rec.Feedback == nil || rec.Feedback.Score >= 0) {
+		return false
+	}
+	if m.EmptyRetrieval && len(rec.Documents) > 0 {
+		return false
+	}
+	if m.TopScoreBelow != nil {
+		scores := rec.Scores()
+		if len(scores) == 0 || slices.Max(scores) >= *m.TopScoreBelow {
+			return false
+		}
+	}
+	if len(m.Services) > 0 && !slices.Contains(m.Services, rec.Service) {
+		return false
+	}
+	if len(m.Routes) > 0 && !slices.Contains(m.Routes, Route(rec)) {
+		return false
+	}
+	if len(m.Models) > 0 && !slices.Contains(m.Models, rec.Model) {
+		return false
+	}
+	return true
+}
+
+// Route returns the record's route: attribute `route`, else `http.route`.
+func Route(r *record.Record) string {
+	if v, ok := r.Attributes["route"]; ok {
+		return v
+	}
+	return r.Attributes["http.route"]
+}
