@@ -65,7 +65,7 @@ func TestSampledFixedTraceIDs(t *testing.T) {
 		{"4bf92f3577b34da6a3ffffffffffffff", 1e-9, true},
 		{"4bf92f3577b34da6a3ffffffffffffff", 0, false},
 		// The W3C example trace id: R = 0xce929d0e0e4736.
-		{"4bf92f3577b34da6a3ce929d0e0e4736", 0.2, true},  // T = 0xcccccccccccccd <= R
+		{"4bf92f3577b34da6a3ce929d0e0e4736", 0.2, true},   // T = 0xcccccccccccccd <= R
 		{"4bf92f3577b34da6a3ce929d0e0e4736", 0.19, false}, // T = 0xcf5c28f5c28f5c > R
 		// Upper-case hex is the same id.
 		{"4BF92F3577B34DA6A3CE929D0E0E4736", 0.2, true},
