@@ -37,7 +37,7 @@ func Default() *Config {
 		}},
 		HTTP: HTTPServer{Endpoint: "0.0.0.0:9464"},
 		Exporters: Exporters{
-			Statsd: Statsd{Prefix: "rag", FlushInterval: 100 * time.Millisecond, FlushBytes: 1432},
+			Statsd: Statsd{Prefix: "rag", FlushInterval: 100 * time.Millisecond, FlushBytes: 1432, TagFormat: "datadog"},
 			OTLP:   OTLPMetrics{Protocol: "grpc", Interval: 15 * time.Second, Timeout: 10 * time.Second},
 		},
 		Assembly: Assembly{
@@ -119,6 +119,10 @@ type Statsd struct {
 	Prefix        string        `yaml:"prefix"`
 	FlushInterval time.Duration `yaml:"flush_interval"`
 	FlushBytes    int           `yaml:"flush_bytes"`
+	// TagFormat says how the service tag is written: datadog (`|#service:x`, also read by
+	// statsd_exporter and Telegraf), influx (`name,service=x:...`), graphite (`name;service=x:...`)
+	// or none (plain statsd lines, no tags).
+	TagFormat string `yaml:"tag_format"`
 }
 
 // Validate implements Validator.
@@ -135,6 +139,11 @@ func (s Statsd) Validate() error {
 	}
 	if s.FlushBytes < 0 || s.FlushBytes > 65000 {
 		errs = append(errs, Invalid("flush_bytes", "must be between 0 and 65000"))
+	}
+	switch s.TagFormat {
+	case "datadog", "influx", "graphite", "none":
+	default:
+		errs = append(errs, Invalid("tag_format", "must be datadog, influx, graphite or none, got %q", s.TagFormat))
 	}
 	return joinErrs(errs)
 }
