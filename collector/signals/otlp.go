@@ -1,0 +1,267 @@
+package signals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/resource"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ragwatch/ragwatch/config"
+)
+
+// OTLP instrument names. Each is chosen so that the OTLP→Prometheus translation (dots to
+// underscores, unit and _total suffixes) gives back the Prometheus name of the same signal.
+const (
+	otlpRequests  = "ragwatch.requests"             // → ragwatch_requests_total
+	otlpDocuments = "ragwatch.retrieved_documents"  // → ragwatch_retrieved_documents
+	otlpScore     = "ragwatch.retrieval.score"      // → ragwatch_retrieval_score
+	otlpTopScore  = "ragwatch.retrieval.top_score"  // → ragwatch_retrieval_top_score
+	otlpTokens    = "ragwatch.answer.tokens"        // → ragwatch_answer_tokens
+	otlpFeedback  = "ragwatch.feedback"             // → ragwatch_feedback_total
+	otlpDuration  = "ragwatch.request.duration"     // unit s → ragwatch_request_duration_seconds
+	otlpEmpty     = "ragwatch.empty_retrievals"     // → ragwatch_empty_retrievals_total
+	otlpCitations = "ragwatch.citations_per_answer" // → ragwatch_citations_per_answer
+)
+
+// otlpRecorder records to OpenTelemetry SDK instruments read by a periodic reader that pushes
+// to an OTLP endpoint. Recording only updates in-memory aggregates.
+type otlpRecorder struct {
+	provider *sdkmetric.MeterProvider
+
+	requests  metric.Int64Counter
+	documents metric.Int64Histogram
+	score     metric.Float64Histogram
+	topScore  metric.Float64Histogram
+	tokens    metric.Int64Histogram
+	feedback  metric.Int64Counter
+	duration  metric.Float64Histogram
+	empty     metric.Int64Counter
+	citations metric.Int64Histogram
+
+	attrs sync.Map // service -> *otlpAttrs; bounded by labels.ServiceSet
+}
+
+// otlpAttrs holds one service's prebuilt measurement options so recording does not build
+// attribute sets.
+type otlpAttrs struct {
+	add       []metric.AddOption
+	rec       []metric.RecordOption
+	stage     [numStages][]metric.RecordOption
+	sentiment [numSentiments][]metric.AddOption
+}
+
+// countingExporter counts failed exports; the SDK only hands them to the global error handler.
+type countingExporter struct {
+	sdkmetric.Exporter
+	errs   prometheus.Counter
+	logger *slog.Logger
+}
+
+func (e countingExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
+	err := e.Exporter.Export(ctx, rm)
+	if err != nil {
+		e.errs.Inc()
+		e.logger.Warn("OTLP metrics export failed", "err", err)
+	}
+	return err
+}
+
+func newOTLPExporter(ctx context.Context, c config.OTLPMetrics) (sdkmetric.Exporter, error) {
+	url := strings.Contains(c.Endpoint, "://")
+	switch c.Protocol {
+	case "grpc":
+		opts := []otlpmetricgrpc.Option{otlpmetricgrpc.WithTimeout(c.Timeout)}
+		if url {
+			opts = append(opts, otlpmetricgrpc.WithEndpointURL(c.Endpoint))
+		} else {
+			opts = append(opts, otlpmetricgrpc.WithEndpoint(c.Endpoint))
+		}
+		if c.Insecure {
+			opts = append(opts, otlpmetricgrpc.WithInsecure())
+		}
+		if len(c.Headers) > 0 {
+			opts = append(opts, otlpmetricgrpc.WithHeaders(c.Headers))
+		}
+		return otlpmetricgrpc.New(ctx, opts...)
+	case "http":
+		opts := []otlpmetrichttp.Option{otlpmetrichttp.WithTimeout(c.Timeout)}
+		if url {
+			// A base URL such as http://collector:4318 gets the standard metrics path.
+			u := c.Endpoint
+			if u2 := strings.TrimSuffix(u, "/"); !strings.Contains(u2[strings.Index(u2, "://")+3:], "/") {
+				u = u2 + "/v1/metrics"
+			}
+			opts = append(opts, otlpmetrichttp.WithEndpointURL(u))
+		} else {
+			opts = append(opts, otlpmetrichttp.WithEndpoint(c.Endpoint))
+		}
+		if c.Insecure {
+			opts = append(opts, otlpmetrichttp.WithInsecure())
+		}
+		if len(c.Headers) > 0 {
+			opts = append(opts, otlpmetrichttp.WithHeaders(c.Headers))
+		}
+		return otlpmetrichttp.New(ctx, opts...)
+	}
+	return nil, fmt.Errorf("protocol must be grpc or http, got %q", c.Protocol)
+}
+
+func newOTLPRecorder(ctx context.Context, c config.OTLPMetrics, errs prometheus.Counter, logger *slog.Logger) (*otlpRecorder, error) {
+	exp, err := newOTLPExporter(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var ropts []sdkmetric.PeriodicReaderOption
+	if c.Interval > 0 {
+		ropts = append(ropts, sdkmetric.WithInterval(c.Interval))
+	}
+	if c.Timeout > 0 {
+		ropts = append(ropts, sdkmetric.WithTimeout(c.Timeout))
+	}
+	reader := sdkmetric.NewPeriodicReader(countingExporter{exp, errs, logger}, ropts...)
+	provider := sdkmetric.NewMeterProvider(
+		sdkmetric.WithReader(reader),
+		sdkmetric.WithResource(resource.NewSchemaless(attribute.String("service.name", "ragwatch"))),
+	)
+	r, err := newOTLPInstruments(provider)
+	if err != nil {
+		return nil, errors.Join(err, provider.Shutdown(ctx))
+	}
+	return r, nil
+}
+
+func newOTLPInstruments(provider *sdkmetric.MeterProvider) (*otlpRecorder, error) {
+	m := provider.Meter("github.com/ragwatch/ragwatch/collector/signals")
+	r := &otlpRecorder{provider: provider}
+	var err error
+	var errs []error
+	keep := func(e error) {
+		if e != nil {
+			errs = append(errs, e)
+		}
+	}
+	r.requests, err = m.Int64Counter(otlpRequests, metric.WithUnit("{request}"),
+		metric.WithDescription("RAG requests (records) seen, by service."))
+	keep(err)
+	r.documents, err = m.Int64Histogram(otlpDocuments, metric.WithUnit("{document}"),
+		metric.WithDescription("Documents in the final context of a request."),
+		metric.WithExplicitBucketBoundaries(DocumentBuckets...))
+	keep(err)
+	r.score, err = m.Float64Histogram(otlpScore,
+		metric.WithDescription("Mean document score of a request (requests whose documents carry scores)."),
+		metric.WithExplicitBucketBoundaries(ScoreBuckets...))
+	keep(err)
+	r.topScore, err = m.Float64Histogram(otlpTopScore,
+		metric.WithDescription("Best document score of a request (requests whose documents carry scores)."),
+		metric.WithExplicitBucketBoundaries(ScoreBuckets...))
+	keep(err)
+	r.tokens, err = m.Int64Histogram(otlpTokens, metric.WithUnit("{token}"),
+		metric.WithDescription("Answer length: output tokens from usage, else words of the answer."),
+		metric.WithExplicitBucketBoundaries(TokenBuckets...))
+	keep(err)
+	r.feedback, err = m.Int64Counter(otlpFeedback, metric.WithUnit("{feedback}"),
+		metric.WithDescription("User feedback received, by sentiment."))
+	keep(err)
+	r.duration, err = m.Float64Histogram(otlpDuration, metric.WithUnit("s"),
+		metric.WithDescription("Duration of a request's stages (retrieval, generation, total)."),
+		metric.WithExplicitBucketBoundaries(DurationBuckets...))
+	keep(err)
+	r.empty, err = m.Int64Counter(otlpEmpty, metric.WithUnit("{request}"),
+		metric.WithDescription("Requests whose final context holds no document."))
+	keep(err)
+	r.citations, err = m.Int64Histogram(otlpCitations, metric.WithUnit("{citation}"),
+		metric.WithDescription("Citations per answer (requests with an answer)."),
+		metric.WithExplicitBucketBoundaries(CitationBuckets...))
+	keep(err)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("create OTLP instruments: %w", errors.Join(errs...))
+	}
+	return r, nil
+}
+
+func (r *otlpRecorder) attrsFor(service string) *otlpAttrs {
+	if a, ok := r.attrs.Load(service); ok {
+		return a.(*otlpAttrs)
+	}
+	svc := attribute.String("service", service)
+	opt := metric.WithAttributeSet(attribute.NewSet(svc))
+	a := &otlpAttrs{add: []metric.AddOption{opt}, rec: []metric.RecordOption{opt}}
+	for i := range a.stage {
+		a.stage[i] = []metric.RecordOption{metric.WithAttributeSet(
+			attribute.NewSet(svc, attribute.String("stage", Stage(i).String())))}
+	}
+	for i := range a.sentiment {
+		a.sentiment[i] = []metric.AddOption{metric.WithAttributeSet(
+			attribute.NewSet(svc, attribute.String("sentiment", Sentiment(i).String())))}
+	}
+	actual, _ := r.attrs.LoadOrStore(service, a)
+	return actual.(*otlpAttrs)
+}
+
+// exemplarContext carries the record's trace (and span) as a sampled span context, so the
+// SDK's trace-based exemplar filter attaches them to the measurements.
+func exemplarContext(ctx context.Context, o *Observation) context.Context {
+	if len(o.TraceID) != 32 {
+		return ctx
+	}
+	tid, err := trace.TraceIDFromHex(o.TraceID)
+	if err != nil {
+		return ctx
+	}
+	cfg := trace.SpanContextConfig{TraceID: tid, TraceFlags: trace.FlagsSampled}
+	if len(o.SpanID) == 16 {
+		if sid, err := trace.SpanIDFromHex(o.SpanID); err == nil {
+			cfg.SpanID = sid
+		}
+	}
+	return trace.ContextWithSpanContext(ctx, trace.NewSpanContext(cfg))
+}
+
+// Record implements Recorder.
+func (r *otlpRecorder) Record(ctx context.Context, o Observation) {
+	a := r.attrsFor(o.Service)
+	ctx = exemplarContext(ctx, &o)
+	if o.Request {
+		r.requests.Add(ctx, 1, a.add...)
+		r.documents.Record(ctx, int64(o.Documents), a.rec...)
+		if o.Documents == 0 {
+			r.empty.Add(ctx, 1, a.add...)
+		}
+		if o.Scored {
+			r.score.Record(ctx, o.MeanScore, a.rec...)
+			r.topScore.Record(ctx, o.TopScore, a.rec...)
+		}
+		if o.Answered {
+			r.tokens.Record(ctx, o.AnswerTokens, a.rec...)
+			r.citations.Record(ctx, int64(o.Citations), a.rec...)
+		}
+		for i, ms := range o.LatencyMS {
+			if ms > 0 {
+				r.duration.Record(ctx, ms/1000, a.stage[i]...)
+			}
+		}
+	}
+	if o.HasFeedback {
+		r.feedback.Add(ctx, 1, a.sentiment[o.Sentiment]...)
+	}
+}
+
+// Shutdown implements Recorder: the provider collects and exports one last time.
+func (r *otlpRecorder) Shutdown(ctx context.Context) error {
+	if err := r.provider.Shutdown(ctx); err != nil {
+		return fmt.Errorf("shut down OTLP metrics: %w", err)
+	}
+	return nil
+}

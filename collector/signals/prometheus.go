@@ -1,0 +1,157 @@
+package signals
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// promRecorder records to client_golang metrics. Each service gets its children resolved once
+// (series), so the hot path does no label hashing.
+type promRecorder struct {
+	requests  *prometheus.CounterVec
+	documents *prometheus.HistogramVec
+	score     *prometheus.HistogramVec
+	topScore  *prometheus.HistogramVec
+	tokens    *prometheus.HistogramVec
+	feedback  *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	empty     *prometheus.CounterVec
+	citations *prometheus.HistogramVec
+
+	series sync.Map // service label -> *promSeries; bounded by labels.ServiceSet
+}
+
+// promSeries holds one service's children, all created up front so every series of a service
+// exists (at zero) from its first record on.
+type promSeries struct {
+	requests  prometheus.Counter
+	documents prometheus.Observer
+	score     prometheus.Observer
+	topScore  prometheus.Observer
+	tokens    prometheus.Observer
+	feedback  [numSentiments]prometheus.Counter
+	duration  [numStages]prometheus.Observer
+	empty     prometheus.Counter
+	citations prometheus.Observer
+}
+
+func newPromRecorder(reg prometheus.Registerer) (*promRecorder, error) {
+	hist := func(name, help string, buckets []float64, labelNames ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labelNames)
+	}
+	p := &promRecorder{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_requests_total",
+			Help: "RAG requests (records) seen, by service.",
+		}, []string{"service"}),
+		documents: hist("ragwatch_retrieved_documents",
+			"Documents in the final context of a request.", DocumentBuckets, "service"),
+		score: hist("ragwatch_retrieval_score",
+			"Mean document score of a request (requests whose documents carry scores).", ScoreBuckets, "service"),
+		topScore: hist("ragwatch_retrieval_top_score",
+			"Best document score of a request (requests whose documents carry scores).", ScoreBuckets, "service"),
+		tokens: hist("ragwatch_answer_tokens",
+			"Answer length: output tokens from usage, else words of the answer.", TokenBuckets, "service"),
+		feedback: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_feedback_total",
+			Help: "User feedback received, by sentiment (score > 0 positive, < 0 negative, 0 neutral).",
+		}, []string{"service", "sentiment"}),
+		duration: hist("ragwatch_request_duration_seconds",
+			"Duration of a request's stages (retrieval, generation, total); unmeasured stages are not observed.",
+			DurationBuckets, "service", "stage"),
+		empty: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_empty_retrievals_total",
+			Help: "Requests whose final context holds no document.",
+		}, []string{"service"}),
+		citations: hist("ragwatch_citations_per_answer",
+			"Citations per answer (requests with an answer).", CitationBuckets, "service"),
+	}
+	for _, c := range []prometheus.Collector{p.requests, p.documents, p.score, p.topScore, p.tokens,
+		p.feedback, p.duration, p.empty, p.citations} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("signals: register metrics: %w", err)
+		}
+	}
+	return p, nil
+}
+
+func (p *promRecorder) seriesFor(service string) *promSeries {
+	if s, ok := p.series.Load(service); ok {
+		return s.(*promSeries)
+	}
+	s := &promSeries{
+		requests:  p.requests.WithLabelValues(service),
+		documents: p.documents.WithLabelValues(service),
+		score:     p.score.WithLabelValues(service),
+		topScore:  p.topScore.WithLabelValues(service),
+		tokens:    p.tokens.WithLabelValues(service),
+		empty:     p.empty.WithLabelValues(service),
+		citations: p.citations.WithLabelValues(service),
+	}
+	for i := range s.feedback {
+		s.feedback[i] = p.feedback.WithLabelValues(service, Sentiment(i).String())
+	}
+	for i := range s.duration {
+		s.duration[i] = p.duration.WithLabelValues(service, Stage(i).String())
+	}
+	actual, _ := p.series.LoadOrStore(service, s)
+	return actual.(*promSeries)
+}
+
+// Record implements Recorder. Exemplars (trace_id, and span_id when known) go on the duration
+// and score histograms and on the feedback counter: the places where a user wants to jump from
+// a slow, poorly grounded or disliked request to its trace.
+func (p *promRecorder) Record(_ context.Context, o Observation) {
+	s := p.seriesFor(o.Service)
+	var ex prometheus.Labels
+	if o.TraceID != "" {
+		ex = prometheus.Labels{"trace_id": o.TraceID}
+		if o.SpanID != "" {
+			ex["span_id"] = o.SpanID
+		}
+	}
+	if o.Request {
+		s.requests.Inc()
+		s.documents.Observe(float64(o.Documents))
+		if o.Documents == 0 {
+			s.empty.Inc()
+		}
+		if o.Scored {
+			observe(s.score, o.MeanScore, ex)
+			observe(s.topScore, o.TopScore, ex)
+		}
+		if o.Answered {
+			s.tokens.Observe(float64(o.AnswerTokens))
+			s.citations.Observe(float64(o.Citations))
+		}
+		for i, ms := range o.LatencyMS {
+			if ms > 0 {
+				observe(s.duration[i], ms/1000, ex)
+			}
+		}
+	}
+	if o.HasFeedback {
+		c := s.feedback[o.Sentiment]
+		if ea, ok := c.(prometheus.ExemplarAdder); ok && ex != nil {
+			ea.AddWithExemplar(1, ex)
+		} else {
+			c.Inc()
+		}
+	}
+}
+
+func observe(h prometheus.Observer, v float64, ex prometheus.Labels) {
+	if ex != nil {
+		if eo, ok := h.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(v, ex)
+			return
+		}
+	}
+	h.Observe(v)
+}
+
+// Shutdown implements Recorder; Prometheus is scraped, nothing to flush.
+func (p *promRecorder) Shutdown(context.Context) error { return nil }

@@ -1,0 +1,365 @@
+package signals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/labels"
+)
+
+// Stage indexes the latency stages of a record.
+type Stage int
+
+// The latency stages, used as the `stage` label.
+const (
+	StageRetrieval Stage = iota
+	StageGeneration
+	StageTotal
+	numStages
+)
+
+var stageNames = [numStages]string{"retrieval", "generation", "total"}
+
+// String returns the label value of the stage.
+func (s Stage) String() string { return stageNames[s] }
+
+// Sentiment indexes the feedback sentiments.
+type Sentiment int
+
+// The feedback sentiments, used as the `sentiment` label.
+const (
+	SentimentPositive Sentiment = iota
+	SentimentNegative
+	SentimentNeutral
+	numSentiments
+)
+
+var sentimentNames = [numSentiments]string{"positive", "negative", "neutral"}
+
+// String returns the label value of the sentiment.
+func (s Sentiment) String() string { return sentimentNames[s] }
+
+// Observation holds the numeric signals of one record, computed once by Signals and handed by
+// value to every Recorder. It carries no user content: only the bounded service label and the
+// trace and span ids for exemplars.
+type Observation struct {
+	// Service is the bounded label value (see labels.ServiceSet).
+	Service string
+	// TraceID and SpanID are the record's ids when they fit an exemplar, else "".
+	TraceID string
+	SpanID  string
+
+	// Request is true for a whole record; false for feedback joined later, where only the
+	// feedback fields are set.
+	Request bool
+
+	Documents int     // documents in the final context
+	Scored    bool    // at least one document has a score
+	MeanScore float64 // mean of the present document scores
+	TopScore  float64 // best document score
+
+	Answered     bool  // the record has an answer or output tokens
+	AnswerTokens int64 // output tokens from usage, else words of the answer
+	Citations    int   // citations of the answer (only when Answered)
+
+	// LatencyMS holds the stage durations in milliseconds; 0 means not measured.
+	LatencyMS [numStages]float64
+
+	HasFeedback   bool
+	FeedbackScore float64 // in [-1, 1]
+	Sentiment     Sentiment
+}
+
+// Recorder records observations to one backend. Record must be cheap, must not block and must
+// not keep o; Shutdown flushes what is buffered and is called once.
+type Recorder interface {
+	Record(ctx context.Context, o Observation)
+	Shutdown(ctx context.Context) error
+}
+
+// Settings configures Signals.
+type Settings struct {
+	Signals   config.Signals
+	Exporters config.Exporters
+	// Services bounds the service label; the process shares one set. Nil creates one capped at
+	// Signals.MaxServices.
+	Services   *labels.ServiceSet
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+}
+
+// Signals is the record consumer that records the online signals of every record. Prometheus
+// recording starts at New; statsd and OTLP push start at Start and are flushed by Shutdown.
+type Signals struct {
+	set      Settings
+	services *labels.ServiceSet
+	logger   *slog.Logger
+
+	prom       *promRecorder
+	statsdErrs prometheus.Counter
+	otlpErrs   prometheus.Counter
+
+	// recorders is the current fan-out list, swapped whole by Start and Shutdown so the hot
+	// path needs no lock.
+	recorders atomic.Pointer[[]Recorder]
+
+	// mu guards the lifecycle fields below; the hot path never takes it.
+	mu       sync.Mutex
+	started  bool
+	shutdown bool
+	push     []Recorder // statsd and OTLP recorders created by Start
+}
+
+var (
+	_ record.Consumer         = (*Signals)(nil)
+	_ record.FeedbackConsumer = (*Signals)(nil)
+)
+
+// New registers the Prometheus metrics. Push exporters are created by Start.
+func New(s Settings) (*Signals, error) {
+	if s.Registerer == nil {
+		return nil, errors.New("signals: nil Registerer")
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	if s.Services == nil {
+		s.Services = labels.NewServiceSet(s.Signals.MaxServices)
+	}
+	if s.Exporters.Statsd.Endpoint != "" {
+		if _, err := parseTagFormat(s.Exporters.Statsd.TagFormat); err != nil {
+			return nil, err
+		}
+	}
+	if o := s.Exporters.OTLP; o.Endpoint != "" && o.Protocol != "grpc" && o.Protocol != "http" {
+		return nil, fmt.Errorf("signals: OTLP metrics protocol must be grpc or http, got %q", o.Protocol)
+	}
+	sig := &Signals{
+		set:      s,
+		services: s.Services,
+		logger:   s.Logger,
+		statsdErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ragwatch_statsd_errors_total",
+			Help: "statsd lines or packets that could not be sent (dropped, never retried).",
+		}),
+		otlpErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ragwatch_otlp_metrics_export_errors_total",
+			Help: "OTLP metrics exports that failed (after the exporter's own retries).",
+		}),
+	}
+	prom, err := newPromRecorder(s.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range []prometheus.Collector{sig.statsdErrs, sig.otlpErrs} {
+		if err := s.Registerer.Register(c); err != nil {
+			return nil, fmt.Errorf("signals: register metrics: %w", err)
+		}
+	}
+	sig.prom = prom
+	sig.recorders.Store(&[]Recorder{prom})
+	return sig, nil
+}
+
+// Start creates the statsd client and the OTLP metrics pipeline when they are configured. It
+// does not wait for any network: statsd is UDP and the OTLP exporter connects lazily.
+func (s *Signals) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shutdown {
+		return errors.New("signals: start after shutdown")
+	}
+	if s.started {
+		return errors.New("signals: already started")
+	}
+	s.started = true
+	var push []Recorder
+	if c := s.set.Exporters.Statsd; c.Endpoint != "" {
+		r, err := newStatsdRecorder(c, s.statsdErrs, nil)
+		if err != nil {
+			return fmt.Errorf("start statsd exporter to %s: %w", c.Endpoint, err)
+		}
+		push = append(push, r)
+		s.logger.Info("statsd exporter started", "endpoint", c.Endpoint, "prefix", c.Prefix, "tag_format", c.TagFormat)
+	}
+	if c := s.set.Exporters.OTLP; c.Endpoint != "" {
+		r, err := newOTLPRecorder(ctx, c, s.otlpErrs, s.logger)
+		if err != nil {
+			err = fmt.Errorf("start OTLP metrics exporter to %s: %w", c.Endpoint, err)
+			for _, p := range push {
+				err = errors.Join(err, p.Shutdown(ctx))
+			}
+			return err
+		}
+		push = append(push, r)
+		s.logger.Info("OTLP metrics exporter started", "endpoint", c.Endpoint, "protocol", c.Protocol, "interval", c.Interval)
+	}
+	s.push = push
+	all := append([]Recorder{s.prom}, push...)
+	s.recorders.Store(&all)
+	return nil
+}
+
+// Shutdown stops the push exporters after flushing them: statsd sends its buffer, OTLP exports
+// a last collection. It is idempotent and safe without Start. Prometheus keeps recording.
+func (s *Signals) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shutdown {
+		return nil
+	}
+	s.shutdown = true
+	s.recorders.Store(&[]Recorder{s.prom})
+	var errs []error
+	for _, p := range s.push {
+		if err := p.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.push = nil
+	return errors.Join(errs...)
+}
+
+// ConsumeRecord records every signal of r, including inline feedback. It never fails on a
+// valid record and never blocks on the network.
+func (s *Signals) ConsumeRecord(ctx context.Context, r *record.Record) error {
+	if r == nil {
+		return errors.New("signals: nil record")
+	}
+	o := s.observe(r)
+	o.Request = true
+	computeRecord(&o, r)
+	s.record(ctx, o)
+	return nil
+}
+
+// ConsumeFeedback records feedback joined after its record: only the feedback signals.
+func (s *Signals) ConsumeFeedback(ctx context.Context, r *record.Record) error {
+	if r == nil {
+		return errors.New("signals: nil record")
+	}
+	if r.Feedback == nil {
+		return errors.New("signals: feedback record without feedback")
+	}
+	o := s.observe(r)
+	s.record(ctx, o)
+	return nil
+}
+
+func (s *Signals) record(ctx context.Context, o Observation) {
+	for _, rec := range *s.recorders.Load() {
+		rec.Record(ctx, o)
+	}
+}
+
+// observe fills the label, the exemplar ids and the feedback.
+func (s *Signals) observe(r *record.Record) Observation {
+	o := Observation{Service: s.services.Label(r.Service)}
+	if exemplarID(r.TraceID) {
+		o.TraceID = r.TraceID
+		if exemplarID(r.SpanID) {
+			o.SpanID = r.SpanID
+		}
+	}
+	if f := r.Feedback; f != nil && f.Score == f.Score { // NaN is not feedback
+		o.HasFeedback = true
+		o.FeedbackScore = min(max(f.Score, -1), 1)
+		switch {
+		case f.Score > 0:
+			o.Sentiment = SentimentPositive
+		case f.Score < 0:
+			o.Sentiment = SentimentNegative
+		default:
+			o.Sentiment = SentimentNeutral
+		}
+	}
+	return o
+}
+
+// computeRecord fills the request signals of o from r.
+func computeRecord(o *Observation, r *record.Record) {
+	o.Documents = len(r.Documents)
+	var sum float64
+	n := 0
+	for i := range r.Documents {
+		p := r.Documents[i].Score
+		if p == nil || *p != *p { // absent or NaN
+			continue
+		}
+		v := *p
+		if n == 0 || v > o.TopScore {
+			o.TopScore = v
+		}
+		sum += v
+		n++
+	}
+	if n > 0 {
+		o.Scored = true
+		o.MeanScore = sum / float64(n)
+	}
+	switch {
+	case r.Usage.OutputTokens > 0:
+		o.Answered = true
+		o.AnswerTokens = r.Usage.OutputTokens
+	case r.Answer != "":
+		o.Answered = true
+		o.AnswerTokens = int64(countWords(r.Answer))
+	}
+	if o.Answered {
+		o.Citations = len(r.Citations)
+	}
+	for i, ms := range [numStages]float64{r.Latency.Retrieval, r.Latency.Generation, r.Latency.Total} {
+		if ms > 0 && ms < 1e12 { // skips 0 (unmeasured), negative, NaN and absurd values
+			o.LatencyMS[i] = ms
+		}
+	}
+}
+
+// countWords counts whitespace-separated words without allocating.
+func countWords(s string) int {
+	n := 0
+	in := false
+	for i := 0; i < len(s); {
+		c := s[i]
+		var space bool
+		if c < utf8.RuneSelf {
+			space = c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+			i++
+		} else {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			space = unicode.IsSpace(r)
+			i += size
+		}
+		if space {
+			in = false
+		} else if !in {
+			in = true
+			n++
+		}
+	}
+	return n
+}
+
+// exemplarID reports whether id may go into an exemplar: short enough for the Prometheus
+// exemplar rune limit (128 with the label name) and printable ASCII.
+func exemplarID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
