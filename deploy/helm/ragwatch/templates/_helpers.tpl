@@ -1,0 +1,55 @@
+{{- define "ragwatch.fullname" -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "ragwatch.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "ragwatch.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{/* The ragwatch sidecar container: include it in any pod spec's containers list. */}}
+{{- define "ragwatch.sidecar" -}}
+- name: ragwatch
+  image: {{ include "ragwatch.image" . }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  args: ["run", "-c", "/etc/ragwatch/ragwatch.yaml", "--log-format", "json"]
+  ports:
+    - {name: ragwatch-http, containerPort: 9464}
+    - {name: otlp-grpc, containerPort: 4317}
+    - {name: otlp-http, containerPort: 4318}
+  env:
+    - name: GOMEMLIMIT
+      valueFrom:
+        resourceFieldRef: {containerName: ragwatch, resource: limits.memory}
+  {{- if .Values.secretName }}
+  envFrom:
+    - secretRef: {name: {{ .Values.secretName }}}
+  {{- end }}
+  resources:
+    {{- toYaml .Values.resources | nindent 4 }}
+  livenessProbe:
+    httpGet: {path: /healthz, port: ragwatch-http}
+  readinessProbe:
+    httpGet: {path: /readyz, port: ragwatch-http}
+  securityContext:
+    readOnlyRootFilesystem: true
+    allowPrivilegeEscalation: false
+    capabilities: {drop: [ALL]}
+  volumeMounts:
+    - {name: ragwatch-config, mountPath: /etc/ragwatch, readOnly: true}
+    - {name: ragwatch-data, mountPath: /var/lib/ragwatch}
+{{- end -}}
+
+{{/* Volumes the sidecar needs: include in the pod spec's volumes list. */}}
+{{- define "ragwatch.volumes" -}}
+- name: ragwatch-config
+  configMap: {name: {{ include "ragwatch.fullname" . }}-config}
+- name: ragwatch-data
+  emptyDir: {sizeLimit: 512Mi}
+{{- end -}}
