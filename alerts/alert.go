@@ -1,0 +1,236 @@
+package alerts
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Alert kinds.
+const (
+	KindThreshold = "threshold"
+	KindBurnRate  = "burn_rate"
+	KindDrift     = "drift"
+)
+
+// Alert statuses.
+const (
+	StatusFiring   = "firing"
+	StatusResolved = "resolved"
+)
+
+// Alert names (the `alertname` label). The rules from `ragwatch rules` use the same names and
+// labels, so Alertmanager groups an in-process alert with its fleet-wide twin.
+const (
+	NameThreshold = "RagwatchSLOViolated"
+	NameBurnRate  = "RagwatchErrorBudgetBurn"
+	NameDrift     = "RagwatchDrift"
+)
+
+// Evidence is one offending request: open its trace to see why.
+type Evidence struct {
+	TraceID string    `json:"trace_id"`
+	SpanID  string    `json:"span_id,omitempty"`
+	Value   float64   `json:"value"`
+	Time    time.Time `json:"time"`
+	URL     string    `json:"url,omitempty"`
+}
+
+// Interval is a confidence interval of the window's weighted mean.
+type Interval struct {
+	Lower float64 `json:"lower"`
+	Upper float64 `json:"upper"`
+	Level float64 `json:"level"`
+}
+
+// Alert is one firing or resolved alert with the facts every notifier shows.
+type Alert struct {
+	Fingerprint string            `json:"fingerprint"`
+	Name        string            `json:"alertname"`
+	Kind        string            `json:"kind"`
+	Rule        string            `json:"rule"` // the SLO or detector name
+	Service     string            `json:"service"`
+	Severity    string            `json:"severity"`
+	Status      string            `json:"status"`
+	Labels      map[string]string `json:"labels"`
+
+	Summary     string `json:"summary"`
+	Description string `json:"description"`
+
+	Metric     string    `json:"metric"`
+	Value      float64   `json:"value"`
+	Interval   *Interval `json:"interval,omitempty"`
+	Threshold  float64   `json:"threshold"`
+	Comparator string    `json:"comparator"` // "<" or ">": fires when Value is on this side
+	Window     Duration  `json:"window"`
+	N          int64     `json:"n"`
+	// BudgetRemaining is the burn-rate SLO's error budget left over its period (1 = untouched).
+	BudgetRemaining *float64 `json:"error_budget_remaining,omitempty"`
+
+	StartsAt time.Time `json:"starts_at"`
+	EndsAt   time.Time `json:"ends_at,omitzero"`
+
+	RunbookURL   string     `json:"runbook_url,omitempty"`
+	DashboardURL string     `json:"dashboard_url,omitempty"`
+	Evidence     []Evidence `json:"evidence"`
+
+	// Notifiers lists the notifier names to deliver to; empty means all.
+	Notifiers []string `json:"-"`
+}
+
+// Firing reports whether the alert is firing.
+func (a *Alert) Firing() bool { return a.Status == StatusFiring }
+
+// Duration marshals as a Go duration string ("15m0s" is written "15m").
+type Duration time.Duration
+
+// String gives "15m", "1h", "3d" style text.
+func (d Duration) String() string { return FormatDuration(time.Duration(d)) }
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := ParseDuration(s)
+	*d = Duration(v)
+	return err
+}
+
+// FormatDuration writes d the way Prometheus does: "5m", "1h30m", "3d".
+func FormatDuration(d time.Duration) string {
+	if d == 0 {
+		return "0s"
+	}
+	var b strings.Builder
+	if d < 0 {
+		b.WriteByte('-')
+		d = -d
+	}
+	units := []struct {
+		s string
+		d time.Duration
+	}{{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}, {"ms", time.Millisecond}}
+	for _, u := range units {
+		if d >= u.d {
+			b.WriteString(strconv.FormatInt(int64(d/u.d), 10))
+			b.WriteString(u.s)
+			d %= u.d
+		}
+	}
+	return b.String()
+}
+
+// ParseDuration accepts Go durations and a leading day count ("3d", "1d12h").
+func ParseDuration(s string) (time.Duration, error) {
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		days, err := strconv.Atoi(s[:i])
+		if err == nil {
+			rest := time.Duration(0)
+			if s[i+1:] != "" {
+				if rest, err = time.ParseDuration(s[i+1:]); err != nil {
+					return 0, err
+				}
+			}
+			return time.Duration(days)*24*time.Hour + rest, nil
+		}
+	}
+	return time.ParseDuration(s)
+}
+
+// Fingerprint is a stable hash of a label set: the same alert gets the same fingerprint in
+// every replica and across restarts (PagerDuty dedup_key, webhook id).
+func Fingerprint(labels map[string]string) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		h.Write([]byte(labels[k]))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// FormatValue prints a value with up to 4 significant decimals.
+func FormatValue(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+
+// ThresholdText is e.g. "< 0.7".
+func (a *Alert) ThresholdText() string { return a.Comparator + " " + FormatValue(a.Threshold) }
+
+// IntervalText is e.g. "[0.41, 0.52] (95%)", or "" without an interval.
+func (a *Alert) IntervalText() string {
+	if a.Interval == nil {
+		return ""
+	}
+	return fmt.Sprintf("[%s, %s] (%g%%)", FormatValue(a.Interval.Lower), FormatValue(a.Interval.Upper), a.Interval.Level*100)
+}
+
+// EvidenceText lists the evidence one per line: "trace_id value url".
+func (a *Alert) EvidenceText() string {
+	var b strings.Builder
+	for i, e := range a.Evidence {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.TraceID)
+		b.WriteString(" value=")
+		b.WriteString(FormatValue(e.Value))
+		if e.URL != "" {
+			b.WriteByte(' ')
+			b.WriteString(e.URL)
+		}
+	}
+	return b.String()
+}
+
+// Annotations are the facts as Alertmanager annotations. Empty ones are left out.
+func (a *Alert) Annotations() map[string]string {
+	out := map[string]string{
+		"summary":     a.Summary,
+		"description": a.Description,
+		"value":       FormatValue(a.Value),
+		"threshold":   a.ThresholdText(),
+		"window":      a.Window.String(),
+		"n":           strconv.FormatInt(a.N, 10),
+	}
+	opt := map[string]string{
+		"interval":      a.IntervalText(),
+		"runbook_url":   a.RunbookURL,
+		"dashboard_url": a.DashboardURL,
+		"evidence":      a.EvidenceText(),
+	}
+	if a.BudgetRemaining != nil {
+		opt["error_budget_remaining"] = FormatValue(*a.BudgetRemaining)
+	}
+	for k, v := range opt {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TraceURL fills a trace URL template: {trace_id} and {service} are replaced, query-escaped.
+// An empty template gives "".
+func TraceURL(template, traceID, service string) string {
+	if template == "" {
+		return ""
+	}
+	r := strings.NewReplacer("{trace_id}", url.QueryEscape(traceID), "{service}", url.QueryEscape(service))
+	return r.Replace(template)
+}
