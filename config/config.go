@@ -26,6 +26,8 @@ type Config struct {
 	Drift     Drift      `yaml:"drift"`
 	Notifiers []Notifier `yaml:"notifiers"`
 	Alerting  Alerting   `yaml:"alerting"`
+
+	Redaction Redaction `yaml:"redaction"`
 }
 
 // Default returns the embedded defaults: what `ragwatch run` uses with no file.
@@ -54,6 +56,8 @@ func Default() *Config {
 		Scoring:  defaultScoring(),
 		Drift:    defaultDrift(),
 		Alerting: defaultAlerting(),
+
+		Redaction: defaultRedaction(),
 	}
 }
 
