@@ -1,0 +1,64 @@
+package queue
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Drop reasons of ragwatch_scoring_dropped_total.
+const (
+	DropQueueFull       = "queue_full"       // the in-memory buffer or the stream is full
+	DropNATSUnavailable = "nats_unavailable" // not connected, or the publish was not acknowledged
+	DropTooLarge        = "too_large"        // the record is larger than the server's max payload
+)
+
+// Metrics are the queue metrics shared by the publisher and the workers of one process. Create
+// them with NewMetrics; creating them twice on one registry returns the same collectors.
+type Metrics struct {
+	Dropped       *prometheus.CounterVec
+	DeadLetter    prometheus.Counter
+	Depth         prometheus.Gauge
+	InvalidScores prometheus.Counter
+}
+
+// NewMetrics registers (or finds) the queue metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Dropped: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_scoring_dropped_total",
+			Help: "Sampled records dropped before reaching the scoring queue, by reason: queue_full, nats_unavailable, too_large.",
+		}, []string{"reason"})),
+		DeadLetter: registerOrGet(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ragwatch_scoring_dead_letter_total",
+			Help: "Records moved to the dead-letter subject after failing max_deliver times.",
+		})),
+		Depth: registerOrGet(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ragwatch_scoring_queue_depth",
+			Help: "Records in the scoring stream (waiting or being scored), as last polled.",
+		})),
+		InvalidScores: registerOrGet(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ragwatch_scores_invalid_total",
+			Help: "Messages on the scores subjects that were not a valid score result.",
+		})),
+	}
+	for _, r := range []string{DropQueueFull, DropNATSUnavailable, DropTooLarge} {
+		m.Dropped.WithLabelValues(r)
+	}
+	return m
+}
+
+// registerOrGet registers c or returns the collector already registered with the same
+// description, so components of one process share a metric.
+func registerOrGet[T prometheus.Collector](reg prometheus.Registerer, c T) T {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(T); ok {
+				return existing
+			}
+		}
+		panic(err)
+	}
+	return c
+}

@@ -1,0 +1,203 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/config"
+)
+
+// Errors of Offer. The caller needs to do nothing: the drop is already counted.
+var (
+	ErrQueueFull   = errors.New("scoring queue full")
+	ErrUnavailable = errors.New("NATS unavailable")
+	ErrClosed      = errors.New("scoring publisher closed")
+)
+
+// ackTimeout bounds the wait for one publish acknowledgement before the record counts as
+// dropped (nats_unavailable).
+const ackTimeout = 5 * time.Second
+
+// maxInFlight bounds publishes awaiting their acknowledgement.
+const maxInFlight = 512
+
+// Publisher moves sampled records from ingestion to the scoring stream without ever making
+// ingestion wait: Offer puts the record in a bounded buffer or drops it (counted); one goroutine
+// publishes asynchronously with the record key as Nats-Msg-Id, so a record is queued once
+// within the dedup window however often it is offered.
+type Publisher struct {
+	js      jetstream.JetStream
+	nc      *nats.Conn
+	cfg     config.ScoringQueue
+	m       *Metrics
+	logger  *slog.Logger
+	buf     chan *record.Record
+	pending chan pendingPub
+
+	// DepthInterval is how often the depth gauge is polled; set before Start.
+	DepthInterval time.Duration
+
+	mu      sync.RWMutex // guards closed against Offer's send on buf
+	closed  bool
+	started bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+type pendingPub struct {
+	fut jetstream.PubAckFuture
+}
+
+// NewPublisher returns a publisher to cfg.Subject with an in-memory buffer of buffer records
+// (sampling.buffer). Call Setup first so the stream exists.
+func NewPublisher(js jetstream.JetStream, cfg config.ScoringQueue, buffer int, reg prometheus.Registerer, logger *slog.Logger) *Publisher {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if buffer <= 0 {
+		buffer = 1
+	}
+	return &Publisher{
+		js: js, nc: js.Conn(), cfg: cfg, m: NewMetrics(reg), logger: logger,
+		buf:           make(chan *record.Record, buffer),
+		pending:       make(chan pendingPub, maxInFlight),
+		DepthInterval: 5 * time.Second,
+	}
+}
+
+// Start starts the publishing goroutines; it returns at once.
+func (p *Publisher) Start(_ context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started || p.closed {
+		return nil
+	}
+	p.started = true
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	p.wg.Add(3)
+	go func() { defer p.wg.Done(); p.publishLoop() }()
+	go func() { defer p.wg.Done(); p.ackLoop() }()
+	go func() { defer p.wg.Done(); PollDepth(ctx, p.js, p.cfg.Stream, p.DepthInterval, p.m) }()
+	return nil
+}
+
+// Offer queues r (already marked with its Sampling) for publishing. It never blocks: when the
+// buffer is full or NATS is not connected the record is dropped and counted. r must not be
+// changed afterwards.
+func (p *Publisher) Offer(r *record.Record) error {
+	if !p.nc.IsConnected() {
+		p.m.Dropped.WithLabelValues(DropNATSUnavailable).Inc()
+		return ErrUnavailable
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		p.m.Dropped.WithLabelValues(DropNATSUnavailable).Inc()
+		return ErrClosed
+	}
+	select {
+	case p.buf <- r:
+		return nil
+	default:
+		p.m.Dropped.WithLabelValues(DropQueueFull).Inc()
+		return ErrQueueFull
+	}
+}
+
+// Buffered returns how many records wait in the in-memory buffer.
+func (p *Publisher) Buffered() int { return len(p.buf) }
+
+func (p *Publisher) publishLoop() {
+	defer close(p.pending)
+	for r := range p.buf {
+		p.publish(r)
+	}
+}
+
+func (p *Publisher) publish(r *record.Record) {
+	if !p.nc.IsConnected() {
+		p.m.Dropped.WithLabelValues(DropNATSUnavailable).Inc()
+		return
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		// Records are validated at intake; this is a bug, not input.
+		p.logger.Error("encode sampled record", "err", err)
+		p.m.Dropped.WithLabelValues(DropTooLarge).Inc()
+		return
+	}
+	msg := &nats.Msg{Subject: p.cfg.Subject, Data: data, Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, r.Key())
+	fut, err := p.js.PublishMsgAsync(msg)
+	if err != nil {
+		p.drop(err)
+		return
+	}
+	p.pending <- pendingPub{fut: fut}
+}
+
+func (p *Publisher) ackLoop() {
+	timer := time.NewTimer(ackTimeout)
+	defer timer.Stop()
+	for pp := range p.pending {
+		timer.Reset(ackTimeout)
+		select {
+		case <-pp.fut.Ok():
+		case err := <-pp.fut.Err():
+			p.drop(err)
+		case <-timer.C:
+			p.drop(jetstream.ErrAsyncPublishTimeout)
+		}
+	}
+}
+
+// drop counts a failed publish by its cause.
+func (p *Publisher) drop(err error) {
+	reason := DropNATSUnavailable
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, nats.ErrMaxPayload):
+		reason = DropTooLarge
+	case errors.As(err, &apiErr) && strings.Contains(apiErr.Description, "maximum"):
+		// "maximum bytes exceeded" / "maximum messages exceeded": the stream is full.
+		reason = DropQueueFull
+	}
+	p.m.Dropped.WithLabelValues(reason).Inc()
+	p.logger.Debug("sampled record dropped", "reason", reason, "err", err)
+}
+
+// Shutdown stops taking records, publishes what is buffered and waits for the
+// acknowledgements until ctx ends. It is idempotent and safe without Start.
+func (p *Publisher) Shutdown(ctx context.Context) error {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.buf)
+		if !p.started {
+			close(p.pending)
+		}
+	}
+	p.mu.Unlock()
+	if p.cancel != nil {
+		p.cancel() // the depth poller
+	}
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

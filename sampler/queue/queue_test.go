@@ -1,0 +1,247 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/sampler/score"
+)
+
+func streamMsgs(t *testing.T, js jetstream.JetStream, name string) uint64 {
+	t.Helper()
+	s, err := js.Stream(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+func TestSetupIsIdempotentAndConfiguresTheQueue(t *testing.T) {
+	s := runServer(t, t.TempDir())
+	_, js := connect(t, s)
+	ctx := context.Background()
+	cfg := testQueueConfig()
+	cfg.MaxDeliver = 3
+	for i := 0; i < 2; i++ {
+		if _, err := Setup(ctx, js, cfg, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _ := js.Stream(ctx, cfg.Stream)
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := info.Config
+	if c.Retention != jetstream.WorkQueuePolicy || c.Storage != jetstream.FileStorage || c.Discard != jetstream.DiscardNew ||
+		c.MaxBytes != cfg.MaxBytes || c.MaxAge != cfg.MaxAge || c.Duplicates != cfg.DedupWindow || c.Subjects[0] != "ragwatch.scoring.records" {
+		t.Fatalf("stream config %+v", c)
+	}
+	cons, err := js.Consumer(ctx, cfg.Stream, cfg.Consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := cons.CachedInfo().Config
+	if ci.AckPolicy != jetstream.AckExplicitPolicy || ci.AckWait != 2*time.Second || ci.MaxDeliver != 4 {
+		t.Fatalf("consumer config %+v", ci)
+	}
+	dl, err := js.Stream(ctx, cfg.DeadLetterStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dl.CachedInfo().Config.Subjects[0] != "ragwatch.scoring.dead" {
+		t.Fatalf("dead-letter stream %+v", dl.CachedInfo().Config)
+	}
+}
+
+func TestPublisherQueuesOnceByKey(t *testing.T) {
+	s := runServer(t, t.TempDir())
+	_, js := connect(t, s)
+	ctx := context.Background()
+	cfg := testQueueConfig()
+	if _, err := Setup(ctx, js, cfg, 1); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	p := NewPublisher(js, cfg, 100, reg, nil)
+	p.DepthInterval = 10 * time.Millisecond
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		for dup := 0; dup < 3; dup++ { // the same record offered three times
+			r := &record.Record{TraceID: fmt.Sprintf("%032x", i), Query: "q", Sampling: &record.Sampling{Probability: 0.5, Reason: "rate"}}
+			if err := p.Offer(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := streamMsgs(t, js, cfg.Stream); n != 10 {
+		t.Fatalf("stream holds %d records, want 10", n)
+	}
+	// The stored form is the record JSON with its Sampling.
+	st, _ := js.Stream(ctx, cfg.Stream)
+	m, err := st.GetMsg(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got record.Record
+	if err := json.Unmarshal(m.Data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.TraceID != fmt.Sprintf("%032x", 0) || got.Sampling == nil || got.Sampling.Probability != 0.5 || m.Header.Get(jetstream.MsgIDHeader) != got.TraceID {
+		t.Fatalf("stored %+v header %v", got, m.Header)
+	}
+	if d := testutil.ToFloat64(p.m.Dropped.WithLabelValues(DropQueueFull)) + testutil.ToFloat64(p.m.Dropped.WithLabelValues(DropNATSUnavailable)); d != 0 {
+		t.Fatalf("%v drops", d)
+	}
+	// Offer after Shutdown is refused and counted, and Shutdown again is fine.
+	if err := p.Offer(&record.Record{TraceID: "x"}); err != ErrClosed {
+		t.Fatalf("offer after shutdown: %v", err)
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPublisherDropsWhenBufferOrStreamFull(t *testing.T) {
+	s := runServer(t, t.TempDir())
+	_, js := connect(t, s)
+	ctx := context.Background()
+	cfg := testQueueConfig()
+	cfg.MaxBytes = 4096 // a handful of records
+	if _, err := Setup(ctx, js, cfg, 1); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	// Not started: the buffer of 2 fills and further offers are dropped at once.
+	p := NewPublisher(js, cfg, 2, reg, nil)
+	for i := 0; i < 5; i++ {
+		err := p.Offer(&record.Record{TraceID: fmt.Sprint(i)})
+		if (i < 2) != (err == nil) {
+			t.Fatalf("offer %d: %v", i, err)
+		}
+	}
+	if got := testutil.ToFloat64(p.m.Dropped.WithLabelValues(DropQueueFull)); got != 3 {
+		t.Fatalf("queue_full drops = %v, want 3", got)
+	}
+	if err := p.Shutdown(ctx); err != nil { // shutdown without start
+		t.Fatal(err)
+	}
+
+	// Started: the stream refuses records past max_bytes (discard new) and each refusal counts.
+	p2 := NewPublisher(js, cfg, 100, reg, nil)
+	if err := p2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 1000)
+	for i := 0; i < 20; i++ {
+		if err := p2.Offer(&record.Record{TraceID: fmt.Sprintf("big-%d", i), Query: big}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p2.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stored := streamMsgs(t, js, cfg.Stream)
+	full := testutil.ToFloat64(p2.m.Dropped.WithLabelValues(DropQueueFull)) - 3
+	if stored == 0 || stored >= 20 || float64(stored)+full != 20 {
+		t.Fatalf("stored %d + refused %v, want 20 in all with some refused", stored, full)
+	}
+}
+
+func TestSubjectToken(t *testing.T) {
+	tests := map[string]string{
+		"":                       "unknown",
+		"checkout":               "checkout",
+		"checkout.api":           "checkout_api",
+		"a b*c>d":                "a_b_c_d",
+		"Svc-1_x":                "Svc-1_x",
+		"ünï":                    "__n__",
+		strings.Repeat("a", 200): strings.Repeat("a", 128),
+	}
+	for in, want := range tests {
+		if got := SubjectToken(in); got != want {
+			t.Errorf("SubjectToken(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := ScoresSubject("ragwatch.scores", "chat.v2"); got != "ragwatch.scores.chat_v2" {
+		t.Fatal(got)
+	}
+}
+
+func TestScoresRoundTrip(t *testing.T) {
+	s := runServer(t, t.TempDir())
+	nc, _ := connect(t, s)
+	reg := prometheus.NewRegistry()
+	var mu sync.Mutex
+	var got []score.Result
+	sub, err := SubscribeScores(nc, "", score.ConsumerFunc(func(_ context.Context, rs []score.Result) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, rs...)
+		return nil
+	}), reg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	raw, err := nc.SubscribeSync("ragwatch.scores.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	in := []score.Result{
+		{TraceID: "t1", Service: "chat.v2", Metric: "faithfulness", Value: 0.75, Weight: 4, Scorer: "builtin", Time: now},
+		{TraceID: "t2", Service: "", Metric: "answer_relevancy", Value: 1, Weight: 1, Scorer: "judge", Model: "m", InputTokens: 10, OutputTokens: 2, CostUSD: 0.001, Time: now},
+	}
+	if err := NewScorePublisher(nc, "").ConsumeScores(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	// Invalid messages are counted, not passed on.
+	for _, bad := range []string{`{`, `{"trace_id":"t3","metric":"m","value":1.5}`, `{"metric":"m","value":0.5}`} {
+		if err := nc.Publish("ragwatch.scores.chat", []byte(bad)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	m := NewMetrics(reg)
+	waitFor(t, 5*time.Second, "results and invalid counts", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == 2 && testutil.ToFloat64(m.InvalidScores) == 3
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range in {
+		if got[i] != in[i] {
+			t.Errorf("result %d:\n got %+v\nwant %+v", i, got[i], in[i])
+		}
+	}
+	for _, want := range []string{"ragwatch.scores.chat_v2", "ragwatch.scores.unknown"} {
+		msg, err := raw.NextMsg(time.Second)
+		if err != nil || msg.Subject != want {
+			t.Fatalf("subject %v (%v), want %s", msg, err, want)
+		}
+	}
+}
