@@ -1,0 +1,64 @@
+package worker
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Attempt outcomes besides the score.Outcome* words a scorer reports.
+const (
+	OutcomeOK      = "ok"
+	OutcomeInvalid = "invalid_result" // a result outside [0, 1] or without a metric, dropped
+)
+
+type metrics struct {
+	evalScore *prometheus.HistogramVec
+	duration  *prometheus.HistogramVec
+	attempts  *prometheus.CounterVec
+	cost      *prometheus.CounterVec
+	tokens    *prometheus.CounterVec
+}
+
+// EvalBuckets are the ragwatch_eval_score buckets: scores are in [0, 1].
+var EvalBuckets = []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	return &metrics{
+		evalScore: registerOrGet(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ragwatch_eval_score",
+			Help:    "Scores of sampled records (0..1, higher is better), by service and metric. Unweighted: weight by 1/p for estimates (docs/sampling.md).",
+			Buckets: EvalBuckets,
+		}, []string{"service", "metric"})),
+		duration: registerOrGet(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ragwatch_scoring_duration_seconds",
+			Help:    "Time one scorer took on one record, by scorer.",
+			Buckets: []float64{0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120},
+		}, []string{"scorer"})),
+		attempts: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_scoring_attempts_total",
+			Help: "Scorer calls, by scorer and outcome (ok, timeout, rate_limited, parse_error, refused, error, invalid_result).",
+		}, []string{"scorer", "outcome"})),
+		cost: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_scoring_cost_usd_total",
+			Help: "What scoring spent in US dollars, by judge model (priced from sampling.budget.prices, else as the scorer reported).",
+		}, []string{"model"})),
+		tokens: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_scoring_tokens_total",
+			Help: "Tokens used by scoring, by judge model and direction (input, output).",
+		}, []string{"model", "direction"})),
+	}
+}
+
+func registerOrGet[T prometheus.Collector](reg prometheus.Registerer, c T) T {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(T); ok {
+				return existing
+			}
+		}
+		panic(err)
+	}
+	return c
+}

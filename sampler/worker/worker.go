@@ -1,0 +1,361 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/sampler/decide"
+	"github.com/ragwatch/ragwatch/sampler/queue"
+	"github.com/ragwatch/ragwatch/sampler/score"
+)
+
+// Headers set on dead-lettered records.
+const (
+	HeaderError      = "Ragwatch-Error"
+	HeaderDeliveries = "Ragwatch-Deliveries"
+)
+
+// Options are the pool's collaborators; zero values get defaults.
+type Options struct {
+	// Replicas of the streams Setup creates (nats.replicas); 0 means 1.
+	Replicas int
+	// Budget is charged with what scoring spends; nil charges nothing.
+	Budget *decide.Budget
+	// Services bounds the `service` label; nil gets a private set of 50.
+	Services   *labels.ServiceSet
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+	// FetchWait is how long one pull waits for a record (default 5s); Shutdown does not wait
+	// for it.
+	FetchWait time.Duration
+	// DepthInterval is how often the queue depth gauge is polled (default 5s).
+	DepthInterval time.Duration
+	// Now is the clock for result times (default time.Now).
+	Now func() time.Time
+}
+
+// Pool is N workers sharing the durable consumer. Several pools (processes, pods) may share the
+// same consumer: JetStream hands each record to one of them at a time.
+type Pool struct {
+	js      jetstream.JetStream
+	cfg     config.ScoringRuntime
+	scorers []score.Scorer
+	sink    score.Consumer
+	opts    Options
+	m       *metrics
+	qm      *queue.Metrics
+	models  *labels.ServiceSet
+
+	mu      sync.Mutex // guards cancel, started, stopped
+	cancel  context.CancelFunc
+	started bool
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+// New returns a pool of cfg.Workers workers running scorers on each record and handing the
+// results to sink (typically score.Fanout{queue.NewScorePublisher(...), ...}).
+func New(js jetstream.JetStream, cfg config.ScoringRuntime, scorers []score.Scorer, sink score.Consumer, opts Options) *Pool {
+	if opts.Registerer == nil {
+		opts.Registerer = prometheus.NewRegistry()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Services == nil {
+		opts.Services = labels.NewServiceSet(50)
+	}
+	if opts.FetchWait <= 0 {
+		opts.FetchWait = 5 * time.Second
+	}
+	if opts.DepthInterval <= 0 {
+		opts.DepthInterval = 5 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if sink == nil {
+		sink = score.Fanout(nil)
+	}
+	return &Pool{
+		js: js, cfg: cfg, scorers: scorers, sink: sink, opts: opts,
+		m: newMetrics(opts.Registerer), qm: queue.NewMetrics(opts.Registerer),
+		models: labels.NewServiceSet(32),
+	}
+}
+
+// Start creates the stream and consumer if needed (bounded by ctx) and starts the workers.
+func (p *Pool) Start(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started || p.stopped {
+		return nil
+	}
+	cons, err := queue.Setup(ctx, p.js, p.cfg.Queue, p.opts.Replicas)
+	if err != nil {
+		return err
+	}
+	p.started = true
+	runCtx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	p.wg.Add(p.cfg.Workers + 1)
+	for i := 0; i < p.cfg.Workers; i++ {
+		go func() { defer p.wg.Done(); p.run(runCtx, cons) }()
+	}
+	go func() {
+		defer p.wg.Done()
+		queue.PollDepth(runCtx, p.js, p.cfg.Queue.Stream, p.opts.DepthInterval, p.qm)
+	}()
+	p.opts.Logger.Info("scoring workers started", "workers", p.cfg.Workers, "scorers", len(p.scorers),
+		"stream", p.cfg.Queue.Stream, "consumer", p.cfg.Queue.Consumer)
+	return nil
+}
+
+// Shutdown stops pulling, interrupts records being scored (they are nak'ed for another worker)
+// and waits for the workers until ctx ends. It is idempotent and safe without Start.
+func (p *Pool) Shutdown(ctx context.Context) error {
+	p.mu.Lock()
+	p.stopped = true
+	if p.cancel != nil {
+		p.cancel()
+	}
+	p.mu.Unlock()
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *Pool) run(ctx context.Context, cons jetstream.Consumer) {
+	for ctx.Err() == nil {
+		fctx, cancel := context.WithTimeout(ctx, p.opts.FetchWait)
+		msg, err := cons.Next(jetstream.FetchContext(fctx))
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+				p.opts.Logger.Debug("pull from scoring queue", "err", err)
+				select { // not connected or the consumer is gone: do not spin
+				case <-ctx.Done():
+					return
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+			continue
+		}
+		p.handle(ctx, msg)
+	}
+}
+
+// handle scores one record and settles its message: ack on success, nak with backoff on
+// failure, dead-letter after the last attempt. Results are handed on before the ack, so a crash
+// between the two redelivers the record (at-least-once; consumers dedup by trace id + metric).
+func (p *Pool) handle(ctx context.Context, msg jetstream.Msg) {
+	delivered := uint64(1)
+	if meta, err := msg.Metadata(); err == nil {
+		delivered = meta.NumDelivered
+	}
+	var rec record.Record
+	if err := json.Unmarshal(msg.Data(), &rec); err != nil || rec.TraceID == "" {
+		if err == nil {
+			err = errors.New("trace_id is missing")
+		}
+		p.deadLetter(ctx, msg, "", fmt.Sprintf("undecodable record: %v", err), delivered)
+		return
+	}
+	if delivered > uint64(p.cfg.Queue.MaxDeliver) {
+		p.deadLetter(ctx, msg, rec.Key(), "attempts did not finish (worker stopped or timed out while scoring)", delivered)
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, p.cfg.ScoreTimeout)
+	results, failure := p.scoreAll(sctx, &rec)
+	cancel()
+	if ctx.Err() != nil {
+		_ = msg.Nak() // shutting down: let another worker take it now
+		return
+	}
+	if failure == nil {
+		if err := p.sink.ConsumeScores(ctx, results); err != nil {
+			failure = fmt.Errorf("hand on results: %w", err)
+		}
+	}
+	if failure == nil {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := msg.DoubleAck(actx); err != nil {
+			p.opts.Logger.Warn("ack scored record", "trace_id", rec.TraceID, "err", err)
+		}
+		cancel()
+		return
+	}
+	if delivered >= uint64(p.cfg.Queue.MaxDeliver) {
+		p.deadLetter(ctx, msg, rec.Key(), failure.Error(), delivered)
+		return
+	}
+	delay := p.backoff(delivered)
+	p.opts.Logger.Info("scoring failed; will retry", "trace_id", rec.TraceID, "attempt", delivered, "retry_in", delay, "err", failure)
+	_ = msg.NakWithDelay(delay)
+}
+
+func (p *Pool) backoff(delivered uint64) time.Duration {
+	b := p.cfg.Queue.Backoff
+	if len(b) == 0 {
+		return 0
+	}
+	i := int(delivered) - 1
+	if i >= len(b) {
+		i = len(b) - 1
+	}
+	return b[i]
+}
+
+// scoreAll runs every scorer on r. It returns the results and, when a scorer failed in a way a
+// retry may fix, the failure; the results of a failed attempt are not handed on (the retry
+// scores the record again) but their cost is counted.
+func (p *Pool) scoreAll(ctx context.Context, r *record.Record) ([]score.Result, error) {
+	var out []score.Result
+	var errs []error
+	service := p.opts.Services.Label(r.Service)
+	weight := decide.Weight(r.Sampling)
+	for _, s := range p.scorers {
+		name := s.Name()
+		start := time.Now()
+		res, err := s.Score(ctx, r)
+		p.m.duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
+		for i := range res {
+			p.charge(&res[i])
+		}
+		valid := res[:0]
+		for _, x := range res {
+			if x.Metric == "" || math.IsNaN(x.Value) || x.Value < 0 || x.Value > 1 {
+				p.m.attempts.WithLabelValues(name, OutcomeInvalid).Inc()
+				p.opts.Logger.Warn("scorer returned an invalid result; dropped", "scorer", name, "metric", x.Metric, "value", x.Value)
+				continue
+			}
+			valid = append(valid, x)
+		}
+		outcome, retry := classify(ctx, err)
+		p.m.attempts.WithLabelValues(name, outcome).Inc()
+		if retry {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			continue
+		}
+		for _, x := range valid {
+			x.TraceID, x.SpanID = r.TraceID, r.SpanID
+			if x.Service == "" {
+				x.Service = r.Service
+			}
+			if x.Scorer == "" {
+				x.Scorer = name
+			}
+			x.Weight = weight
+			if x.Time.IsZero() {
+				x.Time = p.opts.Now()
+			}
+			out = append(out, x)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	for _, x := range out {
+		p.m.evalScore.WithLabelValues(service, x.Metric).Observe(x.Value)
+	}
+	return out, nil
+}
+
+// charge prices one result's token usage, spends it on the budget and counts cost and tokens.
+func (p *Pool) charge(x *score.Result) {
+	if x.InputTokens <= 0 && x.OutputTokens <= 0 && x.CostUSD <= 0 {
+		return
+	}
+	usd := x.CostUSD
+	if p.opts.Budget != nil {
+		usd = p.opts.Budget.Charge(x.Model, x.InputTokens, x.OutputTokens, x.CostUSD)
+	}
+	x.CostUSD = usd
+	model := p.models.Label(x.Model)
+	if usd > 0 {
+		p.m.cost.WithLabelValues(model).Add(usd)
+	}
+	if x.InputTokens > 0 {
+		p.m.tokens.WithLabelValues(model, "input").Add(float64(x.InputTokens))
+	}
+	if x.OutputTokens > 0 {
+		p.m.tokens.WithLabelValues(model, "output").Add(float64(x.OutputTokens))
+	}
+}
+
+// classify names a scorer call's outcome and whether the record should be retried. A Failure
+// whose every metric was refused is final: the partial results stand.
+func classify(ctx context.Context, err error) (outcome string, retry bool) {
+	if err == nil {
+		return OutcomeOK, false
+	}
+	var f score.Failure
+	if errors.As(err, &f) && len(f) > 0 {
+		retry = false
+		for _, e := range f {
+			if e.Outcome != score.OutcomeRefused {
+				retry = true
+			}
+		}
+		return f[0].Outcome, retry
+	}
+	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		return score.OutcomeTimeout, true
+	}
+	return score.OutcomeError, true
+}
+
+// deadLetter moves the message to the dead-letter subject (kept in the dead-letter stream) and
+// removes it from the queue. If the dead-letter publish fails the record stays queued.
+func (p *Pool) deadLetter(ctx context.Context, msg jetstream.Msg, key, reason string, delivered uint64) {
+	if len(reason) > 512 {
+		reason = reason[:512]
+	}
+	dl := nats.NewMsg(p.cfg.Queue.DeadLetterSubject)
+	dl.Data = msg.Data()
+	dl.Header.Set(HeaderError, reason)
+	dl.Header.Set(HeaderDeliveries, strconv.FormatUint(delivered, 10))
+	if key == "" {
+		if meta, err := msg.Metadata(); err == nil {
+			key = "seq-" + strconv.FormatUint(meta.Sequence.Stream, 10)
+		}
+	}
+	if key != "" {
+		dl.Header.Set(jetstream.MsgIDHeader, key)
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := p.js.PublishMsg(pctx, dl); err != nil {
+		p.opts.Logger.Error("dead-letter a record; it stays queued", "err", err)
+		_ = msg.NakWithDelay(p.backoff(delivered))
+		return
+	}
+	if err := msg.DoubleAck(pctx); err != nil {
+		p.opts.Logger.Warn("ack dead-lettered record", "err", err)
+	}
+	p.qm.DeadLetter.Inc()
+	p.opts.Logger.Warn("record moved to the dead-letter subject", "trace_id", key,
+		"subject", p.cfg.Queue.DeadLetterSubject, "deliveries", delivered, "reason", reason)
+}

@@ -1,0 +1,345 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/sampler/decide"
+	"github.com/ragwatch/ragwatch/sampler/queue"
+	"github.com/ragwatch/ragwatch/sampler/score"
+)
+
+func shutdown(t *testing.T, p *Pool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func assertOnce(t *testing.T, keys []string, tallies ...*tally) {
+	t.Helper()
+	total := map[string]int{}
+	for _, tl := range tallies {
+		for k, n := range tl.snapshot() {
+			total[k] += n
+		}
+	}
+	if len(total) != len(keys) {
+		t.Fatalf("%d records scored, want %d", len(total), len(keys))
+	}
+	for _, k := range keys {
+		if total[k] != 1 {
+			t.Fatalf("record %s scored %d times, want exactly once", k, total[k])
+		}
+	}
+}
+
+func TestPoolScoresEveryRecordOnceAndPublishes(t *testing.T) {
+	s := runServer(t, t.TempDir())
+	nc, js := connect(t, s)
+	rt := testRuntime(4)
+	keys := enqueue(t, js, rt.Queue, 50, 0.25)
+
+	// The alert engine's side: results arrive through the scores subjects.
+	subConn, _ := connect(t, s)
+	viaNATS := newTally()
+	sub, err := queue.SubscribeScores(subConn, rt.Queue.ScoresSubjectPrefix, viaNATS, prometheus.NewRegistry(), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+
+	reg := prometheus.NewRegistry()
+	direct := newTally()
+	fixed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	opts := testOptions(reg)
+	opts.Now = func() time.Time { return fixed }
+	p := New(js, rt, []score.Scorer{okScorer}, score.Fanout{queue.NewScorePublisher(nc, rt.Queue.ScoresSubjectPrefix), direct}, opts)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "every record scored and published", func() bool { return viaNATS.len() == 50 })
+	shutdown(t, p)
+	assertOnce(t, keys, direct)
+	assertOnce(t, keys, viaNATS)
+	want := score.Result{TraceID: keys[0], Service: "chat", Metric: "faithfulness", Value: 0.5, Weight: 4, Scorer: "test", Time: fixed}
+	found := false
+	for _, r := range viaNATS.all {
+		if r.TraceID == keys[0] {
+			found = r == want
+			if !found {
+				t.Fatalf("result %+v, want %+v", r, want)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no result for the first record")
+	}
+	if n := testutil.CollectAndCount(reg, "ragwatch_eval_score"); n != 1 {
+		t.Fatalf("%d eval_score series", n)
+	}
+	exp := `
+# HELP ragwatch_scoring_attempts_total Scorer calls, by scorer and outcome (ok, timeout, rate_limited, parse_error, refused, error, invalid_result).
+# TYPE ragwatch_scoring_attempts_total counter
+ragwatch_scoring_attempts_total{outcome="ok",scorer="test"} 50
+# HELP ragwatch_scoring_queue_depth Records in the scoring stream (waiting or being scored), as last polled.
+# TYPE ragwatch_scoring_queue_depth gauge
+ragwatch_scoring_queue_depth 0
+`
+	waitFor(t, 5*time.Second, "acks to empty the stream", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(exp), "ragwatch_scoring_attempts_total"); err != nil {
+		t.Fatal(err)
+	}
+	h := gatherHistogram(t, reg, "ragwatch_eval_score")
+	if h.GetSampleCount() != 50 || h.GetSampleSum() != 25 {
+		t.Fatalf("eval_score count %d sum %v", h.GetSampleCount(), h.GetSampleSum())
+	}
+}
+
+func gatherHistogram(t *testing.T, reg *prometheus.Registry, name string) interface {
+	GetSampleCount() uint64
+	GetSampleSum() float64
+} {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetHistogram()
+		}
+	}
+	t.Fatalf("no %s", name)
+	return nil
+}
+
+// A worker process dies with records in flight (its connection closes without acks), the NATS
+// server restarts from the same store, and a new worker finishes: every record is scored
+// exactly once.
+func TestKilledWorkerRecordsAreScoredOnceAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	s1 := runServer(t, dir)
+	_, js0 := connect(t, s1)
+	rt := testRuntime(4)
+	keys := enqueue(t, js0, rt.Queue, 50, 1)
+
+	ncA, jsA := connect(t, s1)
+	var calls, blocked atomic.Int32
+	scorerA := funcScorer{name: "test", score: func(ctx context.Context, r *record.Record) ([]score.Result, error) {
+		if calls.Add(1) <= 10 {
+			return []score.Result{{Metric: "faithfulness", Value: 1}}, nil
+		}
+		blocked.Add(1)
+		<-ctx.Done() // stuck mid-score until the process "dies"
+		return nil, ctx.Err()
+	}}
+	tallyA := newTally()
+	poolA := New(jsA, rt, []score.Scorer{scorerA}, tallyA, testOptions(prometheus.NewRegistry()))
+	if err := poolA.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "ten records scored and four in flight", func() bool { return tallyA.len() == 10 && blocked.Load() == 4 })
+
+	// kill: the connection goes away without acks, then NATS restarts from its store.
+	ncA.Close()
+	s1.Shutdown()
+	s1.WaitForShutdown()
+	shutdown(t, poolA)
+
+	s2 := runServer(t, dir)
+	_, jsB := connect(t, s2)
+	tallyB := newTally()
+	poolB := New(jsB, rt, []score.Scorer{okScorer}, tallyB, testOptions(prometheus.NewRegistry()))
+	if err := poolB.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "the rest scored after restart", func() bool { return tallyA.len()+tallyB.len() >= 50 })
+	waitFor(t, 5*time.Second, "the stream to empty", func() bool { return streamMsgs(jsB, rt.Queue.Stream) == 0 })
+	shutdown(t, poolB)
+	if tallyB.len() != 40 {
+		t.Fatalf("after restart %d records scored, want 40", tallyB.len())
+	}
+	assertOnce(t, keys, tallyA, tallyB)
+}
+
+func TestTwoPoolsShareTheQueue(t *testing.T) {
+	s := runServer(t, t.TempDir())
+	_, js := connect(t, s)
+	rt := testRuntime(2)
+	keys := enqueue(t, js, rt.Queue, 200, 1)
+	slow := funcScorer{name: "test", score: func(context.Context, *record.Record) ([]score.Result, error) {
+		time.Sleep(2 * time.Millisecond) // a judge call's worth of work, so both pools get some
+		return []score.Result{{Metric: "faithfulness", Value: 1}}, nil
+	}}
+	var pools []*Pool
+	var tallies []*tally
+	for i := 0; i < 2; i++ { // two `ragwatch worker` processes: separate connections and registries
+		_, jsI := connect(t, s)
+		tl := newTally()
+		p := New(jsI, rt, []score.Scorer{slow}, tl, testOptions(prometheus.NewRegistry()))
+		if err := p.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		pools, tallies = append(pools, p), append(tallies, tl)
+	}
+	waitFor(t, 15*time.Second, "all records scored", func() bool { return tallies[0].len()+tallies[1].len() >= 200 })
+	for _, p := range pools {
+		shutdown(t, p)
+	}
+	assertOnce(t, keys, tallies...)
+	if tallies[0].len() == 0 || tallies[1].len() == 0 {
+		t.Fatalf("work split %d/%d: both workers must score", tallies[0].len(), tallies[1].len())
+	}
+	t.Logf("split %d/%d", tallies[0].len(), tallies[1].len())
+}
+
+func TestDeadLetterAfterThreeFailures(t *testing.T) {
+	s := runServer(t, t.TempDir())
+	_, js := connect(t, s)
+	rt := testRuntime(2)
+	keys := enqueue(t, js, rt.Queue, 5, 1)
+	poison := keys[2]
+	scorer := funcScorer{name: "test", score: func(_ context.Context, r *record.Record) ([]score.Result, error) {
+		if r.TraceID == poison {
+			return nil, errBackend
+		}
+		return []score.Result{{Metric: "faithfulness", Value: 1}}, nil
+	}}
+	reg := prometheus.NewRegistry()
+	tl := newTally()
+	p := New(js, rt, []score.Scorer{scorer}, tl, testOptions(reg))
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the poison record dead-lettered", func() bool { return streamMsgs(js, rt.Queue.DeadLetterStream) == 1 })
+	waitFor(t, 5*time.Second, "the queue to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
+	shutdown(t, p)
+
+	if tl.len() != 4 || tl.snapshot()[poison] != 0 {
+		t.Fatalf("scored %v", tl.snapshot())
+	}
+	st, _ := js.Stream(context.Background(), rt.Queue.DeadLetterStream)
+	m, err := st.GetMsg(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec record.Record
+	if err := json.Unmarshal(m.Data, &rec); err != nil || rec.TraceID != poison || rec.Query != "q" {
+		t.Fatalf("dead letter %s (%v)", m.Data, err)
+	}
+	if m.Subject != "ragwatch.scoring.dead" || m.Header.Get(HeaderDeliveries) != "3" || m.Header.Get(HeaderError) != "test: backend down" {
+		t.Fatalf("dead letter subject %s headers %v", m.Subject, m.Header)
+	}
+	exp := `
+# HELP ragwatch_scoring_attempts_total Scorer calls, by scorer and outcome (ok, timeout, rate_limited, parse_error, refused, error, invalid_result).
+# TYPE ragwatch_scoring_attempts_total counter
+ragwatch_scoring_attempts_total{outcome="error",scorer="test"} 3
+ragwatch_scoring_attempts_total{outcome="ok",scorer="test"} 4
+# HELP ragwatch_scoring_dead_letter_total Records moved to the dead-letter subject after failing max_deliver times.
+# TYPE ragwatch_scoring_dead_letter_total counter
+ragwatch_scoring_dead_letter_total 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(exp), "ragwatch_scoring_attempts_total", "ragwatch_scoring_dead_letter_total"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCostTokensBudgetAndPartialFailures(t *testing.T) {
+	s := runServer(t, t.TempDir())
+	_, js := connect(t, s)
+	rt := testRuntime(1)
+	keys := enqueue(t, js, rt.Queue, 2, 0.5)
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	reg := prometheus.NewRegistry()
+	budget := decide.NewBudget(config.SamplingBudget{USDPerDay: 10, Prices: map[string]config.ModelPrice{
+		"judge": {InputPerMTok: 1, OutputPerMTok: 4},
+	}}, func() time.Time { return now }, reg, quiet)
+	var attempts atomic.Int32
+	judge := funcScorer{name: "judge", score: func(_ context.Context, r *record.Record) ([]score.Result, error) {
+		res := []score.Result{{Metric: "faithfulness", Value: 0.8, Model: "judge", InputTokens: 1_000_000, OutputTokens: 250_000}}
+		switch {
+		case r.TraceID == keys[0] && attempts.Add(1) == 1:
+			// First attempt: one metric timed out: retried, its partial result not handed on.
+			return res, score.Failure{{Metric: "answer_relevancy", Outcome: score.OutcomeTimeout}}
+		case r.TraceID == keys[1]:
+			// Refused is final: the partial result stands.
+			return res, score.Failure{{Metric: "answer_relevancy", Outcome: score.OutcomeRefused}}
+		}
+		return res, nil
+	}}
+	invalid := funcScorer{name: "broken", score: func(context.Context, *record.Record) ([]score.Result, error) {
+		return []score.Result{{Metric: "x", Value: 1.5}}, nil
+	}}
+	tl := newTally()
+	opts := testOptions(reg)
+	opts.Budget = budget
+	p := New(js, rt, []score.Scorer{judge, invalid}, tl, opts)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "both records scored", func() bool { return tl.len() == 2 })
+	shutdown(t, p)
+	assertOnce(t, keys, tl)
+	for _, r := range tl.all {
+		if r.CostUSD != 2 || r.Weight != 2 || r.Scorer != "judge" {
+			t.Fatalf("result %+v: want cost 2 (1M in at $1 + 250k out at $4), weight 2", r)
+		}
+	}
+	// Three judge calls (one retried) at $2 each.
+	if spent := budget.Spent(); math.Abs(spent-6) > 1e-9 {
+		t.Fatalf("budget spent %v, want 6", spent)
+	}
+	exp := `
+# HELP ragwatch_scoring_attempts_total Scorer calls, by scorer and outcome (ok, timeout, rate_limited, parse_error, refused, error, invalid_result).
+# TYPE ragwatch_scoring_attempts_total counter
+ragwatch_scoring_attempts_total{outcome="invalid_result",scorer="broken"} 3
+ragwatch_scoring_attempts_total{outcome="ok",scorer="broken"} 3
+ragwatch_scoring_attempts_total{outcome="ok",scorer="judge"} 1
+ragwatch_scoring_attempts_total{outcome="refused",scorer="judge"} 1
+ragwatch_scoring_attempts_total{outcome="timeout",scorer="judge"} 1
+# HELP ragwatch_scoring_cost_usd_total What scoring spent in US dollars, by judge model (priced from sampling.budget.prices, else as the scorer reported).
+# TYPE ragwatch_scoring_cost_usd_total counter
+ragwatch_scoring_cost_usd_total{model="judge"} 6
+# HELP ragwatch_scoring_tokens_total Tokens used by scoring, by judge model and direction (input, output).
+# TYPE ragwatch_scoring_tokens_total counter
+ragwatch_scoring_tokens_total{direction="input",model="judge"} 3e+06
+ragwatch_scoring_tokens_total{direction="output",model="judge"} 750000
+# HELP ragwatch_sampling_budget_remaining_usd Scoring budget left for the current UTC day in US dollars (+Inf without a budget).
+# TYPE ragwatch_sampling_budget_remaining_usd gauge
+ragwatch_sampling_budget_remaining_usd 4
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(exp), "ragwatch_scoring_attempts_total", "ragwatch_scoring_cost_usd_total",
+		"ragwatch_scoring_tokens_total", "ragwatch_sampling_budget_remaining_usd"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestShutdownWithoutStartAndTwice(t *testing.T) {
+	s := runServer(t, t.TempDir())
+	_, js := connect(t, s)
+	p := New(js, testRuntime(1), nil, nil, testOptions(prometheus.NewRegistry()))
+	shutdown(t, p)
+	shutdown(t, p)
+	if err := p.Start(context.Background()); err != nil { // after Shutdown: a no-op
+		t.Fatal(err)
+	}
+	p2 := New(js, testRuntime(1), nil, nil, testOptions(prometheus.NewRegistry()))
+	if err := p2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	shutdown(t, p2)
+	shutdown(t, p2)
+}
