@@ -1,0 +1,132 @@
+// Package memlimit keeps ragwatch's memory bounded under any input: above a limit, intake is
+// refused with OTLP's retryable errors instead of growing the heap. The limit defaults to 90%
+// of GOMEMLIMIT when that is set, so it works with the container's memory limit.
+package memlimit
+
+import (
+	"context"
+	"math"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Guard samples the Go heap and says when intake must be refused. The zero value never refuses.
+type Guard struct {
+	limit    uint64 // bytes; 0 = no limit
+	interval time.Duration
+	read     func() uint64
+
+	overloaded atomic.Bool
+	used       atomic.Uint64
+	refused    prometheus.Counter
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+// New returns a guard refusing intake when the live heap exceeds limitMiB. limitMiB 0 takes
+// 90% of GOMEMLIMIT when one is set, else no limit. reg may be nil.
+func New(limitMiB int, reg prometheus.Registerer) *Guard {
+	limit := uint64(limitMiB) << 20
+	if limit == 0 {
+		if gl := debug.SetMemoryLimit(-1); gl > 0 && gl != math.MaxInt64 {
+			limit = uint64(gl) / 10 * 9
+		}
+	}
+	g := &Guard{limit: limit, interval: 100 * time.Millisecond, read: heapBytes, stop: make(chan struct{})}
+	g.refused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ragwatch_memory_refusals_total",
+		Help: "Intake requests refused because the heap was above the memory limit.",
+	})
+	if reg != nil {
+		reg.MustRegister(g.refused, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "ragwatch_memory_limit_bytes",
+			Help: "Heap size above which intake is refused (0: no limit).",
+		}, func() float64 { return float64(g.limit) }))
+	}
+	return g
+}
+
+// Limit returns the limit in bytes (0: none).
+func (g *Guard) Limit() uint64 {
+	if g == nil {
+		return 0
+	}
+	return g.limit
+}
+
+// Start samples the heap every interval until Shutdown. Start with no limit does nothing.
+func (g *Guard) Start(context.Context) error {
+	if g == nil || g.limit == 0 {
+		return nil
+	}
+	g.sample()
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		t := time.NewTicker(g.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-g.stop:
+				return
+			case <-t.C:
+				g.sample()
+			}
+		}
+	}()
+	return nil
+}
+
+// Shutdown stops sampling. Idempotent, safe without Start.
+func (g *Guard) Shutdown(context.Context) error {
+	if g == nil {
+		return nil
+	}
+	g.once.Do(func() { close(g.stop) })
+	g.wg.Wait()
+	return nil
+}
+
+func (g *Guard) sample() {
+	used := g.read()
+	g.used.Store(used)
+	// Hysteresis: refuse above the limit, accept again below 90% of it, so intake does not
+	// flap on every sample.
+	if used > g.limit {
+		g.overloaded.Store(true)
+	} else if used < g.limit/10*9 {
+		g.overloaded.Store(false)
+	}
+}
+
+// Refuse reports whether intake must be refused now, counting the refusal.
+func (g *Guard) Refuse() bool {
+	if g == nil || !g.overloaded.Load() {
+		return false
+	}
+	g.refused.Inc()
+	return true
+}
+
+// RetryAfter is what refusals tell clients to wait.
+const RetryAfter = 5 * time.Second
+
+var heapSample = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+var heapMu sync.Mutex
+
+func heapBytes() uint64 {
+	heapMu.Lock()
+	defer heapMu.Unlock()
+	metrics.Read(heapSample)
+	if heapSample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return heapSample[0].Value.Uint64()
+}
