@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrNotFound is returned by Store.Load for a key never saved.
+var ErrNotFound = errors.New("alert state not found")
+
+// Store persists window state across restarts, one value per SLO or detector.
+type Store interface {
+	Load(ctx context.Context, key string) ([]byte, error)
+	Save(ctx context.Context, key string, data []byte) error
+}
+
+// KVStore keeps state in a JetStream key-value bucket.
+type KVStore struct {
+	KV jetstream.KeyValue
+}
+
+// Load implements Store.
+func (s KVStore) Load(ctx context.Context, key string) ([]byte, error) {
+	e, err := s.KV.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load alert state %s: %w", key, err)
+	}
+	return e.Value(), nil
+}
+
+// Save implements Store.
+func (s KVStore) Save(ctx context.Context, key string, data []byte) error {
+	if _, err := s.KV.Put(ctx, key, data); err != nil {
+		return fmt.Errorf("save alert state %s: %w", key, err)
+	}
+	return nil
+}
+
+// MemStore keeps state in memory (tests, and runs without NATS).
+type MemStore struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+// Load implements Store.
+func (s *MemStore) Load(_ context.Context, key string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.m[key]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return append([]byte(nil), v...), nil
+}
+
+// Save implements Store.
+func (s *MemStore) Save(_ context.Context, key string, data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string][]byte{}
+	}
+	s.m[key] = append([]byte(nil), data...)
+	return nil
+}
+
+var (
+	_ Store = KVStore{}
+	_ Store = (*MemStore)(nil)
+)
