@@ -1,0 +1,102 @@
+package sampler
+
+import (
+	"context"
+	"time"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/sampler/decide"
+)
+
+// Offerer takes a sampled record without blocking; *queue.Publisher is the real one. Offer
+// counts its own drops.
+type Offerer interface {
+	Offer(r *record.Record) error
+}
+
+// Stage is the sampler's place in the pipeline: a record.Consumer that decides for each record
+// and offers the sampled ones (a copy carrying Sampling) to the queue, and a
+// record.FeedbackConsumer that lets late negative feedback sample a record it still remembers.
+// It never blocks and never fails ingestion: drops are counted by the Offerer.
+type Stage struct {
+	d      *decide.Decider
+	out    Offerer
+	recent *recent
+	now    func() time.Time
+}
+
+var (
+	_ record.Consumer         = (*Stage)(nil)
+	_ record.FeedbackConsumer = (*Stage)(nil)
+)
+
+// NewStage returns the stage. cfg bounds the cache of recent records kept for late feedback
+// (sampling.recent); now may be nil (time.Now).
+func NewStage(d *decide.Decider, out Offerer, cfg config.RecentRecords, now func() time.Time) *Stage {
+	if now == nil {
+		now = time.Now
+	}
+	return &Stage{d: d, out: out, recent: newRecent(cfg.MaxRecords, cfg.MaxBytes, cfg.TTL), now: now}
+}
+
+// ConsumeRecord implements record.Consumer. It always returns nil.
+func (s *Stage) ConsumeRecord(_ context.Context, r *record.Record) error {
+	trigger := decide.Ingest
+	if r.Feedback != nil && r.Feedback.Score < 0 {
+		trigger = decide.Feedback // already joined: it may use the feedback reserve
+	}
+	dec := s.d.Decide(r, trigger)
+	if dec.Sample {
+		_ = s.out.Offer(decide.Mark(r, dec)) // a drop is counted by the Offerer
+	}
+	p := dec.Probability
+	if !dec.Sample && dec.Reason != decide.ReasonRate {
+		p = 0 // skipped by a cap or a never rule: feedback may still try
+	}
+	s.recent.put(r, p, dec.Sample, s.now())
+	return nil
+}
+
+// ConsumeFeedback implements record.FeedbackConsumer. The record is reconsidered with its
+// feedback when the feedback raises its probability (a negative_feedback rule): with the same
+// trace-id randomness, a record sampled at the higher probability p has inclusion probability
+// p overall, so the weight stays exact. It always returns nil.
+func (s *Stage) ConsumeFeedback(_ context.Context, r *record.Record) error {
+	now := s.now()
+	key := r.Key()
+	prev, known := s.recent.get(key, now)
+	if known && prev.sampled {
+		return nil // already queued
+	}
+	full := r
+	if known && prev.rec != nil {
+		c := *prev.rec
+		c.Feedback = r.Feedback
+		full = &c
+	}
+	p, _, never := s.d.Match(full)
+	if never || (known && p <= prev.p) {
+		return nil // the feedback changes nothing
+	}
+	if !hasContent(full) {
+		if decide.Sampled(full.TraceID, p) {
+			s.d.Skip(decide.ReasonNoContent)
+		}
+		return nil
+	}
+	dec := s.d.Decide(full, decide.Feedback)
+	if dec.Sample {
+		_ = s.out.Offer(decide.Mark(full, dec))
+		if known {
+			s.recent.markSampled(key, dec.Probability)
+		} else {
+			s.recent.put(full, dec.Probability, true, now)
+		}
+	}
+	return nil
+}
+
+func hasContent(r *record.Record) bool {
+	return r.Query != "" || r.Answer != "" || len(r.Documents) > 0
+}
