@@ -1,0 +1,283 @@
+package natsconn
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	"github.com/ragwatch/ragwatch/config"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func embeddedCfg(t *testing.T) config.NATS {
+	cfg := config.Default().NATS
+	cfg.StoreDir = filepath.Join(t.TempDir(), "store")
+	cfg.Embedded.Endpoint = "127.0.0.1:-1"
+	return cfg
+}
+
+func waitFor(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestEmbeddedJetStreamAndKV(t *testing.T) {
+	cfg := embeddedCfg(t)
+	reg := prometheus.NewRegistry()
+	c, err := Connect(context.Background(), cfg, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !c.Embedded() || c.ClientURL() == "" {
+		t.Fatalf("embedded=%v url=%q", c.Embedded(), c.ClientURL())
+	}
+	if got := testutil.ToFloat64(c.connected); got != 1 {
+		t.Fatalf("ragwatch_nats_connected = %v, want 1", got)
+	}
+	// An outside app reaches the embedded server over TCP.
+	app, err := nats.Connect(c.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	sub, err := c.NC.SubscribeSync("ragwatch.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Publish("ragwatch.x", []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sub.NextMsg(5 * time.Second)
+	if err != nil || string(m.Data) != "hello" {
+		t.Fatalf("got %v %v", m, err)
+	}
+
+	ctx := context.Background()
+	kv, err := c.KeyValue(ctx, "test_bucket", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "k1", []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.KeyValue(ctx, "test_bucket", time.Hour) // opening twice is fine
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := again.Get(ctx, "k1")
+	if err != nil || string(e.Value()) != "v1" {
+		t.Fatalf("kv get = %v %v", e, err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.StoreDir, "jetstream")); err != nil {
+		t.Fatalf("JetStream must store in store_dir: %v", err)
+	}
+	c.Close()
+	c.Close() // idempotent
+	if got := testutil.ToFloat64(c.connected); got != 0 {
+		t.Fatalf("after Close ragwatch_nats_connected = %v, want 0", got)
+	}
+}
+
+func TestEmbeddedPortTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg := embeddedCfg(t)
+	cfg.Embedded.Endpoint = l.Addr().String()
+	_, err = Connect(context.Background(), cfg, prometheus.NewRegistry(), nil)
+	if err == nil {
+		t.Fatal("want an error for a taken port")
+	}
+	want := "embedded NATS cannot listen on " + l.Addr().String() + " (`nats.embedded.endpoint`)"
+	if !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("error = %q, want prefix %q and the cause", err, want)
+	}
+}
+
+func TestEmbeddedStoreDirNotWritable(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := embeddedCfg(t)
+	cfg.StoreDir = filepath.Join(file, "store") // a path under a regular file: fails even as root
+	_, err := Connect(context.Background(), cfg, prometheus.NewRegistry(), nil)
+	if err == nil {
+		t.Fatal("want an error for an unwritable store dir")
+	}
+	want := "NATS store dir " + cfg.StoreDir + " (`nats.store_dir`) cannot be created: mkdir " + file + ": not a directory"
+	if err.Error() != want {
+		t.Fatalf("error:\n got %q\nwant %q", err, want)
+	}
+
+	if os.Getuid() != 0 { // root writes anywhere; the permission case only means something otherwise
+		ro := filepath.Join(dir, "ro")
+		if err := os.Mkdir(ro, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		cfg.StoreDir = ro
+		_, err := Connect(context.Background(), cfg, prometheus.NewRegistry(), nil)
+		if err == nil || !strings.Contains(err.Error(), "(`nats.store_dir`) is not writable") {
+			t.Fatalf("error = %v", err)
+		}
+	}
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func runServer(t *testing.T, port int, token string) *server.Server {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true,
+		JetStream: true, StoreDir: t.TempDir(), Authorization: token,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("test server not ready")
+	}
+	return s
+}
+
+func TestExternalReconnect(t *testing.T) {
+	port := freePort(t)
+	s1 := runServer(t, port, "s3cret")
+	t.Setenv("RAGWATCH_TEST_NATS_TOKEN", "s3cret")
+
+	cfg := config.Default().NATS
+	cfg.URL = "nats://127.0.0.1:" + strconv.Itoa(port)
+	cfg.TokenEnv = "RAGWATCH_TEST_NATS_TOKEN"
+	cfg.ReconnectWait = 10 * time.Millisecond
+	cfg.ReconnectMaxWait = 50 * time.Millisecond
+	reg := prometheus.NewRegistry()
+	c, err := Connect(context.Background(), cfg, reg, nil)
+	if err != nil {
+		s1.Shutdown()
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Embedded() {
+		t.Fatal("url set: must not embed")
+	}
+	connected := func() float64 { return testutil.ToFloat64(c.connected) }
+	if connected() != 1 {
+		t.Fatalf("connected = %v", connected())
+	}
+	got := make(chan string, 10)
+	if _, err := c.NC.Subscribe("ragwatch.ping", func(m *nats.Msg) { got <- string(m.Data) }); err != nil {
+		t.Fatal(err)
+	}
+	pub := func(srvURL, data string) {
+		t.Helper()
+		app, err := nats.Connect(srvURL, nats.Token("s3cret"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer app.Close()
+		if err := app.Publish("ragwatch.ping", []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		if err := app.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = c.NC.Flush()
+	pub(cfg.URL, "one")
+	if m := <-got; m != "one" {
+		t.Fatalf("got %q", m)
+	}
+
+	s1.Shutdown()
+	s1.WaitForShutdown()
+	waitFor(t, "ragwatch_nats_connected to drop to 0", func() bool { return connected() == 0 })
+
+	s2 := runServer(t, port, "s3cret")
+	defer func() { s2.Shutdown(); s2.WaitForShutdown() }()
+	waitFor(t, "ragwatch_nats_connected back to 1", func() bool { return connected() == 1 })
+	_ = c.NC.Flush()
+	pub(cfg.URL, "two")
+	select {
+	case m := <-got:
+		if m != "two" {
+			t.Fatalf("got %q after reconnect", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no message after reconnect")
+	}
+	c.Close()
+}
+
+func TestExternalBadToken(t *testing.T) {
+	port := freePort(t)
+	s := runServer(t, port, "right")
+	defer func() { s.Shutdown(); s.WaitForShutdown() }()
+	cfg := config.Default().NATS
+	cfg.URL = "nats://127.0.0.1:" + strconv.Itoa(port)
+	dir := t.TempDir()
+	tokFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokFile, []byte("wrong\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.TokenFile = tokFile
+	_, err := Connect(context.Background(), cfg, prometheus.NewRegistry(), nil)
+	want := "connect to NATS (" + cfg.URL + "; check `nats.url` and credentials): nats: Authorization Violation"
+	if err == nil || err.Error() != want {
+		t.Fatalf("error:\n got %v\nwant %s", err, want)
+	}
+
+	cfg.TokenFile = ""
+	cfg.TokenEnv = "RAGWATCH_TEST_UNSET_TOKEN"
+	_, err = Connect(context.Background(), cfg, prometheus.NewRegistry(), nil)
+	want = "NATS token (`nats.token_env` / `nats.token_file`): environment variable RAGWATCH_TEST_UNSET_TOKEN is not set"
+	if err == nil || err.Error() != want {
+		t.Fatalf("error:\n got %v\nwant %s", err, want)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	b := backoff(100*time.Millisecond, time.Second)
+	for _, tc := range []struct {
+		attempt int
+		base    time.Duration
+	}{{1, 100 * time.Millisecond}, {2, 200 * time.Millisecond}, {3, 400 * time.Millisecond}, {4, 800 * time.Millisecond}, {5, time.Second}, {50, time.Second}} {
+		d := b(tc.attempt)
+		lo, hi := tc.base-tc.base/10, tc.base+tc.base/10
+		if d < lo || d > hi {
+			t.Fatalf("attempt %d: %v not within [%v, %v]", tc.attempt, d, lo, hi)
+		}
+	}
+}
