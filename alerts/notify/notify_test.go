@@ -103,7 +103,11 @@ type lockedWriter struct {
 	mu *sync.Mutex
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.w.Write(p) }
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
 
 // sendSync delivers through a started dispatcher and waits for the queue to drain.
 func (h *harness) run(t *testing.T, list ...alerts.Alert) {
