@@ -1,0 +1,571 @@
+package assemble
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/config"
+)
+
+// Outcomes of ragwatch_records_total.
+const (
+	OutcomeAssembled = "assembled" // a record from a trace whose local root arrived
+	OutcomePartial   = "partial"   // a record from a trace assembled without its root (timeout, eviction, shutdown)
+	OutcomeNotRAG    = "not_rag"   // a trace with no retrieval and no generation: counted, dropped
+	OutcomeFeedback  = "feedback"  // feedback outside any turn, handed to the feedback consumer
+	OutcomeDropped   = "dropped"   // a trace or feedback that could not be assembled or delivered
+)
+
+// Reasons of ragwatch_traces_evicted_total.
+const (
+	EvictMaxTraces = "max_traces"
+	EvictMaxBytes  = "max_bytes"
+)
+
+// Settings configures an Assembler.
+type Settings struct {
+	Config     config.Assembly         // wait, timeout, max_traces, max_bytes
+	Next       record.Consumer         // receives each assembled record
+	Feedback   record.FeedbackConsumer // feedback found in a trace that holds no turn (may be nil)
+	Registerer prometheus.Registerer   // nil: metrics are not registered
+	Logger     *slog.Logger            // nil: discard
+	Now        func() time.Time        // nil: time.Now
+}
+
+// Assembler holds spans by trace id until the trace is complete, then assembles and hands its
+// records to Next. Memory is bounded by max_traces and max_bytes: beyond, the oldest trace is
+// assembled early with what it has (and counted as evicted).
+//
+// Locking: mu guards the held traces, the deadline heap, the arrival list, the backlog and the
+// recently-assembled set. procMu serialises assembly and delivery, which run without mu.
+type Assembler struct {
+	cfg      config.Assembly
+	next     record.Consumer
+	feedback record.FeedbackConsumer
+	log      *slog.Logger
+	now      func() time.Time
+	m        *metrics
+
+	mu           sync.Mutex
+	traces       map[pcommon.TraceID]*trace
+	deadlines    deadlineHeap
+	oldest       *trace // arrival list, oldest first
+	newest       *trace
+	bytes        int64
+	backlog      []*trace // evicted traces waiting for the worker
+	backlogBytes int64
+	lateFeedback []Span
+	done         recentSet
+
+	procMu sync.Mutex
+
+	runMu   sync.Mutex
+	stop    chan struct{}
+	kick    chan struct{}
+	wg      sync.WaitGroup
+	baseCtx context.Context
+}
+
+type trace struct {
+	id        pcommon.TraceID
+	spans     []Span
+	bytes     int64
+	first     time.Time
+	deadline  time.Time
+	rootSeen  bool
+	hasRet    bool
+	hasGen    bool
+	deferred  bool
+	heapIdx   int
+	prev      *trace
+	next      *trace
+	evictedBy string
+}
+
+// New builds an Assembler. Call Start to assemble on time; without Start, traces are held until
+// Shutdown.
+func New(s Settings) (*Assembler, error) {
+	if s.Next == nil {
+		return nil, errors.New("assemble: Next consumer is required")
+	}
+	if err := s.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("assemble: %w", err)
+	}
+	m, err := newMetrics(s.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("assemble: register metrics: %w", err)
+	}
+	a := &Assembler{
+		cfg:      s.Config,
+		next:     s.Next,
+		feedback: s.Feedback,
+		log:      s.Logger,
+		now:      s.Now,
+		m:        m,
+		traces:   make(map[pcommon.TraceID]*trace),
+		done:     newRecentSet(min(max(s.Config.MaxTraces, 1024), 1<<17)),
+		kick:     make(chan struct{}, 1),
+		baseCtx:  context.Background(),
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	return a, nil
+}
+
+// Held returns how many traces are held now.
+func (a *Assembler) Held() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.traces)
+}
+
+// ConsumeTraces takes the spans of td into the held traces. It copies what it reads (td may be
+// reused), never calls downstream consumers and returns quickly.
+func (a *Assembler) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
+	spans := FromTraces(td, make([]Span, 0, td.SpanCount()))
+	if len(spans) == 0 {
+		return nil
+	}
+	a.Add(spans)
+	return nil
+}
+
+// Add takes spans already read (FromTraces, or the offline path) into the held traces.
+func (a *Assembler) Add(spans []Span) {
+	now := a.now()
+	kick := false
+	a.mu.Lock()
+	for i := range spans {
+		s := &spans[i]
+		if a.done.has(s.TraceID) {
+			a.m.late.Inc()
+			if hasFeedback(s) && len(a.lateFeedback) < a.cfg.MaxTraces {
+				a.lateFeedback = append(a.lateFeedback, *s)
+				kick = true
+			}
+			continue
+		}
+		tr := a.traces[s.TraceID]
+		if tr == nil {
+			tr = &trace{id: s.TraceID, first: now, deadline: now.Add(a.cfg.Timeout)}
+			a.traces[s.TraceID] = tr
+			heap.Push(&a.deadlines, tr)
+			a.pushNewest(tr)
+		}
+		tr.spans = append(tr.spans, *s)
+		size := s.size()
+		tr.bytes += size
+		a.bytes += size
+		ret, gen := quickKind(s)
+		tr.hasRet = tr.hasRet || ret
+		switch {
+		case s.IsLocalRoot():
+			tr.rootSeen = true
+			tr.deferred = false
+			tr.deadline = minTime(now.Add(a.cfg.Wait), tr.first.Add(a.cfg.Timeout+a.cfg.Wait))
+			heap.Fix(&a.deadlines, tr.heapIdx)
+		case gen && tr.deferred:
+			// The generation a held retrieval waited for: assemble once its stragglers are in.
+			tr.deferred = false
+			tr.deadline = now.Add(a.cfg.Wait)
+			heap.Fix(&a.deadlines, tr.heapIdx)
+		}
+		tr.hasGen = tr.hasGen || gen
+	}
+	for len(a.traces) > a.cfg.MaxTraces {
+		a.evictOldest(EvictMaxTraces)
+		kick = true
+	}
+	for a.bytes > a.cfg.MaxBytes && a.oldest != nil {
+		a.evictOldest(EvictMaxBytes)
+		kick = true
+	}
+	a.m.held.Set(float64(len(a.traces)))
+	a.m.heldBytes.Set(float64(a.bytes))
+	a.mu.Unlock()
+	if kick {
+		select {
+		case a.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// evictOldest moves the oldest trace to the backlog, to be assembled early by the worker. The
+// backlog itself is bounded like the held traces; beyond, its oldest trace is dropped and counted.
+// Called with mu held.
+func (a *Assembler) evictOldest(reason string) {
+	tr := a.oldest
+	a.remove(tr)
+	a.done.add(tr.id)
+	tr.evictedBy = reason
+	a.m.evicted.WithLabelValues(reason).Inc()
+	a.backlog = append(a.backlog, tr)
+	a.backlogBytes += tr.bytes
+	for len(a.backlog) > 0 && (len(a.backlog) > a.cfg.MaxTraces || a.backlogBytes > a.cfg.MaxBytes) {
+		if len(a.backlog) == 1 && len(a.backlog[0].spans) > 0 && a.backlogBytes <= 2*a.cfg.MaxBytes {
+			break // one trace alone may exceed max_bytes: assemble it rather than drop it
+		}
+		a.backlogBytes -= a.backlog[0].bytes
+		a.backlog[0] = nil
+		a.backlog = a.backlog[1:]
+		a.m.records.WithLabelValues(OutcomeDropped).Inc()
+		a.log.Warn("assembly backlog full: dropped a trace", "reason", reason)
+	}
+	a.log.Debug("trace evicted", "reason", reason)
+}
+
+// remove takes tr out of the map, the heap and the arrival list. Called with mu held.
+func (a *Assembler) remove(tr *trace) {
+	delete(a.traces, tr.id)
+	heap.Remove(&a.deadlines, tr.heapIdx)
+	if tr.prev != nil {
+		tr.prev.next = tr.next
+	} else {
+		a.oldest = tr.next
+	}
+	if tr.next != nil {
+		tr.next.prev = tr.prev
+	} else {
+		a.newest = tr.prev
+	}
+	tr.prev, tr.next = nil, nil
+	a.bytes -= tr.bytes
+}
+
+func (a *Assembler) pushNewest(tr *trace) {
+	tr.prev = a.newest
+	if a.newest != nil {
+		a.newest.next = tr
+	} else {
+		a.oldest = tr
+	}
+	a.newest = tr
+}
+
+// Start starts the background worker that assembles traces when their time comes. It returns
+// at once.
+func (a *Assembler) Start(ctx context.Context) error {
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
+	if a.stop != nil {
+		return nil
+	}
+	a.baseCtx = context.WithoutCancel(ctx)
+	a.stop = make(chan struct{})
+	a.wg.Add(1)
+	go a.loop(a.stop, a.tickInterval())
+	return nil
+}
+
+// tickInterval bounds how late a due trace is assembled: a quarter of wait, between 10 ms and
+// 250 ms.
+func (a *Assembler) tickInterval() time.Duration {
+	return min(max(a.cfg.Wait/4, 10*time.Millisecond), 250*time.Millisecond)
+}
+
+func (a *Assembler) loop(stop <-chan struct{}, every time.Duration) {
+	defer a.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		case <-a.kick:
+		}
+		a.process(a.baseCtx, a.now(), false)
+	}
+}
+
+// Shutdown stops the worker, then assembles and delivers every trace still held. It is
+// idempotent and safe without Start.
+func (a *Assembler) Shutdown(ctx context.Context) error {
+	a.runMu.Lock()
+	if a.stop != nil {
+		close(a.stop)
+		a.wg.Wait()
+		a.stop = nil
+	}
+	a.runMu.Unlock()
+	return a.process(ctx, a.now(), true)
+}
+
+// process assembles the traces due at now (all held traces when all is set), the evicted
+// backlog and late feedback, and delivers their records.
+func (a *Assembler) process(ctx context.Context, now time.Time, all bool) error {
+	a.procMu.Lock()
+	defer a.procMu.Unlock()
+	a.mu.Lock()
+	due := a.backlog
+	a.backlog, a.backlogBytes = nil, 0
+	for a.deadlines.Len() > 0 {
+		tr := a.deadlines[0]
+		if !all && tr.deadline.After(now) {
+			break
+		}
+		if !all && tr.rootSeen && tr.hasRet && !tr.hasGen && !tr.deferred && now.Before(tr.first.Add(a.cfg.Timeout)) {
+			// A retrieval with no generation yet: the generation may come from another process or
+			// a slow exporter. Hold the trace until its timeout, or until a generation arrives.
+			tr.deferred = true
+			tr.deadline = tr.first.Add(a.cfg.Timeout)
+			heap.Fix(&a.deadlines, 0)
+			continue
+		}
+		a.remove(tr)
+		a.done.add(tr.id)
+		due = append(due, tr)
+	}
+	late := a.lateFeedback
+	a.lateFeedback = nil
+	a.m.held.Set(float64(len(a.traces)))
+	a.m.heldBytes.Set(float64(a.bytes))
+	a.mu.Unlock()
+
+	var errs []error
+	for _, tr := range due {
+		errs = append(errs, a.finish(ctx, tr))
+	}
+	for i := range late {
+		res := Assemble(late[i : i+1])
+		errs = append(errs, a.deliverFeedback(ctx, res.Feedback))
+	}
+	return errors.Join(errs...)
+}
+
+// finish assembles one trace and delivers its records.
+func (a *Assembler) finish(ctx context.Context, tr *trace) error {
+	res := Assemble(tr.spans)
+	if !res.RAG {
+		a.m.records.WithLabelValues(OutcomeNotRAG).Inc()
+	}
+	outcome := OutcomeAssembled
+	if !tr.rootSeen {
+		outcome = OutcomePartial
+	}
+	var errs []error
+	for _, r := range res.Records {
+		a.m.records.WithLabelValues(outcome).Inc()
+		if err := a.next.ConsumeRecord(ctx, r); err != nil {
+			a.m.deliveryErrors.WithLabelValues("records").Inc()
+			a.log.Warn("record consumer failed", "trace_id", r.TraceID, "err", err)
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, a.deliverFeedback(ctx, res.Feedback))
+	return errors.Join(errs...)
+}
+
+func (a *Assembler) deliverFeedback(ctx context.Context, fbs []*record.Record) error {
+	var errs []error
+	for _, r := range fbs {
+		if a.feedback == nil {
+			a.m.records.WithLabelValues(OutcomeDropped).Inc()
+			continue
+		}
+		a.m.records.WithLabelValues(OutcomeFeedback).Inc()
+		if err := a.feedback.ConsumeFeedback(ctx, r); err != nil {
+			a.m.deliveryErrors.WithLabelValues("feedback").Inc()
+			a.log.Warn("feedback consumer failed", "trace_id", r.TraceID, "err", err)
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// quickKind says whether a span is a retrieval or a generation by the cheap signs only (span
+// kinds, operation names, the presence of result keys); readFacts decides for assembly.
+func quickKind(s *Span) (ret, gen bool) {
+	for i := range s.Attrs {
+		k := s.Attrs[i].Key
+		switch k {
+		case "openinference.span.kind":
+			switch strings.ToUpper(s.Attrs[i].Value.Str) {
+			case "RETRIEVER", "RERANKER":
+				ret = true
+			case "LLM":
+				gen = true
+			}
+		case "gen_ai.operation.name":
+			switch strings.ToLower(s.Attrs[i].Value.Str) {
+			case "retrieval", "vector_db_retrieve":
+				ret = true
+			case "chat", "text_completion", "generate_content", "completion":
+				gen = true
+			}
+		case "llm.request.type":
+			switch s.Attrs[i].Value.Str {
+			case "chat", "completion":
+				gen = true
+			}
+		case "rag.documents", "gen_ai.retrieval.documents", "db.vector.query.top_k", "db.vector.query.result_count":
+			ret = true
+		case "rag.answer", "gen_ai.output.messages":
+			gen = true
+		default:
+			switch {
+			case strings.HasPrefix(k, "retrieval.documents."), strings.HasPrefix(k, "reranker.output_documents."):
+				ret = true
+			case strings.HasPrefix(k, "llm.output_messages."), strings.HasPrefix(k, "llm.choices."),
+				strings.HasPrefix(k, "gen_ai.completion."):
+				gen = true
+			}
+		}
+	}
+	for i := range s.Events {
+		switch s.Events[i].Name {
+		case "db.query.result", "db.search.result":
+			ret = true
+		case "gen_ai.choice", "gen_ai.content.completion":
+			gen = true
+		}
+	}
+	return ret, gen
+}
+
+// hasFeedback reports whether a span carries feedback (checked for late spans only).
+func hasFeedback(s *Span) bool {
+	for i := range s.Attrs {
+		k := s.Attrs[i].Key
+		if k == "rag.feedback" || strings.HasPrefix(k, "annotations.") || strings.HasPrefix(k, "evaluations.") {
+			return true
+		}
+	}
+	for i := range s.Events {
+		if s.Events[i].Name == "gen_ai.evaluation.result" {
+			return true
+		}
+	}
+	return false
+}
+
+// deadlineHeap orders held traces by deadline.
+type deadlineHeap []*trace
+
+func (h deadlineHeap) Len() int           { return len(h) }
+func (h deadlineHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
+func (h deadlineHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx = i
+	h[j].heapIdx = j
+}
+
+func (h *deadlineHeap) Push(x any) {
+	tr := x.(*trace)
+	tr.heapIdx = len(*h)
+	*h = append(*h, tr)
+}
+
+func (h *deadlineHeap) Pop() any {
+	old := *h
+	tr := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	tr.heapIdx = -1
+	return tr
+}
+
+// recentSet remembers the ids of recently assembled traces, so that spans arriving after their
+// trace was assembled are counted as late instead of starting a new partial trace.
+type recentSet struct {
+	ring []pcommon.TraceID
+	next int
+	full bool
+	ids  map[pcommon.TraceID]struct{}
+}
+
+func newRecentSet(n int) recentSet {
+	return recentSet{ring: make([]pcommon.TraceID, n), ids: make(map[pcommon.TraceID]struct{}, n)}
+}
+
+func (r *recentSet) has(id pcommon.TraceID) bool {
+	_, ok := r.ids[id]
+	return ok
+}
+
+func (r *recentSet) add(id pcommon.TraceID) {
+	if r.has(id) {
+		return
+	}
+	if r.full {
+		delete(r.ids, r.ring[r.next])
+	}
+	r.ring[r.next] = id
+	r.ids[id] = struct{}{}
+	r.next++
+	if r.next == len(r.ring) {
+		r.next, r.full = 0, true
+	}
+}
+
+type metrics struct {
+	records        *prometheus.CounterVec
+	evicted        *prometheus.CounterVec
+	late           prometheus.Counter
+	deliveryErrors *prometheus.CounterVec
+	held           prometheus.Gauge
+	heldBytes      prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		records: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_records_total",
+			Help: "Assembly outcomes: records assembled (assembled, partial), traces that are not RAG (not_rag), feedback handed on (feedback), traces or feedback dropped (dropped).",
+		}, []string{"outcome"}),
+		evicted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_traces_evicted_total",
+			Help: "Traces assembled early because the held traces reached assembly.max_traces or assembly.max_bytes.",
+		}, []string{"reason"}),
+		late: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ragwatch_late_spans_total",
+			Help: "Spans that arrived after their trace was assembled; their feedback is still handed on.",
+		}),
+		deliveryErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_assembly_delivery_errors_total",
+			Help: "Errors returned by the consumers of assembled records and feedback.",
+		}, []string{"consumer"}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ragwatch_assembly_traces_held",
+			Help: "Traces held waiting for their spans.",
+		}),
+		heldBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ragwatch_assembly_held_bytes",
+			Help: "Estimated bytes of the spans held for assembly.",
+		}),
+	}
+	for _, o := range []string{OutcomeAssembled, OutcomePartial, OutcomeNotRAG, OutcomeFeedback, OutcomeDropped} {
+		m.records.WithLabelValues(o)
+	}
+	for _, r := range []string{EvictMaxTraces, EvictMaxBytes} {
+		m.evicted.WithLabelValues(r)
+	}
+	for _, c := range []string{"records", "feedback"} {
+		m.deliveryErrors.WithLabelValues(c)
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.records, m.evicted, m.late, m.deliveryErrors, m.held, m.heldBytes} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

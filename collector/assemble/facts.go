@@ -1,0 +1,563 @@
+package assemble
+
+import (
+	"strings"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+)
+
+// facts is what one span says, read in one pass over its attributes and events. Heavy JSON
+// (GenAI messages, documents JSON, traceloop entity values) is kept raw and decoded only when
+// the span turns out to matter for a record.
+type facts struct {
+	oiKind string // OpenInference span kind, upper case
+	op     string // gen_ai.operation.name, lower case
+	tlKind string // traceloop.span.kind
+	llmReq string // llm.request.type (OpenLLMetry)
+
+	retrieval  bool
+	reranker   bool
+	generation bool
+	embedding  bool
+
+	// Documents by source; nil when the source is absent.
+	oiDocs     []record.Document // retrieval.documents.{i}.document.*
+	rerankDocs []record.Document // reranker.output_documents.{i}.document.*
+	dbDocs     []record.Document // db.query.result / db.search.result events
+	genaiDocs  Value             // gen_ai.retrieval.documents
+	ragDocs    Value             // rag.documents
+	emptyHits  bool              // db.vector.query.result_count = 0
+
+	retrievalQuery string // gen_ai.retrieval.query.text, reranker.query
+	inputValue     string
+	inputMime      string
+	outputValue    string
+	outputMime     string
+	tlInput        Value
+	tlOutput       Value
+
+	// Prompt and completion, by convention.
+	oiIn, oiOut         []message // llm.input_messages / llm.output_messages
+	oiPrompts           []string  // llm.prompts.{i}.prompt.text, llm.prompts
+	oiChoices           []string  // llm.choices.{i}.completion.text
+	genaiIn, genaiOut   Value     // gen_ai.input.messages / gen_ai.output.messages
+	legacyIn, legacyOut []message // gen_ai.prompt.{i}.* / gen_ai.completion.{i}.*
+	eventIn, eventOut   []message // gen_ai.*.message / gen_ai.choice events
+
+	requestModel, responseModel string
+	inTokens, outTokens         int64
+	hasIn, hasOut               bool
+
+	session, user, route, dataSource, workflow string
+	metadataRoute                              string
+
+	ragQuery, ragAnswer, ragReference string
+	ragCitations, ragRelevance        Value
+	ragFeedback                       Value
+
+	// Feedback candidates by precedence (0 = highest).
+	feedback     *record.Feedback
+	feedbackRank int
+}
+
+// message is one chat message; parts are its text parts.
+type message struct {
+	role    string
+	content string
+	parts   []string
+}
+
+func (m *message) text() string {
+	if m.content != "" {
+		return m.content
+	}
+	return strings.Join(m.parts, "\n")
+}
+
+// Feedback precedence ranks: lower wins.
+const (
+	rankNone = iota + 100
+)
+
+const (
+	rankRAG    = 0 // rag.feedback
+	rankHuman  = 1 // annotations with annotator_kind HUMAN
+	rankPlain  = 2 // annotations without annotator_kind
+	rankAuto   = 3 // LLM / CODE annotations, evaluations.*, gen_ai.evaluation.result
+	maxIndexed = record.MaxDocuments
+)
+
+// readFacts reads one span.
+func readFacts(s *Span) facts {
+	f := facts{feedbackRank: rankNone}
+	var anns []annotation
+	for i := range s.Attrs {
+		k, v := s.Attrs[i].Key, s.Attrs[i].Value
+		switch {
+		case strings.HasPrefix(k, "llm."):
+			f.readLLM(k[4:], v)
+		case strings.HasPrefix(k, "gen_ai."):
+			f.readGenAI(k[7:], v)
+		case strings.HasPrefix(k, "retrieval.documents."):
+			f.oiDocs = setDocField(f.oiDocs, k[len("retrieval.documents."):], v)
+		case strings.HasPrefix(k, "reranker."):
+			f.reranker = true
+			switch rest := k[len("reranker."):]; {
+			case strings.HasPrefix(rest, "output_documents."):
+				f.rerankDocs = setDocField(f.rerankDocs, rest[len("output_documents."):], v)
+				if f.rerankDocs == nil {
+					f.rerankDocs = []record.Document{}
+				}
+			case rest == "query":
+				f.retrievalQuery = v.Text()
+			}
+		case strings.HasPrefix(k, "annotations."):
+			anns = setAnnotation(anns, k[len("annotations."):], "annotation.", v)
+		case strings.HasPrefix(k, "evaluations."):
+			anns = setAnnotation(anns, k[len("evaluations."):], "evaluation.", v)
+		case strings.HasPrefix(k, "traceloop."):
+			f.readTraceloop(k[len("traceloop."):], v)
+		case strings.HasPrefix(k, "rag."):
+			f.readRAG(k[4:], v)
+		case strings.HasPrefix(k, "db."):
+			switch k {
+			case "db.vector.query.top_k":
+				f.retrieval = true
+			case "db.vector.query.result_count":
+				f.retrieval = true
+				if n, ok := v.Number(); ok && n == 0 {
+					f.emptyHits = true
+				}
+			}
+		default:
+			switch k {
+			case "openinference.span.kind":
+				f.oiKind = strings.ToUpper(v.Text())
+			case "input.value":
+				f.inputValue = v.Text()
+			case "input.mime_type":
+				f.inputMime = v.Text()
+			case "output.value":
+				f.outputValue = v.Text()
+			case "output.mime_type":
+				f.outputMime = v.Text()
+			case "session.id":
+				f.session = v.Text()
+			case "user.id", "enduser.id":
+				if f.user == "" || k == "user.id" {
+					f.user = v.Text()
+				}
+			case "metadata":
+				if m := parseMetadata(v); m != nil {
+					f.metadataRoute = asString(m["route"])
+				}
+			}
+		}
+	}
+	for i := range s.Events {
+		f.readEvent(&s.Events[i])
+	}
+	for i := range anns {
+		f.offerFeedback(anns[i].feedback())
+	}
+
+	switch f.oiKind {
+	case "RETRIEVER":
+		f.retrieval = true
+	case "RERANKER":
+		f.retrieval, f.reranker = true, true
+	case "LLM":
+		f.generation = true
+	case "EMBEDDING":
+		f.embedding = true
+	}
+	switch f.op {
+	case "retrieval", "vector_db_retrieve":
+		f.retrieval = true
+	case "chat", "text_completion", "generate_content", "completion":
+		f.generation = true
+	case "embeddings", "embedding":
+		f.embedding = true
+	}
+	switch f.llmReq {
+	case "chat", "completion":
+		f.generation = true
+	case "embedding", "embeddings":
+		f.embedding = true
+	}
+	if strings.HasPrefix(s.Name, "vector_db_retrieve") {
+		f.retrieval = true
+	}
+	if f.oiDocs != nil || f.dbDocs != nil || f.genaiDocs.Type != TypeEmpty || f.ragDocs.Type != TypeEmpty {
+		f.retrieval = true
+	}
+	if f.rerankDocs != nil {
+		f.retrieval, f.reranker = true, true
+	}
+	if f.ragAnswer != "" || f.oiOut != nil || f.oiChoices != nil || f.genaiOut.Type != TypeEmpty ||
+		f.legacyOut != nil || f.eventOut != nil {
+		f.generation = true
+	}
+	if f.embedding {
+		f.generation = false
+	}
+	return f
+}
+
+func (f *facts) readLLM(k string, v Value) {
+	switch {
+	case strings.HasPrefix(k, "input_messages."):
+		f.oiIn = setOIMessage(f.oiIn, k[len("input_messages."):], v)
+	case strings.HasPrefix(k, "output_messages."):
+		f.oiOut = setOIMessage(f.oiOut, k[len("output_messages."):], v)
+	case strings.HasPrefix(k, "prompts."):
+		if i, rest, ok := splitIndex(k[len("prompts."):], maxIndexed); ok && rest == "prompt.text" {
+			f.oiPrompts = setIndexed(f.oiPrompts, i, v.Text())
+		}
+	case strings.HasPrefix(k, "choices."):
+		if i, rest, ok := splitIndex(k[len("choices."):], maxIndexed); ok && rest == "completion.text" {
+			f.oiChoices = setIndexed(f.oiChoices, i, v.Text())
+		}
+	}
+	switch k {
+	case "prompts":
+		if l, ok := v.Raw.([]any); ok {
+			for _, e := range l {
+				f.oiPrompts = append(f.oiPrompts, asString(e))
+			}
+		} else if v.Type == TypeStr {
+			f.oiPrompts = append(f.oiPrompts, v.Str)
+		}
+	case "model_name", "request.model_name":
+		if f.requestModel == "" || k == "request.model_name" {
+			f.requestModel = v.Text()
+		}
+	case "response.model_name":
+		f.responseModel = v.Text()
+	case "token_count.prompt", "usage.prompt_tokens":
+		f.inTokens, f.hasIn = tokensOr(v, f.inTokens, f.hasIn)
+	case "token_count.completion", "usage.completion_tokens":
+		f.outTokens, f.hasOut = tokensOr(v, f.outTokens, f.hasOut)
+	case "request.type":
+		f.llmReq = strings.ToLower(v.Text())
+	}
+}
+
+func tokensOr(v Value, cur int64, has bool) (int64, bool) {
+	if n, ok := v.tokens(); ok {
+		return n, true
+	}
+	return cur, has
+}
+
+func (f *facts) readGenAI(k string, v Value) {
+	switch {
+	case strings.HasPrefix(k, "prompt."):
+		f.legacyIn = setRoleContent(f.legacyIn, k[len("prompt."):], v)
+		return
+	case strings.HasPrefix(k, "completion."):
+		f.legacyOut = setRoleContent(f.legacyOut, k[len("completion."):], v)
+		return
+	}
+	switch k {
+	case "operation.name":
+		f.op = strings.ToLower(v.Text())
+	case "retrieval.query.text":
+		f.retrievalQuery = v.Text()
+	case "retrieval.documents":
+		f.genaiDocs = v
+	case "data_source.id":
+		f.dataSource = v.Text()
+	case "request.model":
+		f.requestModel = v.Text()
+	case "response.model":
+		f.responseModel = v.Text()
+	case "usage.input_tokens":
+		f.inTokens, f.hasIn = tokensOr(v, f.inTokens, f.hasIn)
+	case "usage.output_tokens":
+		f.outTokens, f.hasOut = tokensOr(v, f.outTokens, f.hasOut)
+	case "usage.prompt_tokens":
+		if !f.hasIn {
+			f.inTokens, f.hasIn = tokensOr(v, f.inTokens, f.hasIn)
+		}
+	case "usage.completion_tokens":
+		if !f.hasOut {
+			f.outTokens, f.hasOut = tokensOr(v, f.outTokens, f.hasOut)
+		}
+	case "conversation.id":
+		if f.session == "" {
+			f.session = v.Text()
+		}
+	case "input.messages":
+		f.genaiIn = v
+	case "output.messages":
+		f.genaiOut = v
+	case "prompt": // OpenLLMetry event-era single attribute
+		f.legacyIn = append(f.legacyIn, message{role: "user", content: v.Text()})
+	case "completion":
+		f.legacyOut = append(f.legacyOut, message{role: "assistant", content: v.Text()})
+	}
+}
+
+func (f *facts) readTraceloop(k string, v Value) {
+	switch {
+	case strings.HasPrefix(k, "association.properties."):
+		switch k[len("association.properties."):] {
+		case "session_id", "session.id", "conversation_id":
+			if f.session == "" {
+				f.session = v.Text()
+			}
+		case "user_id", "user.id":
+			if f.user == "" {
+				f.user = v.Text()
+			}
+		case "route":
+			if f.metadataRoute == "" {
+				f.metadataRoute = v.Text()
+			}
+		}
+		return
+	}
+	switch k {
+	case "span.kind":
+		f.tlKind = strings.ToLower(v.Text())
+	case "entity.input":
+		f.tlInput = v
+	case "entity.output":
+		f.tlOutput = v
+	case "workflow.name":
+		f.workflow = v.Text()
+	}
+}
+
+func (f *facts) readRAG(k string, v Value) {
+	switch k {
+	case "query":
+		f.ragQuery = v.Text()
+	case "answer":
+		f.ragAnswer = v.Text()
+	case "documents":
+		f.ragDocs = v
+	case "citations":
+		f.ragCitations = v
+	case "reference":
+		f.ragReference = v.Text()
+	case "relevance":
+		f.ragRelevance = v
+	case "feedback":
+		f.ragFeedback = v
+		f.offerFeedback(feedbackFromValue(v), rankRAG)
+	case "route":
+		f.route = v.Text()
+	case "session_id", "session.id":
+		f.session = v.Text()
+	case "user_id", "user.id":
+		f.user = v.Text()
+	}
+}
+
+func (f *facts) readEvent(ev *Event) {
+	switch ev.Name {
+	case "db.query.result", "db.search.result":
+		f.dbDocs = append(f.dbDocs, docFromDBEvent(ev))
+	case "gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message":
+		role := strings.TrimSuffix(strings.TrimPrefix(ev.Name, "gen_ai."), ".message")
+		f.eventIn = append(f.eventIn, messageFromEvent(ev, role))
+	case "gen_ai.choice":
+		f.eventOut = append(f.eventOut, messageFromEvent(ev, "assistant"))
+	case "gen_ai.content.prompt", "gen_ai.content.completion", "gen_ai.client.inference.operation.details":
+		for i := range ev.Attrs {
+			f.readGenAIEventAttr(ev.Attrs[i].Key, ev.Attrs[i].Value)
+		}
+	case "gen_ai.evaluation.result":
+		f.offerFeedback(feedbackFromEvaluationEvent(ev), rankAuto)
+	}
+}
+
+// readGenAIEventAttr reads the attributes of events that carry the same keys as a span.
+func (f *facts) readGenAIEventAttr(k string, v Value) {
+	switch k {
+	case "gen_ai.input.messages":
+		if f.genaiIn.Type == TypeEmpty {
+			f.genaiIn = v
+		}
+	case "gen_ai.output.messages":
+		if f.genaiOut.Type == TypeEmpty {
+			f.genaiOut = v
+		}
+	case "gen_ai.prompt":
+		f.legacyIn = append(f.legacyIn, message{role: "user", content: v.Text()})
+	case "gen_ai.completion":
+		f.legacyOut = append(f.legacyOut, message{role: "assistant", content: v.Text()})
+	}
+}
+
+func (f *facts) offerFeedback(fb *record.Feedback, rank int) {
+	if fb == nil || rank >= f.feedbackRank {
+		return
+	}
+	f.feedback, f.feedbackRank = fb, rank
+}
+
+func setIndexed(l []string, i int, s string) []string {
+	for len(l) <= i {
+		l = append(l, "")
+	}
+	l[i] = s
+	return l
+}
+
+// setDocField sets one field of the OpenInference flattened document list from the key suffix
+// "{i}.document.{field}".
+func setDocField(docs []record.Document, rest string, v Value) []record.Document {
+	i, field, ok := splitIndex(rest, maxIndexed)
+	if !ok || !strings.HasPrefix(field, "document.") {
+		return docs
+	}
+	for len(docs) <= i {
+		docs = append(docs, record.Document{})
+	}
+	d := &docs[i]
+	switch field[len("document."):] {
+	case "id":
+		d.ID = v.Text()
+	case "score":
+		if n, ok := v.Number(); ok {
+			d.Score = &n
+		}
+	case "content":
+		d.Content = v.Text()
+	case "metadata":
+		d.Metadata = parseMetadata(v)
+	}
+	return docs
+}
+
+// setOIMessage sets a field of llm.{input,output}_messages from "{i}.message.{field}".
+func setOIMessage(msgs []message, rest string, v Value) []message {
+	i, field, ok := splitIndex(rest, maxIndexed)
+	if !ok || !strings.HasPrefix(field, "message.") {
+		return msgs
+	}
+	for len(msgs) <= i {
+		msgs = append(msgs, message{})
+	}
+	m := &msgs[i]
+	field = field[len("message."):]
+	switch {
+	case field == "role":
+		m.role = v.Text()
+	case field == "content":
+		m.content = v.Text()
+	case strings.HasPrefix(field, "contents."):
+		j, sub, ok := splitIndex(field[len("contents."):], maxIndexed)
+		if ok && sub == "message_content.text" {
+			m.parts = setIndexed(m.parts, j, v.Text())
+		}
+	}
+	return msgs
+}
+
+// setRoleContent sets gen_ai.prompt.{i}.role|content style messages.
+func setRoleContent(msgs []message, rest string, v Value) []message {
+	i, field, ok := splitIndex(rest, maxIndexed)
+	if !ok {
+		return msgs
+	}
+	for len(msgs) <= i {
+		msgs = append(msgs, message{})
+	}
+	switch field {
+	case "role":
+		msgs[i].role = v.Text()
+	case "content":
+		msgs[i].content = v.Text()
+	}
+	return msgs
+}
+
+// messageFromEvent reads a v1.36-era GenAI event: `content` (string or structured), or a
+// `message` object ({role, content}), or the Python SDK's `gen_ai.event.content` JSON.
+func messageFromEvent(ev *Event, role string) message {
+	m := message{role: role}
+	for i := range ev.Attrs {
+		k, v := ev.Attrs[i].Key, ev.Attrs[i].Value
+		switch k {
+		case "role", "gen_ai.role":
+			m.role = v.Text()
+		case "content", "gen_ai.content":
+			if v.Type == TypeRaw {
+				m.content = textOf(v.Raw, messageTextKeys, 0)
+			} else {
+				m.content = v.Text()
+			}
+		case "message", "gen_ai.event.content", "body":
+			if x := v.structured(); x != nil {
+				if obj, ok := x.(map[string]any); ok {
+					if msg, ok := obj["message"].(map[string]any); ok {
+						obj = msg
+					}
+					if r := asString(obj["role"]); r != "" {
+						m.role = r
+					}
+					if c := textOf(obj["content"], messageTextKeys, 0); c != "" {
+						m.content = c
+					}
+					continue
+				}
+				if s, ok := x.(string); ok {
+					m.content = s
+				}
+			} else if v.Type == TypeStr && m.content == "" {
+				m.content = v.Str
+			}
+		}
+	}
+	return m
+}
+
+var messageTextKeys = []string{"content", "text", "parts"}
+
+// docFromDBEvent reads one OpenLLMetry vector-DB hit.
+func docFromDBEvent(ev *Event) record.Document {
+	var d record.Document
+	var distance *float64
+	for i := range ev.Attrs {
+		k, v := ev.Attrs[i].Key, ev.Attrs[i].Value
+		k = strings.TrimPrefix(strings.TrimPrefix(k, "db.query.result."), "db.search.result.")
+		switch k {
+		case "id":
+			d.ID = v.Text()
+		case "score":
+			if n, ok := v.Number(); ok {
+				d.Score = &n
+			}
+		case "distance":
+			if n, ok := v.Number(); ok {
+				distance = &n
+			}
+		case "metadata":
+			d.Metadata = parseMetadata(v)
+		case "document":
+			d.Content = v.Text()
+		case "entity":
+			if m := parseMetadata(v); m != nil {
+				if c := textOf(m, docTextKeys, 0); c != "" {
+					d.Content = c
+				}
+				if d.Metadata == nil {
+					d.Metadata = m
+				}
+			}
+		}
+	}
+	if distance != nil {
+		if d.Metadata == nil {
+			d.Metadata = map[string]any{}
+		}
+		d.Metadata["distance"] = *distance
+	}
+	return d
+}
+
+var docTextKeys = []string{"page_content", "content", "text", "document", "chunk", "body"}

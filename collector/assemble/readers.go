@@ -1,0 +1,300 @@
+package assemble
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+)
+
+// Keys searched, in order, for the text of a JSON value.
+var (
+	queryKeys  = []string{"query", "question", "input", "user_input", "prompt", "q", "text", "content", "inputs", "kwargs", "args", "messages"}
+	answerKeys = []string{"answer", "output", "result", "response", "text", "content", "completion", "choices", "message", "generations", "outputs", "messages"}
+)
+
+// answerOf reads a generation's output text, most specific convention first.
+func answerOf(f *facts) string {
+	if s := lastText(f.oiOut, "assistant"); s != "" {
+		return s
+	}
+	for _, c := range f.oiChoices {
+		if c != "" {
+			return c
+		}
+	}
+	if f.genaiOut.Type != TypeEmpty {
+		if s := lastText(messagesFromAny(f.genaiOut.structured()), "assistant"); s != "" {
+			return s
+		}
+	}
+	if s := lastText(f.legacyOut, "assistant"); s != "" {
+		return s
+	}
+	for _, m := range f.eventOut {
+		if s := m.text(); s != "" {
+			return s
+		}
+	}
+	if s := valueText(f.outputValue, f.outputMime, answerKeys); s != "" {
+		return s
+	}
+	return entityText(f.tlOutput, answerKeys)
+}
+
+// inputText reads a span's input (input.value, else traceloop.entity.input) as a query.
+func inputText(f *facts) string {
+	if s := valueText(f.inputValue, f.inputMime, queryKeys); s != "" {
+		return s
+	}
+	return entityText(f.tlInput, queryKeys)
+}
+
+// retrievalQuery reads the query a retrieval or reranker span searched for.
+func retrievalQuery(f *facts) string {
+	if f.retrievalQuery != "" {
+		return f.retrievalQuery
+	}
+	return inputText(f)
+}
+
+// lastUserText returns the last user message a generation was given.
+func lastUserText(f *facts) string {
+	if s := lastText(f.oiIn, "user"); s != "" {
+		return s
+	}
+	if f.genaiIn.Type != TypeEmpty {
+		if s := lastText(messagesFromAny(f.genaiIn.structured()), "user"); s != "" {
+			return s
+		}
+	}
+	if s := lastText(f.legacyIn, "user"); s != "" {
+		return s
+	}
+	if s := lastText(f.eventIn, "user"); s != "" {
+		return s
+	}
+	for k := len(f.oiPrompts) - 1; k >= 0; k-- {
+		if f.oiPrompts[k] != "" {
+			return f.oiPrompts[k]
+		}
+	}
+	return ""
+}
+
+// lastText returns the text of the last message with role (any role when none has it).
+func lastText(msgs []message, role string) string {
+	for k := len(msgs) - 1; k >= 0; k-- {
+		if strings.EqualFold(msgs[k].role, role) {
+			if s := msgs[k].text(); s != "" {
+				return s
+			}
+		}
+	}
+	for k := len(msgs) - 1; k >= 0; k-- {
+		if msgs[k].role == "" {
+			if s := msgs[k].text(); s != "" {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+func entityText(v Value, keys []string) string {
+	switch v.Type {
+	case TypeEmpty:
+		return ""
+	case TypeStr:
+		if x := parseJSON(v.Str); x != nil {
+			return textOf(x, keys, 0)
+		}
+		return v.Str
+	}
+	return textOf(v.structured(), keys, 0)
+}
+
+func modelOf(f *facts) string {
+	if f.responseModel != "" {
+		return f.responseModel
+	}
+	return f.requestModel
+}
+
+// messagesFromAny reads GenAI JSON messages: v1.37 `[{"role","parts":[{"type":"text","content"}]}]`
+// and the OpenAI shape `[{"role","content": "..." | [{"type":"text","text"}]}]`.
+func messagesFromAny(x any) []message {
+	l, ok := x.([]any)
+	if !ok {
+		if m, isMap := x.(map[string]any); isMap {
+			l = []any{m}
+		} else {
+			return nil
+		}
+	}
+	out := make([]message, 0, len(l))
+	for _, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			if s, isStr := e.(string); isStr {
+				out = append(out, message{content: s})
+			}
+			continue
+		}
+		msg := message{role: asString(m["role"])}
+		if parts, ok := m["parts"].([]any); ok {
+			for _, p := range parts {
+				pm, ok := p.(map[string]any)
+				if !ok {
+					continue
+				}
+				if t := asString(pm["type"]); t != "" && t != "text" {
+					continue
+				}
+				if s := asString(pm["content"]); s != "" {
+					msg.parts = append(msg.parts, s)
+				} else if s := asString(pm["text"]); s != "" {
+					msg.parts = append(msg.parts, s)
+				}
+			}
+		}
+		switch c := m["content"].(type) {
+		case string:
+			msg.content = c
+		case []any:
+			for _, p := range c {
+				if pm, ok := p.(map[string]any); ok {
+					if t := asString(pm["type"]); t != "" && t != "text" && t != "output_text" && t != "input_text" {
+						continue
+					}
+					if s := asString(pm["text"]); s != "" {
+						msg.parts = append(msg.parts, s)
+					}
+				} else if s, ok := p.(string); ok {
+					msg.parts = append(msg.parts, s)
+				}
+			}
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// docsFromAny reads documents from JSON: an array of objects ({id, score, content, metadata},
+// LangChain {page_content, metadata}, or the serialized form {"kwargs": {...}}) or strings, or an
+// object holding such an array under "documents".
+func docsFromAny(x any) []record.Document {
+	switch v := x.(type) {
+	case map[string]any:
+		for _, k := range []string{"documents", "docs", "results", "outputs", "output"} {
+			if e, ok := v[k]; ok {
+				return docsFromAny(e)
+			}
+		}
+		return nil
+	case []any:
+		out := make([]record.Document, 0, len(v))
+		for _, e := range v {
+			if len(out) == record.MaxDocuments {
+				break
+			}
+			switch d := e.(type) {
+			case string:
+				out = append(out, record.Document{Content: d})
+			case map[string]any:
+				out = append(out, docFromMap(d))
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func docFromMap(m map[string]any) record.Document {
+	if kw, ok := m["kwargs"].(map[string]any); ok {
+		m = kw
+	}
+	var d record.Document
+	for _, k := range []string{"id", "doc_id", "document_id"} {
+		switch v := m[k].(type) {
+		case string:
+			d.ID = v
+		case float64:
+			d.ID = strconv.FormatFloat(v, 'f', -1, 64)
+		}
+		if d.ID != "" {
+			break
+		}
+	}
+	for _, k := range []string{"score", "relevance_score", "similarity"} {
+		if n, ok := asNumber(m[k]); ok {
+			d.Score = &n
+			break
+		}
+	}
+	for _, k := range docTextKeys {
+		if s := asString(m[k]); s != "" {
+			d.Content = s
+			break
+		}
+	}
+	switch md := m["metadata"].(type) {
+	case map[string]any:
+		d.Metadata = md
+	case string:
+		d.Metadata = parseMetadata(Str(md))
+	}
+	return d
+}
+
+// relevanceFrom reads rag.relevance: a JSON object document id → grade.
+func relevanceFrom(v Value) map[string]int {
+	m, ok := v.structured().(map[string]any)
+	if !ok || len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]int, len(m))
+	for k, e := range m {
+		if len(out) == record.MaxRelevanceLabel {
+			break
+		}
+		if n, ok := asNumber(e); ok && math.Abs(n) < 1e9 {
+			out[k] = int(math.Round(n))
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// citationsFrom reads rag.citations: a JSON array of {"text", "document_ids"}.
+func citationsFrom(v Value) []record.Citation {
+	l, ok := v.structured().([]any)
+	if !ok {
+		return nil
+	}
+	var out []record.Citation
+	for _, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		c := record.Citation{Text: asString(m["text"])}
+		ids, _ := m["document_ids"].([]any)
+		for _, id := range ids {
+			if s := asString(id); s != "" {
+				c.DocumentIDs = append(c.DocumentIDs, s)
+			}
+		}
+		if c.Text == "" && len(c.DocumentIDs) == 0 {
+			continue
+		}
+		if c.DocumentIDs == nil {
+			c.DocumentIDs = []string{}
+		}
+		out = append(out, c)
+	}
+	return out
+}

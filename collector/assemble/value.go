@@ -1,0 +1,373 @@
+package assemble
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Text returns the value as a string: strings as they are, numbers and bools formatted, and
+// structured values as JSON.
+func (v Value) Text() string {
+	switch v.Type {
+	case TypeStr:
+		return v.Str
+	case TypeInt:
+		return strconv.FormatInt(int64(v.Num), 10)
+	case TypeDouble:
+		return strconv.FormatFloat(v.Num, 'g', -1, 64)
+	case TypeBool:
+		if v.Num != 0 {
+			return "true"
+		}
+		return "false"
+	case TypeRaw:
+		b, err := json.Marshal(v.Raw)
+		if err != nil {
+			return ""
+		}
+		return string(b)
+	}
+	return ""
+}
+
+// Number returns the value as a finite number; strings are parsed ("2.0", " 3 ").
+func (v Value) Number() (float64, bool) {
+	var f float64
+	switch v.Type {
+	case TypeInt, TypeDouble:
+		f = v.Num
+	case TypeStr:
+		x, err := strconv.ParseFloat(strings.TrimSpace(v.Str), 64)
+		if err != nil {
+			return 0, false
+		}
+		f = x
+	default:
+		return 0, false
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// Tokens returns a non-negative token count.
+func (v Value) tokens() (int64, bool) {
+	f, ok := v.Number()
+	if !ok || f < 0 || f > 1e15 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// structured returns a structured value: Raw as is, or a string holding JSON decoded. It returns
+// nil when there is nothing structured to read.
+func (v Value) structured() any {
+	switch v.Type {
+	case TypeRaw:
+		return v.Raw
+	case TypeStr:
+		return parseJSON(v.Str)
+	}
+	return nil
+}
+
+// parseJSON decodes s when it looks like a JSON object, array or string; else nil.
+func parseJSON(s string) any {
+	t := strings.TrimSpace(s)
+	if t == "" || (t[0] != '{' && t[0] != '[' && t[0] != '"') {
+		return nil
+	}
+	var x any
+	if err := json.Unmarshal([]byte(t), &x); err != nil {
+		return nil
+	}
+	return x
+}
+
+// parseMetadata reads document metadata: a JSON object, a Python dict repr (Pinecone through
+// OpenLLMetry), or structured attributes. Anything else is kept as {"raw": s}, never dropped.
+func parseMetadata(v Value) map[string]any {
+	switch v.Type {
+	case TypeRaw:
+		if m, ok := v.Raw.(map[string]any); ok {
+			c := make(map[string]any, len(m)) // shallow copy: callers add keys
+			for k, e := range m {
+				c[k] = e
+			}
+			return c
+		}
+		return map[string]any{"raw": v.Raw}
+	case TypeStr:
+		s := strings.TrimSpace(v.Str)
+		if s == "" || s == "{}" || s == "null" || s == "None" {
+			return nil
+		}
+		var m map[string]any
+		if s[0] == '{' {
+			if err := json.Unmarshal([]byte(s), &m); err == nil {
+				return m
+			}
+			if x, ok := parsePyLiteral(s); ok {
+				if m, ok := x.(map[string]any); ok {
+					return m
+				}
+			}
+		}
+		return map[string]any{"raw": truncate(s, 4096)}
+	}
+	return nil
+}
+
+// parsePyLiteral parses a Python literal (dict, list, tuple, str, number, True/False/None) as
+// printed by repr(). It is bounded in depth and never panics.
+func parsePyLiteral(s string) (any, bool) {
+	p := pyParser{s: s}
+	v, ok := p.value(0)
+	if !ok {
+		return nil, false
+	}
+	p.space()
+	return v, p.i == len(p.s)
+}
+
+type pyParser struct {
+	s string
+	i int
+}
+
+func (p *pyParser) space() {
+	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\n' || p.s[p.i] == '\t' || p.s[p.i] == '\r') {
+		p.i++
+	}
+}
+
+func (p *pyParser) value(depth int) (any, bool) {
+	if depth > 64 {
+		return nil, false
+	}
+	p.space()
+	if p.i >= len(p.s) {
+		return nil, false
+	}
+	switch c := p.s[p.i]; {
+	case c == '{':
+		p.i++
+		m := map[string]any{}
+		for {
+			p.space()
+			if p.i < len(p.s) && p.s[p.i] == '}' {
+				p.i++
+				return m, true
+			}
+			k, ok := p.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			p.space()
+			if p.i >= len(p.s) || p.s[p.i] != ':' {
+				return nil, false
+			}
+			p.i++
+			v, ok := p.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			ks, isStr := k.(string)
+			if !isStr {
+				b, _ := json.Marshal(k)
+				ks = string(b)
+			}
+			m[ks] = v
+			p.space()
+			if p.i < len(p.s) && p.s[p.i] == ',' {
+				p.i++
+			}
+		}
+	case c == '[' || c == '(':
+		end := byte(']')
+		if c == '(' {
+			end = ')'
+		}
+		p.i++
+		l := []any{}
+		for {
+			p.space()
+			if p.i < len(p.s) && p.s[p.i] == end {
+				p.i++
+				return l, true
+			}
+			v, ok := p.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			l = append(l, v)
+			p.space()
+			if p.i < len(p.s) && p.s[p.i] == ',' {
+				p.i++
+			}
+		}
+	case c == '\'' || c == '"':
+		return p.str(c)
+	default:
+		start := p.i
+		for p.i < len(p.s) && !strings.ContainsRune(",:}])", rune(p.s[p.i])) && p.s[p.i] != ' ' {
+			p.i++
+		}
+		word := p.s[start:p.i]
+		switch word {
+		case "True":
+			return true, true
+		case "False":
+			return false, true
+		case "None":
+			return nil, true
+		}
+		if n, err := strconv.ParseFloat(word, 64); err == nil && !math.IsInf(n, 0) && !math.IsNaN(n) {
+			return n, true
+		}
+		return nil, false
+	}
+}
+
+func (p *pyParser) str(q byte) (any, bool) {
+	p.i++
+	var b strings.Builder
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		switch {
+		case c == q:
+			p.i++
+			return b.String(), true
+		case c == '\\' && p.i+1 < len(p.s):
+			p.i++
+			switch e := p.s[p.i]; e {
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			case 'r':
+				b.WriteByte('\r')
+			default:
+				b.WriteByte(e)
+			}
+			p.i++
+		default:
+			b.WriteByte(c)
+			p.i++
+		}
+	}
+	return nil, false
+}
+
+// truncate cuts s to at most n bytes on a UTF-8 boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// asString returns x when it is a string.
+func asString(x any) string {
+	s, _ := x.(string)
+	return s
+}
+
+// asNumber returns x as a finite number (JSON numbers, numeric strings).
+func asNumber(x any) (float64, bool) {
+	switch v := x.(type) {
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0, false
+		}
+		return v, true
+	case int64:
+		return float64(v), true
+	case int:
+		return float64(v), true
+	case string:
+		return Str(v).Number()
+	case json.Number:
+		f, err := v.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// splitIndex parses "12.rest" into (12, "rest"). Indices at or above limit are refused, so a
+// hostile index cannot allocate.
+func splitIndex(s string, limit int) (int, string, bool) {
+	n := 0
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		n = n*10 + int(s[i]-'0')
+		i++
+		if n >= limit {
+			return 0, "", false
+		}
+	}
+	if i == 0 {
+		return 0, "", false
+	}
+	if i == len(s) {
+		return n, "", true
+	}
+	if s[i] != '.' {
+		return 0, "", false
+	}
+	return n, s[i+1:], true
+}
+
+// textOf finds the text inside a structured value: a string as is; for objects the first of
+// keys holding text (searched recursively, bounded); for arrays the last element with text.
+func textOf(x any, keys []string, depth int) string {
+	if depth > 8 {
+		return ""
+	}
+	switch v := x.(type) {
+	case string:
+		return v
+	case map[string]any:
+		for _, k := range keys {
+			if e, ok := v[k]; ok {
+				if t := textOf(e, keys, depth+1); t != "" {
+					return t
+				}
+			}
+		}
+	case []any:
+		for i := len(v) - 1; i >= 0; i-- {
+			if t := textOf(v[i], keys, depth+1); t != "" {
+				return t
+			}
+		}
+	}
+	return ""
+}
+
+// valueText reads the text of an input.value / output.value style pair: plain text as is, JSON
+// (by mime type or by shape) through textOf.
+func valueText(s, mime string, keys []string) string {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return ""
+	}
+	isJSON := strings.Contains(mime, "json")
+	if !isJSON && mime == "" && (t[0] == '{' || t[0] == '[') {
+		isJSON = true
+	}
+	if !isJSON {
+		return s
+	}
+	x := parseJSON(t)
+	if x == nil {
+		return s
+	}
+	return textOf(x, keys, 0)
+}
