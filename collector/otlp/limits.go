@@ -1,0 +1,215 @@
+package otlp
+
+import (
+	"fmt"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/ragwatch/ragwatch/collector/ingest"
+)
+
+// Limits bound what one request may carry. A zero field takes its default.
+type Limits struct {
+	// MaxRequestBytes bounds one HTTP body after decompression and one gRPC message.
+	MaxRequestBytes int
+	// MaxSpansPerRequest bounds the spans of one request.
+	MaxSpansPerRequest int
+	// MaxAttributesPerSpan bounds the attributes of one span, one event, one link and the
+	// resource.
+	MaxAttributesPerSpan int
+	// MaxEventsPerSpan bounds the events and the links of one span (each).
+	MaxEventsPerSpan int
+	// MaxAttributeValueBytes bounds one attribute value: a string's or bytes' length, the sum
+	// for arrays and maps. Also applied to span names.
+	MaxAttributeValueBytes int
+	// MaxJSONDepth bounds the nesting of an OTLP/JSON body.
+	MaxJSONDepth int
+}
+
+// Defaults. RAG spans carry documents and prompts in attributes, so value and count limits sit
+// well above the SDK's own defaults (128 attributes), while still stopping attribute bombs.
+const (
+	DefaultMaxRequestBytes        = 16 << 20
+	DefaultMaxSpansPerRequest     = 10000
+	DefaultMaxAttributesPerSpan   = 2048
+	DefaultMaxEventsPerSpan       = 1024
+	DefaultMaxAttributeValueBytes = 1 << 20
+	DefaultMaxJSONDepth           = 64
+)
+
+// WithDefaults returns l with zero fields set to their defaults.
+func (l Limits) WithDefaults() Limits {
+	set := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	set(&l.MaxRequestBytes, DefaultMaxRequestBytes)
+	set(&l.MaxSpansPerRequest, DefaultMaxSpansPerRequest)
+	set(&l.MaxAttributesPerSpan, DefaultMaxAttributesPerSpan)
+	set(&l.MaxEventsPerSpan, DefaultMaxEventsPerSpan)
+	set(&l.MaxAttributeValueBytes, DefaultMaxAttributeValueBytes)
+	set(&l.MaxJSONDepth, DefaultMaxJSONDepth)
+	return l
+}
+
+// rejection is a request refused before the consumer saw it: reason is one of the ingest
+// Reason constants (the metric label), msg is what the client is told.
+type rejection struct {
+	reason string
+	msg    string
+}
+
+func (r *rejection) Error() string { return r.msg }
+
+func reject(reason, format string, args ...any) *rejection {
+	return &rejection{reason: reason, msg: fmt.Sprintf(format, args...)}
+}
+
+// check validates a decoded request: every span needs a non-zero trace id and span id, and
+// counts and sizes must stay within the limits. It returns the number of spans. The first
+// problem found is reported with the position of the offending span, never its content.
+func (l Limits) check(td ptrace.Traces) (int, *rejection) {
+	n := td.SpanCount()
+	if n > l.MaxSpansPerRequest {
+		return n, reject(ingest.ReasonLimits, "request holds %d spans, more than the limit of %d", n, l.MaxSpansPerRequest)
+	}
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		if r := l.checkAttrs(rs.Resource().Attributes(), fmt.Sprintf("resource_spans[%d].resource", i)); r != nil {
+			return n, r
+		}
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				at := fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]", i, j, k)
+				if r := l.checkSpan(spans.At(k), at); r != nil {
+					return n, r
+				}
+			}
+		}
+	}
+	return n, nil
+}
+
+func (l Limits) checkSpan(s ptrace.Span, at string) *rejection {
+	if s.TraceID().IsEmpty() {
+		return reject(ingest.ReasonInvalid, "%s: trace_id must be 16 bytes, not all zero (hex-encoded in OTLP/JSON)", at)
+	}
+	if s.SpanID().IsEmpty() {
+		return reject(ingest.ReasonInvalid, "%s: span_id must be 8 bytes, not all zero (hex-encoded in OTLP/JSON)", at)
+	}
+	if len(s.Name()) > l.MaxAttributeValueBytes {
+		return reject(ingest.ReasonLimits, "%s: name is %d bytes, more than the limit of %d", at, len(s.Name()), l.MaxAttributeValueBytes)
+	}
+	if r := l.checkAttrs(s.Attributes(), at); r != nil {
+		return r
+	}
+	events := s.Events()
+	if events.Len() > l.MaxEventsPerSpan {
+		return reject(ingest.ReasonLimits, "%s: %d events, more than the limit of %d", at, events.Len(), l.MaxEventsPerSpan)
+	}
+	for e := 0; e < events.Len(); e++ {
+		if r := l.checkAttrs(events.At(e).Attributes(), fmt.Sprintf("%s.events[%d]", at, e)); r != nil {
+			return r
+		}
+	}
+	links := s.Links()
+	if links.Len() > l.MaxEventsPerSpan {
+		return reject(ingest.ReasonLimits, "%s: %d links, more than the limit of %d", at, links.Len(), l.MaxEventsPerSpan)
+	}
+	for e := 0; e < links.Len(); e++ {
+		if r := l.checkAttrs(links.At(e).Attributes(), fmt.Sprintf("%s.links[%d]", at, e)); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+func (l Limits) checkAttrs(m pcommon.Map, at string) *rejection {
+	if m.Len() > l.MaxAttributesPerSpan {
+		return reject(ingest.ReasonLimits, "%s: %d attributes, more than the limit of %d", at, m.Len(), l.MaxAttributesPerSpan)
+	}
+	var bad *rejection
+	m.Range(func(k string, v pcommon.Value) bool {
+		if len(k) > l.MaxAttributeValueBytes {
+			bad = reject(ingest.ReasonLimits, "%s: an attribute key is %d bytes, more than the limit of %d", at, len(k), l.MaxAttributeValueBytes)
+			return false
+		}
+		if size := valueSize(v, l.MaxAttributeValueBytes); size > l.MaxAttributeValueBytes {
+			bad = reject(ingest.ReasonLimits, "%s: attribute %q is over %d bytes, the limit for one value", at, truncate(k, 64), l.MaxAttributeValueBytes)
+			return false
+		}
+		return true
+	})
+	return bad
+}
+
+// valueSize is the content size of v, counting strings, bytes and keys, with a small cost for
+// every scalar so that a huge array of tiny values is bounded too. It stops counting past
+// limit.
+func valueSize(v pcommon.Value, limit int) int {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return len(v.Str())
+	case pcommon.ValueTypeBytes:
+		return v.Bytes().Len()
+	case pcommon.ValueTypeSlice:
+		s := v.Slice()
+		total := 0
+		for i := 0; i < s.Len() && total <= limit; i++ {
+			total += 1 + valueSize(s.At(i), limit-total)
+		}
+		return total
+	case pcommon.ValueTypeMap:
+		total := 0
+		v.Map().Range(func(k string, x pcommon.Value) bool {
+			total += len(k) + 1 + valueSize(x, limit-total)
+			return total <= limit
+		})
+		return total
+	default:
+		return 8
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// jsonDepthExceeds reports whether JSON text nests objects and arrays deeper than max. It scans
+// bytes outside strings only, so it is cheap enough to run before decoding.
+func jsonDepthExceeds(data []byte, max int) bool {
+	depth := 0
+	inString := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			if depth > max {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
+}

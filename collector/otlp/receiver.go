@@ -1,0 +1,223 @@
+package otlp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"google.golang.org/grpc"
+
+	"github.com/ragwatch/ragwatch/collector/ingest"
+)
+
+// TracesConsumer takes decoded, validated spans. It must not keep td after returning unless it
+// copies what it needs. Returning an error wrapping ingest.ErrOverloaded asks the sender to
+// retry later; an *ingest.PartialError reports dropped spans.
+type TracesConsumer interface {
+	ConsumeTraces(ctx context.Context, td ptrace.Traces) error
+}
+
+// TracesConsumerFunc adapts a function to TracesConsumer.
+type TracesConsumerFunc func(ctx context.Context, td ptrace.Traces) error
+
+// ConsumeTraces calls f.
+func (f TracesConsumerFunc) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	return f(ctx, td)
+}
+
+// Settings configures the receivers. An empty endpoint disables that receiver.
+type Settings struct {
+	GRPCEndpoint string // host:port, e.g. "127.0.0.1:4317"
+	HTTPEndpoint string // host:port, e.g. "127.0.0.1:4318"
+	Limits       Limits
+	// RetryAfter is what overloaded clients are told to wait; default 1s.
+	RetryAfter time.Duration
+	Next       TracesConsumer
+	Metrics    *ingest.Metrics
+	Logger     *slog.Logger
+}
+
+// Receiver runs the OTLP gRPC and HTTP trace receivers.
+type Receiver struct {
+	set    Settings
+	limits Limits
+	log    *slog.Logger
+
+	mu       sync.Mutex // guards the fields below
+	grpcSrv  *grpc.Server
+	httpSrv  *http.Server
+	grpcAddr net.Addr
+	httpAddr net.Addr
+	started  bool
+	stopped  bool
+
+	wg sync.WaitGroup
+}
+
+// New checks the settings and builds the receivers without listening yet.
+func New(set Settings) (*Receiver, error) {
+	if set.Next == nil {
+		return nil, errors.New("otlp: Next consumer is required")
+	}
+	if set.Metrics == nil {
+		return nil, errors.New("otlp: Metrics is required")
+	}
+	if set.Logger == nil {
+		set.Logger = slog.New(slog.DiscardHandler)
+	}
+	if set.RetryAfter <= 0 {
+		set.RetryAfter = time.Second
+	}
+	return &Receiver{set: set, limits: set.Limits.WithDefaults(), log: set.Logger}, nil
+}
+
+// Start binds the listeners and serves in the background. It returns once both listen, so the
+// process is ready when Start returns nil. A half-done start is undone.
+func (r *Receiver) Start(ctx context.Context) error {
+	r.mu.Lock()
+	if r.started {
+		r.mu.Unlock()
+		return errors.New("otlp: receiver already started")
+	}
+	r.started = true
+	r.stopped = false
+	r.mu.Unlock()
+
+	var lc net.ListenConfig
+	if ep := r.set.GRPCEndpoint; ep != "" {
+		ln, err := lc.Listen(ctx, "tcp", ep)
+		if err != nil {
+			return errors.Join(fmt.Errorf("start OTLP gRPC receiver on %s: %w", ep, err), r.Shutdown(ctx))
+		}
+		srv := r.newGRPCServer()
+		r.mu.Lock()
+		r.grpcSrv, r.grpcAddr = srv, ln.Addr()
+		r.mu.Unlock()
+		r.wg.Go(func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+				r.log.Error("OTLP gRPC receiver stopped", "err", err)
+			}
+		})
+		r.log.Info("OTLP gRPC receiver listening", "endpoint", ln.Addr().String())
+	}
+	if ep := r.set.HTTPEndpoint; ep != "" {
+		ln, err := lc.Listen(ctx, "tcp", ep)
+		if err != nil {
+			return errors.Join(fmt.Errorf("start OTLP HTTP receiver on %s: %w", ep, err), r.Shutdown(ctx))
+		}
+		srv := &http.Server{
+			Handler:           r.HTTPHandler(),
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       60 * time.Second,
+			WriteTimeout:      60 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelDebug),
+		}
+		r.mu.Lock()
+		r.httpSrv, r.httpAddr = srv, ln.Addr()
+		r.mu.Unlock()
+		r.wg.Go(func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				r.log.Error("OTLP HTTP receiver stopped", "err", err)
+			}
+		})
+		r.log.Info("OTLP HTTP receiver listening", "endpoint", ln.Addr().String())
+	}
+	return nil
+}
+
+// Shutdown stops accepting, lets in-flight requests finish until ctx ends, and waits for the
+// serve loops. It is idempotent and safe without Start.
+func (r *Receiver) Shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return nil
+	}
+	r.stopped = true
+	r.started = false
+	grpcSrv, httpSrv := r.grpcSrv, r.httpSrv
+	r.grpcSrv, r.httpSrv = nil, nil
+	r.mu.Unlock()
+
+	var errs []error
+	if httpSrv != nil {
+		if err := httpSrv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop OTLP HTTP receiver: %w", err))
+			_ = httpSrv.Close()
+		}
+	}
+	if grpcSrv != nil {
+		done := make(chan struct{})
+		go func() { grpcSrv.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			grpcSrv.Stop()
+			<-done
+			errs = append(errs, fmt.Errorf("stop OTLP gRPC receiver: %w", ctx.Err()))
+		}
+	}
+	r.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// GRPCAddr is the bound gRPC address, nil when disabled or not started.
+func (r *Receiver) GRPCAddr() net.Addr {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.grpcAddr
+}
+
+// HTTPAddr is the bound HTTP address, nil when disabled or not started.
+func (r *Receiver) HTTPAddr() net.Addr {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.httpAddr
+}
+
+// Ready reports whether the receivers are listening.
+func (r *Receiver) Ready() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.started || r.stopped {
+		return errors.New("OTLP receivers are not listening")
+	}
+	return nil
+}
+
+// consume validates td and hands it over. It returns the number of spans accepted, a partial
+// rejection to report, or an error: a *rejection (bad input, not retryable) or a consumer error.
+func (r *Receiver) consume(ctx context.Context, receiver string, td ptrace.Traces) (accepted int, partial *ingest.PartialError, err error) {
+	n, rej := r.limits.check(td)
+	if rej != nil {
+		r.set.Metrics.Rejected(receiver, rej.reason)
+		r.log.Debug("OTLP request rejected", "receiver", receiver, "reason", rej.reason, "err", rej.msg)
+		return 0, nil, rej
+	}
+	if n == 0 {
+		return 0, nil, nil
+	}
+	if err := r.set.Next.ConsumeTraces(ctx, td); err != nil {
+		if errors.As(err, &partial) {
+			accepted = n - int(partial.Rejected)
+			if accepted < 0 {
+				accepted = 0
+			}
+			r.set.Metrics.Spans(receiver, accepted)
+			return accepted, partial, nil
+		}
+		// Every other consumer error is answered as retryable, so count it as overload too.
+		r.set.Metrics.Rejected(receiver, ingest.ReasonOverloaded)
+		r.log.Debug("OTLP consumer refused request", "receiver", receiver, "err", err)
+		return 0, nil, err
+	}
+	r.set.Metrics.Spans(receiver, n)
+	return n, nil, nil
+}
