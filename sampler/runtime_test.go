@@ -1,0 +1,133 @@
+package sampler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/sampler/decide"
+	"github.com/ragwatch/ragwatch/sampler/queue"
+	"github.com/ragwatch/ragwatch/sampler/score"
+)
+
+type fixedScorer struct{}
+
+func (fixedScorer) Name() string { return "fixed" }
+func (fixedScorer) Score(_ context.Context, r *record.Record) ([]score.Result, error) {
+	v := 0.9
+	if r.Service == "risky" {
+		v = 0.3
+	}
+	return []score.Result{{Metric: "faithfulness", Value: v}}, nil
+}
+
+// The whole in-process path: records in, a rule-weighted consistent sample scored by
+// in-process workers, results read back through the scores subjects with their weights.
+func TestRuntimeEndToEnd(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("not ready")
+	}
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+
+	cfg := config.Default()
+	cfg.Sampling.Rate = 0.25
+	always := 1.0
+	cfg.Sampling.Rules = []config.SamplingRule{{Name: "risky", Match: config.SamplingMatch{Services: []string{"risky"}}, Probability: &always}}
+	cfg.Scoring.Workers = 2
+	reg := prometheus.NewRegistry()
+	quiet := slog.New(slog.DiscardHandler)
+
+	var mu sync.Mutex
+	var results []score.Result
+	sub, err := queue.SubscribeScores(nc, "", score.ConsumerFunc(func(_ context.Context, rs []score.Result) error {
+		mu.Lock()
+		defer mu.Unlock()
+		results = append(results, rs...)
+		return nil
+	}), reg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+
+	rt := NewRuntime(cfg, js, 1, []score.Scorer{fixedScorer{}}, nil, labels.NewServiceSet(10), reg, quiet)
+	if err := rt.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// 400 records: every 5th is "risky" (scored 0.3, always sampled), the rest 0.9 at 25%.
+	want := 0
+	for i := 0; i < 400; i++ {
+		svc := "chat"
+		if i%5 == 0 {
+			svc = "risky"
+		}
+		r := &record.Record{TraceID: fmt.Sprintf("%016x%016x", uint64(i)*0x9e3779b97f4a7c15, uint64(i+1)*0xbf58476d1ce4e5b9), Service: svc, Query: "q"}
+		p := 0.25
+		if svc == "risky" {
+			p = 1
+		}
+		if decide.Sampled(r.TraceID, p) {
+			want++
+		}
+		if err := rt.Stage.ConsumeRecord(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		mu.Lock()
+		n := len(results)
+		mu.Unlock()
+		if n == want {
+			break
+		}
+		if time.Now().After(deadline) || n > want {
+			t.Fatalf("%d results, want %d", n, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := rt.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var naive float64
+	for _, r := range results {
+		naive += r.Value
+	}
+	naive /= float64(len(results))
+	est, _ := decide.HajekMean(results)
+	// True mean: 0.2·0.3 + 0.8·0.9 = 0.78. Risky records are over-sampled 4x.
+	if est < 0.74 || est > 0.82 {
+		t.Fatalf("weighted mean %v, want about 0.78 (naive %v)", est, naive)
+	}
+	if naive > 0.7 {
+		t.Fatalf("naive mean %v should be pulled down by over-sampling", naive)
+	}
+	t.Logf("%d scored; weighted %.3f naive %.3f (true 0.78)", len(results), est, naive)
+}
