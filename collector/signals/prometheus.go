@@ -3,10 +3,20 @@ package signals
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// ExemplarInterval is how often at most one bucket of one series takes a new exemplar.
+// client_golang keeps only the latest exemplar per bucket and Prometheus scrapes every 15 s or
+// so, so a fresh exemplar per bucket per second loses nothing a user can see, while building
+// one costs about ten allocations. Rare buckets (the slow request, the poor retrieval) always
+// get theirs because their last exemplar is old.
+const ExemplarInterval = time.Second
 
 // promRecorder records to client_golang metrics. Each service gets its children resolved once
 // (series), so the hot path does no label hashing.
@@ -22,6 +32,31 @@ type promRecorder struct {
 	citations *prometheus.HistogramVec
 
 	series sync.Map // service label -> *promSeries; bounded by labels.ServiceSet
+	now    func() time.Time
+}
+
+// exemplarGate lets one exemplar per bucket through per ExemplarInterval. Lock-free: a lost
+// race only means one exemplar more or less.
+type exemplarGate struct {
+	bounds []float64      // nil for a counter: one slot
+	last   []atomic.Int64 // unix nanoseconds of the last exemplar, per bucket (+Inf last)
+}
+
+func newExemplarGate(bounds []float64) *exemplarGate {
+	return &exemplarGate{bounds: bounds, last: make([]atomic.Int64, len(bounds)+1)}
+}
+
+func (g *exemplarGate) allow(v float64, now int64) bool {
+	i := 0
+	if g.bounds != nil {
+		i = sort.SearchFloat64s(g.bounds, v) // first bound >= v: the bucket "le" holds v
+	}
+	slot := &g.last[i]
+	last := slot.Load()
+	if last != 0 && now-last < int64(ExemplarInterval) {
+		return false
+	}
+	return slot.CompareAndSwap(last, now)
 }
 
 // promSeries holds one service's children, all created up front so every series of a service
@@ -29,20 +64,49 @@ type promRecorder struct {
 type promSeries struct {
 	requests  prometheus.Counter
 	documents prometheus.Observer
-	score     prometheus.Observer
-	topScore  prometheus.Observer
+	score     gatedObserver
+	topScore  gatedObserver
 	tokens    prometheus.Observer
-	feedback  [numSentiments]prometheus.Counter
-	duration  [numStages]prometheus.Observer
+	feedback  [numSentiments]gatedCounter
+	duration  [numStages]gatedObserver
 	empty     prometheus.Counter
 	citations prometheus.Observer
 }
 
-func newPromRecorder(reg prometheus.Registerer) (*promRecorder, error) {
+// gatedObserver is a histogram child that takes exemplars through its gate.
+type gatedObserver struct {
+	h    prometheus.Observer
+	gate *exemplarGate
+}
+
+func (o gatedObserver) observe(v float64, ex func() prometheus.Labels, now int64) {
+	if eo, ok := o.h.(prometheus.ExemplarObserver); ok && now != 0 && o.gate.allow(v, now) {
+		eo.ObserveWithExemplar(v, ex())
+		return
+	}
+	o.h.Observe(v)
+}
+
+// gatedCounter is a counter child that takes exemplars through its gate.
+type gatedCounter struct {
+	c    prometheus.Counter
+	gate *exemplarGate
+}
+
+func (c gatedCounter) inc(ex func() prometheus.Labels, now int64) {
+	if ea, ok := c.c.(prometheus.ExemplarAdder); ok && now != 0 && c.gate.allow(0, now) {
+		ea.AddWithExemplar(1, ex())
+		return
+	}
+	c.c.Inc()
+}
+
+func newPromRecorder(reg prometheus.Registerer, now func() time.Time) (*promRecorder, error) {
 	hist := func(name, help string, buckets []float64, labelNames ...string) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labelNames)
 	}
 	p := &promRecorder{
+		now: now,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_requests_total",
 			Help: "RAG requests (records) seen, by service.",
@@ -85,17 +149,17 @@ func (p *promRecorder) seriesFor(service string) *promSeries {
 	s := &promSeries{
 		requests:  p.requests.WithLabelValues(service),
 		documents: p.documents.WithLabelValues(service),
-		score:     p.score.WithLabelValues(service),
-		topScore:  p.topScore.WithLabelValues(service),
+		score:     gatedObserver{p.score.WithLabelValues(service), newExemplarGate(ScoreBuckets)},
+		topScore:  gatedObserver{p.topScore.WithLabelValues(service), newExemplarGate(ScoreBuckets)},
 		tokens:    p.tokens.WithLabelValues(service),
 		empty:     p.empty.WithLabelValues(service),
 		citations: p.citations.WithLabelValues(service),
 	}
 	for i := range s.feedback {
-		s.feedback[i] = p.feedback.WithLabelValues(service, Sentiment(i).String())
+		s.feedback[i] = gatedCounter{p.feedback.WithLabelValues(service, Sentiment(i).String()), newExemplarGate(nil)}
 	}
 	for i := range s.duration {
-		s.duration[i] = p.duration.WithLabelValues(service, Stage(i).String())
+		s.duration[i] = gatedObserver{p.duration.WithLabelValues(service, Stage(i).String()), newExemplarGate(DurationBuckets)}
 	}
 	actual, _ := p.series.LoadOrStore(service, s)
 	return actual.(*promSeries)
@@ -106,12 +170,19 @@ func (p *promRecorder) seriesFor(service string) *promSeries {
 // a slow, poorly grounded or disliked request to its trace.
 func (p *promRecorder) Record(_ context.Context, o Observation) {
 	s := p.seriesFor(o.Service)
-	var ex prometheus.Labels
-	if o.TraceID != "" {
-		ex = prometheus.Labels{"trace_id": o.TraceID}
-		if o.SpanID != "" {
-			ex["span_id"] = o.SpanID
+	var now int64 // 0: no exemplar
+	var labels prometheus.Labels
+	ex := func() prometheus.Labels { // built once per record, only if a gate lets one through
+		if labels == nil {
+			labels = prometheus.Labels{"trace_id": o.TraceID}
+			if o.SpanID != "" {
+				labels["span_id"] = o.SpanID
+			}
 		}
+		return labels
+	}
+	if o.TraceID != "" {
+		now = p.now().UnixNano()
 	}
 	if o.Request {
 		s.requests.Inc()
@@ -120,8 +191,8 @@ func (p *promRecorder) Record(_ context.Context, o Observation) {
 			s.empty.Inc()
 		}
 		if o.Scored {
-			observe(s.score, o.MeanScore, ex)
-			observe(s.topScore, o.TopScore, ex)
+			s.score.observe(o.MeanScore, ex, now)
+			s.topScore.observe(o.TopScore, ex, now)
 		}
 		if o.Answered {
 			s.tokens.Observe(float64(o.AnswerTokens))
@@ -129,28 +200,13 @@ func (p *promRecorder) Record(_ context.Context, o Observation) {
 		}
 		for i, ms := range o.LatencyMS {
 			if ms > 0 {
-				observe(s.duration[i], ms/1000, ex)
+				s.duration[i].observe(ms/1000, ex, now)
 			}
 		}
 	}
 	if o.HasFeedback {
-		c := s.feedback[o.Sentiment]
-		if ea, ok := c.(prometheus.ExemplarAdder); ok && ex != nil {
-			ea.AddWithExemplar(1, ex)
-		} else {
-			c.Inc()
-		}
+		s.feedback[o.Sentiment].inc(ex, now)
 	}
-}
-
-func observe(h prometheus.Observer, v float64, ex prometheus.Labels) {
-	if ex != nil {
-		if eo, ok := h.(prometheus.ExemplarObserver); ok {
-			eo.ObserveWithExemplar(v, ex)
-			return
-		}
-	}
-	h.Observe(v)
 }
 
 // Shutdown implements Recorder; Prometheus is scraped, nothing to flush.

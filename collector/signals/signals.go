@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -96,6 +97,8 @@ type Settings struct {
 	Services   *labels.ServiceSet
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
+	// Now is the clock for exemplar timing; nil is time.Now.
+	Now func() time.Time
 }
 
 // Signals is the record consumer that records the online signals of every record. Prometheus
@@ -133,6 +136,9 @@ func New(s Settings) (*Signals, error) {
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
 	if s.Services == nil {
 		s.Services = labels.NewServiceSet(s.Signals.MaxServices)
 	}
@@ -157,7 +163,7 @@ func New(s Settings) (*Signals, error) {
 			Help: "OTLP metrics exports that failed (after the exporter's own retries).",
 		}),
 	}
-	prom, err := newPromRecorder(s.Registerer)
+	prom, err := newPromRecorder(s.Registerer, s.Now)
 	if err != nil {
 		return nil, err
 	}

@@ -2,12 +2,14 @@ package signals
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -57,6 +59,11 @@ func recordB() *record.Record {
 }
 
 func newTestSignals(t *testing.T, max int, exp config.Exporters) (*Signals, *prometheus.Registry) {
+	t.Helper()
+	return newTestSignalsTB(t, max, exp)
+}
+
+func newTestSignalsTB(t testing.TB, max int, exp config.Exporters) (*Signals, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	s, err := New(Settings{
@@ -421,4 +428,51 @@ func TestLifecycle(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// TestExemplarGate: a bucket takes at most one exemplar per ExemplarInterval; a bucket seen
+// for the first time always takes one.
+func TestExemplarGate(t *testing.T) {
+	clock := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	reg := prometheus.NewRegistry()
+	s, err := New(Settings{Signals: config.Signals{MaxServices: 10}, Registerer: reg, Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(trace string, totalMS float64) *record.Record {
+		return &record.Record{TraceID: trace, Service: "svc", Answer: "a", Latency: record.Latency{Total: totalMS}}
+	}
+	exemplar := func(le float64) string {
+		t.Helper()
+		m := findMetric(t, reg, "ragwatch_request_duration_seconds", map[string]string{"service": "svc", "stage": "total"})
+		for _, b := range m.GetHistogram().GetBucket() {
+			if b.GetUpperBound() == le {
+				if b.GetExemplar() == nil {
+					return ""
+				}
+				return b.GetExemplar().GetLabel()[0].GetValue() + fmt.Sprintf("@%v", b.GetExemplar().GetValue())
+			}
+		}
+		t.Fatalf("no bucket le=%v", le)
+		return ""
+	}
+	t1, t2, t3, t4 := strings.Repeat("1", 32), strings.Repeat("2", 32), strings.Repeat("3", 32), strings.Repeat("4", 32)
+	consume(t, s, rec(t1, 800))
+	clock = clock.Add(ExemplarInterval - time.Nanosecond)
+	consume(t, s, rec(t2, 900))  // same bucket (le=1) within the interval: no new exemplar
+	consume(t, s, rec(t3, 4000)) // a bucket (le=5) seen for the first time: exemplar
+	if got, want := exemplar(1), t1+"@0.8"; got != want {
+		t.Errorf("le=1 exemplar %s, want %s", got, want)
+	}
+	if got, want := exemplar(5), t3+"@4"; got != want {
+		t.Errorf("le=5 exemplar %s, want %s", got, want)
+	}
+	clock = clock.Add(time.Nanosecond) // the interval since t1 has passed
+	consume(t, s, rec(t4, 950))
+	if got, want := exemplar(1), t4+"@0.95"; got != want {
+		t.Errorf("le=1 exemplar after the interval %s, want %s", got, want)
+	}
+	if got := exemplar(0.5); got != "" {
+		t.Errorf("le=0.5 exemplar %s, want none", got)
+	}
 }
