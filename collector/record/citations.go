@@ -46,10 +46,23 @@ func ParseCitations(answer string, docs []Document) []Citation {
 			continue
 		}
 		text := strings.Join(strings.Fields(claim.String()), " ")
-		text = strings.TrimSpace(strings.ReplaceAll(text, " .", "."))
+		text = strings.TrimSpace(punctuationSpace.Replace(text))
 		out = append(out, Citation{Text: text, DocumentIDs: ids})
 	}
 	return out
+}
+
+// punctuationSpace closes the gap a removed marker leaves before punctuation ("days [1]." →
+// "days.").
+var punctuationSpace = strings.NewReplacer(" .", ".", " !", "!", " ?", "?", " ,", ",", " ;", ";", " :", ":")
+
+// abbreviations end with a full stop that does not end a sentence.
+var abbreviations = map[string]bool{"e.g": true, "i.e": true, "vs": true, "cf": true, "dr": true, "mr": true, "mrs": true, "ms": true, "fig": true, "approx": true}
+
+// isAbbreviation reports whether the word ending at text[:dot] is a known abbreviation.
+func isAbbreviation(text string, dot int) bool {
+	start := strings.LastIndexAny(text[:dot], " \n([") + 1
+	return abbreviations[strings.ToLower(text[start:dot])]
 }
 
 // resolveMarker returns the document ids a marker's inner text cites, or nil when it is not a
@@ -117,6 +130,9 @@ func splitSentences(text string) []string {
 			continue
 		}
 		if c != '.' && c != '!' && c != '?' {
+			continue
+		}
+		if c == '.' && isAbbreviation(text, i) {
 			continue
 		}
 		j := i + 1

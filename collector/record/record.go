@@ -208,10 +208,18 @@ func DecodeJSON(data []byte, now time.Time) ([]*Record, error) {
 			continue
 		}
 		if err := r.Validate(); err != nil {
-			if len(recs) > 1 {
-				err = fmt.Errorf("[%d]: %w", i, err)
+			if len(recs) == 1 {
+				errs = append(errs, err)
+				continue
 			}
-			errs = append(errs, err)
+			// Name the index on every problem of the record, not only on the first line.
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				for _, e := range j.Unwrap() {
+					errs = append(errs, fmt.Errorf("[%d]: %w", i, e))
+				}
+			} else {
+				errs = append(errs, fmt.Errorf("[%d]: %w", i, err))
+			}
 			continue
 		}
 		r.Normalize(now)

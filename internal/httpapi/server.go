@@ -1,0 +1,294 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ragwatch/ragwatch/collector/ingest"
+	"github.com/ragwatch/ragwatch/collector/record"
+)
+
+// DefaultMaxBodyBytes bounds a POST body when Settings.MaxBodyBytes is zero.
+const DefaultMaxBodyBytes = 8 << 20
+
+// RecordsPath is where apps without OpenTelemetry post records.
+const RecordsPath = "/api/v1/records"
+
+// Settings configures the server.
+type Settings struct {
+	// Endpoint is the listen address, host:port.
+	Endpoint string
+	// Gatherer is served on /metrics (OpenMetrics when the scraper asks, so exemplars show).
+	Gatherer prometheus.Gatherer
+	// Records receives records posted to /api/v1/records; nil disables the endpoint.
+	Records record.Consumer
+	// Metrics counts rejected posts with receiver "api".
+	Metrics *ingest.Metrics
+	// MaxBodyBytes bounds a POST body; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	Logger       *slog.Logger
+	Now          func() time.Time
+}
+
+// Server serves ragwatch's HTTP endpoints.
+type Server struct {
+	set Settings
+	mux *http.ServeMux
+	log *slog.Logger
+
+	checksMu sync.RWMutex // guards checks
+	checks   map[string]func() error
+
+	mu      sync.Mutex // guards the fields below
+	srv     *http.Server
+	addr    net.Addr
+	started bool
+	wg      sync.WaitGroup
+}
+
+// New builds the server and its fixed routes without listening.
+func New(set Settings) (*Server, error) {
+	if set.Gatherer == nil {
+		return nil, errors.New("httpapi: Gatherer is required")
+	}
+	if set.Metrics == nil {
+		return nil, errors.New("httpapi: Metrics is required")
+	}
+	if set.Logger == nil {
+		set.Logger = slog.New(slog.DiscardHandler)
+	}
+	if set.Now == nil {
+		set.Now = time.Now
+	}
+	if set.MaxBodyBytes <= 0 {
+		set.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	s := &Server{set: set, mux: http.NewServeMux(), log: set.Logger, checks: map[string]func() error{}}
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(set.Gatherer, promhttp.HandlerOpts{
+		EnableOpenMetrics: true,
+		ErrorLog:          slog.NewLogLogger(set.Logger.Handler(), slog.LevelWarn),
+	}))
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	s.mux.HandleFunc("GET /readyz", s.serveReady)
+	if set.Records != nil {
+		s.mux.HandleFunc(RecordsPath, s.serveRecords)
+	}
+	return s, nil
+}
+
+// Mount adds a handler for pattern (net/http ServeMux syntax, e.g. "/api/v1/feedback" or
+// "GET /api/v1/scores"). Safe to call before or after Start. It panics on a pattern that is
+// already taken, as ServeMux does: that is a wiring mistake.
+func (s *Server) Mount(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+}
+
+// AddReadinessCheck makes /readyz fail while check returns an error. name appears in the
+// /readyz answer.
+func (s *Server) AddReadinessCheck(name string, check func() error) {
+	s.checksMu.Lock()
+	defer s.checksMu.Unlock()
+	s.checks[name] = check
+}
+
+// Handler is the server's routes, for tests and for embedding.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Start listens and serves in the background; it returns once the listener is bound.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("httpapi: already started")
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.set.Endpoint)
+	if err != nil {
+		return fmt.Errorf("start HTTP server on %s: %w", s.set.Endpoint, err)
+	}
+	srv := &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	s.srv, s.addr, s.started = srv, ln.Addr(), true
+	s.wg.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("HTTP server stopped", "err", err)
+		}
+	})
+	s.log.Info("HTTP server listening", "endpoint", ln.Addr().String(), "paths", "/metrics /healthz /readyz /api/v1/")
+	return nil
+}
+
+// Shutdown stops accepting and waits for in-flight requests until ctx ends. Idempotent and
+// safe without Start.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	srv := s.srv
+	s.srv, s.started = nil, false
+	s.mu.Unlock()
+	var err error
+	if srv != nil {
+		if err = srv.Shutdown(ctx); err != nil {
+			_ = srv.Close()
+			err = fmt.Errorf("stop HTTP server: %w", err)
+		}
+	}
+	s.wg.Wait()
+	return err
+}
+
+// Addr is the bound address, nil before Start.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
+	s.checksMu.RLock()
+	names := make([]string, 0, len(s.checks))
+	for n := range s.checks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var failed []string
+	for _, n := range names {
+		if err := s.checks[n](); err != nil {
+			failed = append(failed, n+": "+err.Error())
+		}
+	}
+	s.checksMu.RUnlock()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if len(failed) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "not ready\n"+strings.Join(failed, "\n")+"\n")
+		return
+	}
+	_, _ = io.WriteString(w, "ready\n")
+}
+
+// errorBody is the JSON answer of a failed API call: one line per problem in errors.
+type errorBody struct {
+	Error  string   `json:"error"`
+	Errors []string `json:"errors,omitempty"`
+}
+
+// WriteError answers with a JSON error body; exported so mounted API handlers answer alike.
+func WriteError(w http.ResponseWriter, status int, msg string, problems ...string) {
+	WriteJSON(w, status, errorBody{Error: msg, Errors: problems})
+}
+
+// WriteJSON answers with v as JSON.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// ReadJSONBody reads a POST body of at most limit bytes that must be JSON (or untyped). On a
+// problem it has already answered (405, 413, 415 or 400) and counted the rejection under
+// receiver, and returns ok=false.
+func ReadJSONBody(w http.ResponseWriter, r *http.Request, limit int64, m *ingest.Metrics, receiver string) (body []byte, ok bool) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		WriteError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed, use POST", r.Method))
+		return nil, false
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			m.Rejected(receiver, ingest.ReasonContentType)
+			WriteError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("unsupported Content-Type %q: use application/json", ct))
+			return nil, false
+		}
+	}
+	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
+		m.Rejected(receiver, ingest.ReasonContentType)
+		WriteError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("unsupported Content-Encoding %q", enc))
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			m.Rejected(receiver, ingest.ReasonTooLarge)
+			WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is over the limit of %d bytes", limit))
+			return nil, false
+		}
+		m.Rejected(receiver, ingest.ReasonMalformed)
+		WriteError(w, http.StatusBadRequest, "read body: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// recordsAnswer is the 202 answer of POST /api/v1/records.
+type recordsAnswer struct {
+	Accepted int `json:"accepted"`
+}
+
+func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
+	const rcv = ingest.ReceiverAPI
+	body, ok := ReadJSONBody(w, r, s.set.MaxBodyBytes, s.set.Metrics, rcv)
+	if !ok {
+		return
+	}
+	recs, err := record.DecodeJSON(body, s.set.Now())
+	if err != nil {
+		msg := err.Error()
+		reason, summary := ingest.ReasonInvalid, "invalid record"
+		if strings.HasPrefix(msg, "invalid JSON") || strings.HasPrefix(msg, "empty ") {
+			reason, summary = ingest.ReasonMalformed, "malformed JSON"
+		}
+		s.set.Metrics.Rejected(rcv, reason)
+		WriteError(w, http.StatusBadRequest, summary, strings.Split(msg, "\n")...)
+		return
+	}
+	// The request's context ends when the client goes away; the records are ours by now.
+	ctx := context.WithoutCancel(r.Context())
+	var errs []error
+	accepted := 0
+	for _, rec := range recs {
+		if err := s.set.Records.ConsumeRecord(ctx, rec); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		accepted++
+	}
+	if err := errors.Join(errs...); err != nil {
+		s.log.Warn("records from the API failed downstream", "failed", len(errs), "accepted", accepted, "err", err)
+		if errors.Is(err, ingest.ErrOverloaded) {
+			s.set.Metrics.Rejected(rcv, ingest.ReasonOverloaded)
+			w.Header().Set("Retry-After", "1")
+			WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("overloaded: %d of %d records accepted, retry the rest later", accepted, len(recs)))
+			return
+		}
+		WriteError(w, http.StatusInternalServerError, fmt.Sprintf("%d of %d records accepted", accepted, len(recs)), strings.Split(err.Error(), "\n")...)
+		return
+	}
+	WriteJSON(w, http.StatusAccepted, recordsAnswer{Accepted: accepted})
+}
