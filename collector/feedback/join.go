@@ -1,0 +1,518 @@
+// Package feedback joins user feedback to its record by trace id. Feedback arrives from NATS,
+// POST /api/v1/feedback and OTLP annotations, usually seconds to hours after the answer and
+// sometimes before the trace is assembled; the join sits in the record flow so each feedback
+// reaches the signals, the sampler and the alerts exactly once, attached to what is known
+// about its request.
+package feedback
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+)
+
+// Join outcomes, the `outcome` label of ragwatch_feedback_join_total.
+const (
+	OutcomeJoined   = "joined"
+	OutcomeOrphaned = "orphaned"
+)
+
+// MaxPendingPerTrace bounds the feedback held for one trace that has not arrived yet; older
+// feedback beyond it is orphaned.
+const MaxPendingPerTrace = 16
+
+// Settings configure a Join. Next and NextFeedback are required.
+type Settings struct {
+	// Retention is how long feedback waits for its record and a record's ids are remembered
+	// for feedback arriving later (default 24h).
+	Retention time.Duration
+	// MaxEntries bounds the traces held (default 200000); the oldest is dropped beyond it.
+	MaxEntries int
+	// Next receives every record, with early feedback attached.
+	Next record.Consumer
+	// NextFeedback receives feedback that arrived after its record, and orphaned feedback.
+	NextFeedback record.FeedbackConsumer
+	// KV persists the join state across restarts; nil keeps it in memory only.
+	KV         jetstream.KeyValue
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+	Now        func() time.Time
+	// SweepInterval is how often Start's loop orphans expired feedback (default
+	// min(Retention/20, 1m)).
+	SweepInterval time.Duration
+}
+
+// Join is the feedback join. Its methods are safe for concurrent use.
+type Join struct {
+	s   Settings
+	log *slog.Logger
+	now func() time.Time
+
+	joinTotal *prometheus.CounterVec
+	pendingG  prometheus.Gauge
+	tracked   prometheus.Gauge
+	kvErrors  *prometheus.CounterVec
+
+	mu      sync.Mutex // guards entries, order, pending, late
+	entries map[string]*entry
+	order   *list.List // of *entry, by expiry (oldest first)
+	pending int
+	late    []orphan // orphans found under the lock, forwarded by the caller after unlocking
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+// entry is what the join keeps for one trace: ids, times and feedback scores, no content.
+type entry struct {
+	TraceID    string    `json:"t"`
+	Seen       bool      `json:"seen,omitempty"`
+	Service    string    `json:"svc,omitempty"`
+	SpanID     string    `json:"span,omitempty"`
+	RecordTime time.Time `json:"rt,omitzero"`
+	Pending    []pending `json:"p,omitempty"`
+	Expires    time.Time `json:"exp"`
+
+	elem *list.Element
+}
+
+type pending struct {
+	Feedback record.Feedback `json:"f"`
+	SpanID   string          `json:"span,omitempty"`
+	Service  string          `json:"svc,omitempty"`
+}
+
+var (
+	_ record.Consumer         = (*Join)(nil)
+	_ record.FeedbackConsumer = (*Join)(nil)
+)
+
+// New creates a Join. Call Start to load the persisted state and run the expiry loop.
+func New(s Settings) (*Join, error) {
+	if s.Next == nil || s.NextFeedback == nil {
+		return nil, errors.New("feedback: Next and NextFeedback are required")
+	}
+	if s.Retention <= 0 {
+		s.Retention = 24 * time.Hour
+	}
+	if s.MaxEntries <= 0 {
+		s.MaxEntries = 200000
+	}
+	if s.SweepInterval <= 0 {
+		s.SweepInterval = min(s.Retention/20, time.Minute)
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	if s.Registerer == nil {
+		s.Registerer = prometheus.NewRegistry()
+	}
+	j := &Join{
+		s:       s,
+		log:     s.Logger,
+		now:     s.Now,
+		entries: map[string]*entry{},
+		order:   list.New(),
+		stop:    make(chan struct{}),
+		joinTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_feedback_join_total",
+			Help: "Feedback by join outcome: joined to its record (whichever arrived first) or orphaned (no record within feedback.retention).",
+		}, []string{"outcome"}),
+		pendingG: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ragwatch_feedback_pending",
+			Help: "Feedback waiting for its record.",
+		}),
+		tracked: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ragwatch_feedback_tracked_traces",
+			Help: "Traces the feedback join remembers (records seen and traces with pending feedback).",
+		}),
+		kvErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_feedback_state_errors_total",
+			Help: "Failed reads and writes of the persisted feedback join state, by operation.",
+		}, []string{"op"}),
+	}
+	j.joinTotal.WithLabelValues(OutcomeJoined)
+	j.joinTotal.WithLabelValues(OutcomeOrphaned)
+	for _, c := range []prometheus.Collector{j.joinTotal, j.pendingG, j.tracked, j.kvErrors} {
+		if err := s.Registerer.Register(c); err != nil {
+			return nil, fmt.Errorf("feedback: register metrics: %w", err)
+		}
+	}
+	return j, nil
+}
+
+// Start loads the persisted state (if a KV bucket is set) and starts the expiry loop. It
+// returns once the state is loaded.
+func (j *Join) Start(ctx context.Context) error {
+	if err := j.load(ctx); err != nil {
+		return err
+	}
+	j.Sweep(ctx)
+	j.wg.Add(1)
+	go func() {
+		defer j.wg.Done()
+		t := time.NewTicker(j.s.SweepInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-j.stop:
+				return
+			case <-t.C:
+				j.Sweep(context.Background())
+			}
+		}
+	}()
+	return nil
+}
+
+// Shutdown stops the expiry loop. Pending feedback stays in the KV bucket for the next start.
+// Idempotent and safe without Start.
+func (j *Join) Shutdown(ctx context.Context) error {
+	j.once.Do(func() { close(j.stop) })
+	done := make(chan struct{})
+	go func() { j.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ConsumeRecord passes r to Next. Feedback for r's trace that arrived earlier is attached (on
+// a copy: r stays untouched); each such feedback counts as joined.
+func (j *Join) ConsumeRecord(ctx context.Context, r *record.Record) error {
+	if r == nil {
+		return errors.New("feedback: nil record")
+	}
+	now := j.now()
+	j.mu.Lock()
+	j.expireLocked(now)
+	e := j.entries[r.TraceID]
+	var matched []pending
+	if e == nil {
+		e = j.addLocked(r.TraceID, now)
+	} else {
+		kept := e.Pending[:0]
+		for _, p := range e.Pending {
+			if p.SpanID == "" || r.SpanID == "" || p.SpanID == r.SpanID {
+				matched = append(matched, p)
+			} else {
+				kept = append(kept, p)
+			}
+		}
+		e.Pending = kept
+		j.pending -= len(matched)
+		j.refreshLocked(e, now)
+	}
+	e.Seen, e.Service, e.SpanID, e.RecordTime = true, r.Service, r.SpanID, r.Time
+	snap := e.snapshot()
+	j.gaugesLocked()
+	j.mu.Unlock()
+	evicted := j.takeLate()
+
+	j.persist(ctx, snap)
+	out := r
+	var late []pending
+	if len(matched) > 0 {
+		j.joinTotal.WithLabelValues(OutcomeJoined).Add(float64(len(matched)))
+		if r.Feedback == nil {
+			// The newest feedback rides on the record; any earlier ones follow as feedback.
+			c := *r
+			f := matched[len(matched)-1].Feedback
+			c.Feedback = &f
+			out = &c
+			late = matched[:len(matched)-1]
+		} else {
+			late = matched
+		}
+	}
+	errs := []error{j.s.Next.ConsumeRecord(ctx, out)}
+	for _, p := range late {
+		errs = append(errs, j.s.NextFeedback.ConsumeFeedback(ctx, feedbackRecord(r.TraceID, r.SpanID, r.Service, r.Time, p.Feedback)))
+	}
+	errs = append(errs, j.forwardOrphans(ctx, evicted))
+	return errors.Join(errs...)
+}
+
+// ConsumeFeedback accepts feedback found in a trace (OTLP annotations, feedback spans). r
+// carries at least TraceID and Feedback.
+func (j *Join) ConsumeFeedback(ctx context.Context, r *record.Record) error {
+	if r == nil || r.Feedback == nil {
+		return errors.New("feedback: record without feedback")
+	}
+	return j.add(ctx, r.TraceID, pending{Feedback: *r.Feedback, SpanID: r.SpanID, Service: r.Service}, r)
+}
+
+// Submit accepts feedback from NATS or the HTTP API. The event is validated first.
+func (j *Join) Submit(ctx context.Context, ev Event) error {
+	if err := ev.Validate(); err != nil {
+		return err
+	}
+	return j.add(ctx, ev.TraceID, pending{Feedback: ev.Feedback(j.now()), SpanID: ev.SpanID, Service: ev.Service}, nil)
+}
+
+// add joins feedback to a seen record (forwarding it) or keeps it pending. from is the OTLP
+// record the feedback came with, if any, to keep its extra fields.
+func (j *Join) add(ctx context.Context, traceID string, p pending, from *record.Record) error {
+	now := j.now()
+	if p.Feedback.Time.IsZero() {
+		p.Feedback.Time = now
+	}
+	j.mu.Lock()
+	j.expireLocked(now)
+	e := j.entries[traceID]
+	if e != nil && e.Seen {
+		spanID, service, t := e.SpanID, e.Service, e.RecordTime
+		j.mu.Unlock()
+		if p.SpanID != "" {
+			spanID = p.SpanID
+		}
+		j.joinTotal.WithLabelValues(OutcomeJoined).Inc()
+		fr := feedbackRecord(traceID, spanID, service, t, p.Feedback)
+		if from != nil && fr.Service == "" {
+			fr.Service = from.Service
+		}
+		return j.s.NextFeedback.ConsumeFeedback(ctx, fr)
+	}
+	var dropped []pending
+	if e == nil {
+		e = j.addLocked(traceID, now)
+	}
+	e.Pending = append(e.Pending, p)
+	j.pending++
+	if len(e.Pending) > MaxPendingPerTrace {
+		dropped = append(dropped, e.Pending[0])
+		e.Pending = append(e.Pending[:0], e.Pending[1:]...)
+		j.pending--
+	}
+	snap := e.snapshot()
+	j.gaugesLocked()
+	j.mu.Unlock()
+	orphans := j.takeLate()
+	for _, d := range dropped {
+		orphans = append(orphans, orphan{traceID: traceID, p: d})
+	}
+	j.persist(ctx, snap)
+	return j.forwardOrphans(ctx, orphans)
+}
+
+// Sweep orphans the feedback whose retention has passed and forgets expired traces. Start
+// runs it periodically; tests call it with their clock.
+func (j *Join) Sweep(ctx context.Context) {
+	now := j.now()
+	j.mu.Lock()
+	j.expireLocked(now)
+	j.gaugesLocked()
+	j.mu.Unlock()
+	_ = j.forwardOrphans(ctx, j.takeLate())
+}
+
+// Pending returns how many feedback events wait for their record.
+func (j *Join) Pending() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.pending
+}
+
+type orphan struct {
+	traceID string
+	p       pending
+	deleted bool // the entry left the state: delete it from the KV bucket
+}
+
+// forwardOrphans counts orphaned feedback and still hands it to NextFeedback, without a
+// record, so every feedback is counted once in ragwatch_feedback_total.
+func (j *Join) forwardOrphans(ctx context.Context, orphans []orphan) error {
+	var errs []error
+	deleted := map[string]bool{}
+	for _, o := range orphans {
+		if o.deleted && !deleted[o.traceID] {
+			deleted[o.traceID] = true
+			j.remove(ctx, o.traceID)
+		}
+		j.joinTotal.WithLabelValues(OutcomeOrphaned).Inc()
+		j.log.Debug("feedback orphaned: no record within retention", "trace_id", o.traceID)
+		errs = append(errs, j.s.NextFeedback.ConsumeFeedback(ctx, feedbackRecord(o.traceID, o.p.SpanID, o.p.Service, o.p.Feedback.Time, o.p.Feedback)))
+	}
+	return errors.Join(errs...)
+}
+
+// expireLocked drops expired entries; their pending feedback goes to j.late as orphans.
+func (j *Join) expireLocked(now time.Time) {
+	for el := j.order.Front(); el != nil; el = j.order.Front() {
+		e := el.Value.(*entry)
+		if e.Expires.After(now) {
+			break
+		}
+		j.dropLocked(e)
+	}
+}
+
+// dropLocked removes e and queues its pending feedback in j.late as orphans, marking the
+// entry for deletion from the KV bucket (so a restart does not orphan it twice). Entries
+// without feedback simply expire from the bucket by its TTL.
+func (j *Join) dropLocked(e *entry) {
+	j.order.Remove(e.elem)
+	delete(j.entries, e.TraceID)
+	j.pending -= len(e.Pending)
+	for _, p := range e.Pending {
+		j.late = append(j.late, orphan{traceID: e.TraceID, p: p, deleted: true})
+	}
+}
+
+func (j *Join) addLocked(traceID string, now time.Time) *entry {
+	e := &entry{TraceID: traceID, Expires: now.Add(j.s.Retention)}
+	e.elem = j.order.PushBack(e)
+	j.entries[traceID] = e
+	for len(j.entries) > j.s.MaxEntries {
+		j.dropLocked(j.order.Front().Value.(*entry))
+	}
+	return e
+}
+
+func (j *Join) refreshLocked(e *entry, now time.Time) {
+	e.Expires = now.Add(j.s.Retention)
+	j.order.MoveToBack(e.elem)
+}
+
+func (j *Join) gaugesLocked() {
+	j.pendingG.Set(float64(j.pending))
+	j.tracked.Set(float64(len(j.entries)))
+}
+
+// takeLate returns the orphans collected under the lock, to forward outside it.
+func (j *Join) takeLate() []orphan {
+	j.mu.Lock()
+	out := j.late
+	j.late = nil
+	j.mu.Unlock()
+	return out
+}
+
+func (e *entry) snapshot() entry {
+	c := *e
+	c.Pending = append([]pending(nil), e.Pending...)
+	c.elem = nil
+	return c
+}
+
+func feedbackRecord(traceID, spanID, service string, t time.Time, f record.Feedback) *record.Record {
+	if t.IsZero() {
+		t = f.Time
+	}
+	fb := f
+	return &record.Record{TraceID: traceID, SpanID: spanID, Service: service, Time: t, Feedback: &fb}
+}
+
+// kvKey maps a trace id to a valid KV key: ids made of safe characters are kept (readable with
+// `nats kv get`), others are hashed.
+func kvKey(traceID string) string {
+	if len(traceID) > 0 && len(traceID) <= 128 {
+		ok := true
+		for i := 0; i < len(traceID); i++ {
+			c := traceID[i]
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_') {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return traceID
+		}
+	}
+	sum := sha256.Sum256([]byte(traceID))
+	return "h_" + base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+func (j *Join) persist(ctx context.Context, e entry) {
+	if j.s.KV == nil {
+		return
+	}
+	data, err := json.Marshal(e)
+	if err != nil {
+		j.kvErrors.WithLabelValues("put").Inc()
+		return
+	}
+	if _, err := j.s.KV.Put(context.WithoutCancel(ctx), kvKey(e.TraceID), data); err != nil {
+		j.kvErrors.WithLabelValues("put").Inc()
+		j.log.Warn("persist feedback join state", "err", err)
+	}
+}
+
+func (j *Join) remove(ctx context.Context, traceID string) {
+	if j.s.KV == nil {
+		return
+	}
+	if err := j.s.KV.Delete(context.WithoutCancel(ctx), kvKey(traceID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		j.kvErrors.WithLabelValues("delete").Inc()
+		j.log.Warn("delete feedback join state", "err", err)
+	}
+}
+
+// load reads the persisted entries, oldest expiry first.
+func (j *Join) load(ctx context.Context) error {
+	if j.s.KV == nil {
+		return nil
+	}
+	w, err := j.s.KV.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return fmt.Errorf("feedback: read join state: %w", err)
+	}
+	defer func() { _ = w.Stop() }()
+	var loaded []*entry
+	for {
+		var kve jetstream.KeyValueEntry
+		select {
+		case kve = <-w.Updates():
+		case <-ctx.Done():
+			return fmt.Errorf("feedback: read join state: %w", ctx.Err())
+		}
+		if kve == nil {
+			break // initial values done
+		}
+		var e entry
+		if err := json.Unmarshal(kve.Value(), &e); err != nil || e.TraceID == "" {
+			j.kvErrors.WithLabelValues("load").Inc()
+			continue
+		}
+		loaded = append(loaded, &e)
+	}
+	sort.SliceStable(loaded, func(a, b int) bool { return loaded[a].Expires.Before(loaded[b].Expires) })
+	j.mu.Lock()
+	for _, e := range loaded {
+		if old := j.entries[e.TraceID]; old != nil {
+			continue
+		}
+		if len(e.Pending) > MaxPendingPerTrace {
+			e.Pending = e.Pending[len(e.Pending)-MaxPendingPerTrace:]
+		}
+		e.elem = j.order.PushBack(e)
+		j.entries[e.TraceID] = e
+		j.pending += len(e.Pending)
+	}
+	for len(j.entries) > j.s.MaxEntries {
+		j.dropLocked(j.order.Front().Value.(*entry))
+	}
+	j.gaugesLocked()
+	j.mu.Unlock()
+	j.log.Info("feedback join state loaded", "traces", len(loaded))
+	return j.forwardOrphans(ctx, j.takeLate())
+}

@@ -1,0 +1,444 @@
+package feedback
+
+import (
+	"context"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/goleak"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/collector/signals"
+	"github.com/ragwatch/ragwatch/config"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// sink keeps copies of what reaches Next and NextFeedback.
+type sink struct {
+	mu       sync.Mutex
+	records  []record.Record
+	feedback []record.Record
+}
+
+func (s *sink) ConsumeRecord(_ context.Context, r *record.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records = append(s.records, *r)
+	return nil
+}
+
+func (s *sink) ConsumeFeedback(_ context.Context, r *record.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.feedback = append(s.feedback, *r)
+	return nil
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func newJoin(t *testing.T, kv jetstream.KeyValue, clk *clock, reg *prometheus.Registry) (*Join, *sink) {
+	t.Helper()
+	s := &sink{}
+	j, err := New(Settings{Retention: time.Hour, Next: s, NextFeedback: s, KV: kv, Registerer: reg, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = j.Shutdown(context.Background()) })
+	return j, s
+}
+
+func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if matches(m, labels) {
+				if m.Counter != nil {
+					return m.Counter.GetValue()
+				}
+				return m.Gauge.GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func matches(m *dto.Metric, labels map[string]string) bool {
+	got := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		got[lp.GetName()] = lp.GetValue()
+	}
+	return reflect.DeepEqual(got, labels)
+}
+
+func joined(t *testing.T, reg *prometheus.Registry) (float64, float64) {
+	return counter(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "joined"}),
+		counter(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "orphaned"})
+}
+
+func ptr(f float64) *float64 { return &f }
+
+func rec(trace string) *record.Record {
+	return &record.Record{TraceID: trace, SpanID: "00f067aa0ba902b7", Service: "support-bot", Time: t0, Query: "q", Answer: "a"}
+}
+
+func TestFeedbackBeforeRecordIsAttached(t *testing.T) {
+	clk := &clock{t: t0}
+	reg := prometheus.NewRegistry()
+	j, s := newJoin(t, nil, clk, reg)
+	ctx := context.Background()
+	if err := j.Submit(ctx, Event{TraceID: "t1", Thumbs: "down", Comment: "wrong", Time: t0.Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.feedback) != 0 || j.Pending() != 1 {
+		t.Fatalf("feedback before its record must wait: forwarded %d, pending %d", len(s.feedback), j.Pending())
+	}
+	clk.Add(time.Minute)
+	r := rec("t1")
+	if err := j.ConsumeRecord(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Feedback != nil {
+		t.Fatal("the input record must stay untouched")
+	}
+	want := *rec("t1")
+	want.Feedback = &record.Feedback{Score: -1, Comment: "wrong", Time: t0.Add(time.Second)}
+	if len(s.records) != 1 || !reflect.DeepEqual(s.records[0], want) {
+		t.Fatalf("records = %+v, want %+v", s.records, want)
+	}
+	if len(s.feedback) != 0 || j.Pending() != 0 {
+		t.Fatalf("joined feedback rides on the record only: forwarded %d, pending %d", len(s.feedback), j.Pending())
+	}
+	if jn, or := joined(t, reg); jn != 1 || or != 0 {
+		t.Fatalf("joined=%v orphaned=%v", jn, or)
+	}
+}
+
+func TestFeedbackAfterRecordIsForwarded(t *testing.T) {
+	clk := &clock{t: t0}
+	reg := prometheus.NewRegistry()
+	j, s := newJoin(t, nil, clk, reg)
+	ctx := context.Background()
+	if err := j.ConsumeRecord(ctx, rec("t2")); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(30 * time.Minute)
+	if err := j.Submit(ctx, Event{TraceID: "t2", Score: ptr(0.5)}); err != nil {
+		t.Fatal(err)
+	}
+	want := record.Record{TraceID: "t2", SpanID: "00f067aa0ba902b7", Service: "support-bot", Time: t0,
+		Feedback: &record.Feedback{Score: 0.5, Time: t0.Add(30 * time.Minute)}}
+	if len(s.feedback) != 1 || !reflect.DeepEqual(s.feedback[0], want) {
+		t.Fatalf("feedback = %+v, want %+v", s.feedback, want)
+	}
+	if len(s.records) != 1 || s.records[0].Feedback != nil {
+		t.Fatalf("records = %+v", s.records)
+	}
+	if jn, or := joined(t, reg); jn != 1 || or != 0 {
+		t.Fatalf("joined=%v orphaned=%v", jn, or)
+	}
+}
+
+func TestFeedbackWithTraceFromOTLP(t *testing.T) {
+	clk := &clock{t: t0}
+	reg := prometheus.NewRegistry()
+	j, s := newJoin(t, nil, clk, reg)
+	ctx := context.Background()
+	// The assembler hands the annotation first, then the record of the same trace.
+	if err := j.ConsumeFeedback(ctx, &record.Record{TraceID: "t3", Service: "support-bot", Feedback: &record.Feedback{Score: 1, Time: t0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.ConsumeRecord(ctx, rec("t3")); err != nil {
+		t.Fatal(err)
+	}
+	// And the other order for a second trace.
+	if err := j.ConsumeRecord(ctx, rec("t4")); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.ConsumeFeedback(ctx, &record.Record{TraceID: "t4", SpanID: "1111111111111111", Feedback: &record.Feedback{Score: 0, Time: t0}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.records) != 2 || s.records[0].Feedback == nil || s.records[0].Feedback.Score != 1 || s.records[1].Feedback != nil {
+		t.Fatalf("records = %+v", s.records)
+	}
+	want := record.Record{TraceID: "t4", SpanID: "1111111111111111", Service: "support-bot", Time: t0, Feedback: &record.Feedback{Score: 0, Time: t0}}
+	if len(s.feedback) != 1 || !reflect.DeepEqual(s.feedback[0], want) {
+		t.Fatalf("feedback = %+v, want %+v", s.feedback, want)
+	}
+	if jn, or := joined(t, reg); jn != 2 || or != 0 {
+		t.Fatalf("joined=%v orphaned=%v", jn, or)
+	}
+}
+
+func TestOrphanedAfterRetention(t *testing.T) {
+	clk := &clock{t: t0}
+	reg := prometheus.NewRegistry()
+	j, s := newJoin(t, nil, clk, reg)
+	ctx := context.Background()
+	if err := j.Submit(ctx, Event{TraceID: "lost", Thumbs: "up", Service: "search"}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(time.Hour - time.Second)
+	j.Sweep(ctx)
+	if jn, or := joined(t, reg); jn != 0 || or != 0 || j.Pending() != 1 {
+		t.Fatalf("before retention: joined=%v orphaned=%v pending=%d", jn, or, j.Pending())
+	}
+	clk.Add(time.Second)
+	j.Sweep(ctx)
+	if jn, or := joined(t, reg); jn != 0 || or != 1 || j.Pending() != 0 {
+		t.Fatalf("after retention: joined=%v orphaned=%v pending=%d", jn, or, j.Pending())
+	}
+	// Orphaned feedback is still counted once downstream, without a record.
+	want := record.Record{TraceID: "lost", Service: "search", Time: t0, Feedback: &record.Feedback{Score: 1, Time: t0}}
+	if len(s.feedback) != 1 || !reflect.DeepEqual(s.feedback[0], want) {
+		t.Fatalf("feedback = %+v, want %+v", s.feedback, want)
+	}
+	// The record arriving later gets nothing attached.
+	if err := j.ConsumeRecord(ctx, rec("lost")); err != nil {
+		t.Fatal(err)
+	}
+	if s.records[0].Feedback != nil {
+		t.Fatal("orphaned feedback must not be attached later")
+	}
+	if got := counter(t, reg, "ragwatch_feedback_tracked_traces", map[string]string{}); got != 1 {
+		t.Fatalf("tracked = %v", got)
+	}
+}
+
+func TestBoundedEntriesOrphanOldest(t *testing.T) {
+	clk := &clock{t: t0}
+	reg := prometheus.NewRegistry()
+	s := &sink{}
+	j, err := New(Settings{Retention: time.Hour, MaxEntries: 2, Next: s, NextFeedback: s, Registerer: reg, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, id := range []string{"a", "b", "c"} {
+		if err := j.Submit(ctx, Event{TraceID: id, Thumbs: "down"}); err != nil {
+			t.Fatal(err)
+		}
+		clk.Add(time.Second)
+	}
+	if jn, or := joined(t, reg); jn != 0 || or != 1 || j.Pending() != 2 {
+		t.Fatalf("joined=%v orphaned=%v pending=%d", jn, or, j.Pending())
+	}
+	if len(s.feedback) != 1 || s.feedback[0].TraceID != "a" {
+		t.Fatalf("the oldest must be orphaned: %+v", s.feedback)
+	}
+	// Many feedback events for one missing trace are bounded too: c holds 1 + 19, keeps 16.
+	for range MaxPendingPerTrace + 3 {
+		if err := j.Submit(ctx, Event{TraceID: "c", Thumbs: "up"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if jn, or := joined(t, reg); jn != 0 || or != 5 || j.Pending() != 1+MaxPendingPerTrace {
+		t.Fatalf("joined=%v orphaned=%v pending=%d", jn, or, j.Pending())
+	}
+}
+
+// TestEachFeedbackCountedOnce runs the join in front of the real signals stage and checks
+// ragwatch_feedback_total: feedback before, with and after its record, and orphaned, each once.
+func TestEachFeedbackCountedOnce(t *testing.T) {
+	clk := &clock{t: t0}
+	reg := prometheus.NewRegistry()
+	sig, err := signals.New(signals.Settings{Signals: config.Signals{MaxServices: 10}, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := New(Settings{Retention: time.Hour, Next: sig, NextFeedback: sig, Registerer: reg, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(j.Submit(ctx, Event{TraceID: "before", Thumbs: "down"}))                         // early
+	must(j.Submit(ctx, Event{TraceID: "before", Score: ptr(-0.5)}))                       // early, second
+	must(j.ConsumeRecord(ctx, rec("before")))                                             // joins both
+	must(j.ConsumeRecord(ctx, rec("after")))                                              //
+	must(j.Submit(ctx, Event{TraceID: "after", Thumbs: "up"}))                            // late
+	must(j.Submit(ctx, Event{TraceID: "nobody", Thumbs: "down", Service: "support-bot"})) // orphan
+	inline := rec("inline")
+	inline.Feedback = &record.Feedback{Score: 0}
+	must(j.ConsumeRecord(ctx, inline)) // feedback inside the record
+	clk.Add(2 * time.Hour)
+	j.Sweep(ctx)
+
+	fb := func(sentiment string) float64 {
+		return counter(t, reg, "ragwatch_feedback_total", map[string]string{"service": "support-bot", "sentiment": sentiment})
+	}
+	if neg, pos, neu := fb("negative"), fb("positive"), fb("neutral"); neg != 3 || pos != 1 || neu != 1 {
+		t.Fatalf("ragwatch_feedback_total negative=%v positive=%v neutral=%v, want 3 1 1", neg, pos, neu)
+	}
+	if got := counter(t, reg, "ragwatch_requests_total", map[string]string{"service": "support-bot"}); got != 3 {
+		t.Fatalf("requests = %v, want 3", got)
+	}
+	if jn, or := joined(t, reg); jn != 3 || or != 1 {
+		t.Fatalf("joined=%v orphaned=%v, want 3 1", jn, or)
+	}
+}
+
+func runJetStream(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true, JetStream: true, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close(); s.Shutdown(); s.WaitForShutdown() })
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// TestStatePersistsAcrossRestart proves a restart keeps pending feedback and seen records, and
+// that orphaned feedback is not orphaned again after another restart.
+func TestStatePersistsAcrossRestart(t *testing.T) {
+	js := runJetStream(t)
+	ctx := context.Background()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ragwatch_feedback", TTL: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{t: t0}
+
+	j1, s1 := newJoin(t, kv, clk, prometheus.NewRegistry())
+	if err := j1.Submit(ctx, Event{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Thumbs: "down"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j1.Submit(ctx, Event{TraceID: "never/arrives", Thumbs: "up"}); err != nil { // hashed key
+		t.Fatal(err)
+	}
+	if err := j1.ConsumeRecord(ctx, rec("seen-before-restart")); err != nil {
+		t.Fatal(err)
+	}
+	_ = j1.Shutdown(ctx)
+	if len(s1.feedback) != 0 {
+		t.Fatalf("nothing is forwarded yet: %+v", s1.feedback)
+	}
+
+	clk.Add(10 * time.Minute)
+	reg2 := prometheus.NewRegistry()
+	j2, s2 := newJoin(t, kv, clk, reg2)
+	if j2.Pending() != 2 {
+		t.Fatalf("pending after restart = %d, want 2", j2.Pending())
+	}
+	if err := j2.ConsumeRecord(ctx, rec("4bf92f3577b34da6a3ce929d0e0e4736")); err != nil {
+		t.Fatal(err)
+	}
+	if len(s2.records) != 1 || s2.records[0].Feedback == nil || s2.records[0].Feedback.Score != -1 {
+		t.Fatalf("pending feedback must join after restart: %+v", s2.records)
+	}
+	if err := j2.Submit(ctx, Event{TraceID: "seen-before-restart", Thumbs: "up"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(s2.feedback) != 1 || s2.feedback[0].Service != "support-bot" || s2.feedback[0].SpanID != "00f067aa0ba902b7" || !s2.feedback[0].Time.Equal(t0) {
+		t.Fatalf("late feedback for a record seen before the restart: %+v", s2.feedback)
+	}
+	clk.Add(time.Hour)
+	j2.Sweep(ctx)
+	if jn, or := joined(t, reg2); jn != 2 || or != 1 {
+		t.Fatalf("joined=%v orphaned=%v, want 2 1", jn, or)
+	}
+	_ = j2.Shutdown(ctx)
+
+	reg3 := prometheus.NewRegistry()
+	j3, _ := newJoin(t, kv, clk, reg3)
+	if jn, or := joined(t, reg3); j3.Pending() != 0 || jn != 0 || or != 0 {
+		t.Fatalf("a third start must not orphan again: pending=%d joined=%v orphaned=%v", j3.Pending(), jn, or)
+	}
+}
+
+func TestDecodeEvents(t *testing.T) {
+	good, err := DecodeEvents([]byte(`{"trace_id":"abc","thumbs":"up","comment":"nice","time":"2026-11-29T12:00:00Z"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Event{{TraceID: "abc", Thumbs: "up", Comment: "nice", Time: t0}}; !reflect.DeepEqual(good, want) {
+		t.Fatalf("got %+v", good)
+	}
+	if f := good[0].Feedback(t0.Add(time.Hour)); f != (record.Feedback{Score: 1, Comment: "nice", Time: t0}) {
+		t.Fatalf("feedback = %+v", f)
+	}
+	tests := []struct{ in, want string }{
+		{``, "empty body"},
+		{`[]`, "empty array"},
+		{`{"trace_id":`, "invalid JSON: unexpected EOF"},
+		{`{"trace_id":"a","thumbs":"up","stars":5}`, `invalid JSON: json: unknown field "stars"`},
+		{`{"thumbs":"up"}`, "trace_id: is required"},
+		{`{"trace_id":"a"}`, "score or thumbs: one of them is required"},
+		{`{"trace_id":"a","score":1,"thumbs":"up"}`, "score and thumbs: give only one of them"},
+		{`{"trace_id":"a","score":1.5}`, "score: must be between -1 and 1"},
+		{`{"trace_id":"a","thumbs":"sideways"}`, `thumbs: must be up or down, got "sideways"`},
+		{`[{"trace_id":"a","thumbs":"up"},{"score":2}]`, "[1].trace_id: is required\n[1].score: must be between -1 and 1"},
+		{`{"trace_id":"a","thumbs":"up"} {}`, "invalid JSON: trailing data after the value"},
+	}
+	for _, tt := range tests {
+		_, err := DecodeEvents([]byte(tt.in))
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("DecodeEvents(%s) error = %v, want %s", tt.in, err, tt.want)
+		}
+	}
+}
+
+func FuzzDecodeEvents(f *testing.F) {
+	f.Add([]byte(`{"trace_id":"abc","thumbs":"up"}`))
+	f.Add([]byte(`[{"trace_id":"a","score":-1,"comment":"x"}]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		evs, err := DecodeEvents(data)
+		if err != nil {
+			return
+		}
+		for _, e := range evs {
+			if e.Validate() != nil {
+				t.Fatalf("decoded an invalid event %+v", e)
+			}
+			if s := e.Feedback(t0).Score; s < -1 || s > 1 {
+				t.Fatalf("score %v out of range", s)
+			}
+		}
+	})
+}
