@@ -712,3 +712,35 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("state not saved on shutdown: %v", err)
 	}
 }
+
+func TestBaselineFromState(t *testing.T) {
+	store := &MemStore{}
+	h := newHarness(t, driftCfg, store)
+	h.records(t, 12*time.Minute, 20, func(i int) int { return 2 + i%2 }, "n")
+	if err := h.e.Save(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := BaselineFromState(context.Background(), parse(t, driftCfg), store, "test", h.clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := b.Detectors["docs"].Services["search"]
+	// The window is the last 12 buckets of 50s (window/12) up to now: count the records there.
+	width := int64(50 * time.Second)
+	hi := h.clk.Now().UnixNano() / width
+	var want int64
+	for i := 0; i < 240; i++ {
+		if idx := t0.Add(time.Duration(i)*3*time.Second).UnixNano() / width; idx > hi-12 && idx <= hi {
+			want++
+		}
+	}
+	if hist.N != want || hist.Counts[2]+hist.Counts[3] != float64(want) {
+		t.Fatalf("pinned window: %+v, want %d samples", hist, want)
+	}
+	if all := b.Detectors["docs"].Services["*"]; all.N != hist.N {
+		t.Fatalf("all-services histogram: %+v", all)
+	}
+	if _, err := BaselineFromState(context.Background(), parse(t, driftCfg), &MemStore{}, "test", h.clk.Now()); err == nil {
+		t.Fatal("an empty store must be an error")
+	}
+}

@@ -1,0 +1,293 @@
+package rules
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ragwatch/ragwatch/alerts"
+	"github.com/ragwatch/ragwatch/alerts/slo"
+	"github.com/ragwatch/ragwatch/config"
+)
+
+// File is a Prometheus rule file.
+type File struct {
+	Groups []Group `yaml:"groups"`
+}
+
+// Group is a rule group.
+type Group struct {
+	Name  string `yaml:"name"`
+	Rules []Rule `yaml:"rules"`
+}
+
+// Rule is a recording or alerting rule.
+type Rule struct {
+	Record        string            `yaml:"record,omitempty"`
+	Alert         string            `yaml:"alert,omitempty"`
+	Expr          string            `yaml:"expr"`
+	For           string            `yaml:"for,omitempty"`
+	KeepFiringFor string            `yaml:"keep_firing_for,omitempty"`
+	Labels        map[string]string `yaml:"labels,omitempty"`
+	Annotations   map[string]string `yaml:"annotations,omitempty"`
+}
+
+// Recording rule names. The window is appended, e.g. ragwatch:slo_mean:15m.
+const (
+	RecSamples    = "ragwatch:slo_samples:increase"
+	RecWeight     = "ragwatch:slo_weight:increase"
+	RecWeight2    = "ragwatch:slo_weight_squared:increase"
+	RecWX         = "ragwatch:slo_weighted_value:increase"
+	RecWXX        = "ragwatch:slo_weighted_value_squared:increase"
+	RecMean       = "ragwatch:slo_mean:"
+	RecLower      = "ragwatch:slo_lower_bound:"
+	RecUpper      = "ragwatch:slo_upper_bound:"
+	RecErrorRatio = "ragwatch:slo_error_ratio:rate"
+	RecBudget     = "ragwatch:slo_error_budget_remaining:"
+)
+
+func dur(d time.Duration) string { return alerts.FormatDuration(d) }
+
+func sumIncrease(metric, sloName string, w time.Duration) string {
+	return fmt.Sprintf(`sum by (slo, service) (increase(%s{slo=%q}[%s]))`, metric, sloName, dur(w))
+}
+
+func sel(record, sloName string) string { return fmt.Sprintf(`%s{slo=%q}`, record, sloName) }
+
+// prom prints a number without binary noise (0.05, not 0.050000000000000044).
+func prom(v float64) string { return strconv.FormatFloat(v, 'g', 12, 64) }
+
+// forDur is a rule's `for`/`keep_firing_for`, omitted when zero.
+func forDur(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return dur(d)
+}
+
+// Generate builds the rule file for the config's SLOs and drift detectors.
+func Generate(c *config.Config) (*File, error) {
+	if err := config.CheckAlertRefs(c); err != nil {
+		return nil, err
+	}
+	f := &File{Groups: []Group{}}
+	for _, s := range c.SLOs {
+		var g Group
+		if s.Kind == config.SLOBurnRate {
+			g = burnRate(s, c.Alerting.DashboardURL)
+		} else {
+			g = threshold(s, c.Alerting.DashboardURL)
+		}
+		f.Groups = append(f.Groups, g)
+	}
+	if len(c.Drift.Detectors) > 0 {
+		g := Group{Name: "ragwatch-drift"}
+		for _, d := range c.Drift.Detectors {
+			g.Rules = append(g.Rules, Rule{
+				Alert: alerts.NameDrift,
+				Expr: fmt.Sprintf(`max by (detector, service) (%s{detector=%q}) > %s`,
+					alerts.MetricDriftScore, d.Name, prom(d.Threshold)),
+				For: forDur(d.For), KeepFiringFor: forDur(d.KeepFiringFor),
+				Labels: withLabels(d.Labels, d.Severity, "detector", d.Name),
+				Annotations: annotations(
+					fmt.Sprintf(`Drift in %s for {{ $labels.service }}: %s {{ $value | printf "%%.3g" }} > %s`, d.Signal, strings.ToUpper(d.Method), prom(d.Threshold)),
+					fmt.Sprintf(`The %s distribution over the last %s moved away from its reference on at least one replica (highest %s across replicas).`, d.Signal, dur(c.Drift.Window), strings.ToUpper(d.Method)),
+					d.RunbookURL, first(d.DashboardURL, c.Alerting.DashboardURL)),
+			})
+		}
+		f.Groups = append(f.Groups, g)
+	}
+	return f, nil
+}
+
+func first(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// withLabels is the static label set: severity, the rule's own label (slo or detector, also
+// present in the expression, set here so that every rule is distinct) and the user's labels.
+func withLabels(l map[string]string, severity, key, name string) map[string]string {
+	out := map[string]string{"severity": severity, key: name}
+	for k, v := range l {
+		out[k] = v
+	}
+	return out
+}
+
+func annotations(summary, description, runbook, dashboard string) map[string]string {
+	a := map[string]string{"summary": summary, "description": description}
+	if runbook != "" {
+		a["runbook_url"] = runbook
+	}
+	if dashboard != "" {
+		a["dashboard_url"] = dashboard
+	}
+	return a
+}
+
+// sumsRules records the window sums of one SLO.
+func sumsRules(name string, w time.Duration, withSquares bool) []Rule {
+	ws := dur(w)
+	rules := []Rule{
+		record(RecSamples+ws, name, sumIncrease(alerts.MetricSamples, name, w)),
+		record(RecWeight+ws, name, sumIncrease(alerts.MetricWeight, name, w)),
+		record(RecWX+ws, name, sumIncrease(alerts.MetricWeightedValue, name, w)+"\n  - "+
+			sumIncrease(alerts.MetricWeightedValueNeg, name, w)),
+	}
+	if withSquares {
+		rules = append(rules,
+			record(RecWeight2+ws, name, sumIncrease(alerts.MetricWeightSquared, name, w)),
+			record(RecWXX+ws, name, sumIncrease(alerts.MetricWeightedValueSquared, name, w)))
+	}
+	return rules
+}
+
+// record is a recording rule for one SLO. The static slo label repeats the expression's so
+// that rules of several SLOs sharing a window are distinct to promtool's duplicate check.
+func record(name, sloName, expr string) Rule {
+	return Rule{Record: name, Expr: expr, Labels: map[string]string{"slo": sloName}}
+}
+
+// threshold mirrors slo.Sums.Interval: mean ± 1.96·sqrt(var/(n_eff−1)), n_eff = W²/W2.
+func threshold(s config.SLO, dashboard string) Group {
+	ws := dur(s.Window)
+	g := Group{Name: "ragwatch-slo-" + s.Name, Rules: sumsRules(s.Name, s.Window, true)}
+	mean := fmt.Sprintf("%s\n/\n%s", sel(RecWX+ws, s.Name), sel(RecWeight+ws, s.Name))
+	se := fmt.Sprintf(`sqrt(
+  clamp_min(%s / %s - %s ^ 2, 0)
+  /
+  (%s ^ 2 / %s - 1)
+)`, sel(RecWXX+ws, s.Name), sel(RecWeight+ws, s.Name), sel(RecMean+ws, s.Name),
+		sel(RecWeight+ws, s.Name), sel(RecWeight2+ws, s.Name))
+	g.Rules = append(g.Rules,
+		record(RecMean+ws, s.Name, mean),
+		record(RecLower+ws, s.Name, fmt.Sprintf("%s - %s * %s", sel(RecMean+ws, s.Name), prom(slo.Z95), se)),
+		record(RecUpper+ws, s.Name, fmt.Sprintf("%s + %s * %s", sel(RecMean+ws, s.Name), prom(slo.Z95), se)),
+	)
+	bound, op, limit, side := RecUpper, "<", 0.0, "below"
+	if s.AlertBelow != nil {
+		limit = *s.AlertBelow
+	} else {
+		bound, op, limit, side = RecLower, ">", *s.AlertAbove, "above"
+	}
+	g.Rules = append(g.Rules, Rule{
+		Alert: alerts.NameThreshold,
+		Expr: fmt.Sprintf("%s %s %s\nand\n%s >= %d", sel(bound+ws, s.Name), op, prom(limit),
+			sel(RecSamples+ws, s.Name), s.MinSamples),
+		For: forDur(s.For), KeepFiringFor: forDur(s.KeepFiringFor),
+		Labels: withLabels(s.Labels, s.Severity, "slo", s.Name),
+		Annotations: annotations(
+			fmt.Sprintf(`SLO %s: %s 95%% bound {{ $value | printf "%%.3g" }} %s %s for {{ $labels.service }}`, s.Name, s.Metric, side, prom(limit)),
+			fmt.Sprintf(`The 95%% confidence interval of the weighted (1/p) mean of %s over %s, across all replicas, is entirely %s %s.`, s.Metric, ws, side, prom(limit)),
+			s.RunbookURL, first(s.DashboardURL, dashboard)),
+	})
+	return g
+}
+
+func burnRate(s config.SLO, dashboard string) Group {
+	g := Group{Name: "ragwatch-slo-" + s.Name}
+	windows := map[time.Duration]bool{s.Period: true}
+	for _, p := range s.BurnRates {
+		windows[p.LongWindow], windows[p.ShortWindow] = true, true
+	}
+	ws := make([]time.Duration, 0, len(windows))
+	for w := range windows {
+		ws = append(ws, w)
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i] < ws[j] })
+	for _, w := range ws {
+		g.Rules = append(g.Rules,
+			record(RecSamples+dur(w), s.Name, sumIncrease(alerts.MetricSamples, s.Name, w)),
+			record(RecErrorRatio+dur(w), s.Name, fmt.Sprintf("1 - (\n  %s\n/\n  %s\n)",
+				sumIncrease(alerts.MetricWeightedValue, s.Name, w), sumIncrease(alerts.MetricWeight, s.Name, w))))
+	}
+	budget := 1 - s.Objective
+	g.Rules = append(g.Rules, record(RecBudget+dur(s.Period), s.Name,
+		fmt.Sprintf("1 - %s / %s", sel(RecErrorRatio+dur(s.Period), s.Name), prom(budget))))
+	var sevs []string
+	bySev := map[string][]string{}
+	for _, p := range s.BurnRates {
+		if _, ok := bySev[p.Severity]; !ok {
+			sevs = append(sevs, p.Severity)
+		}
+		limit := prom(p.Factor * budget)
+		bySev[p.Severity] = append(bySev[p.Severity], fmt.Sprintf("(\n  %s > %s\n  and\n  %s > %s\n  and\n  %s >= %d\n)",
+			sel(RecErrorRatio+dur(p.LongWindow), s.Name), limit,
+			sel(RecErrorRatio+dur(p.ShortWindow), s.Name), limit,
+			sel(RecSamples+dur(p.LongWindow), s.Name), s.MinSamples))
+	}
+	for _, sev := range sevs {
+		g.Rules = append(g.Rules, Rule{
+			Alert: alerts.NameBurnRate, Expr: strings.Join(bySev[sev], "\nor\n"),
+			For: forDur(s.For), KeepFiringFor: forDur(s.KeepFiringFor),
+			Labels: withLabels(s.Labels, sev, "slo", s.Name),
+			Annotations: annotations(
+				fmt.Sprintf(`SLO %s: error budget burning for {{ $labels.service }} (bad ratio {{ $value | printf "%%.3g" }})`, s.Name),
+				fmt.Sprintf(`%s is good when %s; objective %s over %s. The error budget burns faster than the %s thresholds across all replicas.`,
+					s.Metric, s.GoodWhen, prom(s.Objective), dur(s.Period), sev),
+				s.RunbookURL, first(s.DashboardURL, dashboard)),
+		})
+	}
+	return g
+}
+
+// Header starts every generated file.
+const Header = "# Generated by `ragwatch rules` from the ragwatch config; do not edit by hand.\n"
+
+// Plain renders a Prometheus rule file.
+func Plain(f *File) ([]byte, error) { return marshal(f, Header) }
+
+// OperatorOptions names the PrometheusRule object.
+type OperatorOptions struct {
+	Name      string
+	Namespace string
+	Labels    map[string]string
+}
+
+type prometheusRule struct {
+	APIVersion string   `yaml:"apiVersion"`
+	Kind       string   `yaml:"kind"`
+	Metadata   metadata `yaml:"metadata"`
+	Spec       File     `yaml:"spec"`
+}
+
+type metadata struct {
+	Name      string            `yaml:"name"`
+	Namespace string            `yaml:"namespace,omitempty"`
+	Labels    map[string]string `yaml:"labels,omitempty"`
+}
+
+// Operator renders a prometheus-operator PrometheusRule object.
+func Operator(f *File, o OperatorOptions) ([]byte, error) {
+	if o.Name == "" {
+		o.Name = "ragwatch"
+	}
+	labels := map[string]string{"app.kubernetes.io/name": "ragwatch"}
+	for k, v := range o.Labels {
+		labels[k] = v
+	}
+	return marshal(prometheusRule{APIVersion: "monitoring.coreos.com/v1", Kind: "PrometheusRule",
+		Metadata: metadata{Name: o.Name, Namespace: o.Namespace, Labels: labels}, Spec: *f}, Header)
+}
+
+func marshal(v any, header string) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(header)
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode rules: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

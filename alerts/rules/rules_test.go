@@ -1,0 +1,233 @@
+package rules
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ragwatch/ragwatch/config"
+)
+
+const cfgYAML = `
+slos:
+  - name: cp
+    metric: citation_precision
+    objective: 0.85
+    alert_below: 0.70
+    window: 15m
+    min_samples: 30
+    for: 2m
+    labels: { team: search }
+    runbook_url: https://runbooks.example/cp
+  - name: faithful
+    kind: burn_rate
+    metric: faithfulness
+    good_when: ">= 0.5"
+    objective: 0.95
+  - name: latency
+    metric: latency_seconds
+    alert_above: 2.5
+    window: 5m
+drift:
+  detectors:
+    - {name: docs, signal: retrieved_documents}
+    - {name: scores, signal: retrieval_score, method: ks}
+`
+
+func generate(t *testing.T) (*File, []byte) {
+	t.Helper()
+	c, err := config.Parse([]byte(cfgYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Generate(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Plain(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, b
+}
+
+func TestStructure(t *testing.T) {
+	f, _ := generate(t)
+	var names []string
+	for _, g := range f.Groups {
+		names = append(names, g.Name)
+	}
+	if strings.Join(names, ",") != "ragwatch-slo-cp,ragwatch-slo-faithful,ragwatch-slo-latency,ragwatch-drift" {
+		t.Fatalf("groups = %v", names)
+	}
+	cp := f.Groups[0].Rules
+	alert := cp[len(cp)-1]
+	want := Rule{Alert: "RagwatchSLOViolated",
+		Expr: "ragwatch:slo_upper_bound:15m{slo=\"cp\"} < 0.7\nand\nragwatch:slo_samples:increase15m{slo=\"cp\"} >= 30",
+		For:  "2m", KeepFiringFor: "2m", Labels: map[string]string{"severity": "page", "slo": "cp", "team": "search"}}
+	if alert.Alert != want.Alert || alert.Expr != want.Expr || alert.For != want.For || alert.KeepFiringFor != want.KeepFiringFor ||
+		len(alert.Labels) != 3 || alert.Labels["team"] != "search" || alert.Annotations["runbook_url"] != "https://runbooks.example/cp" {
+		t.Fatalf("cp alert:\n%+v\nwant\n%+v", alert, want)
+	}
+	lat := f.Groups[2].Rules
+	if a := lat[len(lat)-1]; a.Expr != "ragwatch:slo_lower_bound:5m{slo=\"latency\"} > 2.5\nand\nragwatch:slo_samples:increase5m{slo=\"latency\"} >= 30" || a.For != "" {
+		t.Fatalf("latency alert: %+v", a)
+	}
+	// Burn rate: one alert per severity, windows of the workbook, factor × budget.
+	fr := f.Groups[1].Rules
+	page, ticket := fr[len(fr)-2], fr[len(fr)-1]
+	if page.Labels["severity"] != "page" || ticket.Labels["severity"] != "ticket" ||
+		!strings.Contains(page.Expr, `ragwatch:slo_error_ratio:rate1h{slo="faithful"} > 0.72`) ||
+		!strings.Contains(page.Expr, `ragwatch:slo_error_ratio:rate30m{slo="faithful"} > 0.3`) ||
+		!strings.Contains(ticket.Expr, `ragwatch:slo_error_ratio:rate3d{slo="faithful"} > 0.05`) {
+		t.Fatalf("burn alerts:\n%s\n%s", page.Expr, ticket.Expr)
+	}
+	d := f.Groups[3].Rules[1]
+	if d.Expr != `max by (detector, service) (ragwatch_drift_score{detector="scores"}) > 0.1` || d.Labels["detector"] != "scores" {
+		t.Fatalf("drift rule: %+v", d)
+	}
+}
+
+func TestOperatorFormat(t *testing.T) {
+	f, plain := generate(t)
+	b, err := Operator(f, OperatorOptions{Name: "rw", Namespace: "search", Labels: map[string]string{"release": "kps"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj struct {
+		APIVersion string `yaml:"apiVersion"`
+		Kind       string `yaml:"kind"`
+		Metadata   struct {
+			Name      string            `yaml:"name"`
+			Namespace string            `yaml:"namespace"`
+			Labels    map[string]string `yaml:"labels"`
+		} `yaml:"metadata"`
+		Spec File `yaml:"spec"`
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&obj); err != nil {
+		t.Fatal(err)
+	}
+	if obj.APIVersion != "monitoring.coreos.com/v1" || obj.Kind != "PrometheusRule" || obj.Metadata.Name != "rw" ||
+		obj.Metadata.Namespace != "search" || obj.Metadata.Labels["release"] != "kps" || obj.Metadata.Labels["app.kubernetes.io/name"] != "ragwatch" {
+		t.Fatalf("object: %+v", obj.Metadata)
+	}
+	spec, _ := Plain(&obj.Spec)
+	if string(spec) != string(plain) {
+		t.Fatal("the operator spec must hold exactly the plain rules")
+	}
+}
+
+func promtool(t *testing.T) string {
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not on PATH (apt-get install -y prometheus); the e2e suite runs this check in CI")
+	}
+	return p
+}
+
+func TestPromtoolCheckRules(t *testing.T) {
+	bin := promtool(t)
+	_, b := generate(t)
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "check", "rules", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "SUCCESS") {
+		t.Fatalf("promtool: %s", out)
+	}
+}
+
+// TestPromtoolRuleUnitTests evaluates the generated rules in Prometheus' own engine on counter
+// series shaped like two replicas' exports, and checks the alerts the in-process engine would
+// raise on the same traffic.
+func TestPromtoolRuleUnitTests(t *testing.T) {
+	bin := promtool(t)
+	_, b := generate(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Each replica scores 6 requests a minute at weight 1: 20 minutes at 0.9, then 0.5.
+	var series strings.Builder
+	for _, inst := range []string{"a", "b"} {
+		l := `{slo="cp",service="search",instance="` + inst + `"}`
+		for _, s := range [][2]string{
+			{"ragwatch_slo_samples_total", "0+6x20 126+6x40"},
+			{"ragwatch_slo_weight_total", "0+6x20 126+6x40"},
+			{"ragwatch_slo_weight_squared_total", "0+6x20 126+6x40"},
+			{"ragwatch_slo_weighted_value_total", "0+5.4x20 111+3x40"},
+			{"ragwatch_slo_weighted_value_negative_total", "0+0x60"},
+			{"ragwatch_slo_weighted_value_squared_total", "0+4.86x20 98.7+1.5x40"},
+		} {
+			series.WriteString("      - series: '" + s[0] + l + "'\n        values: '" + s[1] + "'\n")
+		}
+		// faithfulness: 10 scored a minute, 2 good (80% bad) → burns 16x a 5% budget.
+		fl := `{slo="faithful",service="search",instance="` + inst + `"}`
+		series.WriteString("      - series: 'ragwatch_slo_samples_total" + fl + "'\n        values: '0+10x90'\n")
+		series.WriteString("      - series: 'ragwatch_slo_weight_total" + fl + "'\n        values: '0+10x90'\n")
+		series.WriteString("      - series: 'ragwatch_slo_weighted_value_total" + fl + "'\n        values: '0+2x90'\n")
+	}
+	test := `rule_files: [rules.yaml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+` + series.String() + `    alert_rule_test:
+      - eval_time: 15m
+        alertname: RagwatchSLOViolated
+        exp_alerts: []
+      - eval_time: 50m
+        alertname: RagwatchSLOViolated
+        exp_alerts:
+          - exp_labels: {alertname: RagwatchSLOViolated, slo: cp, service: search, severity: page, team: search}
+            exp_annotations:
+              summary: 'SLO cp: citation_precision 95% bound 0.5 below 0.7 for search'
+              description: 'The 95% confidence interval of the weighted (1/p) mean of citation_precision over 15m, across all replicas, is entirely below 0.7.'
+              runbook_url: https://runbooks.example/cp
+      - eval_time: 80m
+        alertname: RagwatchErrorBudgetBurn
+        exp_alerts:
+          - exp_labels: {alertname: RagwatchErrorBudgetBurn, slo: faithful, service: search, severity: page}
+            exp_annotations:
+              summary: 'SLO faithful: error budget burning for search (bad ratio 0.8)'
+              description: 'faithfulness is good when >= 0.5; objective 0.95 over 30d. The error budget burns faster than the page thresholds across all replicas.'
+          - exp_labels: {alertname: RagwatchErrorBudgetBurn, slo: faithful, service: search, severity: ticket}
+            exp_annotations:
+              summary: 'SLO faithful: error budget burning for search (bad ratio 0.8)'
+              description: 'faithfulness is good when >= 0.5; objective 0.95 over 30d. The error budget burns faster than the ticket thresholds across all replicas.'
+    promql_expr_test:
+      - expr: round(ragwatch:slo_mean:15m{slo="cp"}, 0.001)
+        eval_time: 10m
+        exp_samples:
+          - labels: '{slo="cp",service="search"}'
+            value: 0.9
+      - expr: round(ragwatch:slo_upper_bound:15m{slo="cp"}, 0.001)
+        eval_time: 50m
+        exp_samples:
+          - labels: '{slo="cp",service="search"}'
+            value: 0.5
+      - expr: ragwatch:slo_samples:increase15m{slo="cp"}
+        eval_time: 50m
+        exp_samples:
+          - labels: 'ragwatch:slo_samples:increase15m{slo="cp",service="search"}'
+            value: 180
+`
+	if err := os.WriteFile(filepath.Join(dir, "test.yaml"), []byte(test), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "test", "rules", "test.yaml")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+}
