@@ -259,3 +259,44 @@ func TestStatsdErrorsCounted(t *testing.T) {
 		t.Fatalf("errors after close = %v, want 11", v)
 	}
 }
+
+// TestConcurrentConsumeAndShutdown: records keep flowing while the push exporters shut down;
+// nothing races or panics and every record is counted by Prometheus. (A statsd line that loses
+// the race with the client's close is counted in ragwatch_statsd_errors_total; how many do is
+// up to the scheduler, so TestStatsdErrorsCounted checks that path.)
+func TestConcurrentConsumeAndShutdown(t *testing.T) {
+	conn := listenUDP(t)
+	grpcAddr, _ := startGRPCMetricsServer(t, nil)
+	exp := otlpExporters(grpcAddr, "grpc")
+	exp.Statsd = statsdExporters(conn.LocalAddr().String(), "datadog").Statsd
+	s, reg := newTestSignals(t, 10, exp)
+	ctx := context.Background()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const workers, perWorker = 4, 200
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range perWorker {
+				if err := s.ConsumeRecord(ctx, recordA()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	if err := s.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	wg.Wait()
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP ragwatch_requests_total RAG requests (records) seen, by service.
+# TYPE ragwatch_requests_total counter
+ragwatch_requests_total{service="support-bot"} 800
+`), "ragwatch_requests_total"); err != nil {
+		t.Error(err)
+	}
+}
