@@ -3,8 +3,10 @@ package signals
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/cactus/go-statsd-client/v5/statsd"
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,6 +67,18 @@ func (c countingSender) Send(data []byte) (int, error) {
 	return n, err
 }
 
+// ResolveInterval is how often a statsd endpoint given by host name is resolved again, so a
+// moved statsd server (a rescheduled pod, a DNS change) keeps receiving.
+const ResolveInterval = 30 * time.Second
+
+// udpSender sends to an IP address as is and re-resolves a host name every ResolveInterval.
+func udpSender(addr string) (statsd.Sender, error) {
+	if host, _, err := net.SplitHostPort(addr); err == nil && net.ParseIP(host) == nil {
+		return statsd.NewResolvingSimpleSender(addr, ResolveInterval)
+	}
+	return statsd.NewSimpleSender(addr)
+}
+
 // newStatsdRecorder starts a buffered client; newSender (nil: a UDP sender) is for tests.
 func newStatsdRecorder(c config.Statsd, errs prometheus.Counter, newSender func(addr string) (statsd.Sender, error)) (*statsdRecorder, error) {
 	format, err := parseTagFormat(c.TagFormat)
@@ -72,7 +86,7 @@ func newStatsdRecorder(c config.Statsd, errs prometheus.Counter, newSender func(
 		return nil, err
 	}
 	if newSender == nil {
-		newSender = statsd.NewSimpleSender
+		newSender = udpSender
 	}
 	udp, err := newSender(c.Endpoint)
 	if err != nil {

@@ -300,3 +300,25 @@ ragwatch_requests_total{service="support-bot"} 800
 		t.Error(err)
 	}
 }
+
+// TestStatsdHostName: an endpoint given by host name (resolved again every ResolveInterval)
+// reaches the server too.
+func TestStatsdHostName(t *testing.T) {
+	conn := listenUDP(t)
+	_, port, _ := net.SplitHostPort(conn.LocalAddr().String())
+	s, _ := newTestSignals(t, 10, statsdExporters(net.JoinHostPort("localhost", port), "datadog"))
+	ctx := context.Background()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ConsumeFeedback(ctx, &record.Record{TraceID: traceA, Service: "a", Feedback: &record.Feedback{Score: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := "rag.user_feedback:0|g|#service:a\nrag.feedback:1|c|#service:a,sentiment:neutral"
+	if got := readPackets(t, conn, 1); got[0] != want {
+		t.Errorf("packet %q, want %q", got[0], want)
+	}
+}
