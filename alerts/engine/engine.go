@@ -2,12 +2,14 @@ package engine
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -352,13 +354,21 @@ func copyMap(m map[string]string) map[string]string {
 	return out
 }
 
-// persisted is one rule's saved state.
+// persisted is one rule instance's saved state.
 type persisted struct {
-	Version   int                  `json:"version"`
-	Instances map[string]*instance `json:"instances"`
+	Version  int       `json:"version"`
+	Service  string    `json:"service"`
+	Instance *instance `json:"instance"`
 }
 
-// Save writes every rule's state to the store.
+// stateKey is the store key of a rule's state for a service: "<slo|drift>.<name>.<service in
+// base64url>" (the service may hold characters KV keys do not allow; the encoding has no dot).
+func stateKey(r *rule, service string) string {
+	return r.storeKey() + "." + base64.RawURLEncoding.EncodeToString([]byte(service))
+}
+
+// Save writes every rule instance's state to the store, one key each, so that no value grows
+// with the number of services.
 func (e *Engine) Save(ctx context.Context) error {
 	if e.store == nil {
 		return nil
@@ -369,21 +379,21 @@ func (e *Engine) Save(ctx context.Context) error {
 		data []byte
 	}
 	var items []item
+	var errs []error
 	e.mu.Lock()
 	for _, r := range e.rules {
-		for _, in := range r.instances {
+		for _, service := range sortedKeys(r.instances) {
+			in := r.instances[service]
 			r.stripOldExemplars(in, now)
+			data, err := json.Marshal(persisted{Version: 1, Service: service, Instance: in})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("encode alert state %s: %w", stateKey(r, service), err))
+				continue
+			}
+			items = append(items, item{stateKey(r, service), data})
 		}
-		data, err := json.Marshal(persisted{Version: 1, Instances: r.instances})
-		if err != nil {
-			e.mu.Unlock()
-			e.m.saves.WithLabelValues("error").Inc()
-			return fmt.Errorf("encode alert state %s: %w", r.storeKey(), err)
-		}
-		items = append(items, item{r.storeKey(), data})
 	}
 	e.mu.Unlock()
-	var errs []error
 	for _, it := range items {
 		if err := e.store.Save(ctx, it.key, it.data); err != nil {
 			errs = append(errs, err)
@@ -405,23 +415,32 @@ func (e *Engine) Load(ctx context.Context) error {
 	}
 	var errs []error
 	for _, r := range e.rules {
-		data, err := e.store.Load(ctx, r.storeKey())
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
+		prefix := r.storeKey() + "."
+		keys, err := e.store.List(ctx, prefix)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		var p persisted
-		if err := json.Unmarshal(data, &p); err != nil || p.Version != 1 {
-			e.logger.Warn("dropping unreadable alert state", "key", r.storeKey(), "error", err)
-			continue
-		}
-		e.mu.Lock()
-		for service, in := range p.Instances {
-			if in == nil || !r.compatible(in) {
-				e.logger.Warn("dropping alert state from another window configuration", "key", r.storeKey(), "service", service)
+		for _, key := range keys {
+			if strings.Contains(strings.TrimPrefix(key, prefix), ".") {
+				continue // another rule whose name extends this one's
+			}
+			data, err := e.store.Load(ctx, key)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			var p persisted
+			if err := json.Unmarshal(data, &p); err != nil || p.Version != 1 || p.Instance == nil {
+				e.logger.Warn("dropping unreadable alert state", "key", key, "error", err)
+				continue
+			}
+			in := p.Instance
+			if !r.compatible(in) {
+				e.logger.Warn("dropping alert state from another window configuration", "key", key)
 				continue
 			}
 			if in.Machines == nil {
@@ -433,10 +452,11 @@ func (e *Engine) Load(ctx context.Context) error {
 			for _, a := range in.Last {
 				a.Notifiers = r.notifiers
 			}
-			r.instances[service] = in
-			e.instance(r, service)
+			e.mu.Lock()
+			r.instances[p.Service] = in
+			e.instance(r, p.Service)
+			e.mu.Unlock()
 		}
-		e.mu.Unlock()
 	}
 	return errors.Join(errs...)
 }

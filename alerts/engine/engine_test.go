@@ -708,7 +708,7 @@ func TestLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := store.Load(context.Background(), "slo.cp"); err != nil {
+	if _, err := store.Load(context.Background(), "slo.cp.cw"); err != nil { // base64url("s")
 		t.Fatalf("state not saved on shutdown: %v", err)
 	}
 }

@@ -52,6 +52,9 @@ func TestRestartKeepsStateInJetStreamKV(t *testing.T) {
 	if _, err := store.Load(context.Background(), "slo.none"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing key: %v", err)
 	}
+	if keys, err := store.List(context.Background(), "slo."); err != nil || len(keys) != 0 {
+		t.Fatalf("empty bucket list: %v %v", keys, err)
+	}
 	h := newHarness(t, thresholdCfg, store)
 	for i := 0; i < 60; i++ {
 		h.score(t, "citation_precision", fmt.Sprint("b", i), 0.4, 1)
@@ -64,6 +67,9 @@ func TestRestartKeepsStateInJetStreamKV(t *testing.T) {
 	firedAt := h.clk.Now()
 	if err := h.e.Save(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	if keys, err := store.List(context.Background(), "slo.cp."); err != nil || len(keys) != 1 || keys[0] != "slo.cp.c2VhcmNo" {
+		t.Fatalf("keys = %v %v, want [slo.cp.c2VhcmNo] (base64url of search)", keys, err)
 	}
 	stop()
 

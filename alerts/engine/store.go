@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -12,10 +14,13 @@ import (
 // ErrNotFound is returned by Store.Load for a key never saved.
 var ErrNotFound = errors.New("alert state not found")
 
-// Store persists window state across restarts, one value per SLO or detector.
+// Store persists window state across restarts, one value per SLO or detector and service.
+// Keys use only the characters JetStream KV allows ([-/_=.a-zA-Z0-9]).
 type Store interface {
 	Load(ctx context.Context, key string) ([]byte, error)
 	Save(ctx context.Context, key string, data []byte) error
+	// List returns the keys starting with prefix.
+	List(ctx context.Context, prefix string) ([]string, error)
 }
 
 // KVStore keeps state in a JetStream key-value bucket.
@@ -41,6 +46,23 @@ func (s KVStore) Save(ctx context.Context, key string, data []byte) error {
 		return fmt.Errorf("save alert state %s: %w", key, err)
 	}
 	return nil
+}
+
+// List implements Store.
+func (s KVStore) List(ctx context.Context, prefix string) ([]string, error) {
+	l, err := s.KV.ListKeysFiltered(ctx, prefix+">")
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list alert state %s: %w", prefix, err)
+	}
+	defer func() { _ = l.Stop() }()
+	var keys []string
+	for k := range l.Keys() {
+		keys = append(keys, k)
+	}
+	return keys, nil
 }
 
 // MemStore keeps state in memory (tests, and runs without NATS).
@@ -69,6 +91,20 @@ func (s *MemStore) Save(_ context.Context, key string, data []byte) error {
 	}
 	s.m[key] = append([]byte(nil), data...)
 	return nil
+}
+
+// List implements Store.
+func (s *MemStore) List(_ context.Context, prefix string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []string
+	for k := range s.m {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys, nil
 }
 
 var (

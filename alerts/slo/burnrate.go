@@ -112,7 +112,10 @@ func Resolutions(pairs []config.BurnRateWindow, period time.Duration) (fineWidth
 }
 
 // ThresholdWidth is the bucket width of a threshold SLO's window: a tenth of it, at most a
-// minute, at least a second.
+// minute, at least a second; windows over an hour use 60 buckets so memory stays bounded.
 func ThresholdWidth(window time.Duration) time.Duration {
+	if window > time.Hour {
+		return (window / 60).Truncate(time.Second)
+	}
 	return max(time.Second, min(time.Minute, (window/10).Truncate(time.Second)))
 }

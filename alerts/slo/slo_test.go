@@ -120,6 +120,12 @@ func TestBurnRate(t *testing.T) {
 	if got := BudgetRemaining(long, 0.9); !near(got, 1-0.2/0.1) {
 		t.Fatalf("budget remaining = %v, want -1", got)
 	}
+	for w, want := range map[time.Duration]time.Duration{5 * time.Second: time.Second, 5 * time.Minute: 30 * time.Second,
+		15 * time.Minute: time.Minute, time.Hour: time.Minute, 24 * time.Hour: 24 * time.Minute} {
+		if got := ThresholdWidth(w); got != want {
+			t.Errorf("ThresholdWidth(%s) = %s, want %s", w, got, want)
+		}
+	}
 	fw, fs, cw, cs := Resolutions(config.DefaultBurnRates(), 30*24*time.Hour)
 	if fw != time.Minute || fs != 6*time.Hour || cw != time.Hour || cs != 30*24*time.Hour {
 		t.Fatalf("resolutions = %v %v %v %v", fw, fs, cw, cs)
