@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/app"
+)
+
+func init() {
+	register("run", "run the sidecar: OTLP in, records assembled, signals out", runCommand)
+}
+
+func runCommand(ctx context.Context, args []string, _, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var path, logFormat, logLevel string
+	fs.StringVar(&path, "c", "", "config file (YAML); none runs on the defaults")
+	fs.StringVar(&path, "config", "", "same as -c")
+	fs.StringVar(&logFormat, "log-format", "", "log format: json or text (default from the config: text)")
+	fs.StringVar(&logLevel, "log-level", "", "log level: debug, info, warn or error (default from the config: info)")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "how long a graceful shutdown may take")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ragwatch run: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "ragwatch run: invalid config:\n%s\n", indent(err.Error()))
+		return 1
+	}
+	if logFormat != "" {
+		cfg.Log.Format = logFormat
+	}
+	if logLevel != "" {
+		cfg.Log.Level = logLevel
+	}
+	logger, err := newLogger(stderr, cfg.Log)
+	if err != nil {
+		fmt.Fprintf(stderr, "ragwatch run: %v\n", err)
+		return 2
+	}
+	source := path
+	if source == "" {
+		source = "defaults"
+	}
+	logger.Info("starting ragwatch", "version", version, "config", source)
+
+	a, err := app.New(cfg, logger)
+	if err != nil {
+		logger.Error("cannot build the pipeline", "err", err)
+		return 1
+	}
+	if err := a.Start(ctx); err != nil {
+		logger.Error("cannot start", "err", err)
+		return 1
+	}
+	<-ctx.Done()
+	logger.Info("shutting down: stopping intake, assembling held traces, flushing exporters", "timeout", *shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *shutdownTimeout)
+	defer cancel()
+	start := time.Now()
+	if err := a.Shutdown(sctx); err != nil {
+		logger.Error("shutdown incomplete", "err", err, "took", time.Since(start))
+		return 1
+	}
+	logger.Info("stopped", "took", time.Since(start))
+	return 0
+}
+
+// newLogger builds the process logger from the `log` config section.
+func newLogger(w io.Writer, c config.Log) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
+		return nil, fmt.Errorf("log level must be debug, info, warn or error, got %q", c.Level)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.Format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("log format must be json or text, got %q", c.Format)
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/ragwatch/ragwatch/config"
+)
+
+func init() {
+	register("validate", "check a config file and print every problem", validateCommand)
+}
+
+func validateCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var path string
+	fs.StringVar(&path, "c", "", "config file (YAML) to check")
+	fs.StringVar(&path, "config", "", "same as -c")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if path == "" && fs.NArg() == 1 {
+		path = fs.Arg(0)
+	}
+	if path == "" {
+		fmt.Fprintln(stderr, "usage: ragwatch validate -c ragwatch.yaml")
+		return 2
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "ragwatch validate: %v\n", err)
+		return 1
+	}
+	if _, err := config.Parse(data); err != nil {
+		problems := strings.Split(err.Error(), "\n")
+		for _, p := range problems {
+			fmt.Fprintf(stdout, "%s: %s\n", path, p)
+		}
+		fmt.Fprintf(stdout, "%d problem%s found\n", len(problems), plural(len(problems)))
+		return 1
+	}
+	fmt.Fprintln(stdout, "config OK")
+	return 0
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

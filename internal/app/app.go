@@ -1,0 +1,293 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/ragwatch/ragwatch/collector/assemble"
+	"github.com/ragwatch/ragwatch/collector/ingest"
+	"github.com/ragwatch/ragwatch/collector/otlp"
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/collector/signals"
+	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/httpapi"
+	"github.com/ragwatch/ragwatch/internal/labels"
+)
+
+// Option adjusts how the App is built; tests use them to observe the pipeline.
+type Option func(*options)
+
+type options struct {
+	registry *prometheus.Registry
+	sinks    []record.Consumer
+	now      func() time.Time
+}
+
+// WithRegistry uses reg instead of a fresh registry (Go and process collectors are added to
+// it either way).
+func WithRegistry(reg *prometheus.Registry) Option { return func(o *options) { o.registry = reg } }
+
+// WithRecordSink appends c as the last stage of the record fan-out: it sees every record the
+// assembler or the API produces, after every other stage.
+func WithRecordSink(c record.Consumer) Option {
+	return func(o *options) { o.sinks = append(o.sinks, c) }
+}
+
+// WithClock sets the clock of the stages that take one.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// component is one part with a lifecycle. Components start in the order they are added and
+// shut down in reverse.
+type component struct {
+	name     string
+	start    func(context.Context) error
+	shutdown func(context.Context) error
+}
+
+// App is a built ragwatch pipeline.
+type App struct {
+	cfg *config.Config
+	log *slog.Logger
+
+	// Registry holds every ragwatch metric plus the Go and process collectors.
+	Registry *prometheus.Registry
+	// Services is the one bounded set of service label values of the process.
+	Services *labels.ServiceSet
+	// Ingest counts intake for every receiver.
+	Ingest *ingest.Metrics
+
+	Signals   *signals.Signals
+	Assembler *assemble.Assembler
+	Receivers *otlp.Receiver
+	HTTP      *httpapi.Server
+
+	// Records is the record fan-out: what the assembler and POST /api/v1/records feed.
+	Records record.Fanout
+	// Feedback receives feedback joined after its record.
+	Feedback feedbackFanout
+
+	components []component
+
+	mu      sync.Mutex // guards started and stopped
+	started int        // components started, for undoing a half-done Start
+	stopped bool
+}
+
+// New builds the pipeline from cfg without starting anything. cfg must be valid
+// (config.Load validates).
+func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	reg := o.registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	if err := registerRuntime(reg); err != nil {
+		return nil, err
+	}
+	a := &App{
+		cfg:      cfg,
+		log:      logger,
+		Registry: reg,
+		Services: labels.NewServiceSet(cfg.Signals.MaxServices),
+		Ingest:   ingest.NewMetrics(reg),
+	}
+
+	// --- Back of the pipeline: the record consumers. -----------------------------------------
+	sig, err := signals.New(signals.Settings{
+		Signals:    cfg.Signals,
+		Exporters:  cfg.Exporters,
+		Services:   a.Services,
+		Registerer: reg,
+		Logger:     logger.With("component", "signals"),
+		Now:        o.now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build signals: %w", err)
+	}
+	a.Signals = sig
+	a.add("signals", sig.Start, sig.Shutdown)
+
+	// Record stages, in the order each record visits them. Append new stages here, each built
+	// with what it needs above this line and started through a.add so it runs before the
+	// assembler and receivers start and stops after they drain.
+	a.Records = record.Fanout{
+		sig, // online signals: Prometheus, statsd, OTLP metrics
+	}
+	// Feedback joined after its record goes to the same kind of list.
+	a.Feedback = feedbackFanout{
+		sig,
+	}
+	// The assembler and the API hold &a.Records, so stages appended anywhere in New are seen;
+	// nothing may be appended after New returns (the fan-out is read without a lock).
+
+	// --- Middle: the assembler turns spans into records. -------------------------------------
+	asm, err := assemble.New(assemble.Settings{
+		Config:     cfg.Assembly,
+		Next:       &a.Records,
+		Feedback:   &a.Feedback,
+		Registerer: reg,
+		Logger:     logger.With("component", "assemble"),
+		Now:        o.now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build assembler: %w", err)
+	}
+	a.Assembler = asm
+	a.add("assembler", asm.Start, asm.Shutdown)
+
+	// --- Front: the HTTP server and the receivers. -------------------------------------------
+	srv, err := httpapi.New(httpapi.Settings{
+		Endpoint: cfg.HTTP.Endpoint,
+		Gatherer: reg,
+		Records:  &a.Records,
+		Metrics:  a.Ingest,
+		Logger:   logger.With("component", "http"),
+		Now:      o.now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build HTTP server: %w", err)
+	}
+	a.HTTP = srv
+	a.add("http", srv.Start, srv.Shutdown)
+
+	rcv, err := otlp.New(otlp.Settings{
+		GRPCEndpoint: cfg.Receivers.OTLP.GRPC.Endpoint,
+		HTTPEndpoint: cfg.Receivers.OTLP.HTTP.Endpoint,
+		Limits:       otlp.Limits{MaxRequestBytes: cfg.Receivers.OTLP.MaxRequestBytes},
+		Next:         asm,
+		Metrics:      a.Ingest,
+		Logger:       logger.With("component", "otlp"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build OTLP receivers: %w", err)
+	}
+	a.Receivers = rcv
+	srv.AddReadinessCheck("otlp", rcv.Ready)
+	a.add("otlp receivers", rcv.Start, rcv.Shutdown)
+
+	// Test sinks see each record after every real stage.
+	a.Records = append(a.Records, o.sinks...)
+	return a, nil
+}
+
+func registerRuntime(reg *prometheus.Registry) error {
+	for _, c := range []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return fmt.Errorf("register runtime metrics: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// add appends a component; components start in the order added and stop in reverse.
+func (a *App) add(name string, start, shutdown func(context.Context) error) {
+	a.components = append(a.components, component{name: name, start: start, shutdown: shutdown})
+}
+
+// Start starts every component, back of the pipeline first. On failure it shuts down what
+// started and returns both errors.
+func (a *App) Start(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.started > 0 || a.stopped {
+		return errors.New("app: Start called twice")
+	}
+	for _, c := range a.components {
+		if err := c.start(ctx); err != nil {
+			err = fmt.Errorf("start %s: %w", c.name, err)
+			return errors.Join(err, a.shutdownLocked(ctx))
+		}
+		a.started++
+	}
+	a.log.Info("ragwatch running",
+		"otlp_grpc", addrString(a.Receivers.GRPCAddr()),
+		"otlp_http", addrString(a.Receivers.HTTPAddr()),
+		"http", addrString(a.HTTP.Addr()))
+	return nil
+}
+
+// Shutdown stops the components front first: receivers and the API stop accepting, the
+// assembler assembles and delivers what it holds, then the record stages flush. It is
+// idempotent and safe without Start.
+func (a *App) Shutdown(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.shutdownLocked(ctx)
+}
+
+func (a *App) shutdownLocked(ctx context.Context) error {
+	if a.stopped {
+		return nil
+	}
+	a.stopped = true
+	var errs []error
+	// Every component is shut down, started or not: shutdown is safe without start and
+	// releases what New set up.
+	for i := len(a.components) - 1; i >= 0; i-- {
+		c := a.components[i]
+		start := time.Now()
+		if err := c.shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", c.name, err))
+		}
+		a.log.Debug("stopped", "component", c.name, "took", time.Since(start))
+	}
+	return errors.Join(errs...)
+}
+
+// Addrs are where the App listens, for logs and tests.
+type Addrs struct {
+	OTLPGRPC, OTLPHTTP, HTTP string
+}
+
+// Addrs returns the bound addresses ("" when disabled or not started).
+func (a *App) Addrs() Addrs {
+	return Addrs{
+		OTLPGRPC: addrString(a.Receivers.GRPCAddr()),
+		OTLPHTTP: addrString(a.Receivers.HTTPAddr()),
+		HTTP:     addrString(a.HTTP.Addr()),
+	}
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
+
+// feedbackFanout hands late feedback to every consumer and joins their errors.
+type feedbackFanout []record.FeedbackConsumer
+
+// ConsumeFeedback implements record.FeedbackConsumer.
+func (f *feedbackFanout) ConsumeFeedback(ctx context.Context, r *record.Record) error {
+	var errs []error
+	for _, c := range *f {
+		if err := c.ConsumeFeedback(ctx, r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
