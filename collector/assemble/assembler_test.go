@@ -1,0 +1,381 @@
+package assemble
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/goleak"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/config"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type sink struct {
+	mu       sync.Mutex
+	records  []*record.Record
+	feedback []*record.Record
+	err      error
+}
+
+func (s *sink) ConsumeRecord(_ context.Context, r *record.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records = append(s.records, r)
+	return s.err
+}
+
+func (s *sink) ConsumeFeedback(_ context.Context, r *record.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.feedback = append(s.feedback, r)
+	return nil
+}
+
+func (s *sink) got() ([]*record.Record, []*record.Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*record.Record(nil), s.records...), append([]*record.Record(nil), s.feedback...)
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) set(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = base.Add(d)
+	return c.t
+}
+
+type harness struct {
+	a   *Assembler
+	out *sink
+	reg *prometheus.Registry
+	clk *clock
+}
+
+func newHarness(t *testing.T, cfg config.Assembly) *harness {
+	t.Helper()
+	h := &harness{out: &sink{}, reg: prometheus.NewRegistry(), clk: &clock{t: base}}
+	a, err := New(Settings{Config: cfg, Next: h.out, Feedback: h.out, Registerer: h.reg, Now: h.clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.a = a
+	return h
+}
+
+func defaultCfg() config.Assembly {
+	return config.Assembly{Wait: 2 * time.Second, Timeout: 60 * time.Second, MaxTraces: 100, MaxBytes: 64 << 20}
+}
+
+// consumeAt delivers spans at clock offset d.
+func (h *harness) consumeAt(t *testing.T, d time.Duration, td ptrace.Traces) {
+	t.Helper()
+	h.clk.set(d)
+	if err := h.a.ConsumeTraces(context.Background(), td); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// processAt runs the worker's step at clock offset d.
+func (h *harness) processAt(t *testing.T, d time.Duration) {
+	t.Helper()
+	if err := h.a.process(context.Background(), h.clk.set(d), false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *harness) count(name, label string) float64 {
+	switch name {
+	case "records":
+		return testutil.ToFloat64(h.a.m.records.WithLabelValues(label))
+	case "evicted":
+		return testutil.ToFloat64(h.a.m.evicted.WithLabelValues(label))
+	case "late":
+		return testutil.ToFloat64(h.a.m.late)
+	}
+	panic(name)
+}
+
+// Spans of a small OpenInference turn, by role.
+func rootSpan(end time.Duration) sp {
+	return sp{id: 1, name: "chain", start: 0, end: end, attrs: map[string]any{"openinference.span.kind": "CHAIN", "input.value": "q"}}
+}
+
+func retrieverSpan() sp {
+	return sp{id: 2, parent: 1, name: "retriever", start: ms(10), end: ms(50), attrs: map[string]any{
+		"openinference.span.kind": "RETRIEVER", "retrieval.documents.0.document.id": "d1", "retrieval.documents.0.document.content": "c",
+	}}
+}
+
+func llmSpan(start, end time.Duration) sp {
+	return sp{id: 3, parent: 1, name: "llm", start: start, end: end, attrs: map[string]any{
+		"openinference.span.kind": "LLM", "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": "a",
+	}}
+}
+
+func TestRootPlusWait(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	h.consumeAt(t, 0, build(t, 1, "s", retrieverSpan(), llmSpan(ms(60), ms(900))))
+	h.consumeAt(t, time.Second, build(t, 1, "s", rootSpan(ms(950))))
+	h.processAt(t, 3*time.Second-time.Nanosecond)
+	if recs, _ := h.out.got(); len(recs) != 0 || h.a.Held() != 1 {
+		t.Fatalf("assembled before root+wait: %d records, %d held", len(recs), h.a.Held())
+	}
+	h.processAt(t, 3*time.Second)
+	recs, _ := h.out.got()
+	if len(recs) != 1 || recs[0].Answer != "a" || len(recs[0].Documents) != 1 || recs[0].Query != "q" {
+		t.Fatalf("records: %s", js(recs))
+	}
+	if h.a.Held() != 0 || h.count("records", OutcomeAssembled) != 1 || h.count("records", OutcomePartial) != 0 {
+		t.Fatalf("held %d, assembled %v", h.a.Held(), h.count("records", OutcomeAssembled))
+	}
+	if got := testutil.ToFloat64(h.a.m.held); got != 0 {
+		t.Fatalf("held gauge %v", got)
+	}
+}
+
+func TestTimeoutWithoutRoot(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	h.consumeAt(t, 5*time.Second, build(t, 1, "s", retrieverSpan(), llmSpan(ms(60), ms(900))))
+	h.processAt(t, 65*time.Second-time.Nanosecond)
+	if recs, _ := h.out.got(); len(recs) != 0 {
+		t.Fatalf("assembled before the timeout")
+	}
+	h.processAt(t, 65*time.Second)
+	recs, _ := h.out.got()
+	want := []*record.Record{{
+		TraceID: tidHex(1), Service: "s", Time: base.Add(ms(10)),
+		Documents: []record.Document{{ID: "d1", Content: "c"}}, Answer: "a",
+		Latency: record.Latency{Retrieval: 40, Generation: 840, Total: 890},
+	}}
+	sameRecords(t, recs, want)
+	if h.count("records", OutcomePartial) != 1 || h.count("records", OutcomeAssembled) != 0 {
+		t.Fatalf("outcomes: partial %v assembled %v", h.count("records", OutcomePartial), h.count("records", OutcomeAssembled))
+	}
+}
+
+// A retriever span ends (and is exported) long before the LLM span: nothing is assembled until
+// the root (which ends last) and its wait have passed.
+func TestSlowLLMAfterRetriever(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	h.consumeAt(t, 0, build(t, 1, "s", retrieverSpan()))
+	h.processAt(t, 10*time.Second)
+	if recs, _ := h.out.got(); len(recs) != 0 {
+		t.Fatal("assembled a retrieval alone")
+	}
+	h.consumeAt(t, 20*time.Second, build(t, 1, "s", llmSpan(ms(60), 20*time.Second), rootSpan(20*time.Second)))
+	h.processAt(t, 22*time.Second-time.Nanosecond)
+	if recs, _ := h.out.got(); len(recs) != 0 {
+		t.Fatal("assembled before wait")
+	}
+	h.processAt(t, 22*time.Second)
+	recs, _ := h.out.got()
+	if len(recs) != 1 || recs[0].Answer != "a" || len(recs[0].Documents) != 1 {
+		t.Fatalf("records: %s", js(recs))
+	}
+}
+
+// The local root and the retriever arrive but the generation runs in another process and comes
+// later: the trace is held past root+wait until the generation arrives (plus wait).
+func TestGenerationFromAnotherProcess(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	h.consumeAt(t, 0, build(t, 1, "s", rootSpan(ms(900)), retrieverSpan()))
+	h.processAt(t, 2*time.Second)
+	if recs, _ := h.out.got(); len(recs) != 0 || h.a.Held() != 1 {
+		t.Fatalf("assembled a turn before its generation could arrive")
+	}
+	remote := llmSpan(ms(60), ms(890))
+	remote.kind = ptrace.SpanKindServer
+	remote.remote = true
+	h.consumeAt(t, 10*time.Second, build(t, 1, "llm-gateway", remote))
+	h.processAt(t, 12*time.Second-time.Nanosecond)
+	if recs, _ := h.out.got(); len(recs) != 0 {
+		t.Fatal("assembled before the generation's wait")
+	}
+	h.processAt(t, 12*time.Second)
+	recs, _ := h.out.got()
+	if len(recs) != 1 || recs[0].Answer != "a" || recs[0].Service != "s" {
+		t.Fatalf("records: %s", js(recs))
+	}
+	if h.count("records", OutcomeAssembled) != 1 {
+		t.Fatal("not counted as assembled")
+	}
+
+	// With no generation at all, the trace is assembled at its timeout.
+	h.consumeAt(t, 100*time.Second, build(t, 2, "s", rootSpan(ms(900)), retrieverSpan()))
+	h.processAt(t, 160*time.Second-time.Nanosecond)
+	if recs, _ := h.out.got(); len(recs) != 1 {
+		t.Fatal("retrieval-only trace assembled before its timeout")
+	}
+	h.processAt(t, 160*time.Second)
+	if recs, _ := h.out.got(); len(recs) != 2 || recs[1].Answer != "" || len(recs[1].Documents) != 1 {
+		t.Fatalf("retrieval-only record: %s", js(recs))
+	}
+}
+
+func TestEvictionAtMaxTraces(t *testing.T) {
+	cfg := defaultCfg()
+	cfg.MaxTraces = 2
+	h := newHarness(t, cfg)
+	for i := byte(1); i <= 3; i++ {
+		h.consumeAt(t, time.Duration(i)*time.Second, build(t, i, "s", retrieverSpan(), llmSpan(ms(60), ms(900))))
+	}
+	if h.a.Held() != 2 || h.count("evicted", EvictMaxTraces) != 1 {
+		t.Fatalf("held %d, evicted %v", h.a.Held(), h.count("evicted", EvictMaxTraces))
+	}
+	h.processAt(t, 3*time.Second) // nothing due yet: only the evicted trace is assembled
+	recs, _ := h.out.got()
+	if len(recs) != 1 || recs[0].TraceID != tidHex(1) || h.count("records", OutcomePartial) != 1 {
+		t.Fatalf("evicted trace: %s", js(recs))
+	}
+	// A span of the evicted trace arriving now is late, not a new trace.
+	h.consumeAt(t, 4*time.Second, build(t, 1, "s", rootSpan(ms(950))))
+	if h.a.Held() != 2 || h.count("late", "") != 1 {
+		t.Fatalf("held %d, late %v", h.a.Held(), h.count("late", ""))
+	}
+}
+
+func TestEvictionAtMaxBytes(t *testing.T) {
+	cfg := defaultCfg()
+	one := build(t, 1, "s", retrieverSpan(), llmSpan(ms(60), ms(900)))
+	var size int64
+	for _, s := range FromTraces(one, nil) {
+		size += s.size()
+	}
+	cfg.MaxBytes = 2*size + size/2
+	h := newHarness(t, cfg)
+	for i := byte(1); i <= 3; i++ {
+		h.consumeAt(t, time.Duration(i)*time.Second, build(t, i, "s", retrieverSpan(), llmSpan(ms(60), ms(900))))
+	}
+	if h.a.Held() != 2 || h.count("evicted", EvictMaxBytes) != 1 {
+		t.Fatalf("held %d, evicted %v", h.a.Held(), h.count("evicted", EvictMaxBytes))
+	}
+	if got := testutil.ToFloat64(h.a.m.heldBytes); got != float64(2*size) {
+		t.Fatalf("held bytes %v, want %v", got, 2*size)
+	}
+}
+
+func TestShutdownFlushesWithoutStart(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	h.consumeAt(t, 0, build(t, 1, "s", rootSpan(ms(950)), retrieverSpan(), llmSpan(ms(60), ms(900))))
+	h.consumeAt(t, 0, build(t, 2, "s", retrieverSpan(), llmSpan(ms(60), ms(900))))
+	h.consumeAt(t, 0, build(t, 3, "s", sp{id: 1, name: "GET /", kind: ptrace.SpanKindServer, end: ms(1)}))
+	if err := h.a.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := h.out.got()
+	if len(recs) != 2 || h.a.Held() != 0 {
+		t.Fatalf("records %d, held %d", len(recs), h.a.Held())
+	}
+	if h.count("records", OutcomeAssembled) != 1 || h.count("records", OutcomePartial) != 1 || h.count("records", OutcomeNotRAG) != 1 {
+		t.Fatalf("outcomes %v %v %v", h.count("records", OutcomeAssembled), h.count("records", OutcomePartial), h.count("records", OutcomeNotRAG))
+	}
+	if err := h.a.Shutdown(context.Background()); err != nil {
+		t.Fatal("second shutdown:", err)
+	}
+	if recs, _ := h.out.got(); len(recs) != 2 {
+		t.Fatal("second shutdown delivered again")
+	}
+}
+
+func TestLateFeedbackIsForwarded(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	h.consumeAt(t, 0, build(t, 1, "s", rootSpan(ms(950)), retrieverSpan(), llmSpan(ms(60), ms(900))))
+	h.processAt(t, 2*time.Second)
+	h.consumeAt(t, 30*time.Second, build(t, 1, "s", sp{id: 9, parent: 1, name: "feedback", start: 30 * time.Second, end: 30 * time.Second, attrs: map[string]any{
+		"rag.feedback": "thumbs_down",
+	}}))
+	h.processAt(t, 30*time.Second)
+	_, fbs := h.out.got()
+	want := []*record.Record{{TraceID: tidHex(1), Service: "s", Time: base.Add(30 * time.Second), Feedback: &record.Feedback{Score: -1, Time: base.Add(30 * time.Second)}}}
+	if len(fbs) != 1 || fbs[0].TraceID != want[0].TraceID || fbs[0].Service != "s" || !fbs[0].Time.Equal(want[0].Time) || !fbs[0].Feedback.Time.Equal(want[0].Feedback.Time) || fbs[0].Feedback.Score != -1 {
+		t.Fatalf("feedback: %s", js(fbs))
+	}
+	if h.count("late", "") != 1 || h.count("records", OutcomeFeedback) != 1 {
+		t.Fatalf("late %v feedback %v", h.count("late", ""), h.count("records", OutcomeFeedback))
+	}
+}
+
+func TestConsumerErrorsAreCounted(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	h.out.err = errors.New("downstream full")
+	h.consumeAt(t, 0, build(t, 1, "s", rootSpan(ms(950)), retrieverSpan(), llmSpan(ms(60), ms(900))))
+	if err := h.a.Shutdown(context.Background()); err == nil {
+		t.Fatal("Shutdown hid the consumer error")
+	}
+	if got := testutil.ToFloat64(h.a.m.deliveryErrors.WithLabelValues("records")); got != 1 {
+		t.Fatalf("delivery errors %v", got)
+	}
+}
+
+// The background worker assembles on its own; Start→Shutdown→Start works and leaks nothing.
+func TestWorkerLifecycle(t *testing.T) {
+	cfg := defaultCfg()
+	cfg.Wait = 0
+	out := &sink{}
+	a, err := New(Settings{Config: cfg, Next: out, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for round := 1; round <= 2; round++ {
+		if err := a.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Start(ctx); err != nil {
+			t.Fatal("second Start:", err)
+		}
+		if err := a.ConsumeTraces(ctx, build(t, byte(round), "s", rootSpan(ms(950)), retrieverSpan(), llmSpan(ms(60), ms(900)))); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if recs, _ := out.got(); len(recs) == round {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: worker did not assemble", round)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := a.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestNewRejectsBadSettings(t *testing.T) {
+	if _, err := New(Settings{Config: defaultCfg()}); err == nil || err.Error() != "assemble: Next consumer is required" {
+		t.Fatalf("err = %v", err)
+	}
+	bad := defaultCfg()
+	bad.MaxTraces = 0
+	if _, err := New(Settings{Config: bad, Next: record.Discard}); err == nil {
+		t.Fatal("accepted max_traces 0")
+	}
+	reg := prometheus.NewRegistry()
+	if _, err := New(Settings{Config: defaultCfg(), Next: record.Discard, Registerer: reg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Settings{Config: defaultCfg(), Next: record.Discard, Registerer: reg}); err == nil {
+		t.Fatal("registered the metrics twice without error")
+	}
+}
