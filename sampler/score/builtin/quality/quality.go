@@ -1,0 +1,238 @@
+// Package quality measures how well a faithfulness scorer agrees with human labels on the
+// development data in ../shared/data (BEGIN dev, RAGTruth summary): ROC AUC, and precision,
+// recall and F1 for "hallucinated" at a threshold. The scorer-quality command and the builtin
+// package's regression test share it.
+package quality
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Example is one labelled answer: the context it must be faithful to, and whether humans found
+// it hallucinated (not fully attributable to the context).
+type Example struct {
+	Context      string
+	Answer       string
+	Hallucinated bool
+}
+
+// LoadBEGIN reads begin/<file> (a BEGIN dev TSV): knowledge is the context, response the answer;
+// `Fully attributable` is faithful, `Not fully attributable` and `Generic` are not.
+func LoadBEGIN(path string) ([]Example, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	var out []Example
+	line := 0
+	col := map[string]int{}
+	for sc.Scan() {
+		line++
+		fields := strings.Split(strings.TrimRight(sc.Text(), "\r"), "\t")
+		if line == 1 {
+			for i, name := range fields {
+				col[strings.TrimSpace(name)] = i
+			}
+			for _, need := range []string{"knowledge", "response", "begin_label"} {
+				if _, ok := col[need]; !ok {
+					return nil, fmt.Errorf("%s: header lacks column %q", path, need)
+				}
+			}
+			continue
+		}
+		if len(fields) != len(col) {
+			return nil, fmt.Errorf("%s:%d: %d fields, want %d", path, line, len(fields), len(col))
+		}
+		label := strings.TrimSpace(fields[col["begin_label"]])
+		switch label {
+		case "Fully attributable", "Not fully attributable", "Generic":
+		default:
+			return nil, fmt.Errorf("%s:%d: unknown label %q", path, line, label)
+		}
+		out = append(out, Example{
+			Context:      fields[col["knowledge"]],
+			Answer:       fields[col["response"]],
+			Hallucinated: label != "Fully attributable",
+		})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}
+
+// LoadRAGTruth reads ragtruth_summary.jsonl: each response is an answer to its source; it is
+// hallucinated when one of its labels has implicit_true false.
+func LoadRAGTruth(path string) ([]Example, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	var out []Example
+	for n := 1; ; n++ {
+		var item struct {
+			Source    string `json:"source"`
+			Responses []struct {
+				Response string `json:"response"`
+				Labels   []struct {
+					ImplicitTrue bool `json:"implicit_true"`
+				} `json:"labels"`
+			} `json:"responses"`
+		}
+		if err := dec.Decode(&item); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("%s: item %d: %w", path, n, err)
+		}
+		for _, r := range item.Responses {
+			h := false
+			for _, l := range r.Labels {
+				if !l.ImplicitTrue {
+					h = true
+				}
+			}
+			out = append(out, Example{Context: item.Source, Answer: r.Response, Hallucinated: h})
+		}
+	}
+	return out, nil
+}
+
+// Split is one named evaluation set.
+type Split struct {
+	Name     string
+	Examples []Example
+}
+
+// LoadAll loads the three splits from dir (the shared data directory).
+func LoadAll(dir string) ([]Split, error) {
+	var out []Split
+	for _, s := range []struct{ name, file string }{
+		{"begin-wow", "begin/begin_dev_wow.tsv"},
+		{"begin-cmu", "begin/begin_dev_cmu.tsv"},
+	} {
+		ex, err := LoadBEGIN(filepath.Join(dir, s.file))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Split{Name: s.name, Examples: ex})
+	}
+	ex, err := LoadRAGTruth(filepath.Join(dir, "ragtruth/ragtruth_summary.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	return append(out, Split{Name: "ragtruth-summary", Examples: ex}), nil
+}
+
+// Report holds the agreement of one scorer with the labels of one split.
+type Report struct {
+	N, Hallucinated int
+	// AUC is the ROC AUC of the faithfulness score for telling faithful from hallucinated
+	// answers (ties count half): the chance that a random faithful answer scores above a
+	// random hallucinated one.
+	AUC float64
+	// Precision, Recall and F1 are for "hallucinated", predicted when the score is below the
+	// threshold.
+	Threshold             float64
+	TP, FP, FN            int
+	Precision, Recall, F1 float64
+}
+
+// Evaluate scores every example with score and compares with the labels.
+func Evaluate(examples []Example, threshold float64, score func(Example) float64) Report {
+	scores := make([]float64, len(examples))
+	for i, e := range examples {
+		scores[i] = score(e)
+	}
+	return Compare(examples, scores, threshold)
+}
+
+// Compare computes the report for precomputed scores.
+func Compare(examples []Example, scores []float64, threshold float64) Report {
+	r := Report{N: len(examples), Threshold: threshold}
+	faithful := make([]bool, len(examples))
+	for i, e := range examples {
+		faithful[i] = !e.Hallucinated
+		if e.Hallucinated {
+			r.Hallucinated++
+		}
+		pred := scores[i] < threshold
+		switch {
+		case pred && e.Hallucinated:
+			r.TP++
+		case pred && !e.Hallucinated:
+			r.FP++
+		case !pred && e.Hallucinated:
+			r.FN++
+		}
+	}
+	r.AUC = ROCAUC(scores, faithful)
+	if r.TP+r.FP > 0 {
+		r.Precision = float64(r.TP) / float64(r.TP+r.FP)
+	}
+	if r.TP+r.FN > 0 {
+		r.Recall = float64(r.TP) / float64(r.TP+r.FN)
+	}
+	if r.Precision+r.Recall > 0 {
+		r.F1 = 2 * r.Precision * r.Recall / (r.Precision + r.Recall)
+	}
+	return r
+}
+
+// ROCAUC is the area under the ROC curve of scores for telling positives from negatives, by the
+// Mann-Whitney statistic with tied scores sharing their average rank. It is 0.5 when either
+// class is empty.
+func ROCAUC(scores []float64, positive []bool) float64 {
+	idx := make([]int, len(scores))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case scores[a] < scores[b]:
+			return -1
+		case scores[a] > scores[b]:
+			return 1
+		}
+		return 0
+	})
+	var rankSum float64
+	nPos, nNeg := 0, 0
+	for i := 0; i < len(idx); {
+		j := i
+		for j < len(idx) && (j == i || scores[idx[j]] == scores[idx[i]]) {
+			j++
+		}
+		avg := float64(i+j+1) / 2 // ranks i+1 .. j
+		for k := i; k < j; k++ {
+			if positive[idx[k]] {
+				rankSum += avg
+			}
+		}
+		i = j
+	}
+	for _, p := range positive {
+		if p {
+			nPos++
+		} else {
+			nNeg++
+		}
+	}
+	if nPos == 0 || nNeg == 0 {
+		return 0.5
+	}
+	return (rankSum - float64(nPos)*float64(nPos+1)/2) / (float64(nPos) * float64(nNeg))
+}

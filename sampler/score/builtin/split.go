@@ -1,0 +1,257 @@
+package builtin
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// SplitClaims splits text into claims: sentences, list items and semicolon-separated clauses.
+// A full stop does not end a sentence after a title (Dr., Mr.), an initial (J. K. Rowling),
+// inside a number (3.5) or inside a dotted abbreviation (U.S., e.g.); an ambiguous abbreviation
+// (Inc., U.S., etc.) ends a sentence only when the next word opens one ("The", "It"...).
+// Claims without a content word ("Sure!", "I think so.") are dropped: there is nothing to verify.
+func SplitClaims(text string) []string {
+	var out []string
+	for _, s := range splitSentences(text) {
+		for _, c := range splitClauses(s) {
+			if hasContent(c) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// splitSentences splits text into sentences and list items, keeping content words only in the
+// decision of what to keep to the caller.
+func splitSentences(text string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(stripListMarker(strings.TrimSpace(line)))
+		if line == "" {
+			continue
+		}
+		start := 0
+		for i := 0; i < len(line); i++ {
+			c := line[i]
+			if c != '.' && c != '!' && c != '?' {
+				continue
+			}
+			// Swallow closing quotes, brackets and repeated stops: `done."`, `really?!`.
+			j := i + 1
+			for j < len(line) && strings.IndexByte(".!?\"')]”’", line[j]) >= 0 {
+				if line[j] == ']' || line[j] == ')' {
+					break
+				}
+				j++
+			}
+			if j < len(line) && line[j] != ' ' && line[j] != '\t' {
+				continue // 3.5, U.S.A, e.g.x, example.com
+			}
+			if c == '.' && !endsSentence(line[start:i], line[j:]) {
+				continue
+			}
+			if s := strings.TrimSpace(line[start:j]); s != "" {
+				out = append(out, s)
+			}
+			start = j
+			i = j - 1
+		}
+		if s := strings.TrimSpace(line[start:]); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// endsSentence decides whether a full stop after before (the sentence so far) followed by after
+// ends the sentence.
+func endsSentence(before, after string) bool {
+	word := lastWord(before)
+	next := firstWord(after)
+	if next == "" {
+		return true
+	}
+	lw := strings.ToLower(strings.TrimLeft(word, "(\"'“"))
+	if titles[lw] {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(word)
+	if utf8.RuneCountInString(word) == 1 && unicode.IsUpper(r) {
+		return false // an initial: J. K. Rowling
+	}
+	if ambiguousAbbrev[lw] || strings.Contains(word, ".") {
+		// U.S. / Inc. / etc.: a sentence ends only if the next word typically opens one.
+		return sentenceOpeners[strings.ToLower(strings.Trim(next, "\"'“"))]
+	}
+	nr, _ := utf8.DecodeRuneInString(next)
+	if unicode.IsLower(nr) && (lw == "no" || lw == "vol" || lw == "fig" || lw == "approx") {
+		return false
+	}
+	return true
+}
+
+func lastWord(s string) string {
+	s = strings.TrimRight(s, " ")
+	if k := strings.LastIndexAny(s, " \t"); k >= 0 {
+		return s[k+1:]
+	}
+	return s
+}
+
+func firstWord(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
+var titles = set("mr", "mrs", "ms", "dr", "prof", "sen", "rep", "gov", "gen", "lt", "col",
+	"capt", "sgt", "rev", "st", "mt", "ft", "hon", "pres", "messrs", "mme", "mlle", "vs", "v",
+	"approx", "dept", "est", "fig", "no", "nos", "vol", "pp", "cf", "ca", "al")
+
+var ambiguousAbbrev = set("inc", "ltd", "co", "corp", "jr", "sr", "etc", "bros", "llc", "plc",
+	"jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "a.m",
+	"p.m", "am", "pm")
+
+var sentenceOpeners = set("the", "a", "an", "it", "he", "she", "they", "we", "i", "this",
+	"that", "these", "those", "there", "his", "her", "their", "its", "in", "on", "at", "but",
+	"and", "however", "also", "after", "before", "when", "while", "as", "if", "for", "some",
+	"many", "most", "according", "meanwhile", "then", "so", "yet", "other", "both", "one",
+	"according", "since", "although", "because", "what", "who", "which", "you", "our", "my")
+
+// stripListMarker removes a leading bullet or enumeration: "- ", "* ", "• ", "1. ", "2) ", "a) ".
+func stripListMarker(line string) string {
+	if line == "" {
+		return line
+	}
+	for _, b := range []string{"- ", "* ", "• ", "– ", "— ", "+ "} {
+		if strings.HasPrefix(line, b) {
+			return line[len(b):]
+		}
+	}
+	i := 0
+	for i < len(line) && i < 3 && isDigitByte(line[i]) {
+		i++
+	}
+	if i == 0 && len(line) > 2 && line[0] >= 'a' && line[0] <= 'z' && line[1] == ')' {
+		i = 1
+	}
+	if i > 0 && i+1 < len(line) && (line[i] == '.' || line[i] == ')') && line[i+1] == ' ' {
+		return line[i+2:]
+	}
+	return line
+}
+
+// clauseBreaks are the joints where a long sentence is cut into separately verifiable claims.
+var clauseBreaks = []string{"; ", ", and ", ", but ", ", while ", ", which ", ", who ", ", whereas ", ", although ", ", as well as ", " – ", " — "}
+
+// splitClauses cuts a sentence at semicolons and clause joints (", and ", ", which "...) when
+// both sides hold at least three content words, so that a hallucinated clause cannot hide
+// among supported ones. The pieces are substrings of s.
+func splitClauses(s string) []string {
+	var cuts []int // byte offsets where a new piece starts
+	for i := 0; i < len(s); i++ {
+		for _, sep := range clauseBreaks {
+			if strings.HasPrefix(s[i:], sep) {
+				cuts = append(cuts, i)
+				break
+			}
+		}
+	}
+	if len(cuts) == 0 {
+		return []string{s}
+	}
+	var out []string
+	start := 0
+	for _, cut := range cuts {
+		if contentCount(s[start:cut]) >= 3 && contentCount(s[cut:]) >= 3 {
+			out = append(out, trimClause(s[start:cut]))
+			start = cut
+		}
+	}
+	return append(out, trimClause(s[start:]))
+}
+
+func trimClause(s string) string { return strings.TrimSpace(strings.TrimLeft(s, ";, –—")) }
+
+// hasContent reports whether s says something about the world: a content word that is not a
+// meta word. "Here is a summary of the article in 89 words:" or "Sure!" are about the answer
+// itself and hold nothing to verify.
+func hasContent(s string) bool {
+	for _, t := range tokenize(s) {
+		if !t.stop && !t.num && !metaWords[t.norm] {
+			return true
+		}
+	}
+	return false
+}
+
+// metaWords refer to the answer or its sources rather than to the world.
+var metaWords = set("summary", "summaries", "summarize", "summarise", "summarized", "summarised",
+	"article", "articles", "passage", "passages", "text", "document", "documents", "context",
+	"source", "sources", "excerpt", "words", "word", "here", "sure", "provided", "following",
+	"below", "response", "answer", "question", "based", "brief", "briefly", "concise")
+
+func contentCount(s string) int {
+	n := 0
+	for _, t := range tokenize(s) {
+		if !t.stop || t.num {
+			n++
+		}
+	}
+	return n
+}
+
+// stripMarkers removes citation markers ([1], [2, 3], [doc-id]) so they neither count as numbers
+// nor as words of a claim.
+func stripMarkers(s string, isID func(string) bool) string {
+	if strings.IndexByte(s, '[') < 0 {
+		return s
+	}
+	var b strings.Builder
+	rest := s
+	for {
+		open := strings.IndexByte(rest, '[')
+		if open < 0 {
+			b.WriteString(rest)
+			break
+		}
+		end := strings.IndexByte(rest[open:], ']')
+		if end < 0 {
+			b.WriteString(rest)
+			break
+		}
+		inner := rest[open+1 : open+end]
+		if isMarker(inner, isID) {
+			b.WriteString(strings.TrimRight(rest[:open], " "))
+		} else {
+			b.WriteString(rest[:open+end+1])
+		}
+		rest = rest[open+end+1:]
+	}
+	return b.String()
+}
+
+func isMarker(inner string, isID func(string) bool) bool {
+	if strings.TrimSpace(inner) == "" || len(inner) > 256 {
+		return false
+	}
+	for _, p := range strings.Split(inner, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return false
+		}
+		if isID != nil && isID(p) {
+			continue
+		}
+		for k := 0; k < len(p); k++ {
+			if !isDigitByte(p[k]) {
+				return false
+			}
+		}
+	}
+	return true
+}
