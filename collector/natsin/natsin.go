@@ -1,0 +1,514 @@
+// Package natsin reads ragwatch's NATS subjects: records (JSON), OTLP traces (protobuf
+// ExportTraceServiceRequest) and user feedback (JSON), through a core queue subscription or a
+// JetStream durable consumer with explicit acks, and hands them to the pipeline.
+package natsin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/ragwatch/ragwatch/collector/feedback"
+	"github.com/ragwatch/ragwatch/collector/ingest"
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/config"
+)
+
+// TracesConsumer takes OTLP traces; the assembler implements it.
+type TracesConsumer interface {
+	ConsumeTraces(ctx context.Context, td ptrace.Traces) error
+}
+
+// TracesConsumerFunc adapts a function to TracesConsumer.
+type TracesConsumerFunc func(ctx context.Context, td ptrace.Traces) error
+
+// ConsumeTraces calls f.
+func (f TracesConsumerFunc) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	return f(ctx, td)
+}
+
+// FeedbackSubmitter takes feedback events; *feedback.Join implements it.
+type FeedbackSubmitter interface {
+	Submit(ctx context.Context, ev feedback.Event) error
+}
+
+// Message kinds, the `kind` label of ragwatch_nats_messages_total.
+const (
+	KindRecords  = "records"
+	KindOTLP     = "otlp"
+	KindFeedback = "feedback"
+)
+
+// Message outcomes, the `outcome` label of ragwatch_nats_messages_total.
+const (
+	OutcomeAccepted  = "accepted"  // consumed (acked in jetstream mode)
+	OutcomeRejected  = "rejected"  // bad message: counted in ragwatch_ingest_rejected_total, terminated
+	OutcomeDuplicate = "duplicate" // everything in it was consumed before
+	OutcomeRetry     = "retry"     // a downstream stage failed: nak'ed for redelivery
+	OutcomeFailed    = "failed"    // a downstream stage failed on the last delivery (or core mode)
+)
+
+// Settings configure a Subscriber. A nil consumer disables its subject.
+type Settings struct {
+	NC     *nats.Conn
+	JS     jetstream.JetStream // required in jetstream mode
+	Config config.NATS
+
+	Records  record.Consumer
+	Traces   TracesConsumer
+	Feedback FeedbackSubmitter
+
+	// Metrics is the process's shared intake counters (receiver "nats").
+	Metrics *ingest.Metrics
+	// DedupKV persists the duplicate window in jetstream mode; nil keeps it in memory.
+	DedupKV    jetstream.KeyValue
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+// Subscriber consumes the configured subjects. Start subscribes; Shutdown drains.
+type Subscriber struct {
+	s     Settings
+	cfg   config.NATS
+	log   *slog.Logger
+	now   func() time.Time
+	dedup *dedup
+
+	messages *prometheus.CounterVec
+
+	mu       sync.Mutex // guards the fields below
+	started  bool
+	subs     []*nats.Subscription
+	consumes []jetstream.ConsumeContext
+}
+
+// New validates the settings and registers the metrics.
+func New(s Settings) (*Subscriber, error) {
+	if s.NC == nil {
+		return nil, errors.New("natsin: nil NATS connection")
+	}
+	if s.Metrics == nil {
+		return nil, errors.New("natsin: nil ingest metrics")
+	}
+	if s.Config.Consume.Mode == config.NATSModeJetStream && s.JS == nil {
+		return nil, errors.New("natsin: jetstream mode needs JetStream")
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.Registerer == nil {
+		s.Registerer = prometheus.NewRegistry()
+	}
+	window, maxEntries := s.Config.Consume.DedupWindow, s.Config.Consume.DedupMax
+	if window <= 0 {
+		window = 10 * time.Minute
+	}
+	if maxEntries <= 0 {
+		maxEntries = 100000
+	}
+	var kv jetstream.KeyValue
+	if s.Config.Consume.Mode == config.NATSModeJetStream {
+		kv = s.DedupKV
+	}
+	sub := &Subscriber{
+		s:     s,
+		cfg:   s.Config,
+		log:   s.Logger.With("receiver", ingest.ReceiverNATS),
+		now:   s.Now,
+		dedup: newDedup(window, maxEntries, kv, s.Now),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_nats_messages_total",
+			Help: "NATS messages consumed, by kind (records, otlp, feedback) and outcome (accepted, rejected, duplicate, retry, failed).",
+		}, []string{"kind", "outcome"}),
+	}
+	dropped := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "ragwatch_nats_dropped_messages_total",
+		Help: "Messages the NATS client dropped because a core subscription fell behind (slow consumer).",
+	}, sub.droppedCount)
+	if err := s.Registerer.Register(sub.messages); err != nil {
+		return nil, fmt.Errorf("natsin: register metrics: %w", err)
+	}
+	if err := s.Registerer.Register(dropped); err != nil {
+		return nil, fmt.Errorf("natsin: register metrics: %w", err)
+	}
+	return sub, nil
+}
+
+type binding struct {
+	kind    string
+	subject string
+	handle  func(ctx context.Context, data []byte, m msgInfo) result
+}
+
+// msgInfo is what a handler needs to know about the message's delivery.
+type msgInfo struct {
+	subject     string
+	streamSeq   uint64 // 0 in core mode
+	stream      string
+	redelivered bool
+	lastTry     bool
+}
+
+// result is a handler's verdict: err != nil with reason set is a bad message; err != nil
+// without reason is a downstream failure.
+type result struct {
+	reason     string // ingest reason of a rejected message
+	err        error
+	duplicates int
+	consumed   int
+}
+
+func (s *Subscriber) bindings() []binding {
+	var out []binding
+	if s.s.Records != nil && s.cfg.Subjects.Records != "" {
+		out = append(out, binding{KindRecords, s.cfg.Subjects.Records, s.handleRecords})
+	}
+	if s.s.Traces != nil && s.cfg.Subjects.OTLP != "" {
+		out = append(out, binding{KindOTLP, s.cfg.Subjects.OTLP, s.handleOTLP})
+	}
+	if s.s.Feedback != nil && s.cfg.Subjects.Feedback != "" {
+		out = append(out, binding{KindFeedback, s.cfg.Subjects.Feedback, s.handleFeedback})
+	}
+	return out
+}
+
+// Start subscribes to the enabled subjects (and in jetstream mode creates the stream and the
+// durable consumers). A failed start undoes what it did.
+func (s *Subscriber) Start(ctx context.Context) error {
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return errors.New("natsin: already started")
+	}
+	s.started = true
+	s.mu.Unlock()
+	bs := s.bindings()
+	if len(bs) == 0 {
+		return nil
+	}
+	var err error
+	if s.cfg.Consume.Mode == config.NATSModeJetStream {
+		err = s.startJetStream(ctx, bs)
+	} else {
+		err = s.startCore(bs)
+	}
+	if err != nil {
+		return errors.Join(err, s.Shutdown(ctx))
+	}
+	return nil
+}
+
+func (s *Subscriber) startCore(bs []binding) error {
+	for _, b := range bs {
+		handler := func(m *nats.Msg) {
+			info := msgInfo{subject: m.Subject, lastTry: true}
+			res := s.process(b, m.Data, info)
+			s.outcome(b.kind, res, info)
+		}
+		var sub *nats.Subscription
+		var err error
+		if s.cfg.Consume.QueueGroup != "" {
+			sub, err = s.s.NC.QueueSubscribe(b.subject, s.cfg.Consume.QueueGroup, handler)
+		} else {
+			sub, err = s.s.NC.Subscribe(b.subject, handler)
+		}
+		if err != nil {
+			return fmt.Errorf("subscribe to %s: %w", b.subject, err)
+		}
+		s.mu.Lock()
+		s.subs = append(s.subs, sub)
+		s.mu.Unlock()
+		s.log.Info("NATS subscription", "subject", b.subject, "queue_group", s.cfg.Consume.QueueGroup)
+	}
+	if err := s.s.NC.Flush(); err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
+	return nil
+}
+
+func (s *Subscriber) startJetStream(ctx context.Context, bs []binding) error {
+	c := s.cfg.Consume
+	subjects := make([]string, 0, len(bs))
+	for _, b := range bs {
+		subjects = append(subjects, b.subject)
+	}
+	if c.CreateStream {
+		_, err := s.s.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:        c.Stream,
+			Description: "ragwatch intake: records, OTLP traces and feedback",
+			Subjects:    subjects,
+			Storage:     jetstream.FileStorage,
+			MaxAge:      c.StreamMaxAge,
+			Replicas:    max(s.cfg.Replicas, 1),
+			MaxMsgSize:  int32(min(s.cfg.MaxPayload, 1<<30)),
+		})
+		if err != nil {
+			return fmt.Errorf("create JetStream stream %s over %s (`nats.consume.stream`; set `create_stream: false` to use an existing one): %w",
+				c.Stream, strings.Join(subjects, ", "), err)
+		}
+	} else if _, err := s.s.JS.Stream(ctx, c.Stream); err != nil {
+		return fmt.Errorf("JetStream stream %s (`nats.consume.stream`, create_stream: false): %w", c.Stream, err)
+	}
+	for _, b := range bs {
+		durable := c.Durable + "_" + b.kind
+		cons, err := s.s.JS.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{
+			Durable:       durable,
+			Description:   "ragwatch " + b.kind,
+			FilterSubject: b.subject,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       c.AckWait,
+			MaxDeliver:    c.MaxDeliver,
+			MaxAckPending: c.MaxAckPending,
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+		})
+		if err != nil {
+			return fmt.Errorf("create JetStream consumer %s on stream %s: %w", durable, c.Stream, err)
+		}
+		b := b
+		cc, err := cons.Consume(func(m jetstream.Msg) { s.handleJS(b, m) },
+			jetstream.PullMaxMessages(min(c.MaxAckPending, 500)),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+				s.log.Debug("JetStream consume", "consumer", durable, "err", err)
+			}))
+		if err != nil {
+			return fmt.Errorf("consume %s: %w", durable, err)
+		}
+		s.mu.Lock()
+		s.consumes = append(s.consumes, cc)
+		s.mu.Unlock()
+		s.log.Info("JetStream consumer", "stream", c.Stream, "durable", durable, "subject", b.subject)
+	}
+	return nil
+}
+
+func (s *Subscriber) handleJS(b binding, m jetstream.Msg) {
+	info := msgInfo{subject: m.Subject(), lastTry: true}
+	if md, err := m.Metadata(); err == nil {
+		info.stream, info.streamSeq = md.Stream, md.Sequence.Stream
+		info.redelivered = md.NumDelivered > 1
+		max := s.cfg.Consume.MaxDeliver
+		info.lastTry = max > 0 && md.NumDelivered >= uint64(max)
+	}
+	res := s.process(b, m.Data(), info)
+	s.outcome(b.kind, res, info)
+	actx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var err error
+	switch {
+	case res.err != nil && res.reason != "":
+		err = m.TermWithReason(res.reason) // a bad message never gets better
+	case res.err != nil && !info.lastTry:
+		err = m.NakWithDelay(time.Second)
+	case res.err != nil:
+		err = m.TermWithReason("downstream failed on the last delivery")
+	default:
+		// Double ack: wait for the server's confirmation, so a lost ack shows up here and not
+		// as a silent redelivery. A redelivery is still caught by the dedup marks.
+		err = m.DoubleAck(actx)
+	}
+	if err != nil {
+		s.log.Warn("JetStream ack", "subject", info.subject, "err", err)
+	}
+}
+
+// process runs the handler; a message over max_payload is rejected before decoding.
+func (s *Subscriber) process(b binding, data []byte, info msgInfo) result {
+	if s.cfg.MaxPayload > 0 && len(data) > s.cfg.MaxPayload {
+		return result{reason: ingest.ReasonTooLarge, err: fmt.Errorf("%d bytes, over max_payload %d", len(data), s.cfg.MaxPayload)}
+	}
+	return b.handle(context.Background(), data, info)
+}
+
+func (s *Subscriber) outcome(kind string, res result, info msgInfo) {
+	for range res.duplicates {
+		s.s.Metrics.Rejected(ingest.ReceiverNATS, ingest.ReasonDuplicate)
+	}
+	switch {
+	case res.err != nil && res.reason != "":
+		s.s.Metrics.Rejected(ingest.ReceiverNATS, res.reason)
+		s.messages.WithLabelValues(kind, OutcomeRejected).Inc()
+		// The reason and the decoder's message, never the payload.
+		s.log.Warn("NATS message rejected", "subject", info.subject, "reason", res.reason, "err", res.err)
+	case res.err != nil && !info.lastTry:
+		s.messages.WithLabelValues(kind, OutcomeRetry).Inc()
+		s.log.Warn("NATS message failed downstream; will be redelivered", "subject", info.subject, "err", res.err)
+	case res.err != nil:
+		s.messages.WithLabelValues(kind, OutcomeFailed).Inc()
+		s.log.Error("NATS message failed downstream", "subject", info.subject, "err", res.err)
+	case res.consumed == 0 && res.duplicates > 0:
+		s.messages.WithLabelValues(kind, OutcomeDuplicate).Inc()
+	default:
+		s.messages.WithLabelValues(kind, OutcomeAccepted).Inc()
+	}
+}
+
+func (s *Subscriber) handleRecords(ctx context.Context, data []byte, info msgInfo) result {
+	recs, err := record.DecodeJSON(data, s.now())
+	if err != nil {
+		return result{reason: decodeReason(err), err: err}
+	}
+	var res result
+	var errs []error
+	for _, r := range recs {
+		key := "r_" + r.Key()
+		dup, err := s.dedup.seenBefore(ctx, key, info.redelivered)
+		if err != nil {
+			s.log.Warn("read duplicate marks", "err", err)
+		}
+		if dup {
+			res.duplicates++
+			continue
+		}
+		if err := s.s.Records.ConsumeRecord(ctx, r); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		res.consumed++
+		if err := s.dedup.mark(ctx, key); err != nil {
+			s.log.Warn("write duplicate mark", "err", err)
+		}
+	}
+	res.err = errors.Join(errs...)
+	return res
+}
+
+func (s *Subscriber) handleOTLP(ctx context.Context, data []byte, info msgInfo) result {
+	key, dup := s.messageDup(ctx, info)
+	if dup {
+		return result{duplicates: 1}
+	}
+	req := ptraceotlp.NewExportRequest()
+	if err := req.UnmarshalProto(data); err != nil {
+		return result{reason: ingest.ReasonMalformed, err: fmt.Errorf("OTLP ExportTraceServiceRequest: %w", err)}
+	}
+	td := req.Traces()
+	n := td.SpanCount()
+	if err := s.s.Traces.ConsumeTraces(ctx, td); err != nil {
+		return result{err: err}
+	}
+	s.s.Metrics.Spans(ingest.ReceiverNATS, n)
+	s.markMessage(ctx, key)
+	return result{consumed: 1}
+}
+
+func (s *Subscriber) handleFeedback(ctx context.Context, data []byte, info msgInfo) result {
+	evs, err := feedback.DecodeEvents(data)
+	if err != nil {
+		return result{reason: decodeReason(err), err: err}
+	}
+	key, dup := s.messageDup(ctx, info)
+	if dup {
+		return result{duplicates: 1}
+	}
+	var errs []error
+	for _, ev := range evs {
+		if err := s.s.Feedback.Submit(ctx, ev); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return result{err: err}
+	}
+	s.markMessage(ctx, key)
+	return result{consumed: len(evs)}
+}
+
+// messageDup detects a JetStream redelivery of a message consumed before, by stream
+// sequence. Core messages have no identity and are never duplicates.
+func (s *Subscriber) messageDup(ctx context.Context, info msgInfo) (string, bool) {
+	if info.streamSeq == 0 {
+		return "", false
+	}
+	key := "m_" + info.stream + "_" + strconv.FormatUint(info.streamSeq, 10)
+	if !info.redelivered {
+		return key, false
+	}
+	dup, err := s.dedup.seenBefore(ctx, key, true)
+	if err != nil {
+		s.log.Warn("read duplicate marks", "err", err)
+	}
+	return key, dup
+}
+
+func (s *Subscriber) markMessage(ctx context.Context, key string) {
+	if key == "" {
+		return
+	}
+	if err := s.dedup.mark(ctx, key); err != nil {
+		s.log.Warn("write duplicate mark", "err", err)
+	}
+}
+
+// decodeReason tells undecodable input (malformed) from decodable but invalid input.
+func decodeReason(err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "invalid JSON") || msg == "empty body" || msg == "empty array" {
+		return ingest.ReasonMalformed
+	}
+	return ingest.ReasonInvalid
+}
+
+func (s *Subscriber) droppedCount() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int
+	for _, sub := range s.subs {
+		if d, err := sub.Dropped(); err == nil {
+			n += d
+		}
+	}
+	return float64(n)
+}
+
+// Shutdown stops taking messages and lets the ones in hand finish (core subscriptions drain,
+// JetStream consumers drain; unacked messages are redelivered to the next consumer).
+// Idempotent and safe without Start.
+func (s *Subscriber) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	subs, consumes := s.subs, s.consumes
+	s.subs, s.consumes = nil, nil
+	s.mu.Unlock()
+	for _, cc := range consumes {
+		cc.Drain()
+	}
+	for _, sub := range subs {
+		if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
+			s.log.Warn("drain subscription", "subject", sub.Subject, "err", err)
+		}
+	}
+	var errs []error
+	for _, cc := range consumes {
+		select {
+		case <-cc.Closed():
+		case <-ctx.Done():
+			cc.Stop()
+			errs = append(errs, fmt.Errorf("natsin: drain JetStream consumer: %w", ctx.Err()))
+		}
+	}
+	for _, sub := range subs {
+		for sub.IsValid() && !s.s.NC.IsClosed() {
+			if ctx.Err() != nil {
+				_ = sub.Unsubscribe()
+				errs = append(errs, fmt.Errorf("natsin: drain %s: %w", sub.Subject, ctx.Err()))
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,506 @@
+package natsin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"go.uber.org/goleak"
+
+	"github.com/ragwatch/ragwatch/collector/feedback"
+	"github.com/ragwatch/ragwatch/collector/ingest"
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/collector/signals"
+	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/natsconn"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// embedded starts ragwatch's own embedded server (JetStream in a temp dir, a free port) and
+// returns the connection and a second client for the "application" side.
+func embedded(t *testing.T) (*natsconn.Conn, *nats.Conn, config.NATS) {
+	t.Helper()
+	cfg := config.Default().NATS
+	cfg.StoreDir = filepath.Join(t.TempDir(), "store")
+	cfg.Embedded.Endpoint = "127.0.0.1:-1"
+	conn, err := natsconn.Connect(context.Background(), cfg, prometheus.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := nats.Connect(conn.ClientURL())
+	if err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close(); conn.Close() })
+	return conn, app, cfg
+}
+
+func waitFor(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func value(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if has(m, labels) {
+				switch {
+				case m.Counter != nil:
+					sum += m.Counter.GetValue()
+				case m.Gauge != nil:
+					sum += m.Gauge.GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
+// has reports whether m carries every given label (a subset match; sums over the rest).
+func has(m *dto.Metric, labels map[string]string) bool {
+	got := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		got[lp.GetName()] = lp.GetValue()
+	}
+	for k, v := range labels {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func otlpRequest(t *testing.T, traceID string, spans ...string) []byte {
+	t.Helper()
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "support-bot")
+	ss := rs.ScopeSpans().AppendEmpty()
+	var tid pcommon.TraceID
+	copy(tid[:], traceID)
+	for i, name := range spans {
+		sp := ss.Spans().AppendEmpty()
+		sp.SetName(name)
+		sp.SetTraceID(tid)
+		sp.SetSpanID(pcommon.SpanID{byte(i + 1)})
+	}
+	b, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type tracesSink struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (s *tracesSink) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		svc, _ := rss.At(i).Resource().Attributes().Get("service.name")
+		for j := 0; j < rss.At(i).ScopeSpans().Len(); j++ {
+			spans := rss.At(i).ScopeSpans().At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				s.names = append(s.names, svc.Str()+"/"+spans.At(k).Name())
+			}
+		}
+	}
+	return nil
+}
+
+// TestCoreSubjectsIntoThePipeline publishes records, OTLP and feedback with nats.go into the
+// real feedback join and signals, and checks the metrics with exact values.
+func TestCoreSubjectsIntoThePipeline(t *testing.T) {
+	conn, app, cfg := embedded(t)
+	reg := prometheus.NewRegistry()
+	im := ingest.NewMetrics(reg)
+	sig, err := signals.New(signals.Settings{Signals: config.Signals{MaxServices: 10}, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	join, err := feedback.New(feedback.Settings{Retention: time.Hour, Next: sig, NextFeedback: sig, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	traces := &tracesSink{}
+	subCfg := cfg
+	subCfg.MaxPayload = 4096 // below the server's limit, to see our own check
+	sub, err := New(Settings{NC: conn.NC, Config: subCfg, Records: join, Traces: traces, Feedback: join, Metrics: im, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := sub.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+
+	pub := func(subject, data string) {
+		t.Helper()
+		if err := app.Publish(subject, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r1 := `{"trace_id":"aaaa0000000000000000000000000001","service":"support-bot","query":"q","answer":"a","documents":[{"id":"d1","score":0.5}]}`
+	pub("ragwatch.records.support-bot", r1)
+	pub("ragwatch.records.support-bot", `[{"trace_id":"aaaa0000000000000000000000000002","service":"support-bot","query":"q"},`+
+		`{"trace_id":"aaaa0000000000000000000000000003","service":"search","answer":"a"}]`)
+	pub("ragwatch.records.support-bot", r1) // a duplicate
+	pub("ragwatch.feedback.web", `{"trace_id":"aaaa0000000000000000000000000001","thumbs":"down","comment":"wrong"}`)
+	pub("ragwatch.feedback.web", `[{"trace_id":"aaaa0000000000000000000000000003","score":0.5},{"trace_id":"never","thumbs":"up","service":"search"}]`)
+	if err := app.Publish("ragwatch.otlp.traces", otlpRequest(t, "0123456789abcdef", "retrieve", "llm", "chain")); err != nil {
+		t.Fatal(err)
+	}
+	// Bad messages: each is counted with its reason and dropped.
+	pub("ragwatch.records.x", `{"trace_id":`)                         // malformed
+	pub("ragwatch.records.x", `{"service":"support-bot","query":"q"}`) // invalid: no trace_id
+	pub("ragwatch.records.x", `{"trace_id":"t","query":"`+strings.Repeat("x", 5000)+`"}`)
+	pub("ragwatch.otlp.traces", "\x0a\xff\xff")                    // truncated protobuf
+	pub("ragwatch.feedback.web", `{"trace_id":"t","thumbs":"meh"}`) // invalid
+	if err := app.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	msgs := func(kind string) float64 {
+		return value(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": kind})
+	}
+	waitFor(t, "all 11 messages", func() bool { return msgs("records")+msgs("otlp")+msgs("feedback") == 11 })
+
+	rej := func(reason string) float64 {
+		return value(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": reason})
+	}
+	req := func(svc string) float64 {
+		return value(t, reg, "ragwatch_requests_total", map[string]string{"service": svc})
+	}
+	fb := func(svc, sentiment string) float64 {
+		return value(t, reg, "ragwatch_feedback_total", map[string]string{"service": svc, "sentiment": sentiment})
+	}
+	checks := []struct {
+		name      string
+		got, want float64
+	}{
+		{"requests support-bot", req("support-bot"), 2},
+		{"requests search", req("search"), 1},
+		{"feedback support-bot negative", fb("support-bot", "negative"), 1},
+		{"feedback search positive", fb("search", "positive"), 1},
+		{"join joined", value(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "joined"}), 2},
+		{"feedback pending", value(t, reg, "ragwatch_feedback_pending", nil), 1},
+		{"spans nats", value(t, reg, "ragwatch_spans_received_total", map[string]string{"receiver": "nats"}), 3},
+		{"rejected duplicate", rej("duplicate"), 1},
+		{"rejected malformed", rej("malformed"), 2},
+		{"rejected invalid", rej("invalid"), 2},
+		{"rejected too_large", rej("too_large"), 1},
+		{"records accepted", value(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": "records", "outcome": "accepted"}), 2},
+		{"records duplicate", value(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": "records", "outcome": "duplicate"}), 1},
+		{"records rejected", value(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": "records", "outcome": "rejected"}), 3},
+		{"feedback accepted", value(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": "feedback", "outcome": "accepted"}), 2},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	traces.mu.Lock()
+	defer traces.mu.Unlock()
+	if want := []string{"support-bot/retrieve", "support-bot/llm", "support-bot/chain"}; !reflect.DeepEqual(traces.names, want) {
+		t.Errorf("spans = %q, want %q", traces.names, want)
+	}
+}
+
+// countingSink counts each trace id it consumes; crash, when set, runs after the n-th record.
+type countingSink struct {
+	mu     sync.Mutex
+	counts map[string]int
+	total  int
+	crashN int
+	crash  func()
+	failID string // fail the first delivery of this trace
+	failed bool
+}
+
+func (s *countingSink) ConsumeRecord(_ context.Context, r *record.Record) error {
+	s.mu.Lock()
+	if r.TraceID == s.failID && !s.failed {
+		s.failed = true
+		s.mu.Unlock()
+		return errors.New("downstream unavailable")
+	}
+	s.counts[r.TraceID]++
+	s.total++
+	n, crash := s.total, s.crash
+	s.mu.Unlock()
+	if crash != nil && n == s.crashN {
+		crash()
+	}
+	return nil
+}
+
+func (s *countingSink) snapshot() (int, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.counts), s.total
+}
+
+func jsConfig(cfg config.NATS) config.NATS {
+	cfg.Consume.Mode = config.NATSModeJetStream
+	cfg.Consume.AckWait = 300 * time.Millisecond
+	cfg.Consume.MaxDeliver = 10
+	return cfg
+}
+
+// TestJetStreamCrashAndRestartCountsEachRecordOnce publishes records into the stream while the
+// consumer side crashes (its connection dies after consuming a record, before the ack) and
+// restarts twice; every record is consumed exactly once and the redelivery is detected.
+func TestJetStreamCrashAndRestartCountsEachRecordOnce(t *testing.T) {
+	conn, app, cfg := embedded(t)
+	cfg = jsConfig(cfg)
+	ctx := context.Background()
+	// The duplicate marks live in KV, here on a connection of their own, so that the crash
+	// below (the consumer's connection dies) loses the ack but not the mark: the window the
+	// marks exist for.
+	kv, err := conn.KeyValue(ctx, cfg.Consume.DedupBucket, cfg.Consume.DedupWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &countingSink{counts: map[string]int{}}
+	reg := prometheus.NewRegistry()
+	im := ingest.NewMetrics(reg)
+
+	js, err := jetstream.New(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			data := fmt.Sprintf(`{"trace_id":"trace-%04d","service":"support-bot","query":"q%d"}`, i, i)
+			if _, err := js.Publish(ctx, "ragwatch.records.support-bot", []byte(data)); err != nil {
+				t.Fatalf("publish %d: %v", i, err)
+			}
+		}
+	}
+
+	run := func(name string, crashAt int) (*Subscriber, *nats.Conn) {
+		t.Helper()
+		nc, err := nats.Connect(conn.ClientURL(), nats.Name(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		njs, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink.mu.Lock()
+		sink.crash, sink.crashN = nil, 0
+		if crashAt > 0 {
+			sink.crashN = crashAt
+			sink.crash = func() { nc.Close() } // the process dies: no more acks
+		}
+		sink.mu.Unlock()
+		s, err := New(Settings{NC: nc, JS: njs, Config: cfg, Records: sink, Metrics: im, DedupKV: kv,
+			Registerer: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return s, nc
+	}
+	stop := func(s *Subscriber, nc *nats.Conn) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(sctx)
+		nc.Close()
+	}
+
+	a, anc := run("ragwatch-a", 60) // creates the stream
+	publish(0, 100)
+	waitFor(t, "the first run to crash", func() bool { return anc.IsClosed() })
+	stop(a, anc)
+	if uniq, total := sink.snapshot(); uniq != 60 || total != 60 {
+		t.Fatalf("after the crash: %d unique, %d total, want 60 60", uniq, total)
+	}
+
+	publish(100, 200) // while nobody consumes
+	b, bnc := run("ragwatch-b", 0)
+	waitFor(t, "200 records", func() bool { u, _ := sink.snapshot(); return u == 200 })
+	waitFor(t, "the redelivered record to be recognised", func() bool {
+		return value(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"reason": "duplicate"}) == 1
+	})
+	stop(b, bnc) // a clean stop: drains and acks
+
+	publish(200, 300)
+	c, cnc := run("ragwatch-c", 0)
+	waitFor(t, "300 records", func() bool { u, _ := sink.snapshot(); return u == 300 })
+	cons, err := js.Consumer(ctx, cfg.Consume.Stream, cfg.Consume.Durable+"_records")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every message acked", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0 && info.AckFloor.Stream == 300
+	})
+	stop(c, cnc)
+
+	uniq, total := sink.snapshot()
+	if uniq != 300 || total != 300 {
+		t.Fatalf("%d unique records, %d consumed, want 300 300", uniq, total)
+	}
+	for id, n := range sink.counts {
+		if n != 1 {
+			t.Fatalf("%s consumed %d times", id, n)
+		}
+	}
+	if got := value(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": "duplicate"}); got != 1 {
+		t.Fatalf("duplicates = %v, want exactly the one record consumed but not acked", got)
+	}
+}
+
+// TestJetStreamBadMessagesTerminatedAndFailuresRetried checks that a bad message is
+// terminated (never redelivered) and a downstream failure is retried until it succeeds.
+func TestJetStreamBadMessagesTerminatedAndFailuresRetried(t *testing.T) {
+	conn, app, cfg := embedded(t)
+	cfg = jsConfig(cfg)
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	im := ingest.NewMetrics(reg)
+	sink := &countingSink{counts: map[string]int{}, failID: "flaky"}
+	var got []feedback.Event
+	var mu sync.Mutex
+	fbSink := submitFunc(func(_ context.Context, ev feedback.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, ev)
+		return nil
+	})
+	s, err := New(Settings{NC: conn.NC, JS: conn.JS, Config: cfg, Records: sink, Feedback: fbSink, Metrics: im, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Shutdown(ctx) }()
+	js, err := jetstream.New(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for subj, data := range map[string]string{
+		"ragwatch.records.a":  `not json`,
+		"ragwatch.records.b":  `{"trace_id":"flaky","query":"q"}`,
+		"ragwatch.feedback.a": `{"trace_id":"f1","score":-0.25,"time":"2026-11-29T12:00:00Z"}`,
+		"ragwatch.feedback.b": `{"trace_id":"f1"}`,
+	} {
+		if _, err := js.Publish(ctx, subj, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the flaky record after its retry", func() bool { u, _ := sink.snapshot(); return u == 1 })
+	for _, kind := range []string{"records", "feedback"} {
+		cons, err := js.Consumer(ctx, cfg.Consume.Stream, cfg.Consume.Durable+"_"+kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, kind+" consumer settled", func() bool {
+			info, err := cons.Info(ctx)
+			return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+		})
+	}
+	mv := func(kind, outcome string) float64 {
+		return value(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": kind, "outcome": outcome})
+	}
+	if mv("records", "rejected") != 1 || mv("records", "retry") != 1 || mv("records", "accepted") != 1 ||
+		mv("feedback", "rejected") != 1 || mv("feedback", "accepted") != 1 {
+		t.Fatalf("records rejected=%v retry=%v accepted=%v; feedback rejected=%v accepted=%v",
+			mv("records", "rejected"), mv("records", "retry"), mv("records", "accepted"), mv("feedback", "rejected"), mv("feedback", "accepted"))
+	}
+	rej := func(reason string) float64 {
+		return value(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": reason})
+	}
+	if rej("malformed") != 1 || rej("invalid") != 1 {
+		t.Fatalf("malformed=%v invalid=%v", rej("malformed"), rej("invalid"))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	score := -0.25
+	want := []feedback.Event{{TraceID: "f1", Score: &score, Time: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("feedback = %+v", got)
+	}
+}
+
+type submitFunc func(context.Context, feedback.Event) error
+
+func (f submitFunc) Submit(ctx context.Context, ev feedback.Event) error { return f(ctx, ev) }
+
+func TestShutdownWithoutStartAndRestart(t *testing.T) {
+	conn, app, cfg := embedded(t)
+	reg := prometheus.NewRegistry()
+	im := ingest.NewMetrics(reg)
+	sink := &countingSink{counts: map[string]int{}}
+	for i := range 2 {
+		s, err := New(Settings{NC: conn.NC, Config: cfg, Records: sink, Metrics: im, Registerer: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s, err = New(Settings{NC: conn.NC, Config: cfg, Records: sink, Metrics: im, Registerer: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := app.Publish("ragwatch.records.x", fmt.Appendf(nil, `{"trace_id":"r%d","query":"q"}`, i)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the record", func() bool { u, _ := sink.snapshot(); return u == i+1 })
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
