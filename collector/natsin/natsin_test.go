@@ -189,10 +189,10 @@ func TestCoreSubjectsIntoThePipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Bad messages: each is counted with its reason and dropped.
-	pub("ragwatch.records.x", `{"trace_id":`)                         // malformed
+	pub("ragwatch.records.x", `{"trace_id":`)                          // malformed
 	pub("ragwatch.records.x", `{"service":"support-bot","query":"q"}`) // invalid: no trace_id
 	pub("ragwatch.records.x", `{"trace_id":"t","query":"`+strings.Repeat("x", 5000)+`"}`)
-	pub("ragwatch.otlp.traces", "\x0a\xff\xff")                    // truncated protobuf
+	pub("ragwatch.otlp.traces", "\x0a\xff\xff")                     // truncated protobuf
 	pub("ragwatch.feedback.web", `{"trace_id":"t","thumbs":"meh"}`) // invalid
 	if err := app.Flush(); err != nil {
 		t.Fatal(err)
