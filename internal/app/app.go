@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/ragwatch/ragwatch/alerts/engine"
+	"github.com/ragwatch/ragwatch/alerts/notify"
 	"github.com/ragwatch/ragwatch/collector/assemble"
 	"github.com/ragwatch/ragwatch/collector/ingest"
 	"github.com/ragwatch/ragwatch/collector/otlp"
@@ -64,7 +66,11 @@ type App struct {
 	// Ingest counts intake for every receiver.
 	Ingest *ingest.Metrics
 
-	Signals   *signals.Signals
+	Signals *signals.Signals
+	// Alerts evaluates SLOs and drift; it is a record, feedback and score consumer (add it to
+	// the score fan-out) and serves GET /api/v1/alerts. Notify delivers its alerts.
+	Alerts    *engine.Engine
+	Notify    *notify.Dispatcher
 	Assembler *assemble.Assembler
 	Receivers *otlp.Receiver
 	HTTP      *httpapi.Server
@@ -124,15 +130,37 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	a.Signals = sig
 	a.add("signals", sig.Start, sig.Shutdown)
 
+	// Alerts: the dispatcher starts before the engine and stops after it, so the engine's
+	// last alerts are delivered and its state saved.
+	disp, err := notify.New(cfg.Notifiers, notify.Options{
+		Registerer: reg, Logger: logger.With("component", "notify"), Now: o.now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build notifiers: %w", err)
+	}
+	a.Notify = disp
+	a.add("notifiers", disp.Start, disp.Shutdown)
+	alertEngine, err := engine.New(engine.Options{
+		Config: cfg, Registerer: reg, Logger: logger.With("component", "alerts"), Now: o.now,
+		Sink: disp, Services: a.Services,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build alert engine: %w", err)
+	}
+	a.Alerts = alertEngine
+	a.add("alert engine", alertEngine.Start, alertEngine.Shutdown)
+
 	// Record stages, in the order each record visits them. Append new stages here, each built
 	// with what it needs above this line and started through a.add so it runs before the
 	// assembler and receivers start and stops after they drain.
 	a.Records = record.Fanout{
-		sig, // online signals: Prometheus, statsd, OTLP metrics
+		sig,         // online signals: Prometheus, statsd, OTLP metrics
+		alertEngine, // signal SLOs and drift
 	}
 	// Feedback joined after its record goes to the same kind of list.
 	a.Feedback = feedbackFanout{
 		sig,
+		alertEngine,
 	}
 	// The assembler and the API hold &a.Records, so stages appended anywhere in New are seen;
 	// nothing may be appended after New returns (the fan-out is read without a lock).
@@ -165,6 +193,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 		return nil, fmt.Errorf("build HTTP server: %w", err)
 	}
 	a.HTTP = srv
+	srv.Mount("GET /api/v1/alerts", alertEngine.Handler())
 	a.add("http", srv.Start, srv.Shutdown)
 
 	rcv, err := otlp.New(otlp.Settings{
