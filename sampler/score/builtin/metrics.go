@@ -35,6 +35,20 @@ type judge struct {
 	ix        *index
 	threshold float64
 	byID      map[string]int
+	toks      map[string][]token // claim → tokens, so a claim judged against several documents is tokenized once
+}
+
+// support is the support of claim by docs (nil: all documents).
+func (j *judge) support(claim string, docs map[int]bool) (float64, string) {
+	t, ok := j.toks[claim]
+	if !ok {
+		if j.toks == nil {
+			j.toks = map[string][]token{}
+		}
+		t = tokenize(claim)
+		j.toks[claim] = t
+	}
+	return j.index().support(t, docs)
 }
 
 func newJudge(docs []record.Document, threshold float64) *judge {
@@ -66,7 +80,7 @@ func ClaimSupports(answer string, docs []record.Document) (claims []string, supp
 	claims = j.claims(answer)
 	support = make([]float64, len(claims))
 	for i, c := range claims {
-		support[i], _ = j.index().support(c, nil)
+		support[i], _ = j.support(c, nil)
 	}
 	return claims, support
 }
@@ -90,7 +104,7 @@ func (j *judge) faithfulness(answer string) (float64, string, bool) {
 	supported := 0
 	reasons := map[string]int{}
 	for _, c := range claims {
-		s, why := j.index().support(c, nil)
+		s, why := j.support(c, nil)
 		sum += s
 		if s >= j.threshold {
 			supported++
@@ -244,7 +258,7 @@ func (j *judge) contextPrecision(relevance map[string]int, answer, reference str
 		for i := range j.docs {
 			only := map[int]bool{i: true}
 			for _, c := range claims {
-				if s, _ := j.index().support(c, only); s >= j.threshold {
+				if s, _ := j.support(c, only); s >= j.threshold {
 					rel[i] = true
 					break
 				}
@@ -284,7 +298,7 @@ func (j *judge) contextRecall(reference string) (float64, string, bool) {
 	}
 	n := 0
 	for _, c := range claims {
-		if s, _ := j.index().support(c, nil); s >= j.threshold {
+		if s, _ := j.support(c, nil); s >= j.threshold {
 			n++
 		}
 	}
@@ -320,7 +334,7 @@ func (j *judge) citationPrecision(citations []record.Citation) (float64, string,
 				unknown++
 				continue
 			}
-			if s, _ := j.index().support(claim, map[int]bool{i: true}); s >= j.threshold {
+			if s, _ := j.support(claim, map[int]bool{i: true}); s >= j.threshold {
 				precise++
 				continue
 			}
@@ -328,7 +342,7 @@ func (j *judge) citationPrecision(citations []record.Citation) (float64, string,
 				continue
 			}
 			if all < 0 {
-				all, _ = j.index().support(claim, cited)
+				all, _ = j.support(claim, cited)
 			}
 			if all < j.threshold {
 				continue
@@ -339,7 +353,7 @@ func (j *judge) citationPrecision(citations []record.Citation) (float64, string,
 					rest[k] = true
 				}
 			}
-			if s, _ := j.index().support(claim, rest); s < j.threshold {
+			if s, _ := j.support(claim, rest); s < j.threshold {
 				precise++ // needed together with the others
 			}
 		}
@@ -391,7 +405,7 @@ func (j *judge) citationRecall(answer string, citations []record.Citation) (floa
 			uncited++
 			continue
 		}
-		if s, _ := j.index().support(claim, cited); s >= j.threshold {
+		if s, _ := j.support(claim, cited); s >= j.threshold {
 			supported++
 		}
 	}

@@ -83,7 +83,9 @@ func endsSentence(before, after string) bool {
 	}
 	if ambiguousAbbrev[lw] || strings.Contains(word, ".") {
 		// U.S. / Inc. / etc.: a sentence ends only if the next word typically opens one.
-		return sentenceOpeners[strings.ToLower(strings.Trim(next, "\"'“"))]
+		opener := strings.Trim(next, "\"'“")
+		r, _ := utf8.DecodeRuneInString(opener)
+		return unicode.IsUpper(r) && sentenceOpeners[strings.ToLower(opener)]
 	}
 	nr, _ := utf8.DecodeRuneInString(next)
 	if unicode.IsLower(nr) && (lw == "no" || lw == "vol" || lw == "fig" || lw == "approx") {
@@ -101,11 +103,11 @@ func lastWord(s string) string {
 }
 
 func firstWord(s string) string {
-	f := strings.Fields(s)
-	if len(f) == 0 {
-		return ""
+	s = strings.TrimLeft(s, " \t")
+	if k := strings.IndexAny(s, " \t"); k >= 0 {
+		return s[:k]
 	}
-	return f[0]
+	return s
 }
 
 var titles = set("mr", "mrs", "ms", "dr", "prof", "sen", "rep", "gov", "gen", "lt", "col",
@@ -116,11 +118,11 @@ var ambiguousAbbrev = set("inc", "ltd", "co", "corp", "jr", "sr", "etc", "bros",
 	"jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "a.m",
 	"p.m", "am", "pm")
 
+// sentenceOpeners are words that, capitalised after an ambiguous abbreviation, start a new
+// sentence ("... Acme Inc. The firm grew.").
 var sentenceOpeners = set("the", "a", "an", "it", "he", "she", "they", "we", "i", "this",
-	"that", "these", "those", "there", "his", "her", "their", "its", "in", "on", "at", "but",
-	"and", "however", "also", "after", "before", "when", "while", "as", "if", "for", "some",
-	"many", "most", "according", "meanwhile", "then", "so", "yet", "other", "both", "one",
-	"according", "since", "although", "because", "what", "who", "which", "you", "our", "my")
+	"these", "those", "there", "his", "her", "their", "its", "but", "however", "also",
+	"meanwhile", "according", "you", "our", "my", "then", "yet")
 
 // stripListMarker removes a leading bullet or enumeration: "- ", "* ", "• ", "1. ", "2) ", "a) ".
 func stripListMarker(line string) string {

@@ -111,12 +111,12 @@ type claimTerm struct {
 // capitalised names must occur in the context (numbers preferably in the best window), a
 // negation the best window lacks (or the reverse) and an antonym in place of the claim's word
 // signal a contradiction.
-func (ix *index) support(claim string, docs map[int]bool) (float64, string) {
+func (ix *index) support(toks []token, docs map[int]bool) (float64, string) {
 	var terms []claimTerm
 	seen := map[string]bool{}
 	claimNeg := false
 	var hints []string // stems that have antonyms
-	for _, t := range tokenize(claim) {
+	for _, t := range toks {
 		if t.neg {
 			claimNeg = true
 		}

@@ -36,6 +36,12 @@ func tokenize(text string) []token {
 				j += size
 				continue
 			}
+			// Keep dotted abbreviations together: U.S., e.g.
+			if r == '.' && j+1 < len(text) && isASCIILetter(text[j+1]) && isASCIILetter(text[j-1]) &&
+				(j-1 == start || text[j-2] == '.') && (j+2 == len(text) || !isASCIILetter(text[j+2])) {
+				j += size
+				continue
+			}
 			// Keep 3.5 and 1,600 together, and don't / company's.
 			if (r == '.' || r == ',') && j+1 < len(text) && isDigitByte(text[j+1]) && j > start && isDigitByte(text[j-1]) {
 				j += size
@@ -60,6 +66,8 @@ func tokenize(text string) []token {
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 func isDigitByte(b byte) bool { return b >= '0' && b <= '9' }
+
+func isASCIILetter(b byte) bool { return (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') }
 
 // appendWord normalises one raw word and appends its token(s).
 func appendWord(out []token, word string, sentenceStart bool) []token {
@@ -95,6 +103,10 @@ func appendWord(out []token, word string, sentenceStart bool) []token {
 		}
 	}
 	switch {
+	case strings.Contains(lower, ".") && !hasDigit: // U.S, e.g
+		t.stem = lower
+		t.stop = stopwords[lower]
+		t.cap = !t.stop && isUpperASCII(word[0])
 	case hasDigit:
 		t.num = true
 		t.norm = strings.ReplaceAll(lower, ",", "")
@@ -117,6 +129,8 @@ func appendWord(out []token, word string, sentenceStart bool) []token {
 	return append(out, t)
 }
 
+func isUpperASCII(b byte) bool { return b >= 'A' && b <= 'Z' }
+
 func isAcronym(w string) bool {
 	if utf8.RuneCountInString(w) < 2 {
 		return false
@@ -136,7 +150,7 @@ func stem(w string) string {
 	if len(w) <= 3 {
 		return w
 	}
-	for _, s := range suffixes {
+	for _, s := range suffixesByLast[w[len(w)-1]] {
 		if strings.HasSuffix(w, s.from) && len(w)-len(s.from)+len(s.to) >= s.min {
 			w = w[:len(w)-len(s.from)] + s.to
 			break
@@ -152,10 +166,12 @@ func stem(w string) string {
 	return w
 }
 
-var suffixes = []struct {
+type suffix struct {
 	from, to string
 	min      int // shortest stem left
-}{
+}
+
+var suffixes = []suffix{
 	{"ational", "ate", 4}, {"ization", "ize", 4}, {"fulness", "ful", 4}, {"iveness", "ive", 4},
 	{"ations", "ate", 4}, {"ation", "ate", 4}, {"ments", "", 4}, {"ment", "", 4},
 	{"nesses", "", 4}, {"ness", "", 4}, {"ities", "", 4}, {"ity", "", 4},
@@ -164,6 +180,15 @@ var suffixes = []struct {
 	{"ches", "ch", 3}, {"shes", "sh", 3}, {"xes", "x", 3}, {"zes", "z", 3},
 	{"ed", "", 3}, {"ly", "", 4}, {"ss", "ss", 3}, {"us", "us", 3}, {"is", "is", 3}, {"s", "", 3},
 }
+
+// suffixesByLast indexes suffixes by their last byte, keeping their order.
+var suffixesByLast = func() map[byte][]suffix {
+	m := map[byte][]suffix{}
+	for _, s := range suffixes {
+		m[s.from[len(s.from)-1]] = append(m[s.from[len(s.from)-1]], s)
+	}
+	return m
+}()
 
 var numberWords = map[string]string{
 	"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
@@ -198,7 +223,7 @@ var stopwords = set(
 	"there", "these", "they", "this", "those", "though", "through", "thus", "to", "too",
 	"under", "until", "up", "upon", "very", "was", "were", "what", "when", "where",
 	"whether", "which", "while", "who", "whom", "whose", "why", "will", "with", "within",
-	"yes", "yet", "yours", "yourself", "yourselves", "oh", "well",
+	"yes", "yet", "yours", "e.g", "i.e", "vs", "cf", "yourself", "yourselves", "oh", "well",
 	"like", "think", "know", "sure", "okay", "ok", "yeah", "lot", "lots", "get", "got",
 	"thing", "things", "something", "anything", "everything", "one's", "said", "says", "say",
 	"according", "including", "additionally", "furthermore", "moreover", "overall", "already",
