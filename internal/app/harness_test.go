@@ -436,3 +436,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 
 func fp(f float64) *float64 { return &f }
+
+func appNew(cfg *config.Config) (*app.App, error) {
+	return app.New(cfg, nil)
+}
