@@ -1,0 +1,70 @@
+package demo
+
+import (
+	"fmt"
+
+	"github.com/ragwatch/ragwatch/config"
+)
+
+// configTemplate is the demo's ragwatch.yaml: the embedded defaults with windows short enough to
+// watch an incident come and go in a minute. docs/demo.md explains each choice.
+const configTemplate = `
+receivers:
+  otlp:
+    grpc: { endpoint: %q }
+    http: { endpoint: %q }
+http:
+  endpoint: %q
+nats:
+  store_dir: %q
+  embedded: { endpoint: %q }
+assembly:
+  wait: 300ms
+  timeout: 10s
+sampling:
+  rate: 0.1
+  rules:
+    - name: negative_feedback
+      match: { negative_feedback: true }
+      probability: 1.0
+scoring:
+  workers: 2
+  backend: builtin
+slos:
+  - name: citation-precision
+    metric: citation_precision
+    objective: 0.9
+    alert_below: 0.7
+    window: 20s
+    min_samples: 10
+    for: 5s
+    keep_firing_for: 5s
+    severity: page
+    runbook_url: https://runbooks.example.internal/rag/citation-precision
+drift:
+  window: 20s
+  reference_window: 60s
+  detectors:
+    - name: retrieval-score-psi
+      signal: retrieval_score
+      method: psi
+      threshold: 0.2
+      min_samples: 50
+      min_reference_samples: 100
+      for: 5s
+      keep_firing_for: 5s
+      severity: ticket
+alerting:
+  evaluation_interval: 1s
+  trace_url_template: "http://localhost:3000/explore?left=%%7B%%22queries%%22:%%5B%%7B%%22query%%22:%%22{trace_id}%%22%%7D%%5D%%7D"
+`
+
+// Config builds the demo configuration for the given listen addresses and store directory.
+func Config(o Options) (*config.Config, []byte, error) {
+	text := fmt.Sprintf(configTemplate, o.GRPCEndpoint, o.HTTPOTLPEndpoint, o.HTTPEndpoint, o.DataDir, o.NATSEndpoint)
+	cfg, err := config.Parse([]byte(text))
+	if err != nil {
+		return nil, nil, fmt.Errorf("demo config: %w", err)
+	}
+	return cfg, []byte(text), nil
+}
