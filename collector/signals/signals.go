@@ -292,6 +292,10 @@ func (s *Signals) observe(r *record.Record) Observation {
 	return o
 }
 
+// maxScore bounds the document scores taken into account: an infinite or absurd score (a bug
+// upstream) would otherwise turn a histogram's sum into +Inf for good.
+const maxScore = 1e12
+
 // computeRecord fills the request signals of o from r.
 func computeRecord(o *Observation, r *record.Record) {
 	o.Documents = len(r.Documents)
@@ -299,7 +303,7 @@ func computeRecord(o *Observation, r *record.Record) {
 	n := 0
 	for i := range r.Documents {
 		p := r.Documents[i].Score
-		if p == nil || *p != *p { // absent or NaN
+		if p == nil || !(*p > -maxScore && *p < maxScore) { // absent, NaN, infinite or absurd
 			continue
 		}
 		v := *p

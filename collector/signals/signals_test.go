@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -112,6 +113,13 @@ func TestObservation(t *testing.T) {
 		}, Observation{
 			Service: "unknown", Request: true, Documents: 2, Scored: true, MeanScore: -3, TopScore: -2,
 			HasFeedback: true, FeedbackScore: -0.5, Sentiment: SentimentNegative,
+		}},
+		{"non-finite and absurd scores skipped", &record.Record{
+			TraceID: traceA, Documents: []record.Document{{ID: "a", Score: score(math.Inf(1))}, {ID: "b", Score: score(math.NaN())},
+				{ID: "c", Score: score(-1e300)}, {ID: "d", Score: score(0.25)}},
+			Latency: record.Latency{Total: math.Inf(1), Generation: math.NaN()},
+		}, Observation{
+			Service: "unknown", TraceID: traceA, Request: true, Documents: 4, Scored: true, MeanScore: 0.25, TopScore: 0.25,
 		}},
 		{"unicode words, neutral feedback, negative latency skipped", &record.Record{
 			TraceID: "req 1", Answer: " héllo\u00a0wörld  ok ", Latency: record.Latency{Retrieval: -1, Generation: 3},
