@@ -41,7 +41,7 @@ func ragTrace(tid byte) ptrace.Traces {
 // TestBadInput sends malformed and hostile requests to the running receivers and API: each
 // gets its documented status and reason, is counted on /metrics, and ragwatch keeps serving.
 func TestBadInput(t *testing.T) {
-	cfg := testConfig()
+	cfg := testConfig(t)
 	cfg.Receivers.OTLP.MaxRequestBytes = 2 << 20
 	e := startEnv(t, cfg)
 	addrs := e.app.Addrs()
@@ -147,7 +147,7 @@ func TestBadInput(t *testing.T) {
 // assembler assembles what it holds and the record reaches the signals and statsd before the
 // exporters close.
 func TestShutdownDrains(t *testing.T) {
-	cfg := testConfig()
+	cfg := testConfig(t)
 	cfg.Assembly.Wait = time.Hour
 	cfg.Assembly.Timeout = 2 * time.Hour
 	e := startEnv(t, cfg)
@@ -182,7 +182,7 @@ func TestShutdownDrains(t *testing.T) {
 
 // TestLifecycle: shutdown without start, and a start that fails on a taken port undoes itself.
 func TestLifecycle(t *testing.T) {
-	a, err := appNew(testConfig())
+	a, err := appNew(testConfig(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,8 +190,8 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("shutdown without start: %v", err)
 	}
 
-	busy := startEnv(t, testConfig())
-	cfg := testConfig()
+	busy := startEnv(t, testConfig(t))
+	cfg := testConfig(t)
 	cfg.Receivers.OTLP.HTTP.Endpoint = busy.app.Addrs().OTLPHTTP
 	b, err := appNew(cfg)
 	if err != nil {

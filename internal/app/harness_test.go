@@ -218,13 +218,24 @@ type env struct {
 	base    string // http://host:port of ragwatch's HTTP server
 }
 
-func testConfig() *config.Config {
+// testConfig is the defaults on free loopback ports with a short assembly wait; the embedded
+// NATS server stores in a temporary directory.
+func testConfig(t *testing.T) *config.Config {
 	cfg := config.Default()
+	cfg.NATS.StoreDir = t.TempDir()
+	cfg.NATS.Embedded.Endpoint = "127.0.0.1:-1" // -1: a free port (0 would be nats-server's default 4222)
 	cfg.Receivers.OTLP.GRPC.Endpoint = "127.0.0.1:0"
 	cfg.Receivers.OTLP.HTTP.Endpoint = "127.0.0.1:0"
 	cfg.HTTP.Endpoint = "127.0.0.1:0"
 	cfg.Assembly.Wait = 50 * time.Millisecond
 	cfg.Assembly.Timeout = 10 * time.Second
+	// Each app gets its own embedded NATS: a free port and a fresh JetStream store.
+	cfg.NATS.Embedded.Endpoint = "127.0.0.1:-1"
+	dir, err := os.MkdirTemp("", "ragwatch-app-test-nats-")
+	if err != nil {
+		panic(err)
+	}
+	cfg.NATS.StoreDir = dir
 	return cfg
 }
 

@@ -310,7 +310,7 @@ func asJSON(t *testing.T, r *record.Record) string {
 // over HTTP to a running ragwatch, then checks the assembled records field by field and the
 // exact signals on /metrics, on a statsd UDP socket and at an OTLP metrics server.
 func TestEndToEnd(t *testing.T) {
-	e := startEnv(t, testConfig())
+	e := startEnv(t, testConfig(t))
 	addrs := e.app.Addrs()
 	fams := families()
 	protocols := []struct{ name, endpoint, receiver string }{
