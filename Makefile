@@ -1,0 +1,52 @@
+# ragwatch — build, test and benchmark. `make test` is the one command the README and CI use.
+
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X main.version=$(VERSION)
+FUZZTIME ?= 5s
+BENCH    ?= .
+
+.PHONY: build test vet unit e2e fuzz bench fmt fmt-check clean
+
+## build: static binary in bin/ragwatch
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/ragwatch ./cmd/ragwatch
+
+## test: everything CI runs — vet, the unit and integration tests with the race detector, the
+## end-to-end suite
+test: vet unit e2e
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race ./...
+
+## e2e: the end-to-end suite against real Prometheus and Alertmanager (see e2e/doc.go)
+e2e:
+	$(GO) test -race -tags e2e ./e2e/...
+
+## fuzz: run every fuzz target for FUZZTIME each (CI uses a short time)
+fuzz:
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
+		pkg=./$$(dirname $$f); \
+		for fn in $$(grep -o '^func Fuzz[A-Za-z0-9_]*' $$f | cut -d' ' -f2); do \
+			echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+## bench: benchmarks with allocations (BENCH=Regexp to narrow)
+bench:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...
+
+## fmt: format the Go sources
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+## fmt-check: fail when a Go file is not gofmt-clean
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-clean:"; echo "$$out"; exit 1; fi
+
+clean:
+	rm -rf bin
