@@ -343,3 +343,56 @@ func TestShutdownWithoutStartAndTwice(t *testing.T) {
 	shutdown(t, p2)
 	shutdown(t, p2)
 }
+
+// A record whose worker died mid-score on its last allowed attempt comes back once more and is
+// dead-lettered without scoring, so a record that kills workers cannot kill them forever.
+func TestUnfinishedLastAttemptIsDeadLettered(t *testing.T) {
+	s := runServer(t, t.TempDir())
+	_, js := connect(t, s)
+	rt := testRuntime(1)
+	rt.Queue.MaxDeliver = 1
+	keys := enqueue(t, js, rt.Queue, 1, 1)
+
+	ncA, jsA := connect(t, s)
+	var started atomic.Int32
+	hang := funcScorer{name: "test", score: func(ctx context.Context, _ *record.Record) ([]score.Result, error) {
+		started.Add(1)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	poolA := New(jsA, rt, []score.Scorer{hang}, newTally(), testOptions(prometheus.NewRegistry()))
+	if err := poolA.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the record in flight", func() bool { return started.Load() == 1 })
+	ncA.Close() // the worker dies
+	shutdown(t, poolA)
+
+	reg := prometheus.NewRegistry()
+	var scored atomic.Int32
+	counting := funcScorer{name: "test", score: func(context.Context, *record.Record) ([]score.Result, error) {
+		scored.Add(1)
+		return []score.Result{{Metric: "faithfulness", Value: 1}}, nil
+	}}
+	poolB := New(js, rt, []score.Scorer{counting}, newTally(), testOptions(reg))
+	if err := poolB.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the dead letter", func() bool { return streamMsgs(js, rt.Queue.DeadLetterStream) == 1 })
+	shutdown(t, poolB)
+	if scored.Load() != 0 {
+		t.Fatal("the record was scored after its last attempt")
+	}
+	st, _ := js.Stream(context.Background(), rt.Queue.DeadLetterStream)
+	m, err := st.GetMsg(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Header.Get(HeaderDeliveries) != "2" || !strings.HasPrefix(m.Header.Get(HeaderError), "attempts did not finish") ||
+		m.Header.Get("Nats-Msg-Id") != keys[0] {
+		t.Fatalf("dead letter headers %v", m.Header)
+	}
+	if got := testutil.ToFloat64(queue.NewMetrics(reg).DeadLetter); got != 1 {
+		t.Fatalf("dead letters %v", got)
+	}
+}
