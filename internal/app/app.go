@@ -9,19 +9,23 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/ragwatch/ragwatch/alerts/engine"
 	"github.com/ragwatch/ragwatch/alerts/notify"
 	"github.com/ragwatch/ragwatch/collector/assemble"
+	"github.com/ragwatch/ragwatch/collector/feedback"
 	"github.com/ragwatch/ragwatch/collector/ingest"
+	"github.com/ragwatch/ragwatch/collector/natsin"
 	"github.com/ragwatch/ragwatch/collector/otlp"
 	"github.com/ragwatch/ragwatch/collector/record"
 	"github.com/ragwatch/ragwatch/collector/signals"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/httpapi"
 	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/natsconn"
 )
 
 // Option adjusts how the App is built; tests use them to observe the pipeline.
@@ -72,6 +76,14 @@ type App struct {
 	Alerts    *engine.Engine
 	Notify    *notify.Dispatcher
 	Assembler *assemble.Assembler
+	// NATS is the one connection (embedded server or cluster) every NATS user shares; it is
+	// opened by New and closed last by Shutdown.
+	NATS *natsconn.Conn
+	// FeedbackJoin sits in front of Records: it attaches early feedback to its record and
+	// sends late feedback to Feedback. It serves POST /api/v1/feedback.
+	FeedbackJoin *feedback.Join
+	// NATSIn reads records, OTLP traces and feedback from the NATS subjects.
+	NATSIn    *natsin.Subscriber
 	Receivers *otlp.Receiver
 	HTTP      *httpapi.Server
 
@@ -114,6 +126,23 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 		Services: labels.NewServiceSet(cfg.Signals.MaxServices),
 		Ingest:   ingest.NewMetrics(reg),
 	}
+	built := false
+	defer func() {
+		if !built { // release what a half-built App holds (the NATS server, its port)
+			_ = a.Shutdown(context.Background())
+		}
+	}()
+
+	// NATS first: added first, it starts first and closes last, after every stage that
+	// publishes or keeps state in it.
+	nctx, cancel := context.WithTimeout(context.Background(), cfg.NATS.ConnectTimeout+5*time.Second)
+	defer cancel()
+	conn, err := natsconn.Connect(nctx, cfg.NATS, reg, logger.With("component", "nats"))
+	if err != nil {
+		return nil, err
+	}
+	a.NATS = conn
+	a.add("nats", func(context.Context) error { return nil }, func(context.Context) error { conn.Close(); return nil })
 
 	// --- Back of the pipeline: the record consumers. -----------------------------------------
 	sig, err := signals.New(signals.Settings{
@@ -165,11 +194,36 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	// The assembler and the API hold &a.Records, so stages appended anywhere in New are seen;
 	// nothing may be appended after New returns (the fan-out is read without a lock).
 
+	// The feedback join, in front of the record fan-out: records and feedback from every
+	// receiver pass through it so each feedback reaches the stages once, joined to its record.
+	var feedbackKV jetstream.KeyValue
+	if cfg.Feedback.Bucket != "" {
+		feedbackKV, err = conn.KeyValue(nctx, cfg.Feedback.Bucket, cfg.Feedback.Retention+time.Hour)
+		if err != nil {
+			return nil, err
+		}
+	}
+	join, err := feedback.New(feedback.Settings{
+		Retention:    cfg.Feedback.Retention,
+		MaxEntries:   cfg.Feedback.MaxEntries,
+		Next:         &a.Records,
+		NextFeedback: &a.Feedback,
+		KV:           feedbackKV,
+		Registerer:   reg,
+		Logger:       logger.With("component", "feedback"),
+		Now:          o.now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build feedback join: %w", err)
+	}
+	a.FeedbackJoin = join
+	a.add("feedback join", join.Start, join.Shutdown)
+
 	// --- Middle: the assembler turns spans into records. -------------------------------------
 	asm, err := assemble.New(assemble.Settings{
 		Config:     cfg.Assembly,
-		Next:       &a.Records,
-		Feedback:   &a.Feedback,
+		Next:       join,
+		Feedback:   join,
 		Registerer: reg,
 		Logger:     logger.With("component", "assemble"),
 		Now:        o.now,
@@ -184,7 +238,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	srv, err := httpapi.New(httpapi.Settings{
 		Endpoint: cfg.HTTP.Endpoint,
 		Gatherer: reg,
-		Records:  &a.Records,
+		Records:  join,
 		Metrics:  a.Ingest,
 		Logger:   logger.With("component", "http"),
 		Now:      o.now,
@@ -194,6 +248,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	}
 	a.HTTP = srv
 	srv.Mount("GET /api/v1/alerts", alertEngine.Handler())
+	srv.Mount("POST /api/v1/feedback", join.Handler(a.Ingest))
 	a.add("http", srv.Start, srv.Shutdown)
 
 	rcv, err := otlp.New(otlp.Settings{
@@ -211,8 +266,35 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	srv.AddReadinessCheck("otlp", rcv.Ready)
 	a.add("otlp receivers", rcv.Start, rcv.Shutdown)
 
+	// NATS subjects: records and feedback into the join, OTLP into the assembler.
+	var dedupKV jetstream.KeyValue
+	if cfg.NATS.Consume.Mode == config.NATSModeJetStream {
+		dedupKV, err = conn.KeyValue(nctx, cfg.NATS.Consume.DedupBucket, cfg.NATS.Consume.DedupWindow)
+		if err != nil {
+			return nil, err
+		}
+	}
+	natsIn, err := natsin.New(natsin.Settings{
+		NC: conn.NC, JS: conn.JS, Config: cfg.NATS,
+		Records: join, Traces: asm, Feedback: join,
+		Metrics: a.Ingest, DedupKV: dedupKV, Registerer: reg,
+		Logger: logger.With("component", "natsin"), Now: o.now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build NATS subscribers: %w", err)
+	}
+	a.NATSIn = natsIn
+	srv.AddReadinessCheck("nats", func() error {
+		if !conn.NC.IsConnected() {
+			return errors.New("NATS is not connected")
+		}
+		return nil
+	})
+	a.add("nats subscribers", natsIn.Start, natsIn.Shutdown)
+
 	// Test sinks see each record after every real stage.
 	a.Records = append(a.Records, o.sinks...)
+	built = true
 	return a, nil
 }
 
