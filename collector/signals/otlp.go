@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
@@ -79,6 +80,9 @@ func (e countingExporter) Export(ctx context.Context, rm *metricdata.ResourceMet
 }
 
 func newOTLPExporter(ctx context.Context, c config.OTLPMetrics) (sdkmetric.Exporter, error) {
+	if c.Timeout <= 0 { // config.Default sets 10s; a hand-built config gets the exporter's default
+		c.Timeout = 10 * time.Second
+	}
 	url := strings.Contains(c.Endpoint, "://")
 	switch c.Protocol {
 	case "grpc":

@@ -96,7 +96,11 @@ func newStatsdRecorder(c config.Statsd, errs prometheus.Counter, newSender func(
 	if flushBytes <= 0 {
 		flushBytes = 1432
 	}
-	buffered, err := statsd.NewBufferedSenderWithSender(countingSender{udp, errs}, c.FlushInterval, flushBytes)
+	interval := c.FlushInterval
+	if interval <= 0 { // config.Default sets 100ms; a hand-built config must not make the ticker panic
+		interval = 100 * time.Millisecond
+	}
+	buffered, err := statsd.NewBufferedSenderWithSender(countingSender{udp, errs}, interval, flushBytes)
 	if err != nil {
 		_ = udp.Close()
 		return nil, err

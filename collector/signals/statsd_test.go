@@ -322,3 +322,32 @@ func TestStatsdHostName(t *testing.T) {
 		t.Errorf("packet %q, want %q", got[0], want)
 	}
 }
+
+// TestZeroDurationsUseDefaults: a config built by hand without intervals or timeouts works (the
+// statsd ticker would panic on 0).
+func TestZeroDurationsUseDefaults(t *testing.T) {
+	conn := listenUDP(t)
+	addr, _ := startGRPCMetricsServer(t, nil)
+	s, _ := newTestSignals(t, 10, config.Exporters{
+		Statsd: config.Statsd{Endpoint: conn.LocalAddr().String(), TagFormat: "none"},
+		OTLP:   config.OTLPMetrics{Endpoint: addr, Protocol: "grpc", Insecure: true},
+	})
+	ctx := context.Background()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ConsumeFeedback(ctx, &record.Record{TraceID: traceA, Feedback: &record.Feedback{Score: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The 100ms default tick may split the two lines into two packets.
+	got := readPackets(t, conn, 1)[0]
+	if got == "user_feedback:1|g" {
+		got += "\n" + readPackets(t, conn, 1)[0]
+	}
+	if want := "user_feedback:1|g\nfeedback:1|c"; got != want {
+		t.Errorf("lines %q, want %q", got, want)
+	}
+}
