@@ -38,6 +38,8 @@ func TestParseCitations(t *testing.T) {
 		{"abbreviation does not end a sentence", "Some, e.g. refunds, take days [2].",
 			[]Citation{{"Some, e.g. refunds, take days.", []string{"d2"}}}},
 		{"only a marker", "[1]", []Citation{{"", []string{"d1"}}}},
+		{"the example of docs/record.md", "Refunds take 5 days [1]. Both agree [2, 3]! Unknown [sic] marker [faq-7].",
+			[]Citation{{"Refunds take 5 days.", []string{"d1"}}, {"Both agree!", []string{"d2", "faq-7"}}, {"Unknown [sic] marker.", []string{"faq-7"}}}},
 		{"comma after marker", "First [1], then second [2].", []Citation{{"First, then second.", []string{"d1", "d2"}}}},
 	}
 	for _, c := range cases {
