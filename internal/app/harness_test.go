@@ -229,13 +229,6 @@ func testConfig(t *testing.T) *config.Config {
 	cfg.HTTP.Endpoint = "127.0.0.1:0"
 	cfg.Assembly.Wait = 50 * time.Millisecond
 	cfg.Assembly.Timeout = 10 * time.Second
-	// Each app gets its own embedded NATS: a free port and a fresh JetStream store.
-	cfg.NATS.Embedded.Endpoint = "127.0.0.1:-1"
-	dir, err := os.MkdirTemp("", "ragwatch-app-test-nats-")
-	if err != nil {
-		panic(err)
-	}
-	cfg.NATS.StoreDir = dir
 	return cfg
 }
 
