@@ -83,18 +83,18 @@ func buildTree(spans []Span) tree {
 	n := len(spans)
 	t := tree{n: n, facts: make([]facts, n)}
 	t.nodes = make([]node, n, n+2)
-	index := make(map[pcommon.SpanID]int, n)
+	idx := newSpanIndex(n)
 	for i := range spans {
 		s := &spans[i]
-		t.facts[i] = readFacts(s)
 		t.nodes[i] = node{start: s.Start, end: s.End, span: s, f: &t.facts[i], id: s.SpanID, parent: -1}
-		if _, dup := index[s.SpanID]; dup {
-			t.nodes[i].f = &facts{feedbackRank: rankNone} // a redelivered copy says nothing new
+		if _, dup := idx.get(s.SpanID); dup {
+			t.facts[i] = facts{feedbackRank: rankNone} // a redelivered copy says nothing new
 			continue
 		}
-		index[s.SpanID] = i
+		t.facts[i] = readFacts(s)
+		idx.put(s.SpanID, i)
 	}
-	missing := map[pcommon.SpanID]int{}
+	missing := newSpanIndex(0)
 	var roots []int
 	for i := range spans {
 		p := spans[i].ParentSpanID
@@ -102,14 +102,14 @@ func buildTree(spans []Span) tree {
 			roots = append(roots, i)
 			continue
 		}
-		if j, ok := index[p]; ok {
+		if j, ok := idx.get(p); ok {
 			t.nodes[i].parent = j
 			continue
 		}
-		v, ok := missing[p]
+		v, ok := missing.get(p)
 		if !ok {
 			v = len(t.nodes)
-			missing[p] = v
+			missing.put(p, v)
 			t.nodes = append(t.nodes, node{id: p, start: spans[i].Start, end: spans[i].End, parent: -1})
 			roots = append(roots, v)
 		}
@@ -124,6 +124,50 @@ func buildTree(spans []Span) tree {
 	}
 	t.computeDepths()
 	return t
+}
+
+// spanIndex maps span ids to node indices: a slice scan for the usual small trace, a map beyond.
+type spanIndex struct {
+	ids []pcommon.SpanID
+	at  []int
+	big map[pcommon.SpanID]int
+}
+
+const smallTrace = 32
+
+func newSpanIndex(n int) spanIndex {
+	if n > smallTrace {
+		return spanIndex{big: make(map[pcommon.SpanID]int, n)}
+	}
+	return spanIndex{ids: make([]pcommon.SpanID, 0, n), at: make([]int, 0, n)}
+}
+
+func (x *spanIndex) get(id pcommon.SpanID) (int, bool) {
+	if x.big != nil {
+		i, ok := x.big[id]
+		return i, ok
+	}
+	for k := range x.ids {
+		if x.ids[k] == id {
+			return x.at[k], true
+		}
+	}
+	return 0, false
+}
+
+func (x *spanIndex) put(id pcommon.SpanID, i int) {
+	if x.big == nil && len(x.ids) >= smallTrace {
+		x.big = make(map[pcommon.SpanID]int, 2*smallTrace)
+		for k := range x.ids {
+			x.big[x.ids[k]] = x.at[k]
+		}
+	}
+	if x.big != nil {
+		x.big[id] = i
+		return
+	}
+	x.ids = append(x.ids, id)
+	x.at = append(x.at, i)
 }
 
 // computeDepths sets each node's depth, breaking parent cycles (which hostile input can build) by

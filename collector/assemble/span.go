@@ -171,22 +171,19 @@ func fromSpan(ps ptrace.Span, service string) Span {
 
 // copyAttrs copies the attributes assembly reads (all of them when filter is false).
 func copyAttrs(m pcommon.Map, filter bool) []Attr {
-	n := 0
-	for k := range m.All() {
-		if !filter || keepAttr(k) {
-			n++
-		}
-	}
-	if n == 0 {
+	if m.Len() == 0 {
 		return nil
 	}
-	out := make([]Attr, 0, min(n, maxAttrsPerSpan))
+	var out []Attr
 	for k, v := range m.All() {
-		if len(out) == maxAttrsPerSpan {
-			break
-		}
 		if filter && !keepAttr(k) {
 			continue
+		}
+		if out == nil {
+			out = make([]Attr, 0, min(m.Len(), maxAttrsPerSpan))
+		}
+		if len(out) == maxAttrsPerSpan {
+			break
 		}
 		out = append(out, Attr{Key: k, Value: fromPValue(v)})
 	}

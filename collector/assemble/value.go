@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Text returns the value as a string: strings as they are, numbers and bools formatted, and
@@ -107,6 +108,9 @@ func parseMetadata(v Value) map[string]any {
 		}
 		var m map[string]any
 		if s[0] == '{' {
+			if fm, ok := parseFlatObject(s); ok {
+				return fm
+			}
 			if err := json.Unmarshal([]byte(s), &m); err == nil {
 				return m
 			}
@@ -370,4 +374,109 @@ func valueText(s, mime string, keys []string) string {
 		return s
 	}
 	return textOf(x, keys, 0)
+}
+
+// parseFlatObject is the fast path for the common metadata shape: one JSON object whose values
+// are strings without escapes, numbers, booleans or null. Anything else returns ok=false and the
+// caller falls back to encoding/json. Strings share s's memory.
+func parseFlatObject(s string) (map[string]any, bool) {
+	i := 0
+	skip := func() {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r') {
+			i++
+		}
+	}
+	str := func() (string, bool) {
+		if i >= len(s) || s[i] != '"' {
+			return "", false
+		}
+		j := i + 1
+		for j < len(s) && s[j] != '"' {
+			if s[j] == '\\' || s[j] < 0x20 {
+				return "", false
+			}
+			j++
+		}
+		if j >= len(s) {
+			return "", false
+		}
+		out := s[i+1 : j]
+		if !utf8.ValidString(out) {
+			return "", false // encoding/json would replace the bad bytes
+		}
+		i = j + 1
+		return out, true
+	}
+	skip()
+	if i >= len(s) || s[i] != '{' {
+		return nil, false
+	}
+	i++
+	m := make(map[string]any, 4)
+	skip()
+	if i < len(s) && s[i] == '}' {
+		i++
+		skip()
+		return m, i == len(s)
+	}
+	for {
+		skip()
+		k, ok := str()
+		if !ok {
+			return nil, false
+		}
+		skip()
+		if i >= len(s) || s[i] != ':' {
+			return nil, false
+		}
+		i++
+		skip()
+		if i >= len(s) {
+			return nil, false
+		}
+		switch c := s[i]; {
+		case c == '"':
+			v, ok := str()
+			if !ok {
+				return nil, false
+			}
+			m[k] = v
+		case c == 't' && strings.HasPrefix(s[i:], "true"):
+			m[k] = true
+			i += 4
+		case c == 'f' && strings.HasPrefix(s[i:], "false"):
+			m[k] = false
+			i += 5
+		case c == 'n' && strings.HasPrefix(s[i:], "null"):
+			m[k] = nil
+			i += 4
+		case c == '-' || (c >= '0' && c <= '9'):
+			j := i
+			for j < len(s) && (s[j] == '-' || s[j] == '+' || s[j] == '.' || s[j] == 'e' || s[j] == 'E' || (s[j] >= '0' && s[j] <= '9')) {
+				j++
+			}
+			f, err := strconv.ParseFloat(s[i:j], 64)
+			if err != nil || math.IsInf(f, 0) {
+				return nil, false
+			}
+			m[k] = f
+			i = j
+		default:
+			return nil, false // nested value: leave it to encoding/json
+		}
+		skip()
+		if i >= len(s) {
+			return nil, false
+		}
+		if s[i] == ',' {
+			i++
+			continue
+		}
+		if s[i] == '}' {
+			i++
+			skip()
+			return m, i == len(s)
+		}
+		return nil, false
+	}
 }

@@ -1,0 +1,204 @@
+package assemble
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/collector/signals"
+	"github.com/ragwatch/ragwatch/config"
+)
+
+// benchTrace is a typical 5-span LangChain RAG trace through OpenInference: a chain, a
+// retriever returning 5 documents of 1 KB with ids, scores and metadata, a prompt template, an
+// LLM whose system prompt holds the 5 KB context, and an output parser.
+func benchTrace(tb testing.TB) ptrace.Traces {
+	ctxText := ""
+	retr := map[string]any{"openinference.span.kind": "RETRIEVER", "input.value": "How do I reset my password?"}
+	for i := range 5 {
+		content := strings.Repeat(fmt.Sprintf("chunk %d text ", i), 1024/13+1)[:1024]
+		p := fmt.Sprintf("retrieval.documents.%d.document.", i)
+		retr[p+"id"] = fmt.Sprintf("kb-%d", i)
+		retr[p+"score"] = 0.9 - float64(i)/10
+		retr[p+"content"] = content
+		retr[p+"metadata"] = fmt.Sprintf(`{"source": "faq-%d.md", "page": %d}`, i, i)
+		ctxText += content + "\n"
+	}
+	answer := "Open Settings, then Security, then Reset password [1]. Links expire after one hour [2]."
+	return build(tb, 1, "support-bot",
+		sp{id: 1, name: "RunnableSequence", start: 0, end: ms(900), attrs: map[string]any{
+			"openinference.span.kind": "CHAIN", "input.value": "How do I reset my password?", "output.value": answer,
+			"session.id": "s-1", "user.id": "u-9", "metadata": `{"route": "faq"}`,
+		}},
+		sp{id: 2, parent: 1, name: "VectorStoreRetriever", start: ms(5), end: ms(40), attrs: retr},
+		sp{id: 3, parent: 1, name: "ChatPromptTemplate", start: ms(41), end: ms(42), attrs: map[string]any{
+			"openinference.span.kind": "CHAIN", "input.value": "How do I reset my password?", "output.value": "prompt",
+		}},
+		sp{id: 4, parent: 1, name: "ChatOpenAI", start: ms(45), end: ms(880), attrs: map[string]any{
+			"openinference.span.kind":               "LLM",
+			"llm.model_name":                        "gpt-4o-mini",
+			"llm.provider":                          "openai",
+			"llm.invocation_parameters":             `{"temperature": 0}`,
+			"llm.token_count.prompt":                1800,
+			"llm.token_count.completion":            85,
+			"llm.token_count.total":                 1885,
+			"llm.input_messages.0.message.role":     "system",
+			"llm.input_messages.0.message.content":  "Answer from the context.\n" + ctxText,
+			"llm.input_messages.1.message.role":     "user",
+			"llm.input_messages.1.message.content":  "How do I reset my password?",
+			"llm.output_messages.0.message.role":    "assistant",
+			"llm.output_messages.0.message.content": answer,
+			"input.value":                           `{"messages": "..."}`,
+			"output.value":                          answer,
+		}},
+		sp{id: 5, parent: 1, name: "StrOutputParser", start: ms(881), end: ms(882), attrs: map[string]any{
+			"openinference.span.kind": "CHAIN", "input.value": answer, "output.value": answer,
+		}},
+	)
+}
+
+// reportCPU reports the process CPU time (user+system, all threads, GC included) per operation
+// as cpu-ns/op: on a shared machine wall-clock ns/op measures the neighbours too.
+func reportCPU(b *testing.B) func() {
+	start := cpuTime()
+	return func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+		}
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// setTraceID gives every span of td the trace id n, so that each iteration is a new trace.
+func setTraceID(td ptrace.Traces, n uint64) {
+	var id pcommon.TraceID
+	for i := range 8 {
+		id[8+i] = byte(n >> (8 * (7 - i)))
+	}
+	id[0] = 1
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				spans.At(k).SetTraceID(id)
+			}
+		}
+	}
+}
+
+func checkBenchRecord(tb testing.TB, r *record.Record) {
+	if r == nil || len(r.Documents) != 5 || r.Answer == "" || len(r.Citations) != 2 || r.Usage.InputTokens != 1800 {
+		tb.Fatalf("bench trace assembled wrong: %s", js(r))
+	}
+}
+
+// BenchmarkAssemble5Span measures reading a decoded 5-span RAG trace (5 documents of 1 KB) and
+// assembling its record: FromTraces + Assemble.
+func BenchmarkAssemble5Span(b *testing.B) {
+	td := benchTrace(b)
+	checkBenchRecord(b, assembleTD(td).Records[0])
+	spans := make([]Span, 0, 8)
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer reportCPU(b)()
+	for b.Loop() {
+		spans = FromTraces(td, spans[:0])
+		res := Assemble(spans)
+		if len(res.Records) != 1 {
+			b.Fatal("no record")
+		}
+	}
+}
+
+// BenchmarkIngest5Span is the whole ingest path for one trace after the network: decode the
+// OTLP protobuf request, hold the spans in the Assembler, assemble when due, deliver.
+func BenchmarkIngest5Span(b *testing.B) {
+	body, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(benchTrace(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchAssembler(b, record.Discard, func(n uint64) ptrace.Traces {
+		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		setTraceID(td, n)
+		return td
+	})
+}
+
+// BenchmarkAssembleAndRecord adds the online signals (collector/signals with a Prometheus
+// registry) after assembly: decode, hold, assemble, record every signal.
+func BenchmarkAssembleAndRecord(b *testing.B) {
+	body, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(benchTrace(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sig, err := signals.New(signals.Settings{Signals: config.Signals{MaxServices: 50}, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchAssembler(b, sig, func(n uint64) ptrace.Traces {
+		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		setTraceID(td, n)
+		return td
+	})
+}
+
+func benchAssembler(b *testing.B, next record.Consumer, trace func(n uint64) ptrace.Traces) {
+	var got int
+	var last *record.Record
+	count := record.ConsumerFunc(func(ctx context.Context, r *record.Record) error {
+		got++
+		last = r
+		return next.ConsumeRecord(ctx, r)
+	})
+	now := base
+	a, err := New(Settings{
+		Config: config.Assembly{Wait: 0, Timeout: time.Minute, MaxTraces: 50000, MaxBytes: 256 << 20},
+		Next:   count, Registerer: prometheus.NewRegistry(), Now: func() time.Time { return now },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	stop := reportCPU(b)
+	var n uint64
+	for b.Loop() {
+		n++
+		if err := a.ConsumeTraces(ctx, trace(n)); err != nil {
+			b.Fatal(err)
+		}
+		if err := a.process(ctx, now, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	stop()
+	b.StopTimer()
+	if got != int(n) {
+		b.Fatalf("%d records for %d traces", got, n)
+	}
+	checkBenchRecord(b, last)
+}
