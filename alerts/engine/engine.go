@@ -259,11 +259,12 @@ func (e *Engine) instance(r *rule, service string) *instance {
 }
 
 // Evaluate runs one evaluation at the engine's clock: it steps every alert, updates the
-// gauges, hands firing and just-resolved alerts to the sink and returns them.
+// gauges, hands firing and recently resolved alerts to the sink and returns the firing and
+// just-resolved ones.
 func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 	now := e.now()
 	e.mu.Lock()
-	var out []alerts.Alert
+	var out, resend []alerts.Alert
 	firing := map[[2]string]int{}
 	for _, r := range e.rules {
 		for _, service := range sortedKeys(r.instances) {
@@ -286,6 +287,13 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 						a.StartsAt = last.StartsAt
 					}
 				default:
+					// A resolve is offered again for ResolvedResend so that one failed or
+					// rate-limited delivery does not leave an incident open; notifiers
+					// send it once.
+					if last := in.Last[ev.severity]; last != nil && last.Status == alerts.StatusResolved &&
+						now.Sub(last.EndsAt) < ResolvedResend {
+						resend = append(resend, *last)
+					}
 					continue
 				}
 				if tr == Fired {
@@ -304,11 +312,14 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 		}
 	}
 	e.mu.Unlock()
-	if e.sink != nil && len(out) > 0 {
-		e.sink.Send(ctx, out)
+	if e.sink != nil && len(out)+len(resend) > 0 {
+		e.sink.Send(ctx, append(append([]alerts.Alert(nil), out...), resend...))
 	}
 	return out
 }
+
+// ResolvedResend is how long after resolving an alert is still handed to the sink.
+const ResolvedResend = 5 * time.Minute
 
 // Alerts lists firing alerts and those resolved within alerting.resolved_retention, firing
 // first, newest first.

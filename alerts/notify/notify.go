@@ -292,6 +292,9 @@ func (w *worker) process(ctx context.Context, a alerts.Alert) {
 		(w.cfg.RepeatInterval == 0 || now.Sub(prev.at) < w.cfg.RepeatInterval) {
 		return // already told, not yet time to repeat
 	}
+	if !a.Firing() && seen && prev.status == alerts.StatusResolved {
+		return // the resolve was delivered; the engine offers it again for a while
+	}
 	if !w.lim.AllowN(now, 1) {
 		w.d.sent.WithLabelValues(w.name, OutcomeRateLimited).Inc()
 		w.logger.Warn("notification rate-limited", "notifier", w.name, "alert", a.Name, "rule", a.Rule, "status", a.Status)
@@ -304,10 +307,17 @@ func (w *worker) process(ctx context.Context, a alerts.Alert) {
 		return
 	}
 	w.d.sent.WithLabelValues(w.name, OutcomeSent).Inc()
-	if a.Firing() {
-		w.last[a.Fingerprint] = sentState{status: a.Status, at: now}
-	} else {
-		delete(w.last, a.Fingerprint)
+	w.last[a.Fingerprint] = sentState{status: a.Status, at: now}
+	w.gc(now)
+}
+
+// gc forgets delivered resolves once the engine no longer offers them, so last stays bounded
+// by the alerts that exist.
+func (w *worker) gc(now time.Time) {
+	for fp, st := range w.last {
+		if st.status == alerts.StatusResolved && now.Sub(st.at) > time.Hour {
+			delete(w.last, fp)
+		}
 	}
 }
 

@@ -205,7 +205,8 @@ func TestRepeatAndResolve(t *testing.T) {
 	step(15*time.Second, fixture.Alert(), 1)
 	step(30*time.Second, fixture.Alert(), 2) // a minute after the first: re-sent
 	step(15*time.Second, fixture.Resolved(), 3)
-	step(15*time.Second, fixture.Alert(), 4) // fires again: sent at once
+	step(15*time.Second, fixture.Resolved(), 3) // a resolve offered again is not re-sent
+	step(15*time.Second, fixture.Alert(), 4)    // fires again: sent at once
 	if err := h.d.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
