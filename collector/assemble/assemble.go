@@ -544,7 +544,7 @@ func (b *builder) build(turn int) *record.Record {
 			r.UserID = f.user
 		}
 	}
-	route, source, workflow := "", "", ""
+	route, source, workflow, tags := "", "", "", ""
 	for _, i := range ctx {
 		f := t.nodes[i].f
 		if route == "" {
@@ -556,6 +556,9 @@ func (b *builder) build(turn int) *record.Record {
 		if workflow == "" {
 			workflow = f.workflow
 		}
+		if tags == "" {
+			tags = f.tags
+		}
 	}
 	for _, i := range ctx {
 		if route != "" {
@@ -566,6 +569,15 @@ func (b *builder) build(turn int) *record.Record {
 	r.Attributes = addAttr(r.Attributes, "route", route)
 	r.Attributes = addAttr(r.Attributes, "data_source", source)
 	r.Attributes = addAttr(r.Attributes, "workflow", workflow)
+	r.Attributes = addAttr(r.Attributes, "tags", tags)
+	provider := ""
+	if answerGen >= 0 {
+		provider = t.nodes[answerGen].f.provider
+	}
+	for k := len(gens) - 1; k >= 0 && provider == ""; k-- {
+		provider = t.nodes[gens[k]].f.provider
+	}
+	r.Attributes = addAttr(r.Attributes, "provider", provider)
 
 	// ragwatch's explicit keys.
 	if s := b.pick(turn, mem, func(f *facts) bool { return f.ragReference != "" }); s >= 0 {

@@ -49,6 +49,7 @@ type facts struct {
 	hasIn, hasOut               bool
 
 	session, user, route, dataSource, workflow string
+	provider, tags                             string
 	metadataRoute                              string
 
 	ragQuery, ragAnswer, ragReference string
@@ -147,6 +148,8 @@ func readFacts(s *Span) facts {
 				if f.user == "" || k == "user.id" {
 					f.user = v.Text()
 				}
+			case "tag.tags":
+				f.tags = tagsText(v)
 			case "metadata":
 				if m := parseMetadata(v); m != nil {
 					f.metadataRoute = asString(m["route"])
@@ -234,6 +237,12 @@ func (f *facts) readLLM(k string, v Value) {
 		}
 	case "response.model_name":
 		f.responseModel = v.Text()
+	case "provider":
+		f.provider = v.Text()
+	case "system":
+		if f.provider == "" {
+			f.provider = v.Text()
+		}
 	case "token_count.prompt", "usage.prompt_tokens":
 		f.inTokens, f.hasIn = tokensOr(v, f.inTokens, f.hasIn)
 	case "token_count.completion", "usage.completion_tokens":
@@ -272,6 +281,12 @@ func (f *facts) readGenAI(k string, v Value) {
 		f.requestModel = v.Text()
 	case "response.model":
 		f.responseModel = v.Text()
+	case "provider.name":
+		f.provider = v.Text()
+	case "system":
+		if f.provider == "" {
+			f.provider = v.Text()
+		}
 	case "usage.input_tokens":
 		f.inTokens, f.hasIn = tokensOr(v, f.inTokens, f.hasIn)
 	case "usage.output_tokens":
@@ -561,3 +576,21 @@ func docFromDBEvent(ev *Event) record.Document {
 }
 
 var docTextKeys = []string{"page_content", "content", "text", "document", "chunk", "body"}
+
+// tagsText joins tag.tags (a string array, or a JSON array in a string) with commas.
+func tagsText(v Value) string {
+	l, ok := v.structured().([]any)
+	if !ok {
+		return v.Text()
+	}
+	var b strings.Builder
+	for _, e := range l {
+		if s := asString(e); s != "" {
+			if b.Len() > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
