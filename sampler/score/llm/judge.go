@@ -120,7 +120,8 @@ type OutcomeError struct {
 	Err     error
 }
 
-func (e *OutcomeError) Error() string { return e.Outcome + ": " + e.Err.Error() }
+// Error gives the cause; the outcome travels separately (score.MetricError prints it).
+func (e *OutcomeError) Error() string { return e.Err.Error() }
 func (e *OutcomeError) Unwrap() error { return e.Err }
 
 // Outcome returns the score outcome of an error from Ask (score.OutcomeError when unknown).

@@ -25,6 +25,7 @@ const dataRules = `The record to evaluate is given as data blocks, each opened b
 var angleLike = map[rune]rune{
 	'<': '<', '>': '>', '＜': '<', '＞': '>', '‹': '<', '›': '>', '«': '<', '»': '>',
 	'〈': '<', '〉': '>', '⟨': '<', '⟩': '>', '\u2329': '<', '\u232a': '>', '﹤': '<', '﹥': '>', '˂': '<', '˃': '>',
+	'《': '<', '》': '>', '≪': '<', '≫': '>', '❮': '<', '❯': '>', '❬': '<', '❭': '>', '⧼': '<', '⧽': '>', 'ᐸ': '<', 'ᐳ': '>',
 }
 
 // Neutralize removes invisible format characters (zero-width spaces, joiners, bidi controls)
