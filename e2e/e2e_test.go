@@ -1,0 +1,381 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+
+	"github.com/ragwatch/ragwatch/internal/dashboard"
+	"github.com/ragwatch/ragwatch/internal/synth"
+)
+
+// stack is ragwatch with a real Prometheus and Alertmanager on free loopback ports.
+type stack struct {
+	dir                    string
+	ragwatch, prom, am     string // base URLs
+	otlpGRPC               string
+	configPath, rulesPath  string
+	ragwatchProc, promProc *process
+	alertmanagerProc       *process
+}
+
+const ragwatchConfig = `
+receivers:
+  otlp:
+    grpc: { endpoint: %q }
+    http: { endpoint: %q }
+http:
+  endpoint: %q
+nats:
+  store_dir: %q
+  embedded: { endpoint: %q }
+assembly:
+  wait: 200ms
+  timeout: 10s
+sampling:
+  rate: 0.5
+scoring:
+  workers: 2
+  backend: builtin
+slos:
+  - name: citation-precision
+    metric: citation_precision
+    objective: 0.9
+    alert_below: 0.7
+    window: 20s
+    min_samples: 10
+    for: 3s
+    keep_firing_for: 3s
+    severity: page
+    labels: { team: search }
+    runbook_url: https://runbooks.example.internal/rag/citation-precision
+    notifiers: [oncall]
+drift:
+  window: 20s
+  reference_window: 60s
+  detectors:
+    - name: retrieval-score-psi
+      signal: retrieval_score
+      method: psi
+      threshold: 0.2
+      min_samples: 40
+      min_reference_samples: 80
+      for: 3s
+      keep_firing_for: 3s
+      severity: ticket
+notifiers:
+  - name: oncall
+    type: alertmanager
+    url: %q
+    repeat_interval: 5s
+alerting:
+  evaluation_interval: 1s
+  trace_url_template: "http://tempo.example.internal/trace/{trace_id}"
+`
+
+const prometheusConfig = `
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files: [%q]
+alerting:
+  alertmanagers:
+    - static_configs:
+        - targets: [%q]
+scrape_configs:
+  - job_name: ragwatch
+    static_configs:
+      - targets: [%q]
+`
+
+const alertmanagerConfig = `
+route:
+  receiver: "null"
+  group_wait: 1s
+  group_interval: 1s
+receivers:
+  - name: "null"
+`
+
+func startStack(t *testing.T) *stack {
+	bins := need(t, "prometheus", "promtool", "prometheus-alertmanager")
+	s := &stack{dir: t.TempDir()}
+	bin := buildRagwatch(t)
+
+	amAddr := freePort(t)
+	s.am = "http://" + amAddr
+	amCfg := writeFile(t, s.dir, "alertmanager.yml", alertmanagerConfig)
+	s.alertmanagerProc = start(t, bins["prometheus-alertmanager"], "--config.file="+amCfg,
+		"--storage.path="+filepath.Join(s.dir, "am"), "--web.listen-address="+amAddr, "--cluster.listen-address=")
+	waitHTTP(t, s.am+"/-/ready")
+
+	rwAddr := freePort(t)
+	s.ragwatch = "http://" + rwAddr
+	s.otlpGRPC = freePort(t)
+	s.configPath = writeFile(t, s.dir, "ragwatch.yaml", fmt.Sprintf(ragwatchConfig,
+		s.otlpGRPC, freePort(t), rwAddr, filepath.Join(s.dir, "data"), freePort(t), s.am))
+	if out, err := exec.Command(bin, "validate", "-c", s.configPath).CombinedOutput(); err != nil {
+		t.Fatalf("ragwatch validate: %v\n%s", err, out)
+	}
+	rules, err := exec.Command(bin, "rules", "-c", s.configPath).Output()
+	if err != nil {
+		t.Fatalf("ragwatch rules: %v", err)
+	}
+	s.rulesPath = writeFile(t, s.dir, "rules.yml", string(rules))
+	if out, err := exec.Command(bins["promtool"], "check", "rules", s.rulesPath).CombinedOutput(); err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+	s.ragwatchProc = start(t, bin, "run", "-c", s.configPath, "--log-format", "json")
+	waitHTTP(t, s.ragwatch+"/readyz")
+
+	promAddr := freePort(t)
+	s.prom = "http://" + promAddr
+	promCfg := writeFile(t, s.dir, "prometheus.yml", fmt.Sprintf(prometheusConfig, s.rulesPath, amAddr, rwAddr))
+	s.promProc = start(t, bins["prometheus"], "--config.file="+promCfg, "--storage.tsdb.path="+filepath.Join(s.dir, "prom"),
+		"--web.listen-address="+promAddr, "--enable-feature=exemplar-storage")
+	waitHTTP(t, s.prom+"/-/ready")
+	return s
+}
+
+// traffic sends synthetic OpenInference traces through the OpenTelemetry SDK at rate per
+// second until ctx ends.
+func traffic(ctx context.Context, t *testing.T, endpoint string, gen *synth.Generator, rate float64) <-chan int {
+	done := make(chan int, 1)
+	exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(endpoint), otlptracegrpc.WithInsecure())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := resource.NewSchemaless(semconv.ServiceName("support-bot"))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(100*time.Millisecond)),
+		sdktrace.WithIDGenerator(synth.IDGenerator{}), sdktrace.WithResource(res))
+	tracer := tp.Tracer("e2e")
+	go func() {
+		n := 0
+		tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_ = tp.Shutdown(sctx)
+				cancel()
+				done <- n
+				return
+			case <-tick.C:
+				turn := gen.Next(time.Now())
+				turn.Start = time.Now().Add(-turn.Total)
+				synth.Emit(ctx, tracer, &turn)
+				n++
+			}
+		}
+	}()
+	return done
+}
+
+type amAlert struct {
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	Status      struct {
+		State string `json:"state"`
+	} `json:"status"`
+	EndsAt time.Time `json:"endsAt"`
+}
+
+func alertmanagerAlerts(s *stack) ([]amAlert, error) {
+	b, _, err := httpGet(s.am + "/api/v2/alerts?active=true")
+	if err != nil {
+		return nil, err
+	}
+	var out []amAlert
+	err = json.Unmarshal(b, &out)
+	return out, err
+}
+
+func firingInAlertmanager(s *stack, slo string) (*amAlert, error) {
+	list, err := alertmanagerAlerts(s)
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range list {
+		if a.Labels["slo"] == slo && a.Status.State == "active" && (a.EndsAt.IsZero() || a.EndsAt.After(time.Now())) {
+			return &list[i], nil
+		}
+	}
+	return nil, fmt.Errorf("no active alert for slo %s among %d", slo, len(list))
+}
+
+func firingInPrometheus(s *stack, alertname string) (bool, error) {
+	v, err := promQuery(s.prom, `ALERTS{alertstate="firing",alertname="`+alertname+`"}`)
+	if err != nil {
+		return false, err
+	}
+	return len(v) > 0, nil
+}
+
+func TestEndToEnd(t *testing.T) {
+	s := startStack(t)
+	gen := synth.New(synth.Options{Seed: 42})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sent := traffic(ctx, t, s.otlpGRPC, gen, 30)
+
+	// Healthy traffic: every dashboard query returns data once Prometheus has a few scrapes.
+	t.Run("dashboard queries return data", func(t *testing.T) {
+		for _, q := range dashboard.Queries() {
+			expr := strings.NewReplacer("$__rate_interval", "1m", "$service", ".*").Replace(q)
+			eventually(t, 60*time.Second, "dashboard query "+expr, func() error {
+				v, err := promQuery(s.prom, expr)
+				if err != nil {
+					return err
+				}
+				if len(v) == 0 {
+					return fmt.Errorf("empty result")
+				}
+				return nil
+			})
+		}
+	})
+
+	t.Run("generated rules load and evaluate", func(t *testing.T) {
+		eventually(t, 30*time.Second, "rule health", func() error {
+			b, _, err := httpGet(s.prom + "/api/v1/rules")
+			if err != nil {
+				return err
+			}
+			var r struct {
+				Data struct {
+					Groups []struct {
+						Name  string `json:"name"`
+						Rules []struct {
+							Name   string `json:"name"`
+							Health string `json:"health"`
+							Error  string `json:"lastError"`
+						} `json:"rules"`
+					} `json:"groups"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(b, &r); err != nil {
+				return err
+			}
+			if len(r.Data.Groups) == 0 {
+				return fmt.Errorf("no rule groups loaded")
+			}
+			for _, g := range r.Data.Groups {
+				for _, rule := range g.Rules {
+					if rule.Health != "ok" {
+						return fmt.Errorf("rule %s/%s health %q: %s", g.Name, rule.Name, rule.Health, rule.Error)
+					}
+				}
+			}
+			v, err := promQuery(s.prom, `ragwatch:slo_mean:20s{slo="citation-precision"}`)
+			if err != nil || len(v) == 0 {
+				return fmt.Errorf("recording rule has no value yet: %v", err)
+			}
+			return nil
+		})
+	})
+	if t.Failed() {
+		return
+	}
+
+	// Break the index: the in-process alert reaches Alertmanager and the Prometheus rule fires.
+	gen.SetDegraded(true)
+	degradedAt := time.Now()
+	var got *amAlert
+	eventually(t, 90*time.Second, "citation-precision alert in Alertmanager", func() error {
+		var err error
+		got, err = firingInAlertmanager(s, "citation-precision")
+		return err
+	})
+	t.Logf("citation-precision reached Alertmanager %s after the degradation", time.Since(degradedAt).Round(time.Second))
+	if got.Labels["severity"] != "page" || got.Labels["team"] != "search" || got.Labels["service"] != "support-bot" {
+		t.Errorf("alert labels %v", got.Labels)
+	}
+	if got.Annotations["runbook_url"] != "https://runbooks.example.internal/rag/citation-precision" {
+		t.Errorf("runbook_url annotation %q", got.Annotations["runbook_url"])
+	}
+	if !strings.Contains(fmt.Sprint(got.Annotations), "http://tempo.example.internal/trace/") {
+		t.Errorf("annotations carry no trace link: %v", got.Annotations)
+	}
+	eventually(t, 90*time.Second, "Prometheus-side SLO rule firing", func() error {
+		ok, err := firingInPrometheus(s, "RagwatchSLOViolated")
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("RagwatchSLOViolated not firing")
+		}
+		return nil
+	})
+
+	// Repair it: both resolve.
+	gen.SetDegraded(false)
+	eventually(t, 120*time.Second, "alert resolved in Alertmanager", func() error {
+		if a, err := firingInAlertmanager(s, "citation-precision"); err == nil {
+			return fmt.Errorf("still active: ends %s", a.EndsAt)
+		}
+		return nil
+	})
+	eventually(t, 120*time.Second, "Prometheus-side rule resolved", func() error {
+		ok, err := firingInPrometheus(s, "RagwatchSLOViolated")
+		if err != nil {
+			return err
+		}
+		if ok {
+			return fmt.Errorf("still firing")
+		}
+		return nil
+	})
+	cancel()
+	t.Logf("sent %d traces", <-sent)
+}
+
+// TestDemoFiresAndResolvesBothAlerts runs `ragwatch demo --duration 90s` as a user would and
+// checks its summary.
+func TestDemoFiresAndResolvesBothAlerts(t *testing.T) {
+	bin := buildRagwatch(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "demo", "--duration", "90s", "--plain",
+		"--otlp-grpc", freePort(t), "--otlp-http", freePort(t), "--http", freePort(t), "--nats", freePort(t),
+		"--data-dir", t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, tail(string(out), 8000))
+	}
+	summary := string(out)
+	if i := strings.Index(summary, "=== ragwatch demo summary ==="); i >= 0 {
+		summary = summary[i:]
+	} else {
+		t.Fatalf("no summary:\n%s", tail(string(out), 8000))
+	}
+	t.Log(summary)
+	for _, rule := range []string{"citation-precision", "retrieval-score-psi"} {
+		found := false
+		for _, line := range strings.Split(summary, "\n") {
+			if strings.HasPrefix(line, "alert "+rule+" ") {
+				found = true
+				if !strings.Contains(line, "resolved at") {
+					t.Errorf("%s fired but did not resolve: %s", rule, line)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s never fired", rule)
+		}
+	}
+	_ = os.Stderr
+}
