@@ -60,7 +60,48 @@ func run(args []string, stdout, stderr io.Writer) int {
 				sp.Name, sc.name, r.N, r.Hallucinated, r.AUC, r.Precision, r.Recall, r.F1, per)
 		}
 	}
+
+	// Claim level: RAGTruth labels spans, so each claim the builtin scorer splits off can be
+	// labelled (hallucinated when it overlaps a labelled span) and scored on its own.
+	for _, sp := range splits {
+		if !hasSpans(sp) {
+			continue
+		}
+		var claims []quality.Example
+		var support, overlap []float64
+		missing := 0
+		for _, e := range sp.Examples {
+			texts, sup := builtin.ClaimSupports(e.Answer, docs(e))
+			labelled, miss := quality.LabelClaims(e, texts)
+			missing += miss
+			for i, c := range labelled {
+				claims = append(claims, quality.Example{Answer: c.Text, Hallucinated: c.Hallucinated})
+				support = append(support, sup[i])
+				overlap = append(overlap, builtin.WordOverlap(c.Text, docs(e)))
+			}
+		}
+		fmt.Fprintf(stdout, "\nclaim level: a claim is hallucinated when it overlaps a labelled span (%d claims not located)\n", missing)
+		fmt.Fprintf(stdout, "%-23s %-22s %5s %5s %7s %6s %6s %6s\n", "split", "scorer", "n", "hall.", "ROC-AUC", "P", "R", "F1")
+		for _, row := range []struct {
+			name   string
+			scores []float64
+		}{{"builtin claim support", support}, {"word overlap", overlap}} {
+			r := quality.Compare(claims, row.scores, *threshold)
+			fmt.Fprintf(stdout, "%-23s %-22s %5d %5d %7.3f %6.3f %6.3f %6.3f\n",
+				sp.Name+"/claims", row.name, r.N, r.Hallucinated, r.AUC, r.Precision, r.Recall, r.F1)
+		}
+	}
 	return 0
+}
+
+// hasSpans reports whether the split labels hallucinated spans.
+func hasSpans(sp quality.Split) bool {
+	for _, e := range sp.Examples {
+		if len(e.Spans) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func docs(e quality.Example) []record.Document {

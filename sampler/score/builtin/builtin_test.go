@@ -100,9 +100,9 @@ func TestTokenize(t *testing.T) {
 	}
 }
 
-// One context sentence: every context term has idf log(1+1/1) = ln 2, a term absent from the
-// context weighs log(1+1/0.5) = ln 3.
-var ln2, ln3 = math.Log(2), math.Log(3)
+// One context sentence: every context term has idf log(1+1/1) = ln 2 and weighs its square
+// root; a term absent from the context has idf log(1+1/0.5) = ln 3.
+var w2, w3 = math.Sqrt(math.Log(2)), math.Sqrt(math.Log(3))
 
 func TestSupport(t *testing.T) {
 	ctx := docs("The bridge opened in 1937 after the city approved the toll.")
@@ -114,14 +114,14 @@ func TestSupport(t *testing.T) {
 	}{
 		// bridge, open, 1937: all in the one window.
 		{"paraphrase with a stemmed verb", "The bridge was opened in 1937.", 1, ""},
-		// bridge, open, 1932: 1932 is novel (ln 3) and a missing number (×0.35).
-		{"number must match", "The bridge opened in 1932.", 2 * ln2 / (2*ln2 + ln3) * missingNumber, "number not in context"},
+		// bridge, open, 1932: 1932 is novel (weight √ln 3) and a missing number (×0.35).
+		{"number must match", "The bridge opened in 1932.", 2 * w2 / (2*w2 + w3) * missingNumber, "number not in context"},
 		// negation the passage lacks, on a claim it otherwise covers fully.
 		{"negation lowers support", "The bridge did not open in 1937.", negationFactor, "negation differs from passage"},
 		// Oakland is a capitalised name absent from the context: coverage 3 of 4 terms, ×0.6.
-		{"names must match", "The Oakland bridge opened in 1937.", 3 * ln2 / (3*ln2 + ln3) * missingEntity, "name not in context"},
+		{"names must match", "The Oakland bridge opened in 1937.", 3 * w2 / (3*w2 + w3) * missingEntity, "name not in context"},
 		// "rejected" where the passage says "approved": antonym hint, and "rejected" is novel.
-		{"contradicting word", "The city rejected the toll.", 2 * ln2 / (2*ln2 + ln3) * antonymFactor, "contradicting word in passage"},
+		{"contradicting word", "The city rejected the toll.", 2 * w2 / (2*w2 + w3) * antonymFactor, "contradicting word in passage"},
 		{"unrelated claim", "Whales migrate south.", 0, ""},
 	}
 	for _, tt := range tests {
@@ -138,14 +138,14 @@ func TestSupport(t *testing.T) {
 
 func TestSupportBestWindow(t *testing.T) {
 	// Two sentences: terms of the claim spread over both. idf: bridge (in both) ln(1+2/2) = ln 2,
-	// open and 1937 (one each) ln(1+2/1) = ln 3. Best window (sentence 1) covers bridge and
+	// open and 1937 (one each) ln(1+2/1) = ln 3; weights are their square roots. Best window (sentence 1) covers bridge and
 	// open; the whole context covers all three. 1937 is in the context but not in the best
 	// window: ×0.8.
 	ctx := docs("The bridge opened to traffic. The bridge was painted in 1937.")
 	j := newJudge(ctx, DefaultThreshold)
 	got, why := j.support("The bridge opened in 1937.", nil)
-	total := ln2 + 2*ln3
-	window := ln2 + ln3
+	total := w2 + 2*w3
+	window := w2 + w3
 	want := (windowWeight*window + (1-windowWeight)*total) / total * strayNumber
 	near(t, "support", got, want)
 	if why != "number not in best passage" {

@@ -127,10 +127,10 @@ func (ix *index) support(toks []token, docs map[int]bool) (float64, string) {
 			continue
 		}
 		seen[t.stem] = true
-		ct := claimTerm{id: -1, weight: ix.novel, num: t.num, cap: t.cap}
+		ct := claimTerm{id: -1, weight: math.Sqrt(ix.novel), num: t.num, cap: t.cap}
 		if id, ok := ix.vocab[t.stem]; ok && (docs == nil || ix.inDocs(id, docs)) {
 			ct.id = id
-			ct.weight = ix.idf[id]
+			ct.weight = math.Sqrt(ix.idf[id])
 		}
 		terms = append(terms, ct)
 	}

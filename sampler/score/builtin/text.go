@@ -229,7 +229,14 @@ var stopwords = set(
 	"according", "including", "additionally", "furthermore", "moreover", "overall", "already",
 	"still", "many", "several", "various", "often", "usually", "actually", "indeed",
 	"not", "no", "never", "none", "nor", "neither", "cannot", "without", "nothing", "nobody",
-	"nowhere",
+	"nowhere", "less", "fewer", "due", "despite", "since", "across", "behind", "beyond",
+	"amid", "among", "amongst", "around", "toward", "towards", "via", "onto", "along",
+	"alongside", "throughout", "whereas", "whilst", "unless", "nevertheless", "nonetheless",
+	"therefore", "hence", "instead", "otherwise", "besides", "almost", "nearly", "perhaps",
+	"currently", "recently", "later", "now", "soon", "ago", "whose", "whatever", "whoever",
+	"whenever", "wherever", "another", "anyone", "everyone", "someone", "somebody", "anybody",
+	"everybody", "enough", "either", "neither", "certain", "particularly", "especially",
+	"specifically", "generally", "simply", "mainly", "mostly", "largely", "finally", "also",
 )
 
 func set(words ...string) map[string]bool {

@@ -22,6 +22,9 @@ type Example struct {
 	Context      string
 	Answer       string
 	Hallucinated bool
+	// Spans are the hallucinated spans of Answer as byte offsets [start, end) when the data
+	// labels spans (RAGTruth).
+	Spans [][2]int
 }
 
 // LoadBEGIN reads begin/<file> (a BEGIN dev TSV): knowledge is the context, response the answer;
@@ -88,6 +91,8 @@ func LoadRAGTruth(path string) ([]Example, error) {
 			Responses []struct {
 				Response string `json:"response"`
 				Labels   []struct {
+					Start        int  `json:"start"`
+					End          int  `json:"end"`
 					ImplicitTrue bool `json:"implicit_true"`
 				} `json:"labels"`
 			} `json:"responses"`
@@ -99,16 +104,68 @@ func LoadRAGTruth(path string) ([]Example, error) {
 			return nil, fmt.Errorf("%s: item %d: %w", path, n, err)
 		}
 		for _, r := range item.Responses {
-			h := false
+			ex := Example{Context: item.Source, Answer: r.Response}
 			for _, l := range r.Labels {
-				if !l.ImplicitTrue {
-					h = true
+				if l.ImplicitTrue {
+					continue
+				}
+				ex.Hallucinated = true
+				// Offsets count code points (the corpus was made in Python).
+				start, end := byteOffset(r.Response, l.Start), byteOffset(r.Response, l.End)
+				if start < end {
+					ex.Spans = append(ex.Spans, [2]int{start, end})
 				}
 			}
-			out = append(out, Example{Context: item.Source, Answer: r.Response, Hallucinated: h})
+			out = append(out, ex)
 		}
 	}
 	return out, nil
+}
+
+// byteOffset converts a code-point offset into s to a byte offset (clamped to len(s)).
+func byteOffset(s string, runes int) int {
+	if runes <= 0 {
+		return 0
+	}
+	n := 0
+	for i := range s {
+		if n == runes {
+			return i
+		}
+		n++
+	}
+	return len(s)
+}
+
+// Claim is one claim of a span-labelled answer: hallucinated when it overlaps a labelled span.
+type Claim struct {
+	Text         string
+	Hallucinated bool
+}
+
+// LabelClaims locates each claim in e.Answer (in order, as substrings) and labels it by the
+// spans. A claim that cannot be located is labelled by whether the answer has any span and
+// counted in missing.
+func LabelClaims(e Example, claims []string) (out []Claim, missing int) {
+	pos := 0
+	for _, c := range claims {
+		k := strings.Index(e.Answer[pos:], c)
+		if k < 0 {
+			missing++
+			out = append(out, Claim{Text: c, Hallucinated: e.Hallucinated})
+			continue
+		}
+		start, end := pos+k, pos+k+len(c)
+		h := false
+		for _, sp := range e.Spans {
+			if sp[0] < end && sp[1] > start {
+				h = true
+			}
+		}
+		out = append(out, Claim{Text: c, Hallucinated: h})
+		pos = end
+	}
+	return out, missing
 }
 
 // Split is one named evaluation set.

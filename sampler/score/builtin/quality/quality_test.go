@@ -69,13 +69,13 @@ func TestLoaders(t *testing.T) {
 	must(os.WriteFile(filepath.Join(dir, "begin/begin_dev_cmu.tsv"), []byte(header+
 		"t5\tcmu\tK3\tM3\tR3\tGeneric \n"), 0o644))
 	must(os.WriteFile(filepath.Join(dir, "ragtruth/ragtruth_summary.jsonl"), []byte(
-		`{"source_id":"1","source":"S1","responses":[{"response":"A","labels":[]},{"response":"B","labels":[{"implicit_true":true}]},{"response":"C","labels":[{"implicit_true":true},{"implicit_true":false}]}]}`+"\n"), 0o644))
+		`{"source_id":"1","source":"S1","responses":[{"response":"A","labels":[]},{"response":"B","labels":[{"implicit_true":true}]},{"response":"Café C. Dx","labels":[{"start":0,"end":4,"implicit_true":true},{"start":8,"end":10,"implicit_true":false}]}]}`+"\n"), 0o644))
 	got, err := LoadAll(dir)
 	must(err)
 	want := []Split{
-		{"begin-wow", []Example{{"K1", "R1", false}, {"K2", "R2", true}}},
-		{"begin-cmu", []Example{{"K3", "R3", true}}},
-		{"ragtruth-summary", []Example{{"S1", "A", false}, {"S1", "B", false}, {"S1", "C", true}}},
+		{"begin-wow", []Example{{"K1", "R1", false, nil}, {"K2", "R2", true, nil}}},
+		{"begin-cmu", []Example{{"K3", "R3", true, nil}}},
+		{"ragtruth-summary", []Example{{"S1", "A", false, nil}, {"S1", "B", false, nil}, {"S1", "Café C. Dx", true, [][2]int{{9, 11}}}}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("LoadAll:\n got %+v\nwant %+v", got, want)
@@ -92,5 +92,14 @@ func TestLoaders(t *testing.T) {
 	must(os.WriteFile(filepath.Join(dir, "bad.jsonl"), []byte("{\"source\": 1}\n"), 0o644))
 	if _, err := LoadRAGTruth(filepath.Join(dir, "bad.jsonl")); err == nil || !strings.Contains(err.Error(), "item 1") {
 		t.Errorf("bad json: %v", err)
+	}
+}
+
+func TestLabelClaims(t *testing.T) {
+	e := Example{Answer: "Rates rose. Prices fell sharply. Wages held.", Hallucinated: true, Spans: [][2]int{{19, 31}}}
+	got, missing := LabelClaims(e, []string{"Rates rose.", "Prices fell sharply.", "Not there.", "Wages held."})
+	want := []Claim{{"Rates rose.", false}, {"Prices fell sharply.", true}, {"Not there.", true}, {"Wages held.", false}}
+	if !reflect.DeepEqual(got, want) || missing != 1 {
+		t.Errorf("LabelClaims = %+v, %d; want %+v, 1", got, missing, want)
 	}
 }
