@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/ragwatch/ragwatch/config"
 )
 
@@ -22,17 +24,28 @@ func validateCommand(_ context.Context, args []string, stdout, stderr io.Writer)
 	var path string
 	fs.StringVar(&path, "c", "", "config file (YAML) to check")
 	fs.StringVar(&path, "config", "", "same as -c")
+	defaults := fs.Bool("defaults", false, "print the built-in defaults as YAML (every key) and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
+	if *defaults {
+		enc := yaml.NewEncoder(stdout)
+		enc.SetIndent(2)
+		if err := enc.Encode(config.Default()); err != nil {
+			fmt.Fprintf(stderr, "ragwatch validate: %v\n", err)
+			return 1
+		}
+		_ = enc.Close()
+		return 0
+	}
 	if path == "" && fs.NArg() == 1 {
 		path = fs.Arg(0)
 	}
 	if path == "" {
-		fmt.Fprintln(stderr, "usage: ragwatch validate -c ragwatch.yaml")
+		fmt.Fprintln(stderr, "usage: ragwatch validate -c ragwatch.yaml | ragwatch validate --defaults")
 		return 2
 	}
 	data, err := os.ReadFile(path)

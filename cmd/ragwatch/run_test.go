@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// runLog is a bytes.Buffer safe for the logger and the test to share.
+type runLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *runLog) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *runLog) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRunCommand runs `ragwatch run -c file` on free ports, waits until it logs where it
+// listens, then cancels as SIGTERM does and expects a clean exit.
+func TestRunCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "ragwatch.yaml")
+	cfg := fmt.Sprintf(`receivers:
+  otlp:
+    grpc: { endpoint: "127.0.0.1:0" }
+    http: { endpoint: "127.0.0.1:0" }
+http:
+  endpoint: "127.0.0.1:0"
+nats:
+  store_dir: %q
+  embedded: { endpoint: "127.0.0.1:-1" }
+`, filepath.Join(dir, "data"))
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr runLog
+	done := make(chan int, 1)
+	go func() { done <- runCommand(ctx, []string{"-c", cfgPath, "--log-format", "json"}, &stdout, &stderr) }()
+
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(stderr.String(), `"msg":"ragwatch running"`) {
+		select {
+		case code := <-done:
+			t.Fatalf("run exited early with %d:\n%s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not running after 15s:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, want := range []string{`"otlp_grpc":"127.0.0.1:`, `"otlp_http":"127.0.0.1:`, `"http":"127.0.0.1:`} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("log does not say %s:\n%s", want, stderr.String())
+		}
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no exit 15s after cancel")
+	}
+	if !strings.Contains(stderr.String(), `"msg":"stopped"`) {
+		t.Errorf("no stopped line:\n%s", stderr.String())
+	}
+}
+
+func TestRunCommandBadConfig(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(p, []byte("assembly:\n  wait: -1s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr runLog
+	code := runCommand(context.Background(), []string{"-c", p}, &stdout, &stderr)
+	want := "ragwatch run: invalid config:\n  " + p + ": line 2: `assembly.wait` must not be negative\n"
+	if code != 1 || stderr.String() != want {
+		t.Errorf("exit %d, stderr %q, want %q", code, stderr.String(), want)
+	}
+	if code := runCommand(context.Background(), []string{"--log-level", "loud"}, &stdout, &stderr); code != 2 {
+		t.Errorf("bad log level: exit %d", code)
+	}
+}
