@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/sampler/queue"
+	"github.com/ragwatch/ragwatch/sampler/score"
+)
+
+// syncBuffer is a concurrency-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+
+	// The sidecar's side: records queued on the cluster.
+	qcfg := config.Default().Scoring.Queue
+	if _, err := queue.Setup(context.Background(), js, qcfg, 1); err != nil {
+		t.Fatal(err)
+	}
+	pub := queue.NewPublisher(js, qcfg, 10, prometheus.NewRegistry(), nil)
+	if err := pub.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		_ = pub.Offer(&record.Record{TraceID: fmt.Sprintf("%032x", i+1), Service: "chat", Query: "q",
+			Documents: []record.Document{{ID: "a"}, {ID: "b"}}, Relevance: map[string]int{"b": 1},
+			Sampling: &record.Sampling{Probability: 0.5, Reason: "rate"}})
+	}
+	if err := pub.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	got := map[string]float64{}
+	sub, err := queue.SubscribeScores(nc, "", score.ConsumerFunc(func(_ context.Context, rs []score.Result) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range rs {
+			if r.Metric == "mrr" {
+				got[r.TraceID] = r.Value * r.Weight
+			}
+		}
+		return nil
+	}), prometheus.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+
+	httpAddr := freeAddr(t)
+	path := filepath.Join(t.TempDir(), "ragwatch.yaml")
+	yaml := fmt.Sprintf("http: {endpoint: %q}\nnats: {url: %q}\nscoring: {workers: 2, retrieval_k: [1, 2]}\n", httpAddr, srv.ClientURL())
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	code := make(chan int, 1)
+	go func() { code <- dispatch(ctx, []string{"worker", "-c", path, "--log-format", "json"}, io.Discard, &logs) }()
+
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scored %d of 5; logs:\n%s", n, logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for id, v := range got {
+		if v != 1 { // MRR 1/2 (relevant doc second) times weight 2
+			t.Fatalf("%s: mrr*weight = %v, want 1", id, v)
+		}
+	}
+	for _, p := range []string{"/readyz", "/metrics"} {
+		resp, err := http.Get("http://" + httpAddr + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s", p, resp.Status)
+		}
+		if p == "/metrics" && !strings.Contains(string(body), `ragwatch_scoring_attempts_total{outcome="ok",scorer="retrieval"} 5`) {
+			t.Fatalf("metrics lack the attempts:\n%s", body)
+		}
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Fatalf("exit %d; logs:\n%s", c, logs.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("worker did not stop")
+	}
+	if !strings.Contains(logs.String(), `"msg":"ragwatch worker ready"`) {
+		t.Fatalf("logs:\n%s", logs.String())
+	}
+}
+
+func TestWorkerCommandNeedsNATSURL(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ragwatch.yaml")
+	if err := os.WriteFile(path, []byte("scoring: {workers: 2}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	if c := dispatch(context.Background(), []string{"worker", "-c", path}, io.Discard, &stderr); c != 2 {
+		t.Fatalf("exit %d", c)
+	}
+	if want := "ragwatch worker: `nats.url` is required"; !strings.HasPrefix(stderr.String(), want) {
+		t.Fatalf("stderr %q", stderr.String())
+	}
+}
