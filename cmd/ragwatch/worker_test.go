@@ -114,7 +114,9 @@ func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
 	defer cancel()
 	var logs syncBuffer
 	code := make(chan int, 1)
-	go func() { code <- dispatch(ctx, []string{"worker", "-c", path, "--log-format", "json"}, io.Discard, &logs) }()
+	go func() {
+		code <- dispatch(ctx, []string{"worker", "-c", path, "--log-format", "json"}, io.Discard, &logs)
+	}()
 
 	deadline := time.Now().Add(15 * time.Second)
 	for {
