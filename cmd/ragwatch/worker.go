@@ -20,24 +20,15 @@ import (
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/natsconn"
+	"github.com/ragwatch/ragwatch/sampler"
 	"github.com/ragwatch/ragwatch/sampler/decide"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 	"github.com/ragwatch/ragwatch/sampler/score"
-	"github.com/ragwatch/ragwatch/sampler/score/retrieval"
 	"github.com/ragwatch/ragwatch/sampler/worker"
 )
 
 func init() {
 	register("worker", "run only scoring workers against an external NATS (nats.url)", runWorker)
-}
-
-// buildScorers builds the scorers a worker runs from the config. It defaults to the retrieval
-// metrics scorer; the scorer builder of the scoring engine replaces it when it lands.
-var buildScorers = func(cfg *config.Config, _ prometheus.Registerer, _ *slog.Logger) ([]score.Scorer, error) {
-	if !cfg.Scoring.RetrievalEnabled() {
-		return nil, nil
-	}
-	return []score.Scorer{retrieval.New(cfg.Scoring.RetrievalK, nil)}, nil
 }
 
 // runWorker runs scoring workers only: the same worker.Pool `ragwatch run` runs in process,
@@ -107,7 +98,7 @@ func serveWorker(ctx context.Context, cfg *config.Config, logger *slog.Logger) (
 	}
 	defer conn.Close()
 
-	scorers, err := buildScorers(cfg, reg, logger)
+	scorers, err := sampler.Scorers(cfg)
 	if err != nil {
 		return fmt.Errorf("build scorers: %w", err)
 	}
