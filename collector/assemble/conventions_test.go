@@ -459,3 +459,26 @@ func TestConventions(t *testing.T) {
 		})
 	}
 }
+
+// Context ids: rag.* beats OpenInference beats GenAI / enduser beats traceloop, whatever the
+// attribute order; the turn span beats its ancestors, which beat the turn's inner spans.
+func TestContextPrecedence(t *testing.T) {
+	turn := map[string]any{
+		"rag.query": "q", "rag.answer": "a", "rag.documents": `[{"id":"d"}]`,
+		"traceloop.association.properties.session_id": "tl-s", "traceloop.association.properties.user_id": "tl-u",
+		"gen_ai.conversation.id": "conv", "enduser.id": "end-u",
+	}
+	res := assembleTD(build(t, 1, "s",
+		sp{id: 1, name: "root", end: ms(10), attrs: map[string]any{"session.id": "root-s", "user.id": "root-u"}},
+		sp{id: 2, parent: 1, name: "turn", start: ms(1), end: ms(9), attrs: turn},
+		sp{id: 3, parent: 2, name: "inner", start: ms(2), end: ms(3), attrs: map[string]any{"rag.session_id": "inner-s"}},
+	))
+	if len(res.Records) != 1 || res.Records[0].SessionID != "conv" || res.Records[0].UserID != "end-u" {
+		t.Fatalf("%s", js(res.Records))
+	}
+	turn["session.id"], turn["rag.user_id"] = "oi-s", "rag-u"
+	res = assembleTD(build(t, 1, "s", sp{id: 2, name: "turn", end: ms(9), attrs: turn}))
+	if len(res.Records) != 1 || res.Records[0].SessionID != "oi-s" || res.Records[0].UserID != "rag-u" {
+		t.Fatalf("%s", js(res.Records))
+	}
+}

@@ -49,8 +49,11 @@ type facts struct {
 	hasIn, hasOut               bool
 
 	session, user, route, dataSource, workflow string
-	provider, tags                             string
-	metadataRoute                              string
+	// Context ids by convention, combined by precedence at the end of readFacts: rag, then
+	// OpenInference / enduser, then GenAI, then traceloop association properties.
+	ids            [4][2]string
+	provider, tags string
+	metadataRoute  string
 
 	ragQuery, ragAnswer, ragReference string
 	ragCitations, ragRelevance        Value
@@ -74,6 +77,14 @@ func (m *message) text() string {
 	}
 	return strings.Join(m.parts, "\n")
 }
+
+// Context id sources, by precedence.
+const (
+	idRAG = iota
+	idOI
+	idGenAI
+	idTraceloop
+)
 
 // Feedback precedence ranks: lower wins.
 const (
@@ -143,11 +154,11 @@ func readFacts(s *Span) facts {
 			case "output.mime_type":
 				f.outputMime = v.Text()
 			case "session.id":
-				f.session = v.Text()
-			case "user.id", "enduser.id":
-				if f.user == "" || k == "user.id" {
-					f.user = v.Text()
-				}
+				f.ids[idOI][0] = v.Text()
+			case "user.id":
+				f.ids[idOI][1] = v.Text()
+			case "enduser.id":
+				f.ids[idGenAI][1] = v.Text()
 			case "tag.tags":
 				f.tags = tagsText(v)
 			case "metadata":
@@ -159,6 +170,14 @@ func readFacts(s *Span) facts {
 	}
 	for i := range s.Events {
 		f.readEvent(&s.Events[i])
+	}
+	for _, ids := range f.ids {
+		if f.session == "" {
+			f.session = ids[0]
+		}
+		if f.user == "" {
+			f.user = ids[1]
+		}
 	}
 	for i := range anns {
 		f.offerFeedback(anns[i].feedback())
@@ -300,9 +319,7 @@ func (f *facts) readGenAI(k string, v Value) {
 			f.outTokens, f.hasOut = tokensOr(v, f.outTokens, f.hasOut)
 		}
 	case "conversation.id":
-		if f.session == "" {
-			f.session = v.Text()
-		}
+		f.ids[idGenAI][0] = v.Text()
 	case "input.messages":
 		f.genaiIn = v
 	case "output.messages":
@@ -319,13 +336,9 @@ func (f *facts) readTraceloop(k string, v Value) {
 	case strings.HasPrefix(k, "association.properties."):
 		switch k[len("association.properties."):] {
 		case "session_id", "session.id", "conversation_id":
-			if f.session == "" {
-				f.session = v.Text()
-			}
+			f.ids[idTraceloop][0] = v.Text()
 		case "user_id", "user.id":
-			if f.user == "" {
-				f.user = v.Text()
-			}
+			f.ids[idTraceloop][1] = v.Text()
 		case "route":
 			if f.metadataRoute == "" {
 				f.metadataRoute = v.Text()
@@ -365,9 +378,9 @@ func (f *facts) readRAG(k string, v Value) {
 	case "route":
 		f.route = v.Text()
 	case "session_id", "session.id":
-		f.session = v.Text()
+		f.ids[idRAG][0] = v.Text()
 	case "user_id", "user.id":
-		f.user = v.Text()
+		f.ids[idRAG][1] = v.Text()
 	}
 }
 
