@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,13 +29,32 @@ const (
 
 var statLatency = [numStages]string{"latency.retrieval", "latency.generation", "latency.total"} // timings (ms)
 
-// statsdRecorder writes one line per signal to a buffered UDP client. Sending happens on the
-// client's flush goroutine; a failed send is counted and dropped, never retried or waited on.
+// ResolveInterval is how often a statsd endpoint given by host name is resolved again, so a
+// moved statsd server (a rescheduled pod, a DNS change) keeps receiving.
+const ResolveInterval = 30 * time.Second
+
+// statsdRecorder formats all lines of one record into one chunk and hands it to the
+// go-statsd-client buffered sender in one call (one lock instead of one per line, and a
+// record's lines never straddle two packets). The sender's goroutine sends a packet when the
+// buffer reaches flush_bytes or every flush_interval; a failed send is counted and dropped,
+// never retried or waited on. The line format is the client's own (Client.submit): prefix.stat,
+// infix tags, ':' value, type, suffix tags.
 type statsdRecorder struct {
-	client statsd.Statter
+	sender statsd.Sender // the buffered sender
+	prefix string        // "rag." (or "" for no prefix)
+	format statsd.TagFormat
 	errs   prometheus.Counter
-	tagged bool
-	tags   sync.Map // service -> []statsd.Tag; bounded by labels.ServiceSet
+
+	tags sync.Map  // service label -> *statsdTags; bounded by labels.ServiceSet
+	bufs sync.Pool // *[]byte chunks; the buffered sender copies what it is given
+}
+
+// statsdTags holds one service's tag text, sanitised, in the configured format.
+type statsdTags struct {
+	infix     string                // before ':' (influx, graphite)
+	suffix    string                // after the type (datadog)
+	sentiment [numSentiments]string // same, with the sentiment tag added
+	sentSuf   [numSentiments]string
 }
 
 // parseTagFormat maps the config's tag_format to the client's format; none is 0.
@@ -67,10 +87,6 @@ func (c countingSender) Send(data []byte) (int, error) {
 	return n, err
 }
 
-// ResolveInterval is how often a statsd endpoint given by host name is resolved again, so a
-// moved statsd server (a rescheduled pod, a DNS change) keeps receiving.
-const ResolveInterval = 30 * time.Second
-
 // udpSender sends to an IP address as is and re-resolves a host name every ResolveInterval.
 func udpSender(addr string) (statsd.Sender, error) {
 	if host, _, err := net.SplitHostPort(addr); err == nil && net.ParseIP(host) == nil {
@@ -79,7 +95,7 @@ func udpSender(addr string) (statsd.Sender, error) {
 	return statsd.NewSimpleSender(addr)
 }
 
-// newStatsdRecorder starts a buffered client; newSender (nil: a UDP sender) is for tests.
+// newStatsdRecorder starts a buffered sender; newSender (nil: a UDP sender) is for tests.
 func newStatsdRecorder(c config.Statsd, errs prometheus.Counter, newSender func(addr string) (statsd.Sender, error)) (*statsdRecorder, error) {
 	format, err := parseTagFormat(c.TagFormat)
 	if err != nil {
@@ -105,89 +121,133 @@ func newStatsdRecorder(c config.Statsd, errs prometheus.Counter, newSender func(
 		_ = udp.Close()
 		return nil, err
 	}
-	clientFormat := format
-	if clientFormat == 0 {
-		clientFormat = statsd.SuffixOctothorpe // unused: no tags are passed
+	prefix := strings.TrimSuffix(c.Prefix, ".")
+	if prefix != "" {
+		prefix += "."
 	}
-	client, err := statsd.NewClientWithSender(buffered, c.Prefix, clientFormat)
-	if err != nil {
-		_ = buffered.Close()
-		return nil, err
-	}
-	return &statsdRecorder{client: client, errs: errs, tagged: format != 0}, nil
+	r := &statsdRecorder{sender: buffered, prefix: prefix, format: format, errs: errs}
+	r.bufs.New = func() any { b := make([]byte, 0, 1024); return &b }
+	return r, nil
 }
 
-func (s *statsdRecorder) tagsFor(service string) []statsd.Tag {
-	if !s.tagged {
-		return nil
-	}
+// sanitizeTag keeps a tag value from breaking the line: the separators of every tag format
+// and of the statsd line itself become '_'.
+func sanitizeTag(v string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case ':', '|', ',', '#', '@', '=', ';', ' ', '\n', '\r', '\t':
+			return '_'
+		}
+		return r
+	}, v)
+}
+
+func (s *statsdRecorder) tagsFor(service string) *statsdTags {
 	if t, ok := s.tags.Load(service); ok {
-		return t.([]statsd.Tag)
+		return t.(*statsdTags)
 	}
-	t := []statsd.Tag{{"service", service}}
-	s.tags.Store(service, t)
-	return t
+	svc := sanitizeTag(service)
+	t := &statsdTags{}
+	for i := range t.sentiment {
+		sent := Sentiment(i).String()
+		switch s.format {
+		case statsd.SuffixOctothorpe:
+			t.suffix = "|#service:" + svc
+			t.sentSuf[i] = t.suffix + ",sentiment:" + sent
+		case statsd.InfixComma:
+			t.infix = ",service=" + svc
+			t.sentiment[i] = t.infix + ",sentiment=" + sent
+		case statsd.InfixSemicolon:
+			t.infix = ";service=" + svc
+			t.sentiment[i] = t.infix + ";sentiment=" + sent
+		}
+	}
+	actual, _ := s.tags.LoadOrStore(service, t)
+	return actual.(*statsdTags)
 }
 
-func (s *statsdRecorder) check(err error) {
-	if err != nil {
-		s.errs.Inc()
+// line appends one statsd line: prefix.stat[infix]:value|typ[suffix].
+type lineWriter struct {
+	b      []byte
+	prefix string
+}
+
+func (w *lineWriter) start(stat, infix string) {
+	if len(w.b) > 0 {
+		w.b = append(w.b, '\n')
 	}
+	w.b = append(w.b, w.prefix...)
+	w.b = append(w.b, stat...)
+	w.b = append(w.b, infix...)
+	w.b = append(w.b, ':')
+}
+
+func (w *lineWriter) int(stat, infix string, v int64, typ, suffix string) {
+	w.start(stat, infix)
+	w.b = strconv.AppendInt(w.b, v, 10)
+	w.b = append(w.b, typ...)
+	w.b = append(w.b, suffix...)
+}
+
+func (w *lineWriter) float(stat, infix string, v float64, typ, suffix string) {
+	w.start(stat, infix)
+	w.b = strconv.AppendFloat(w.b, v, 'f', -1, 64)
+	w.b = append(w.b, typ...)
+	w.b = append(w.b, suffix...)
+}
+
+// gauge writes a float gauge. A negative value is sent as "0" then the value: "-0.5" alone
+// would be read as a decrement by etsy-style statsd servers; DogStatsD reads it as the value.
+func (w *lineWriter) gauge(stat, infix string, v float64, suffix string) {
+	if v < 0 {
+		w.int(stat, infix, 0, "|g", suffix)
+	}
+	w.float(stat, infix, v, "|g", suffix)
 }
 
 // Record implements Recorder.
 func (s *statsdRecorder) Record(_ context.Context, o Observation) {
-	tags := s.tagsFor(o.Service)
-	c := s.client
+	t := s.tagsFor(o.Service)
+	bp := s.bufs.Get().(*[]byte)
+	w := lineWriter{b: (*bp)[:0], prefix: s.prefix}
+	in, suf := t.infix, t.suffix
 	if o.Request {
-		s.check(c.Inc(statRequests, 1, 1, tags...))
-		s.check(c.Gauge(statRetrieved, int64(o.Documents), 1, tags...))
+		w.int(statRequests, in, 1, "|c", suf)
+		w.int(statRetrieved, in, int64(o.Documents), "|g", suf)
 		if o.Documents == 0 {
-			s.check(c.Inc(statEmpty, 1, 1, tags...))
+			w.int(statEmpty, in, 1, "|c", suf)
 		}
 		if o.Scored {
-			s.check(s.gaugeFloat(statAvgRelevance, o.MeanScore, tags))
+			w.gauge(statAvgRelevance, in, o.MeanScore, suf)
 		}
 		if o.Answered {
-			s.check(c.Gauge(statAnswerLength, o.AnswerTokens, 1, tags...))
-			s.check(c.Gauge(statCitations, int64(o.Citations), 1, tags...))
+			w.int(statAnswerLength, in, o.AnswerTokens, "|g", suf)
+			w.int(statCitations, in, int64(o.Citations), "|g", suf)
 		}
 		for i, ms := range o.LatencyMS {
 			if ms > 0 {
-				s.check(c.Raw(statLatency[i], strconv.FormatFloat(ms, 'f', -1, 64)+"|ms", 1, tags...))
+				w.float(statLatency[i], in, ms, "|ms", suf)
 			}
 		}
 	}
 	if o.HasFeedback {
-		s.check(s.gaugeFloat(statUserFeedback, o.FeedbackScore, tags))
-		ft := tags
-		if s.tagged {
-			ft = []statsd.Tag{{"service", o.Service}, {"sentiment", o.Sentiment.String()}}
-		}
-		s.check(c.Inc(statFeedback, 1, 1, ft...))
+		w.gauge(statUserFeedback, in, o.FeedbackScore, suf)
+		w.int(statFeedback, t.sentiment[o.Sentiment], 1, "|c", t.sentSuf[o.Sentiment])
 	}
+	if len(w.b) > 0 {
+		if _, err := s.sender.Send(w.b); err != nil {
+			s.errs.Inc()
+		}
+	}
+	*bp = w.b
+	s.bufs.Put(bp)
 }
 
-// gaugeFloat writes a float gauge. A negative gauge value is sent as "0" then the delta
-// ("-0.5" alone would be read as a decrement by statsd servers).
-func (s *statsdRecorder) gaugeFloat(stat string, v float64, tags []statsd.Tag) error {
-	ext, ok := s.client.(statsd.ExtendedStatSender)
-	if !ok {
-		return fmt.Errorf("statsd client without float gauges")
-	}
-	if v < 0 {
-		if err := ext.GaugeFloat(stat, 0, 1, tags...); err != nil {
-			return err
-		}
-		return ext.GaugeFloatDelta(stat, v, 1, tags...)
-	}
-	return ext.GaugeFloat(stat, v, 1, tags...)
-}
-
-// Shutdown implements Recorder: closing the client flushes its buffer in one last packet.
+// Shutdown implements Recorder: closing the buffered sender flushes its buffer in one last
+// packet and closes the socket.
 func (s *statsdRecorder) Shutdown(context.Context) error {
-	if err := s.client.Close(); err != nil {
-		return fmt.Errorf("close statsd client: %w", err)
+	if err := s.sender.Close(); err != nil {
+		return fmt.Errorf("close statsd sender: %w", err)
 	}
 	return nil
 }

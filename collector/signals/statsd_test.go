@@ -253,10 +253,12 @@ func TestStatsdErrorsCounted(t *testing.T) {
 	if v := testutil.ToFloat64(errs); v != 1 || fs.sends != 1 {
 		t.Fatalf("errors, sends after flush = %v, %d; want 1, 1", v, fs.sends)
 	}
-	// After close every line fails at once (the buffered sender is not running): 10 lines.
+	// After close a record's lines cannot be queued (the buffered sender is not running): one
+	// error per record.
 	r.Record(context.Background(), o)
-	if v := testutil.ToFloat64(errs); v != 11 {
-		t.Fatalf("errors after close = %v, want 11", v)
+	r.Record(context.Background(), o)
+	if v := testutil.ToFloat64(errs); v != 3 {
+		t.Fatalf("errors after close = %v, want 3", v)
 	}
 }
 
@@ -349,5 +351,33 @@ func TestZeroDurationsUseDefaults(t *testing.T) {
 	}
 	if want := "user_feedback:1|g\nfeedback:1|c"; got != want {
 		t.Errorf("lines %q, want %q", got, want)
+	}
+}
+
+// TestStatsdTagSanitized: a service name holding statsd or tag separators cannot break the
+// line or inject another one; the value is the same in every format.
+func TestStatsdTagSanitized(t *testing.T) {
+	for _, tt := range []struct{ format, want string }{
+		{"datadog", "rag.user_feedback:1|g|#service:a_b_c_d__e_f_g\nrag.feedback:1|c|#service:a_b_c_d__e_f_g,sentiment:positive"},
+		{"influx", "rag.user_feedback,service=a_b_c_d__e_f_g:1|g\nrag.feedback,service=a_b_c_d__e_f_g,sentiment=positive:1|c"},
+		{"graphite", "rag.user_feedback;service=a_b_c_d__e_f_g:1|g\nrag.feedback;service=a_b_c_d__e_f_g;sentiment=positive:1|c"},
+	} {
+		t.Run(tt.format, func(t *testing.T) {
+			conn := listenUDP(t)
+			s, _ := newTestSignals(t, 10, statsdExporters(conn.LocalAddr().String(), tt.format))
+			ctx := context.Background()
+			if err := s.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.ConsumeFeedback(ctx, &record.Record{TraceID: traceA, Service: "a|b:c,d\n#e=f;g", Feedback: &record.Feedback{Score: 1}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := readPackets(t, conn, 1)[0]; got != tt.want {
+				t.Errorf("packet\n%s\nwant\n%s", got, tt.want)
+			}
+		})
 	}
 }
