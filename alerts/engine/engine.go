@@ -454,6 +454,7 @@ func (e *Engine) Load(ctx context.Context) error {
 				e.logger.Warn("dropping alert state from another window configuration", "key", key)
 				continue
 			}
+			r.sanitize(in)
 			if in.Machines == nil {
 				in.Machines = map[string]*Machine{}
 			}

@@ -414,6 +414,28 @@ func (r *rule) evalDrift(e *Engine, service string, in *instance, now time.Time)
 	return []evaluation{{severity: r.det.Severity, breach: breach, recovered: recovered, alert: a}}
 }
 
+// sanitize clears restored buckets that do not fit the current bins, and nil entries, so a
+// hand-edited or older state cannot make evaluation index out of range.
+func (r *rule) sanitize(in *instance) {
+	if in.Drift != nil {
+		for i := range in.Drift.Slots {
+			if v := &in.Drift.Slots[i].V; len(v.H.Counts) != len(r.edges)+1 || (v.Ex != nil && len(v.Ex) != len(r.edges)+1) {
+				in.Drift.Slots[i] = ring.Slot[driftBucket]{}
+			}
+		}
+	}
+	for k, m := range in.Machines {
+		if m == nil {
+			delete(in.Machines, k)
+		}
+	}
+	for k, a := range in.Last {
+		if a == nil {
+			delete(in.Last, k)
+		}
+	}
+}
+
 // stripOldExemplars drops drift evidence outside the current window before persisting.
 func (r *rule) stripOldExemplars(in *instance, now time.Time) {
 	if in.Drift == nil {
