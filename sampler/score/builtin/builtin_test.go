@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -402,5 +403,37 @@ func TestStripMarkers(t *testing.T) {
 	want := "Rates rose. See and [sic] []."
 	if got != want {
 		t.Errorf("stripMarkers = %q, want %q", got, want)
+	}
+}
+
+// A record at the size limits is scored with bounded work: at most maxClaims claims, and only
+// the first maxContextBytes of context indexed.
+func TestLargeRecordIsBounded(t *testing.T) {
+	sentence := "The bridge opened in 1937 after a vote. "
+	answer := strings.Repeat(sentence, record.MaxTextBytes/len(sentence))
+	var d []record.Document
+	for i := 0; i < 8; i++ {
+		d = append(d, record.Document{ID: string(rune('a' + i)), Content: strings.Repeat("Whales migrate south every winter, and the bridge opened in 1937. ", 4000)})
+	}
+	v, why, ok := Faithfulness(answer, d)
+	if !ok {
+		t.Fatal("not judged")
+	}
+	// "after a vote" is not in the context: every claim has the same partial support.
+	if want := fmt.Sprintf("0/%d claims supported; judged the first %d of %d claims", maxClaims, maxClaims, len(answer)/len(sentence)); why != want {
+		t.Errorf("why = %q, want %q", why, want)
+	}
+	if v <= 0 || v >= 1 {
+		t.Errorf("faithfulness = %v", v)
+	}
+	// Each document holds 264 000 bytes: the 1 MiB budget ends inside the fourth.
+	ix := newIndex(d)
+	for k := 4; k < 8; k++ {
+		if w := ix.docWin[k]; w[0] != w[1] {
+			t.Errorf("document %d indexed beyond the context limit: windows %v", k, w)
+		}
+	}
+	if w := ix.docWin[3]; w[1]-w[0] != 3888 { // 256 576 bytes left: 3887 sentences and a cut one
+		t.Errorf("document 3: %d windows, want %d", w[1]-w[0], 3888)
 	}
 }

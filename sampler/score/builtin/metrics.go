@@ -71,7 +71,17 @@ func (j *judge) index() *index {
 
 func (j *judge) isID(s string) bool { _, ok := j.byID[s]; return ok }
 
-func (j *judge) claims(text string) []string { return SplitClaims(stripMarkers(text, j.isID)) }
+// claims splits text into at most maxClaims claims, citation markers removed.
+func (j *judge) claims(text string) []string {
+	c, _ := j.countedClaims(text)
+	return c
+}
+
+// countedClaims is claims, and how many claims the text held before the cap.
+func (j *judge) countedClaims(text string) ([]string, int) {
+	c := SplitClaims(stripMarkers(text, j.isID))
+	return c[:min(len(c), maxClaims)], len(c)
+}
 
 // ClaimSupports splits answer into claims (citation markers removed) and returns each claim
 // with its support by docs in [0, 1].
@@ -96,7 +106,7 @@ func (j *judge) faithfulness(answer string) (float64, string, bool) {
 	if !hasDocContent(j.docs) {
 		return 0, "", false
 	}
-	claims := j.claims(answer)
+	claims, all := j.countedClaims(answer)
 	if len(claims) == 0 {
 		return 0, "", false
 	}
@@ -112,8 +122,11 @@ func (j *judge) faithfulness(answer string) (float64, string, bool) {
 			reasons[why]++
 		}
 	}
-	return sum / float64(len(claims)),
-		fmt.Sprintf("%d/%d claims supported%s", supported, len(claims), reasonText(reasons)), true
+	why := fmt.Sprintf("%d/%d claims supported%s", supported, len(claims), reasonText(reasons))
+	if all > len(claims) {
+		why += fmt.Sprintf("; judged the first %d of %d claims", len(claims), all)
+	}
+	return sum / float64(len(claims)), why, true
 }
 
 // AnswerRelevancy is the share of the question's content terms, weighted by their inverse
@@ -138,7 +151,7 @@ func (j *judge) answerRelevancy(query, answer string) (float64, string, bool) {
 	seen := map[string]bool{}
 	ix := j.index()
 	for _, t := range qt {
-		if (t.stop && !t.num) || metaWords[t.norm] || seen[t.stem] {
+		if (t.stop && !t.num) || t.meta || seen[t.stem] {
 			continue
 		}
 		seen[t.stem] = true
@@ -292,7 +305,7 @@ func (j *judge) contextRecall(reference string) (float64, string, bool) {
 	if strings.TrimSpace(reference) == "" || !hasDocContent(j.docs) {
 		return 0, "", false
 	}
-	claims := SplitClaims(reference)
+	claims := j.claims(reference)
 	if len(claims) == 0 {
 		return 0, "", false
 	}

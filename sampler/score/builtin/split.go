@@ -166,12 +166,26 @@ func splitClauses(s string) []string {
 	if len(cuts) == 0 {
 		return []string{s}
 	}
+	// Content words per segment between cuts, counted once: cutting is linear in s.
+	seg := make([]int, len(cuts)+1)
+	prev := 0
+	for k, cut := range cuts {
+		seg[k] = contentCount(s[prev:cut])
+		prev = cut
+	}
+	seg[len(cuts)] = contentCount(s[prev:])
+	rest := 0
+	for _, n := range seg {
+		rest += n
+	}
 	var out []string
-	start := 0
-	for _, cut := range cuts {
-		if contentCount(s[start:cut]) >= 3 && contentCount(s[cut:]) >= 3 {
+	start, here := 0, 0 // here: content words in s[start:cuts[k]]
+	for k, cut := range cuts {
+		here += seg[k]
+		rest -= seg[k]
+		if here >= 3 && rest >= 3 {
 			out = append(out, trimClause(s[start:cut]))
-			start = cut
+			start, here = cut, 0
 		}
 	}
 	return append(out, trimClause(s[start:]))
@@ -184,7 +198,7 @@ func trimClause(s string) string { return strings.TrimSpace(strings.TrimLeft(s, 
 // itself and hold nothing to verify.
 func hasContent(s string) bool {
 	for _, t := range tokenize(s) {
-		if !t.stop && !t.num && !metaWords[t.norm] {
+		if !t.stop && !t.num && !t.meta {
 			return true
 		}
 	}

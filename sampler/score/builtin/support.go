@@ -17,10 +17,18 @@ type index struct {
 	idf     []float64 // by term id
 	novel   float64   // weight of a claim term found nowhere in the context
 	windows []window
+	docWin  [][2]int // document index → its windows, ix.windows[from:to]
 }
 
+// Limits that bound the cost of one record whatever its size: context beyond maxContextBytes
+// (over all documents, in order) is not indexed, and only the first maxClaims claims of a text
+// are judged. Explanations say when a limit applied.
+const (
+	maxContextBytes = 1 << 20
+	maxClaims       = 256
+)
+
 type window struct {
-	doc   int
 	terms []int32 // sorted unique ids of content stems (and antonym-bearing function words)
 	neg   bool    // holds a negation cue
 }
@@ -42,8 +50,16 @@ func newIndex(docs []record.Document) *index {
 	ix := &index{vocab: map[string]int32{}}
 	var df []int
 	nSent := 0
+	budget := maxContextBytes
+	ix.docWin = make([][2]int, len(docs))
 	for d := range docs {
-		for _, text := range splitSentences(docs[d].Content) {
+		ix.docWin[d][0] = len(ix.windows)
+		content := docs[d].Content
+		if len(content) > budget {
+			content = content[:budget]
+		}
+		budget -= len(content)
+		for _, text := range splitSentences(content) {
 			var ids []int32
 			neg := false
 			for _, t := range tokenize(text) {
@@ -72,19 +88,20 @@ func newIndex(docs []record.Document) *index {
 				df[id]++
 			}
 			if len(ids) <= windowTerms {
-				ix.windows = append(ix.windows, window{doc: d, terms: uniq, neg: neg})
+				ix.windows = append(ix.windows, window{terms: uniq, neg: neg})
 				continue
 			}
 			// A run-on sentence (a table row, an unpunctuated chunk): overlapping windows.
 			for start := 0; start < len(ids); start += windowTerms / 2 {
 				w := slices.Clone(ids[start:min(start+windowTerms, len(ids))])
 				slices.Sort(w)
-				ix.windows = append(ix.windows, window{doc: d, terms: slices.Compact(w), neg: neg})
+				ix.windows = append(ix.windows, window{terms: slices.Compact(w), neg: neg})
 				if start+windowTerms >= len(ids) {
 					break
 				}
 			}
 		}
+		ix.docWin[d][1] = len(ix.windows)
 	}
 	n := float64(max(nSent, 1))
 	ix.idf = make([]float64, len(df))
@@ -123,7 +140,7 @@ func (ix *index) support(toks []token, docs map[int]bool) (float64, string) {
 		if antonyms[t.stem] != nil {
 			hints = append(hints, t.stem)
 		}
-		if (t.stop && !t.num) || metaWords[t.norm] || seen[t.stem] {
+		if (t.stop && !t.num) || t.meta || seen[t.stem] {
 			continue
 		}
 		seen[t.stem] = true
@@ -145,11 +162,8 @@ func (ix *index) support(toks []token, docs map[int]bool) (float64, string) {
 		}
 	}
 	best, bestCov := -1, -1.0
-	for w := range ix.windows {
+	ix.eachWindow(docs, func(w int) bool {
 		win := &ix.windows[w]
-		if docs != nil && !docs[win.doc] {
-			continue
-		}
 		cov := 0.0
 		for _, ct := range terms {
 			if ct.id >= 0 && has(win.terms, ct.id) {
@@ -159,7 +173,8 @@ func (ix *index) support(toks []token, docs map[int]bool) (float64, string) {
 		if cov > bestCov {
 			best, bestCov = w, cov
 		}
-	}
+		return true
+	})
 	if best < 0 {
 		return 0, "no context"
 	}
@@ -203,14 +218,37 @@ func (ix *index) support(toks []token, docs map[int]bool) (float64, string) {
 	return clamp01(score), why
 }
 
-// inDocs reports whether term id occurs in a window of one of docs.
-func (ix *index) inDocs(id int32, docs map[int]bool) bool {
-	for w := range ix.windows {
-		if docs[ix.windows[w].doc] && has(ix.windows[w].terms, id) {
-			return true
+// eachWindow calls f with the index of every window of docs (nil: all) in order, until f
+// returns false.
+func (ix *index) eachWindow(docs map[int]bool, f func(w int) bool) {
+	if docs == nil {
+		for w := range ix.windows {
+			if !f(w) {
+				return
+			}
+		}
+		return
+	}
+	for d := range ix.docWin {
+		if !docs[d] {
+			continue
+		}
+		for w := ix.docWin[d][0]; w < ix.docWin[d][1]; w++ {
+			if !f(w) {
+				return
+			}
 		}
 	}
-	return false
+}
+
+// inDocs reports whether term id occurs in a window of one of docs.
+func (ix *index) inDocs(id int32, docs map[int]bool) bool {
+	found := false
+	ix.eachWindow(docs, func(w int) bool {
+		found = has(ix.windows[w].terms, id)
+		return !found
+	})
+	return found
 }
 
 func has(sorted []int32, id int32) bool {

@@ -14,7 +14,38 @@ type token struct {
 	cap  bool   // capitalised inside a sentence, or an acronym: a named-entity hint
 	stop bool   // function word: carries no content for support
 	neg  bool   // negation cue (not, no, never, n't, without ...)
+	meta bool   // refers to the answer or its sources (summary, article): see metaWords
 }
+
+// lexEntry is what the word lists say about one lower-case word; lexicon merges them so that
+// tokenizing looks a word up once.
+type lexEntry struct {
+	stop, neg, meta bool
+	number          string
+}
+
+var lexicon = func() map[string]lexEntry {
+	m := map[string]lexEntry{}
+	for w := range stopwords {
+		e := m[w]
+		e.stop = true
+		m[w] = e
+	}
+	for w := range negations {
+		e := m[w]
+		e.neg = true
+		m[w] = e
+	}
+	for w := range metaWords {
+		e := m[w]
+		e.meta = true
+		m[w] = e
+	}
+	for w, d := range numberWords {
+		m[w] = lexEntry{number: d}
+	}
+	return m
+}()
 
 // tokenize splits text into tokens. The first word of the text is not marked capitalised (it
 // starts a sentence) unless it is an acronym.
@@ -112,14 +143,14 @@ func appendWord(out []token, word string, sentenceStart bool) []token {
 		t.norm = strings.ReplaceAll(lower, ",", "")
 		t.stem = t.norm
 	default:
-		if d, ok := numberWords[lower]; ok {
+		e := lexicon[lower]
+		if e.number != "" {
 			t.num = true
-			t.norm = d
-			t.stem = d
+			t.norm = e.number
+			t.stem = e.number
 			break
 		}
-		t.stop = stopwords[lower]
-		t.neg = negations[lower]
+		t.stop, t.neg, t.meta = e.stop, e.neg, e.meta
 		t.stem = stem(lower)
 		r, _ := utf8.DecodeRuneInString(word)
 		if unicode.IsUpper(r) && !t.stop && (!sentenceStart || isAcronym(word)) {
