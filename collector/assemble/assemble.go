@@ -88,10 +88,10 @@ func buildTree(spans []Span) tree {
 		s := &spans[i]
 		t.nodes[i] = node{start: s.Start, end: s.End, span: s, f: &t.facts[i], id: s.SpanID, parent: -1}
 		if _, dup := idx.get(s.SpanID); dup {
-			t.facts[i] = facts{feedbackRank: rankNone} // a redelivered copy says nothing new
+			t.facts[i].feedbackRank = rankNone // a redelivered copy says nothing new
 			continue
 		}
-		t.facts[i] = readFacts(s)
+		readFacts(&t.facts[i], s)
 		idx.put(s.SpanID, i)
 	}
 	missing := newSpanIndex(0)

@@ -390,7 +390,7 @@ func (a *Assembler) deliverFeedback(ctx context.Context, fbs []*record.Record) e
 }
 
 // quickKind says whether a span is a retrieval or a generation by the cheap signs only (span
-// kinds, operation names, the presence of result keys); readFacts decides for assembly.
+// kinds, operation names, the presence of result keys); readFacts decides at assembly.
 func quickKind(s *Span) (ret, gen bool) {
 	for i := range s.Attrs {
 		k := s.Attrs[i].Key

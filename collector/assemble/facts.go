@@ -99,9 +99,10 @@ const (
 	maxIndexed = record.MaxDocuments
 )
 
-// readFacts reads one span.
-func readFacts(s *Span) facts {
-	f := facts{feedbackRank: rankNone}
+// readFacts reads one span into f, which must be zero. It fills in place: facts is large and
+// holds pointers, so returning it by value would cost a copy with write barriers.
+func readFacts(f *facts, s *Span) {
+	f.feedbackRank = rankNone
 	var anns []annotation
 	for i := range s.Attrs {
 		k, v := s.Attrs[i].Key, s.Attrs[i].Value
@@ -223,7 +224,6 @@ func readFacts(s *Span) facts {
 	if f.embedding {
 		f.generation = false
 	}
-	return f
 }
 
 func (f *facts) readLLM(k string, v Value) {
