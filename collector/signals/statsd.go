@@ -1,6 +1,7 @@
 package signals
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -44,6 +45,8 @@ type statsdRecorder struct {
 	prefix string        // "rag." (or "" for no prefix)
 	format statsd.TagFormat
 	errs   prometheus.Counter
+	// flushBytes is the packet size; a record's chunk at least this long is queued per line.
+	flushBytes int
 
 	tags sync.Map  // service label -> *statsdTags; bounded by labels.ServiceSet
 	bufs sync.Pool // *[]byte chunks; the buffered sender copies what it is given
@@ -125,7 +128,7 @@ func newStatsdRecorder(c config.Statsd, errs prometheus.Counter, newSender func(
 	if prefix != "" {
 		prefix += "."
 	}
-	r := &statsdRecorder{sender: buffered, prefix: prefix, format: format, errs: errs}
+	r := &statsdRecorder{sender: buffered, prefix: prefix, format: format, errs: errs, flushBytes: flushBytes}
 	r.bufs.New = func() any { b := make([]byte, 0, 1024); return &b }
 	return r, nil
 }
@@ -234,9 +237,20 @@ func (s *statsdRecorder) Record(_ context.Context, o Observation) {
 		w.gauge(statUserFeedback, in, o.FeedbackScore, suf)
 		w.int(statFeedback, t.sentiment[o.Sentiment], 1, "|c", t.sentSuf[o.Sentiment])
 	}
-	if len(w.b) > 0 {
+	switch {
+	case len(w.b) == 0:
+	case len(w.b) < s.flushBytes:
 		if _, err := s.sender.Send(w.b); err != nil {
 			s.errs.Inc()
+		}
+	default:
+		// Longer than a packet (long service names, a small flush_bytes): queue line by line
+		// so no packet grows past flush_bytes unless one line does.
+		for line := range bytes.SplitSeq(w.b, []byte{'\n'}) {
+			if _, err := s.sender.Send(line); err != nil {
+				s.errs.Inc()
+				break
+			}
 		}
 	}
 	*bp = w.b

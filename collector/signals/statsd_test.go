@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -379,5 +380,36 @@ func TestStatsdTagSanitized(t *testing.T) {
 				t.Errorf("packet\n%s\nwant\n%s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestStatsdLongChunkSplit: a record whose lines do not fit one packet is queued line by line,
+// so packets stay within flush_bytes.
+func TestStatsdLongChunkSplit(t *testing.T) {
+	conn := listenUDP(t)
+	exp := statsdExporters(conn.LocalAddr().String(), "none")
+	exp.Statsd.FlushBytes = 60
+	s, _ := newTestSignals(t, 10, exp)
+	ctx := context.Background()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	consume(t, s, recordB()) // 6 lines, 139 bytes
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"rag.requests:1|c\nrag.retrieved_count:0|g",
+		"rag.empty_retrievals:1|c\nrag.answer_length:4|g",
+		"rag.citations:0|g\nrag.latency.total:120|ms",
+	}
+	got := readPackets(t, conn, len(want))
+	if !slices.Equal(got, want) {
+		t.Errorf("packets\n%q\nwant\n%q", got, want)
+	}
+	for _, p := range got {
+		if len(p) >= 60 {
+			t.Errorf("packet of %d bytes, flush_bytes is 60", len(p))
+		}
 	}
 }
