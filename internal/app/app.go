@@ -169,9 +169,17 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	}
 	a.Notify = disp
 	a.add("notifiers", disp.Start, disp.Shutdown)
+	var alertStore engine.Store
+	if cfg.Alerting.StateBucket != "" { // window state survives restarts in JetStream KV
+		kv, err := conn.KeyValue(nctx, cfg.Alerting.StateBucket, 0)
+		if err != nil {
+			return nil, err
+		}
+		alertStore = engine.KVStore{KV: kv}
+	}
 	alertEngine, err := engine.New(engine.Options{
 		Config: cfg, Registerer: reg, Logger: logger.With("component", "alerts"), Now: o.now,
-		Sink: disp, Services: a.Services,
+		Sink: disp, Services: a.Services, Store: alertStore,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build alert engine: %w", err)
