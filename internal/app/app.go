@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -26,6 +27,9 @@ import (
 	"github.com/ragwatch/ragwatch/internal/httpapi"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/natsconn"
+	"github.com/ragwatch/ragwatch/sampler"
+	"github.com/ragwatch/ragwatch/sampler/queue"
+	"github.com/ragwatch/ragwatch/sampler/score"
 )
 
 // Option adjusts how the App is built; tests use them to observe the pipeline.
@@ -76,6 +80,9 @@ type App struct {
 	Alerts    *engine.Engine
 	Notify    *notify.Dispatcher
 	Assembler *assemble.Assembler
+	// Sampler samples records to the JetStream scoring queue and, unless scoring.workers is
+	// 0, scores them in process (docs/sampling.md).
+	Sampler *sampler.Runtime
 	// NATS is the one connection (embedded server or cluster) every NATS user shares; it is
 	// opened by New and closed last by Shutdown.
 	NATS *natsconn.Conn
@@ -187,17 +194,44 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	a.Alerts = alertEngine
 	a.add("alert engine", alertEngine.Start, alertEngine.Shutdown)
 
+	// Sampling and scoring: the stage queues a consistent sample on JetStream; in-process
+	// workers (scoring.workers; 0 leaves scoring to `ragwatch worker` pods) publish results on
+	// ragwatch.scores.<service>, which the alert engine reads back exactly as it would from
+	// worker pods. The subscription is added first so it stops after the workers.
+	var scorers []score.Scorer
+	if cfg.Scoring.Workers > 0 {
+		if scorers, err = sampler.Scorers(cfg); err != nil {
+			return nil, fmt.Errorf("build scorers: %w", err)
+		}
+	}
+	samp := sampler.NewRuntime(cfg, conn.JS, conn.Replicas, scorers, nil, a.Services, reg, logger.With("component", "sampler"))
+	a.Sampler = samp
+	var scoresSub *nats.Subscription
+	a.add("scores subscription", func(context.Context) error {
+		sub, err := queue.SubscribeScores(conn.NC, cfg.Scoring.Queue.ScoresSubjectPrefix, alertEngine, reg, logger.With("component", "scores"))
+		scoresSub = sub
+		return err
+	}, func(context.Context) error {
+		if scoresSub == nil {
+			return nil
+		}
+		return scoresSub.Unsubscribe()
+	})
+	a.add("sampler", samp.Start, samp.Shutdown)
+
 	// Record stages, in the order each record visits them. Append new stages here, each built
 	// with what it needs above this line and started through a.add so it runs before the
 	// assembler and receivers start and stops after they drain.
 	a.Records = record.Fanout{
 		sig,         // online signals: Prometheus, statsd, OTLP metrics
 		alertEngine, // signal SLOs and drift
+		samp.Stage,  // sampling for scoring
 	}
 	// Feedback joined after its record goes to the same kind of list.
 	a.Feedback = feedbackFanout{
 		sig,
 		alertEngine,
+		samp.Stage, // late negative feedback can sample its record
 	}
 	// The assembler and the API hold &a.Records, so stages appended anywhere in New are seen;
 	// nothing may be appended after New returns (the fan-out is read without a lock).
