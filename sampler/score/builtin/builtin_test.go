@@ -406,34 +406,34 @@ func TestStripMarkers(t *testing.T) {
 	}
 }
 
-// A record at the size limits is scored with bounded work: at most maxClaims claims, and only
-// the first maxContextBytes of context indexed.
+// A record beyond the limits is scored with bounded work: at most maxClaims claims are judged,
+// and only the first maxContextBytes of context are indexed.
 func TestLargeRecordIsBounded(t *testing.T) {
 	sentence := "The bridge opened in 1937 after a vote. "
-	answer := strings.Repeat(sentence, record.MaxTextBytes/len(sentence))
-	var d []record.Document
-	for i := 0; i < 8; i++ {
-		d = append(d, record.Document{ID: string(rune('a' + i)), Content: strings.Repeat("Whales migrate south every winter, and the bridge opened in 1937. ", 4000)})
-	}
-	v, why, ok := Faithfulness(answer, d)
+	answer := strings.Repeat(sentence, 2*maxClaims)
+	v, why, ok := Faithfulness(answer, docs("Whales migrate south every winter, and the bridge opened in 1937."))
 	if !ok {
 		t.Fatal("not judged")
 	}
-	// "after a vote" is not in the context: every claim has the same partial support.
-	if want := fmt.Sprintf("0/%d claims supported; judged the first %d of %d claims", maxClaims, maxClaims, len(answer)/len(sentence)); why != want {
+	// Every claim: bridge, open, 1937 in the one-sentence context, "vote" not.
+	if want := fmt.Sprintf("%d/%d claims supported; judged the first %d of %d claims", maxClaims, maxClaims, maxClaims, 2*maxClaims); why != want {
 		t.Errorf("why = %q, want %q", why, want)
 	}
-	if v <= 0 || v >= 1 {
-		t.Errorf("faithfulness = %v", v)
+	near(t, "faithfulness", v, 3*w2/(3*w2+w3))
+
+	// Each document holds 264 000 bytes: the 1 MiB budget ends inside the fourth, after 3887
+	// sentences and a cut one.
+	var d []record.Document
+	for i := 0; i < 6; i++ {
+		d = append(d, record.Document{ID: string(rune('a' + i)), Content: strings.Repeat("Whales migrate south every winter, and the bridge opened in 1937. ", 4000)})
 	}
-	// Each document holds 264 000 bytes: the 1 MiB budget ends inside the fourth.
 	ix := newIndex(d)
-	for k := 4; k < 8; k++ {
+	for k := 4; k < 6; k++ {
 		if w := ix.docWin[k]; w[0] != w[1] {
 			t.Errorf("document %d indexed beyond the context limit: windows %v", k, w)
 		}
 	}
-	if w := ix.docWin[3]; w[1]-w[0] != 3888 { // 256 576 bytes left: 3887 sentences and a cut one
-		t.Errorf("document 3: %d windows, want %d", w[1]-w[0], 3888)
+	if w := ix.docWin[3]; w[1]-w[0] != 3888 {
+		t.Errorf("document 3: %d windows, want 3888", w[1]-w[0])
 	}
 }
