@@ -215,7 +215,7 @@ notifiers:
 }
 
 func TestCheckAlertRefs(t *testing.T) {
-	c, err := Parse([]byte(`
+	_, err := Parse([]byte(`
 slos:
   - {name: a, metric: m, alert_below: 1, notifiers: [nope]}
   - {name: a, metric: m, alert_below: 1}
@@ -223,11 +223,9 @@ notifiers:
   - {name: n, type: alertmanager, url: "http://am:9093"}
   - {name: n, type: alertmanager, url: "http://am:9093"}
 `))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = CheckAlertRefs(c)
-	want := "`notifiers[1].name` \"n\" is used twice\n`slos[0].notifiers[0]` names no configured notifier: \"nope\"\n`slos[1].name` \"a\" is used twice"
+	want := "line 3: `slos[0].notifiers[0]` names no configured notifier: \"nope\"\n" +
+		"line 4: `slos[1].name` \"a\" is used twice\n" +
+		"line 7: `notifiers[1].name` \"n\" is used twice"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}

@@ -115,6 +115,15 @@ func (c *Config) validate(lines map[string]int) error {
 			errs = append(errs, &FieldError{Key: key, Line: lookupLine(lines, path), Msg: e.Error()})
 		}
 	})
+	// Checks across sections: names that refer to each other (alerts.go).
+	if err := CheckAlertRefs(c); err != nil {
+		for _, e := range flatten(err) {
+			var fe *FieldError
+			if errors.As(e, &fe) {
+				errs = append(errs, &FieldError{Key: fe.Key, Line: lookupLine(lines, fe.Key), Msg: fe.Msg})
+			}
+		}
+	}
 	if len(errs) == 0 {
 		return nil
 	}
