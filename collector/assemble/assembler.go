@@ -84,6 +84,7 @@ type trace struct {
 	first     time.Time
 	deadline  time.Time
 	rootSeen  bool
+	trueRoot  bool // a span without parent arrived
 	hasRet    bool
 	hasGen    bool
 	deferred  bool
@@ -172,20 +173,22 @@ func (a *Assembler) Add(spans []Span) {
 		tr.bytes += size
 		a.bytes += size
 		ret, gen := quickKind(s)
+		wasTurn := tr.hasRet && tr.hasGen
 		tr.hasRet = tr.hasRet || ret
+		tr.hasGen = tr.hasGen || gen
 		switch {
 		case s.IsLocalRoot():
 			tr.rootSeen = true
+			tr.trueRoot = tr.trueRoot || s.ParentSpanID.IsEmpty()
 			tr.deferred = false
 			tr.deadline = minTime(now.Add(a.cfg.Wait), tr.first.Add(a.cfg.Timeout+a.cfg.Wait))
 			heap.Fix(&a.deadlines, tr.heapIdx)
-		case gen && tr.deferred:
-			// The generation a held retrieval waited for: assemble once its stragglers are in.
+		case tr.deferred && !wasTurn && tr.hasRet && tr.hasGen:
+			// The half a held trace waited for: assemble once its stragglers are in.
 			tr.deferred = false
 			tr.deadline = now.Add(a.cfg.Wait)
 			heap.Fix(&a.deadlines, tr.heapIdx)
 		}
-		tr.hasGen = tr.hasGen || gen
 	}
 	for len(a.traces) > a.cfg.MaxTraces {
 		a.evictOldest(EvictMaxTraces)
@@ -320,9 +323,7 @@ func (a *Assembler) process(ctx context.Context, now time.Time, all bool) error 
 		if !all && tr.deadline.After(now) {
 			break
 		}
-		if !all && tr.rootSeen && tr.hasRet && !tr.hasGen && !tr.deferred && now.Before(tr.first.Add(a.cfg.Timeout)) {
-			// A retrieval with no generation yet: the generation may come from another process or
-			// a slow exporter. Hold the trace until its timeout, or until a generation arrives.
+		if !all && a.holdLonger(tr, now) {
 			tr.deferred = true
 			tr.deadline = tr.first.Add(a.cfg.Timeout)
 			heap.Fix(&a.deadlines, 0)
@@ -347,6 +348,18 @@ func (a *Assembler) process(ctx context.Context, now time.Time, all bool) error 
 		errs = append(errs, a.deliverFeedback(ctx, res.Feedback))
 	}
 	return errors.Join(errs...)
+}
+
+// holdLonger reports whether a trace whose root+wait deadline came should wait on until its
+// timeout (or until the missing half arrives): it has a retrieval but no generation yet (the
+// generation runs in another process or its exporter is slower), or it has a generation but no
+// retrieval and only roots with a remote parent (an LLM gateway's spans, exported before the
+// calling application's). Called with mu held.
+func (a *Assembler) holdLonger(tr *trace, now time.Time) bool {
+	if tr.deferred || !tr.rootSeen || !now.Before(tr.first.Add(a.cfg.Timeout)) {
+		return false
+	}
+	return (tr.hasRet && !tr.hasGen) || (tr.hasGen && !tr.hasRet && !tr.trueRoot)
 }
 
 // finish assembles one trace and delivers its records.

@@ -379,3 +379,32 @@ func TestNewRejectsBadSettings(t *testing.T) {
 		t.Fatal("registered the metrics twice without error")
 	}
 }
+
+// A shared collector: an LLM gateway's SERVER span (remote parent: the app's LLM span) is
+// exported before the calling application's batch. It is a local root, but a generation with no
+// retrieval under remote-parent roots only is held until the application's spans come.
+func TestGatewaySpanBeforeApplication(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	gw := sp{id: 8, parent: 3, name: "chat gpt-4o", kind: ptrace.SpanKindServer, remote: true, start: ms(70), end: ms(880), attrs: map[string]any{
+		"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.usage.input_tokens": 30, "gen_ai.usage.output_tokens": 5,
+		"gen_ai.output.messages": `[{"role":"assistant","parts":[{"type":"text","content":"from the gateway"}]}]`,
+	}}
+	h.consumeAt(t, 0, build(t, 1, "llm-gateway", gw))
+	h.processAt(t, 2*time.Second)
+	if recs, _ := h.out.got(); len(recs) != 0 || h.a.Held() != 1 {
+		t.Fatalf("assembled the gateway span alone: %s", js(recs))
+	}
+	h.consumeAt(t, 5*time.Second, build(t, 1, "app", rootSpan(ms(950)), retrieverSpan(), llmSpan(ms(60), ms(900))))
+	h.processAt(t, 7*time.Second)
+	recs, _ := h.out.got()
+	want := []*record.Record{{
+		TraceID: tidHex(1), Service: "app", Time: base, Query: "q",
+		Documents: []record.Document{{ID: "d1", Content: "c"}}, Answer: "from the gateway", Model: "gpt-4o",
+		Usage:   record.Usage{InputTokens: 30, OutputTokens: 5},
+		Latency: record.Latency{Retrieval: 40, Generation: 840, Total: 950},
+	}}
+	sameRecords(t, recs, want)
+	if h.count("late", "") != 0 || h.count("records", OutcomeAssembled) != 1 {
+		t.Fatalf("late %v assembled %v", h.count("late", ""), h.count("records", OutcomeAssembled))
+	}
+}
