@@ -281,7 +281,9 @@ func (s *Subscriber) startJetStream(ctx context.Context, bs []binding) error {
 		}
 		b := b
 		cc, err := cons.Consume(func(m jetstream.Msg) { s.handleJS(b, m) },
-			jetstream.PullMaxMessages(min(c.MaxAckPending, 500)),
+			// A small pull buffer: ack_wait runs from delivery to the client, so a long buffer
+			// of waiting messages would be redelivered before they are handled.
+			jetstream.PullMaxMessages(min(c.MaxAckPending, 100)),
 			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 				s.log.Debug("JetStream consume", "consumer", durable, "err", err)
 			}))

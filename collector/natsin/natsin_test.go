@@ -280,7 +280,9 @@ func (s *countingSink) snapshot() (int, int) {
 
 func jsConfig(cfg config.NATS) config.NATS {
 	cfg.Consume.Mode = config.NATSModeJetStream
-	cfg.Consume.AckWait = 300 * time.Millisecond
+	// Long enough that messages waiting in the client's pull buffer (slow under -race) are not
+	// redelivered early; the crashed run's unacked record comes back after it.
+	cfg.Consume.AckWait = 2 * time.Second
 	cfg.Consume.MaxDeliver = 10
 	return cfg
 }
