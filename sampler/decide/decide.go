@@ -47,11 +47,17 @@ type Decider struct {
 }
 
 // New returns a Decider for cfg. budget may be nil (no budget), now may be nil (time.Now).
-// services bounds the `service` label. It registers ragwatch_sampled_total and
-// ragwatch_sampling_skipped_total.
+// services bounds the `service` label (nil: a private set of 50). It registers
+// ragwatch_sampled_total and ragwatch_sampling_skipped_total on reg (nil: a private registry).
 func New(cfg config.Sampling, budget *Budget, services *labels.ServiceSet, now func() time.Time, reg prometheus.Registerer) *Decider {
 	if now == nil {
 		now = time.Now
+	}
+	if reg == nil {
+		reg = prometheus.NewRegistry() // unexported metrics, for callers that do not scrape
+	}
+	if services == nil {
+		services = labels.NewServiceSet(50)
 	}
 	d := &Decider{rate: cfg.Rate, rules: CompileRules(cfg.Rules), budget: budget, now: now, svc: services}
 	if cfg.MaxPerMinute > 0 {

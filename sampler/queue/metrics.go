@@ -24,6 +24,9 @@ type Metrics struct {
 
 // NewMetrics registers (or finds) the queue metrics on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry() // unexported metrics, for callers that do not scrape
+	}
 	m := &Metrics{
 		Dropped: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_scoring_dropped_total",

@@ -120,6 +120,9 @@ func (p *Pool) Start(ctx context.Context) error {
 		defer p.wg.Done()
 		queue.PollDepth(runCtx, p.js, p.cfg.Queue.Stream, p.opts.DepthInterval, p.qm)
 	}()
+	if len(p.scorers) == 0 {
+		p.opts.Logger.Warn("scoring workers have no scorers: sampled records are taken off the queue without results; enable metrics under `scoring`")
+	}
 	p.opts.Logger.Info("scoring workers started", "workers", p.cfg.Workers, "scorers", len(p.scorers),
 		"stream", p.cfg.Queue.Stream, "consumer", p.cfg.Queue.Consumer)
 	return nil
