@@ -29,6 +29,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	data := fs.String("data", "../shared/data", "directory holding begin/ and ragtruth/")
 	threshold := fs.Float64("threshold", builtin.DefaultThreshold, "faithfulness below which an answer counts as hallucinated")
+	resamples := fs.Int("resamples", 1000, "bootstrap resamples for the confidence intervals")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -37,27 +38,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "scorer-quality: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "threshold %.2f: an answer is predicted hallucinated when its score is below it\n\n", *threshold)
-	fmt.Fprintf(stdout, "%-17s %-22s %5s %5s %7s %6s %6s %6s %10s\n", "split", "scorer", "n", "hall.", "ROC-AUC", "P", "R", "F1", "µs/answer")
+	fmt.Fprintf(stdout, "threshold %.2f: an answer is predicted hallucinated when its score is below it\n", *threshold)
+	fmt.Fprintf(stdout, "95%% intervals: %d bootstrap resamples, seed 1; Δ is the paired AUC difference builtin − word overlap\n\n", *resamples)
+	fmt.Fprintf(stdout, "%-23s %-22s %5s %5s %7s %15s %6s %6s %6s %10s\n", "split", "scorer", "n", "hall.", "ROC-AUC", "95% CI", "P", "R", "F1", "µs/answer")
 	for _, sp := range splits {
-		for _, sc := range []struct {
-			name string
-			f    func(quality.Example) float64
-		}{
-			{"builtin faithfulness", func(e quality.Example) float64 {
-				v, _, ok := builtin.Faithfulness(e.Answer, docs(e))
-				if !ok {
-					return 1 // nothing to verify: nothing unsupported
-				}
-				return v
-			}},
-			{"word overlap", func(e quality.Example) float64 { return builtin.WordOverlap(e.Answer, docs(e)) }},
-		} {
-			start := time.Now()
-			r := quality.Evaluate(sp.Examples, *threshold, sc.f)
-			per := float64(time.Since(start).Microseconds()) / float64(max(len(sp.Examples), 1))
-			fmt.Fprintf(stdout, "%-17s %-22s %5d %5d %7.3f %6.3f %6.3f %6.3f %10.0f\n",
-				sp.Name, sc.name, r.N, r.Hallucinated, r.AUC, r.Precision, r.Recall, r.F1, per)
+		var rows [2]row
+		rows[0].name, rows[1].name = "builtin faithfulness", "word overlap"
+		start := time.Now()
+		unjudged := 0
+		for _, e := range sp.Examples {
+			v, _, ok := builtin.Faithfulness(e.Answer, docs(e))
+			if !ok {
+				// Online the metric is omitted: no flag, as for a faithful answer.
+				v = 1
+				unjudged++
+			}
+			rows[0].scores = append(rows[0].scores, v)
+		}
+		rows[0].micros = float64(time.Since(start).Microseconds()) / float64(max(len(sp.Examples), 1))
+		start = time.Now()
+		for _, e := range sp.Examples {
+			rows[1].scores = append(rows[1].scores, builtin.WordOverlap(e.Answer, docs(e)))
+		}
+		rows[1].micros = float64(time.Since(start).Microseconds()) / float64(max(len(sp.Examples), 1))
+		report(stdout, sp.Name, sp.Examples, rows, *threshold, *resamples)
+		if unjudged > 0 {
+			fmt.Fprintf(stdout, "%-23s (%d answers hold no verifiable claim, e.g. \"yes\": builtin omits faithfulness, scored 1 here)\n", sp.Name, unjudged)
 		}
 	}
 
@@ -81,17 +87,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		fmt.Fprintf(stdout, "\nclaim level: a claim is hallucinated when it overlaps a labelled span (%d claims not located)\n", missing)
-		fmt.Fprintf(stdout, "%-23s %-22s %5s %5s %7s %6s %6s %6s\n", "split", "scorer", "n", "hall.", "ROC-AUC", "P", "R", "F1")
-		for _, row := range []struct {
-			name   string
-			scores []float64
-		}{{"builtin claim support", support}, {"word overlap", overlap}} {
-			r := quality.Compare(claims, row.scores, *threshold)
-			fmt.Fprintf(stdout, "%-23s %-22s %5d %5d %7.3f %6.3f %6.3f %6.3f\n",
-				sp.Name+"/claims", row.name, r.N, r.Hallucinated, r.AUC, r.Precision, r.Recall, r.F1)
-		}
+		report(stdout, sp.Name+"/claims", claims, [2]row{{name: "builtin claim support", scores: support}, {name: "word overlap", scores: overlap}}, *threshold, *resamples)
 	}
 	return 0
+}
+
+type row struct {
+	name   string
+	scores []float64
+	micros float64 // per answer; 0: not timed
+}
+
+// report prints one line per scorer and the paired difference of the two.
+func report(w io.Writer, split string, ex []quality.Example, rows [2]row, threshold float64, resamples int) {
+	ia, ib, diff := quality.BootstrapAUC(ex, rows[0].scores, rows[1].scores, resamples, 1)
+	for i, r := range rows {
+		rep := quality.Compare(ex, r.scores, threshold)
+		ci := []quality.Interval{ia, ib}[i]
+		timing := ""
+		if r.micros > 0 {
+			timing = fmt.Sprintf("%10.0f", r.micros)
+		}
+		fmt.Fprintf(w, "%-23s %-22s %5d %5d %7.3f  [%.3f, %.3f] %6.3f %6.3f %6.3f %s\n",
+			split, r.name, rep.N, rep.Hallucinated, rep.AUC, ci.Lo, ci.Hi, rep.Precision, rep.Recall, rep.F1, timing)
+	}
+	a := quality.Compare(ex, rows[0].scores, threshold).AUC - quality.Compare(ex, rows[1].scores, threshold).AUC
+	fmt.Fprintf(w, "%-23s %-22s %+.3f [%+.3f, %+.3f]\n", split, "Δ AUC", a, diff.Lo, diff.Hi)
 }
 
 // hasSpans reports whether the split labels hallucinated spans.

@@ -54,6 +54,7 @@ func TestSplitClaims(t *testing.T) {
 			"Is the museum open today? Yes! It opens at 9 am.",
 			[]string{"Is the museum open today?", "It opens at 9 am."}},
 		{"nothing to verify", "Sure! Here it is.", nil},
+		{"a bare number is a claim", "Yes. 2009.", []string{"2009."}},
 		{"opinion is a claim", "I think so.", []string{"I think so."}},
 	}
 	for _, tt := range tests {

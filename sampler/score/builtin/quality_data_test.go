@@ -43,8 +43,8 @@ func TestQualityRegression(t *testing.T) {
 	}
 	floors := map[string]float64{ // measured figure minus 0.01
 		"begin-wow":        0.927,
-		"begin-cmu":        0.921,
-		"ragtruth-summary": 0.691,
+		"begin-cmu":        0.923,
+		"ragtruth-summary": 0.689,
 	}
 	for _, sp := range splits {
 		// One pass: faithfulness is the mean of the claim supports (1 when nothing can be

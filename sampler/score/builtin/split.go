@@ -194,15 +194,21 @@ func splitClauses(s string) []string {
 func trimClause(s string) string { return strings.TrimSpace(strings.TrimLeft(s, ";, –—")) }
 
 // hasContent reports whether s says something about the world: a content word that is not a
-// meta word. "Here is a summary of the article in 89 words:" or "Sure!" are about the answer
-// itself and hold nothing to verify.
+// meta word, or a number outside a meta statement ("2009." is a claim; "Here is a summary of the
+// article in 89 words:" and "Sure!" are about the answer itself and hold nothing to verify).
 func hasContent(s string) bool {
+	num, meta := false, false
 	for _, t := range tokenize(s) {
-		if !t.stop && !t.num && !t.meta {
+		switch {
+		case t.num:
+			num = true
+		case t.meta:
+			meta = true
+		case !t.stop:
 			return true
 		}
 	}
-	return false
+	return num && !meta
 }
 
 // metaWords refer to the answer or its sources rather than to the world.

@@ -103,3 +103,24 @@ func TestLabelClaims(t *testing.T) {
 		t.Errorf("LabelClaims = %+v, %d; want %+v, 1", got, missing, want)
 	}
 }
+
+func TestBootstrapAUC(t *testing.T) {
+	ex := []Example{{Hallucinated: false}, {Hallucinated: false}, {Hallucinated: true}, {Hallucinated: true}}
+	perfect := []float64{0.9, 0.8, 0.2, 0.1}
+	constant := []float64{0.5, 0.5, 0.5, 0.5}
+	ia, ib, d := BootstrapAUC(ex, perfect, constant, 200, 1)
+	// Every resample: perfect separation (or one class only: 0.5); constant scores: 0.5.
+	if ia.Hi != 1 || ia.Lo != 0.5 && ia.Lo != 1 {
+		t.Errorf("perfect: %+v", ia)
+	}
+	if ib != (Interval{0.5, 0.5}) {
+		t.Errorf("constant: %+v", ib)
+	}
+	if d.Hi != 0.5 {
+		t.Errorf("difference: %+v", d)
+	}
+	ia2, _, _ := BootstrapAUC(ex, perfect, constant, 200, 1)
+	if ia2 != ia {
+		t.Errorf("same seed, different interval: %+v vs %+v", ia2, ia)
+	}
+}
