@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -22,6 +23,9 @@ import (
 // feeding the JetStream queue, the budget, and, unless scoring.workers is 0, the in-process
 // worker pool. Results are published on ragwatch.scores.<service>; the alert engine reads them
 // with queue.SubscribeScores, as it would from worker pods.
+//
+// The budget is charged by the in-process workers; with scoring.workers 0 and a budget, it is
+// charged from the costs the worker pods publish on the scores subjects instead.
 type Runtime struct {
 	Stage     *Stage
 	Decider   *decide.Decider
@@ -32,6 +36,10 @@ type Runtime struct {
 	js       jetstream.JetStream
 	cfg      config.ScoringQueue
 	replicas int
+	logger   *slog.Logger
+	reg      prometheus.Registerer
+	// budgetSub feeds the budget from ragwatch.scores.> when worker pods do the scoring.
+	budgetSub *nats.Subscription
 }
 
 // NewRuntime wires the sampler for cfg. scorers are what in-process workers run; extra (may be
@@ -50,7 +58,7 @@ func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorer
 		Decider:   d,
 		Budget:    budget,
 		Publisher: pub,
-		js:        js, cfg: cfg.Scoring.Queue, replicas: replicas,
+		js:        js, cfg: cfg.Scoring.Queue, replicas: replicas, logger: logger, reg: reg,
 	}
 	if cfg.Scoring.Workers > 0 {
 		sink := score.Fanout{queue.NewScorePublisher(js.Conn(), cfg.Scoring.Queue.ScoresSubjectPrefix)}
@@ -76,6 +84,13 @@ func (r *Runtime) Start(ctx context.Context) error {
 		if err := r.Pool.Start(ctx); err != nil {
 			return errors.Join(err, r.Shutdown(ctx))
 		}
+	} else if r.Budget.Limited() {
+		// Worker pods spend; their results carry the cost. Charge it here so sampling stops.
+		sub, err := queue.SubscribeScores(r.js.Conn(), r.cfg.ScoresSubjectPrefix, r.Budget, r.reg, r.logger)
+		if err != nil {
+			return errors.Join(err, r.Shutdown(ctx))
+		}
+		r.budgetSub = sub
 	}
 	return nil
 }
@@ -89,6 +104,10 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	cancel()
 	if r.Pool != nil {
 		err = errors.Join(err, r.Pool.Shutdown(ctx))
+	}
+	if r.budgetSub != nil {
+		err = errors.Join(err, r.budgetSub.Unsubscribe())
+		r.budgetSub = nil
 	}
 	return err
 }

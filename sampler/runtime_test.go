@@ -131,3 +131,71 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	}
 	t.Logf("%d scored; weighted %.3f naive %.3f (true 0.78)", len(results), est, naive)
 }
+
+// With scoring in worker pods, the sidecar's budget is charged from the results they publish,
+// so sampling stops when the fleet has spent the day's budget.
+func TestRuntimeBudgetFromWorkerPods(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("not ready")
+	}
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+
+	cfg := config.Default()
+	cfg.Sampling.Rate = 1
+	cfg.Sampling.Budget.USDPerDay = 1
+	cfg.Scoring.Workers = 0 // worker pods score
+	quiet := slog.New(slog.DiscardHandler)
+	rt := NewRuntime(cfg, js, 1, nil, nil, labels.NewServiceSet(10), prometheus.NewRegistry(), quiet)
+	if rt.Pool != nil {
+		t.Fatal("a pool with scoring.workers 0")
+	}
+	if err := rt.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Shutdown(context.Background())
+
+	// A worker pod publishes results that cost 0.6 each.
+	podConn, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer podConn.Close()
+	pod := queue.NewScorePublisher(podConn, "")
+	spent := []score.Result{{TraceID: "t1", Service: "chat", Metric: "faithfulness", Value: 1, Weight: 1, CostUSD: 0.6}}
+	if err := pod.ConsumeScores(context.Background(), spent); err != nil {
+		t.Fatal(err)
+	}
+	rec := &record.Record{TraceID: "000000000000000000ffffffffffffff", Service: "chat", Query: "q"}
+	deadline := time.Now().Add(5 * time.Second)
+	for rt.Budget.Spent() < 0.6 {
+		if time.Now().After(deadline) {
+			t.Fatal("the budget never saw the pod's spending")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if d := rt.Decider.Decide(rec, decide.Ingest); !d.Sample {
+		t.Fatalf("0.6 of 1 spent: %+v", d)
+	}
+	spent[0].TraceID = "t2"
+	_ = pod.ConsumeScores(context.Background(), spent)
+	for rt.Budget.Spent() < 1.2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the budget never saw the second result")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if d := rt.Decider.Decide(rec, decide.Ingest); d.Sample || d.Reason != decide.ReasonBudget {
+		t.Fatalf("budget spent: %+v", d)
+	}
+}

@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"context"
 	"log/slog"
 	"math"
 	"sync"
@@ -9,7 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/sampler/score"
 )
+
+var _ score.Consumer = (*Budget)(nil)
 
 // Budget tracks what scoring spent in the current UTC day against sampling.budget.usd_per_day.
 // Workers report spending with Spend (or Charge); the Decider asks Allow before sampling. It
@@ -70,6 +74,9 @@ func (b *Budget) Allow(feedback bool) bool {
 	return b.spent < limit
 }
 
+// Limited reports whether a daily budget is configured.
+func (b *Budget) Limited() bool { return b != nil && b.perDay > 0 }
+
 // Price returns the cost of a scorer call from the price table, and whether the model is in it.
 func (b *Budget) Price(model string, inputTokens, outputTokens int64) (float64, bool) {
 	if b == nil {
@@ -108,6 +115,17 @@ func (b *Budget) Spend(usd float64) {
 			"usd_per_day", b.perDay, "feedback_reserve_usd", b.reserve, "spent_usd", b.spent,
 			"resumes", b.day.Add(24*time.Hour))
 	}
+}
+
+// ConsumeScores implements score.Consumer: it spends each result's CostUSD. A sidecar whose
+// scoring runs in worker pods feeds its budget this way from ragwatch.scores.>, so sampling
+// stops when the fleet's published spending reaches the budget. Do not also charge the same
+// results with Charge.
+func (b *Budget) ConsumeScores(_ context.Context, results []score.Result) error {
+	for i := range results {
+		b.Spend(results[i].CostUSD)
+	}
+	return nil
 }
 
 // Remaining returns what is left today in US dollars (+Inf without a budget; never negative).
