@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -46,7 +47,9 @@ func Assemble(spans []Span) Result {
 	if len(spans) == 0 {
 		return Result{}
 	}
-	t := buildTree(spans)
+	sc := getScratch(len(spans))
+	defer sc.release()
+	t := buildTree(spans, sc)
 
 	var rets, gens []int
 	for i := 0; i < t.n; i++ {
@@ -79,10 +82,10 @@ func Assemble(spans []Span) Result {
 	return res
 }
 
-func buildTree(spans []Span) tree {
+func buildTree(spans []Span, sc *scratch) tree {
 	n := len(spans)
-	t := tree{n: n, facts: make([]facts, n)}
-	t.nodes = make([]node, n, n+2)
+	t := tree{n: n, facts: sc.facts[:n]}
+	t.nodes = sc.nodes[:n]
 	idx := newSpanIndex(n)
 	for i := range spans {
 		s := &spans[i]
@@ -124,6 +127,41 @@ func buildTree(spans []Span) tree {
 	}
 	t.computeDepths()
 	return t
+}
+
+// scratch is the per-trace working memory of Assemble (facts and tree nodes), pooled: it is the
+// largest allocation of assembly and nothing of it outlives the call (records copy what they
+// keep).
+type scratch struct {
+	facts []facts
+	nodes []node
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// maxPooledSpans keeps a huge trace's scratch out of the pool.
+const maxPooledSpans = 256
+
+func getScratch(n int) *scratch {
+	if n > maxPooledSpans {
+		return &scratch{facts: make([]facts, n), nodes: make([]node, n, 2*n+1)}
+	}
+	sc := scratchPool.Get().(*scratch)
+	if cap(sc.facts) < n {
+		sc.facts = make([]facts, n, max(n, 8))
+		sc.nodes = make([]node, n, 2*max(n, 8)+1)
+	}
+	return sc
+}
+
+// release clears what the scratch points at (spans, documents) and returns it to the pool.
+func (sc *scratch) release() {
+	if cap(sc.facts) > maxPooledSpans {
+		return
+	}
+	clear(sc.facts[:cap(sc.facts)])
+	clear(sc.nodes[:cap(sc.nodes)])
+	scratchPool.Put(sc)
 }
 
 // spanIndex maps span ids to node indices: a slice scan for the usual small trace, a map beyond.

@@ -163,7 +163,8 @@ func (a *Assembler) Add(spans []Span) {
 		}
 		tr := a.traces[s.TraceID]
 		if tr == nil {
-			tr = &trace{id: s.TraceID, first: now, deadline: now.Add(a.cfg.Timeout)}
+			tr = &trace{id: s.TraceID, first: now, deadline: now.Add(a.cfg.Timeout),
+				spans: make([]Span, 0, min(len(spans)-i, 8))}
 			a.traces[s.TraceID] = tr
 			heap.Push(&a.deadlines, tr)
 			a.pushNewest(tr)

@@ -202,3 +202,21 @@ func benchAssembler(b *testing.B, next record.Consumer, trace func(n uint64) ptr
 	}
 	checkBenchRecord(b, last)
 }
+
+// BenchmarkDecode5Span is the reference for BenchmarkIngest5Span: the pdata protobuf decode of
+// the same request alone, which is not assembly's cost.
+func BenchmarkDecode5Span(b *testing.B) {
+	body, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(benchTrace(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer reportCPU(b)()
+	for b.Loop() {
+		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(body)
+		if err != nil || td.SpanCount() != 5 {
+			b.Fatal("decode failed")
+		}
+	}
+}
