@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -22,6 +23,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/ragwatch/ragwatch/collector/record"
 	"github.com/ragwatch/ragwatch/config"
 )
 
@@ -369,5 +371,37 @@ ragwatch_requests_total{service="support-bot"} 1
 		if !slices.Contains(got, line) {
 			t.Errorf("OTLP lacks %q:\n%s", line, strings.Join(got, "\n"))
 		}
+	}
+}
+
+// TestOTLPExemplarGate: OTLP exemplars go through the same per-bucket gate as Prometheus: a
+// second record in the same bucket within ExemplarInterval offers none. (After the interval the
+// SDK's reservoir samples among the offers at random, so that case is not asserted here; the
+// gate itself is tested by TestExemplarGate.)
+func TestOTLPExemplarGate(t *testing.T) {
+	t1, t2 := strings.Repeat("1", 32), strings.Repeat("2", 32)
+	addr, sink := startGRPCMetricsServer(t, nil)
+	clock := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	s, err := New(Settings{Signals: config.Signals{MaxServices: 10}, Exporters: otlpExporters(addr, "grpc"),
+		Registerer: prometheus.NewRegistry(), Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec := func(trace string, ms float64) *record.Record {
+		return &record.Record{TraceID: trace, Service: "svc", Answer: "a", Latency: record.Latency{Total: ms}}
+	}
+	consume(t, s, rec(t1, 800))
+	clock = clock.Add(ExemplarInterval - time.Nanosecond)
+	consume(t, s, rec(t2, 900), rec(t2, 900), rec(t2, 900))
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := "ragwatch.request.duration{service=svc,stage=total} unit=s histogram Cumulative count=4 sum=3.5 buckets=[1:4] exemplars=" + t1
+	if got := summarize(t, sink.all()); !slices.Contains(got, want) {
+		t.Errorf("no %q in\n%s", want, strings.Join(got, "\n"))
 	}
 }

@@ -3,20 +3,10 @@ package signals
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
-
-// ExemplarInterval is how often at most one bucket of one series takes a new exemplar.
-// client_golang keeps only the latest exemplar per bucket and Prometheus scrapes every 15 s or
-// so, so a fresh exemplar per bucket per second loses nothing a user can see, while building
-// one costs about ten allocations. Rare buckets (the slow request, the poor retrieval) always
-// get theirs because their last exemplar is old.
-const ExemplarInterval = time.Second
 
 // promRecorder records to client_golang metrics. Each service gets its children resolved once
 // (series), so the hot path does no label hashing.
@@ -32,31 +22,6 @@ type promRecorder struct {
 	citations *prometheus.HistogramVec
 
 	series sync.Map // service label -> *promSeries; bounded by labels.ServiceSet
-	now    func() time.Time
-}
-
-// exemplarGate lets one exemplar per bucket through per ExemplarInterval. Lock-free: a lost
-// race only means one exemplar more or less.
-type exemplarGate struct {
-	bounds []float64      // nil for a counter: one slot
-	last   []atomic.Int64 // unix nanoseconds of the last exemplar, per bucket (+Inf last)
-}
-
-func newExemplarGate(bounds []float64) *exemplarGate {
-	return &exemplarGate{bounds: bounds, last: make([]atomic.Int64, len(bounds)+1)}
-}
-
-func (g *exemplarGate) allow(v float64, now int64) bool {
-	i := 0
-	if g.bounds != nil {
-		i = sort.SearchFloat64s(g.bounds, v) // first bound >= v: the bucket "le" holds v
-	}
-	slot := &g.last[i]
-	last := slot.Load()
-	if last != 0 && now-last < int64(ExemplarInterval) {
-		return false
-	}
-	return slot.CompareAndSwap(last, now)
 }
 
 // promSeries holds one service's children, all created up front so every series of a service
@@ -101,12 +66,11 @@ func (c gatedCounter) inc(ex func() prometheus.Labels, now int64) {
 	c.c.Inc()
 }
 
-func newPromRecorder(reg prometheus.Registerer, now func() time.Time) (*promRecorder, error) {
+func newPromRecorder(reg prometheus.Registerer) (*promRecorder, error) {
 	hist := func(name, help string, buckets []float64, labelNames ...string) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labelNames)
 	}
 	p := &promRecorder{
-		now: now,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_requests_total",
 			Help: "RAG requests (records) seen, by service.",
@@ -170,7 +134,7 @@ func (p *promRecorder) seriesFor(service string) *promSeries {
 // a slow, poorly grounded or disliked request to its trace.
 func (p *promRecorder) Record(_ context.Context, o Observation) {
 	s := p.seriesFor(o.Service)
-	var now int64 // 0: no exemplar
+	now := o.now // 0: no exemplar
 	var labels prometheus.Labels
 	ex := func() prometheus.Labels { // built once per record, only if a gate lets one through
 		if labels == nil {
@@ -180,9 +144,6 @@ func (p *promRecorder) Record(_ context.Context, o Observation) {
 			}
 		}
 		return labels
-	}
-	if o.TraceID != "" {
-		now = p.now().UnixNano()
 	}
 	if o.Request {
 		s.requests.Inc()

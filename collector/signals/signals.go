@@ -79,6 +79,10 @@ type Observation struct {
 	HasFeedback   bool
 	FeedbackScore float64 // in [-1, 1]
 	Sentiment     Sentiment
+
+	// now is the clock in unix nanoseconds, read once per record when TraceID is set (0
+	// otherwise: no exemplar); the recorders' exemplar gates use it.
+	now int64
 }
 
 // Recorder records observations to one backend. Record must be cheap, must not block and must
@@ -163,7 +167,7 @@ func New(s Settings) (*Signals, error) {
 			Help: "OTLP metrics exports that failed (after the exporter's own retries).",
 		}),
 	}
-	prom, err := newPromRecorder(s.Registerer, s.Now)
+	prom, err := newPromRecorder(s.Registerer)
 	if err != nil {
 		return nil, err
 	}
@@ -263,6 +267,9 @@ func (s *Signals) ConsumeFeedback(ctx context.Context, r *record.Record) error {
 }
 
 func (s *Signals) record(ctx context.Context, o Observation) {
+	if o.TraceID != "" {
+		o.now = s.set.Now().UnixNano()
+	}
 	for _, rec := range *s.recorders.Load() {
 		rec.Record(ctx, o)
 	}
