@@ -485,10 +485,21 @@ func (s *Subscriber) Shutdown(ctx context.Context) error {
 	subs, consumes := s.subs, s.consumes
 	s.subs, s.consumes = nil, nil
 	s.mu.Unlock()
+	// Draining needs the server; while disconnected, stop at once (unacked JetStream
+	// messages are redelivered, core messages in hand are lost either way).
+	up := s.s.NC.IsConnected()
 	for _, cc := range consumes {
-		cc.Drain()
+		if up {
+			cc.Drain()
+		} else {
+			cc.Stop()
+		}
 	}
 	for _, sub := range subs {
+		if !up {
+			_ = sub.Unsubscribe()
+			continue
+		}
 		if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
 			s.log.Warn("drain subscription", "subject", sub.Subject, "err", err)
 		}
@@ -503,7 +514,7 @@ func (s *Subscriber) Shutdown(ctx context.Context) error {
 		}
 	}
 	for _, sub := range subs {
-		for sub.IsValid() && !s.s.NC.IsClosed() {
+		for sub.IsValid() && s.s.NC.IsConnected() {
 			if ctx.Err() != nil {
 				_ = sub.Unsubscribe()
 				errs = append(errs, fmt.Errorf("natsin: drain %s: %w", sub.Subject, ctx.Err()))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -504,5 +506,82 @@ func TestShutdownWithoutStartAndRestart(t *testing.T) {
 		if err := s.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestCoreSubscriptionSurvivesServerRestart stops the external NATS server under a running
+// subscriber and starts it again on the same port: ragwatch_nats_connected goes 0 then 1 and
+// records flow again without a new subscription.
+func TestCoreSubscriptionSurvivesServerRestart(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	runServer := func() *server.Server {
+		t.Helper()
+		s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Start()
+		if !s.ReadyForConnections(10 * time.Second) {
+			t.Fatal("nats-server not ready")
+		}
+		return s
+	}
+	srv := runServer()
+	cfg := config.Default().NATS
+	cfg.URL = srv.ClientURL()
+	cfg.ReconnectWait = 10 * time.Millisecond
+	cfg.ReconnectMaxWait = 50 * time.Millisecond
+	reg := prometheus.NewRegistry()
+	conn, err := natsconn.Connect(context.Background(), cfg, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	sink := &countingSink{counts: map[string]int{}}
+	sub, err := New(Settings{NC: conn.NC, Config: cfg, Records: sink, Metrics: ingest.NewMetrics(reg), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Shutdown(context.Background()) }()
+	publish := func(id string) {
+		t.Helper()
+		app, err := nats.Connect(cfg.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer app.Close()
+		if err := app.Publish("ragwatch.records.x", []byte(`{"trace_id":"`+id+`","query":"q"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := app.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	connected := func() float64 { return value(t, reg, "ragwatch_nats_connected", nil) }
+	publish("before")
+	waitFor(t, "the first record", func() bool { u, _ := sink.snapshot(); return u == 1 })
+
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	waitFor(t, "ragwatch_nats_connected 0", func() bool { return connected() == 0 })
+	srv = runServer()
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	waitFor(t, "ragwatch_nats_connected 1", func() bool { return connected() == 1 })
+	// The client resubscribes right after reconnecting; flush so the server has it.
+	if err := conn.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	publish("after")
+	waitFor(t, "the record after the restart", func() bool { u, _ := sink.snapshot(); return u == 2 })
+	if got := value(t, reg, "ragwatch_nats_reconnects_total", nil); got != 1 {
+		t.Fatalf("reconnects = %v, want 1", got)
 	}
 }

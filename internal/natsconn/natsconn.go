@@ -173,7 +173,11 @@ func (c *Conn) ClientURL() string {
 // publishes flush), then stops the embedded server. Safe to call more than once.
 func (c *Conn) Close() {
 	if c.NC != nil && !c.NC.IsClosed() {
-		if err := c.NC.Drain(); err != nil {
+		// Draining needs the server: while disconnected there is nothing to flush to, and a
+		// drain would only wait out its timeout.
+		if !c.NC.IsConnected() {
+			c.NC.Close()
+		} else if err := c.NC.Drain(); err != nil {
 			c.NC.Close()
 		}
 		select {
