@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +22,12 @@ import (
 	"github.com/ragwatch/ragwatch/sampler/score"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(killChildEnv); dir != "" {
+		os.Exit(runKillChild(dir)) // the process TestProcessKilled kills with SIGKILL
+	}
+	goleak.VerifyTestMain(m)
+}
 
 var quiet = slog.New(slog.DiscardHandler)
 
