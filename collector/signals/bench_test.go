@@ -51,12 +51,19 @@ func BenchmarkConsumeRecord(b *testing.B) {
 		exp  config.Exporters
 	}{
 		{"prometheus", config.Exporters{}},
+		{"prometheus/exemplar-every-record", config.Exporters{}},
 		{"prometheus+statsd", config.Exporters{Statsd: statsdCfg}},
 		{"prometheus+otlp", config.Exporters{OTLP: otlpCfg}},
 		{"prometheus+statsd+otlp", config.Exporters{Statsd: statsdCfg, OTLP: otlpCfg}},
 	} {
 		b.Run(bb.name, func(b *testing.B) {
 			s, _ := newBenchSignals(b, bb.exp)
+			if strings.HasSuffix(bb.name, "exemplar-every-record") {
+				// A clock a second ahead on every read: every gate opens, every record builds
+				// its four exemplars (the worst case; in steady state they are gated).
+				t := time.Unix(0, 0)
+				s.set.Now = func() time.Time { t = t.Add(ExemplarInterval); return t }
+			}
 			if err := s.Start(context.Background()); err != nil {
 				b.Fatal(err)
 			}
