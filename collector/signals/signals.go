@@ -269,6 +269,9 @@ func (s *Signals) ConsumeFeedback(ctx context.Context, r *record.Record) error {
 func (s *Signals) record(ctx context.Context, o Observation) {
 	if o.TraceID != "" {
 		o.now = s.set.Now().UnixNano()
+		if o.now == 0 { // a test clock at the Unix epoch: 0 means "no exemplar"
+			o.now = 1
+		}
 	}
 	for _, rec := range *s.recorders.Load() {
 		rec.Record(ctx, o)
