@@ -40,6 +40,8 @@ notifiers:
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.NATS.StoreDir = t.TempDir()
+	cfg.NATS.Embedded.Endpoint = "127.0.0.1:-1" // a free port
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	a, err := app.New(cfg, nil, app.WithClock(func() time.Time { return now }))
 	if err != nil {
@@ -49,9 +51,10 @@ notifiers:
 	if err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	stopped := false
 	defer func() {
-		if err := a.Shutdown(ctx); err != nil {
-			t.Error(err)
+		if !stopped {
+			_ = a.Shutdown(ctx)
 		}
 	}()
 	for i := 0; i < 10; i++ {
@@ -92,8 +95,32 @@ notifiers:
 		time.Sleep(5 * time.Millisecond)
 	}
 	mu.Lock()
-	defer mu.Unlock()
 	if !strings.HasPrefix(bodies[0], "/api/v2/alerts [{\"labels\":{\"alertname\":\"RagwatchSLOViolated\"") {
 		t.Fatalf("alertmanager got %s", bodies[0])
+	}
+	mu.Unlock()
+
+	// Restart on the same NATS store: the window state comes back from the KV bucket, so the
+	// alert is still firing from the same start without any new record.
+	stopped = true
+	if err := a.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Minute)
+	b, err := app.New(cfg, nil, app.WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := b.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	out := b.Alerts.Evaluate(ctx)
+	if len(out) != 1 || !out[0].Firing() || !out[0].StartsAt.Equal(now.Add(-time.Minute)) || out[0].N != 10 {
+		t.Fatalf("after restart: %+v", out)
 	}
 }
