@@ -174,22 +174,29 @@ func TestFaithfulness(t *testing.T) {
 }
 
 func TestAnswerRelevancy(t *testing.T) {
+	capital := docs("Paris is the capital of France.", "Lyon is a city in France.")
 	tests := []struct {
 		name, query, answer string
+		docs                []record.Document
 		want                float64
 		why                 string
 		ok                  bool
 	}{
-		{"covers the question and gives a date", "When did the bridge open?", "The bridge opened in 1937.", 1, "answer covers 2/2 question terms", true},
+		{"covers the question and gives a date", "When did the bridge open?", "The bridge opened in 1937.", nil, 1, "answer covers 2/2 question terms", true},
 		// No documents: every question term weighs ln 3; half covered, and no date: ×0.5.
-		{"half the terms and no date", "When did the bridge open?", "The bridge is red.", 0.25, "answer covers 1/2 question terms; no number or date for a how-many/when question", true},
-		{"who question without a name", "Who designed the bridge?", "An engineer designed the bridge.", 0.5, "answer covers 2/2 question terms; no name for a who question", true},
-		{"noncommittal", "When did the bridge open?", "I don't know.", 0, "noncommittal answer", true},
-		{"no question", "", "The bridge opened in 1937.", 0, "", false},
+		{"half the terms and no date", "When did the bridge open?", "The bridge is red.", nil, 0.25, "answer covers 1/2 question terms; no number or date for a how-many/when question", true},
+		{"who question without a name", "Who designed the bridge?", "An engineer designed the bridge.", nil, 0.5, "answer covers 2/2 question terms; no name for a who question", true},
+		{"noncommittal", "When did the bridge open?", "I don't know.", nil, 0, "noncommittal answer", true},
+		{"no question", "", "The bridge opened in 1937.", nil, 0, "", false},
+		// "Paris." is supported by the first passage, which holds capital and France.
+		{"terse answer grounded in a passage", "What is the capital of France?", "Paris.", capital, 1, "answer covers 2/2 question terms (2 through its supporting passages)", true},
+		// "Berlin." is supported by no passage: nothing is brought along. idf: capital ln 3
+		// (one of two sentences), France ln 2 (both).
+		{"terse unsupported answer", "What is the capital of France?", "Berlin.", capital, 0, "answer covers 0/2 question terms", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v, why, ok := AnswerRelevancy(tt.query, tt.answer, nil)
+			v, why, ok := AnswerRelevancy(tt.query, tt.answer, tt.docs)
 			if ok != tt.ok {
 				t.Fatalf("ok = %v", ok)
 			}

@@ -40,6 +40,11 @@ type judge struct {
 
 // support is the support of claim by docs (nil: all documents).
 func (j *judge) support(claim string, docs map[int]bool) (float64, string) {
+	return j.index().support(j.tokens(claim), docs)
+}
+
+// tokens tokenizes a claim once per record.
+func (j *judge) tokens(claim string) []token {
 	t, ok := j.toks[claim]
 	if !ok {
 		if j.toks == nil {
@@ -48,7 +53,7 @@ func (j *judge) support(claim string, docs map[int]bool) (float64, string) {
 		t = tokenize(claim)
 		j.toks[claim] = t
 	}
-	return j.index().support(t, docs)
+	return t
 }
 
 func newJudge(docs []record.Document, threshold float64) *judge {
@@ -131,9 +136,11 @@ func (j *judge) faithfulness(answer string) (float64, string, bool) {
 
 // AnswerRelevancy is the share of the question's content terms, weighted by their inverse
 // frequency in the context, that the answer takes up, times 0.5 when the question asks for a
-// number or a time (how many, when) or a name (who) and the answer holds none. A noncommittal
-// answer ("I don't know", "the context does not say") scores 0. ok is false without a question
-// with content words or without an answer.
+// number or a time (how many, when) or a name (who) and the answer holds none. An answer claim
+// that a passage supports brings that passage's terms along, so a terse grounded answer
+// ("Paris." to "What is the capital of France?" with "Paris is the capital of France" retrieved)
+// counts as addressing the question. A noncommittal answer ("I don't know", "the context does
+// not say") scores 0. ok is false without a question with content words or without an answer.
 func AnswerRelevancy(query, answer string, docs []record.Document) (value float64, explanation string, ok bool) {
 	return newJudge(docs, DefaultThreshold).answerRelevancy(query, answer)
 }
@@ -175,17 +182,37 @@ func (j *judge) answerRelevancy(query, answer string) (float64, string, bool) {
 		hasNum = hasNum || t.num || months[t.norm]
 		hasName = hasName || t.cap
 	}
+	var grounded map[int32]bool // terms of the passages that support an answer claim
+	if hasDocContent(j.docs) {
+		for _, c := range j.claims(answer) {
+			if s, _, w := ix.supportWindow(j.tokens(c), nil); s >= j.threshold && w >= 0 {
+				if grounded == nil {
+					grounded = map[int32]bool{}
+				}
+				for _, id := range ix.windows[w].terms {
+					grounded[id] = true
+				}
+			}
+		}
+	}
 	total, hit := 0.0, 0.0
-	n := 0
+	n, viaPassage := 0, 0
 	for _, q := range terms {
 		total += q.weight
 		if inAnswer[q.stem] {
 			hit += q.weight
 			n++
+		} else if id, known := ix.vocab[q.stem]; known && grounded[id] {
+			hit += q.weight
+			n++
+			viaPassage++
 		}
 	}
 	v := hit / total
 	why := fmt.Sprintf("answer covers %d/%d question terms", n, len(terms))
+	if viaPassage > 0 {
+		why += fmt.Sprintf(" (%d through its supporting passages)", viaPassage)
+	}
 	switch expected := expectedType(query); {
 	case expected == "number" && !hasNum:
 		v *= 0.5

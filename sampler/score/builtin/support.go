@@ -129,6 +129,12 @@ type claimTerm struct {
 // negation the best window lacks (or the reverse) and an antonym in place of the claim's word
 // signal a contradiction.
 func (ix *index) support(toks []token, docs map[int]bool) (float64, string) {
+	v, why, _ := ix.supportWindow(toks, docs)
+	return v, why
+}
+
+// supportWindow is support, and the index of the claim's best window (-1: none).
+func (ix *index) supportWindow(toks []token, docs map[int]bool) (float64, string, int) {
 	var terms []claimTerm
 	seen := map[string]bool{}
 	claimNeg := false
@@ -152,7 +158,7 @@ func (ix *index) support(toks []token, docs map[int]bool) (float64, string) {
 		terms = append(terms, ct)
 	}
 	if len(terms) == 0 {
-		return 1, ""
+		return 1, "", -1
 	}
 	total, global := 0.0, 0.0
 	for _, ct := range terms {
@@ -176,7 +182,7 @@ func (ix *index) support(toks []token, docs map[int]bool) (float64, string) {
 		return true
 	})
 	if best < 0 {
-		return 0, "no context"
+		return 0, "no context", -1
 	}
 	win := &ix.windows[best]
 	score := (windowWeight*bestCov + (1-windowWeight)*global) / total
@@ -215,7 +221,7 @@ func (ix *index) support(toks []token, docs map[int]bool) (float64, string) {
 			}
 		}
 	}
-	return clamp01(score), why
+	return clamp01(score), why, best
 }
 
 // eachWindow calls f with the index of every window of docs (nil: all) in order, until f
