@@ -57,10 +57,11 @@ func BenchmarkConsumeRecord(b *testing.B) {
 		{"prometheus+statsd+otlp", config.Exporters{Statsd: statsdCfg, OTLP: otlpCfg}},
 	} {
 		b.Run(bb.name, func(b *testing.B) {
-			s, _ := newBenchSignals(b, bb.exp)
+			s, _ := newTestSignalsTB(b, 50, bb.exp)
 			if strings.HasSuffix(bb.name, "exemplar-every-record") {
-				// A clock a second ahead on every read: every gate opens, every record builds
-				// its four exemplars (the worst case; in steady state they are gated).
+				// A clock a second ahead on every read: every gate opens and every record builds
+				// its six exemplars (three stages, two scores, feedback): the worst case, which
+				// the gate prevents in steady state.
 				t := time.Unix(0, 0)
 				s.set.Now = func() time.Time { t = t.Add(ExemplarInterval); return t }
 			}
@@ -76,11 +77,6 @@ func BenchmarkConsumeRecord(b *testing.B) {
 	}
 }
 
-func newBenchSignals(b *testing.B, exp config.Exporters) (*Signals, error) {
-	b.Helper()
-	s, _ := newTestSignalsTB(b, 50, exp)
-	return s, nil
-}
 
 // benchConsume also reports cpu-ns/op: the process's CPU time (all threads, including GC and
 // the statsd flush goroutine) per record, which stays meaningful on a loaded machine where
