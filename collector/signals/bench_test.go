@@ -77,7 +77,6 @@ func BenchmarkConsumeRecord(b *testing.B) {
 	}
 }
 
-
 // benchConsume also reports cpu-ns/op: the process's CPU time (all threads, including GC and
 // the statsd flush goroutine) per record, which stays meaningful on a loaded machine where
 // ns/op (wall time) includes waiting for a CPU.
