@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(killChildEnv); dir != "" {
 		os.Exit(runKillChild(dir)) // the process TestProcessKilled kills with SIGKILL
 	}
+	if url := os.Getenv(workerChildEnv); url != "" {
+		os.Exit(runWorkerChild(url, os.Getenv(workerChildOut))) // one of TestTwoWorkerProcesses' workers
+	}
 	goleak.VerifyTestMain(m)
 }
 
