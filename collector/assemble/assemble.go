@@ -35,10 +35,11 @@ type node struct {
 }
 
 type tree struct {
-	nodes []node
-	n     int // real spans are nodes[:n]
-	root  int // the super root
-	facts []facts
+	tin, tout []int // DFS numbering, for large trees only (numberNodes)
+	nodes     []node
+	n         int // real spans are nodes[:n]
+	root      int // the super root
+	facts     []facts
 }
 
 // Assemble turns the spans of one trace into records. It is pure: no clock, no metrics. Spans of
@@ -126,7 +127,55 @@ func buildTree(spans []Span, sc *scratch) tree {
 		t.nodes[r].parent = t.root
 	}
 	t.computeDepths()
+	if len(t.nodes) > eulerMin {
+		t.numberNodes()
+	}
 	return t
+}
+
+// eulerMin is the tree size from which ancestry checks use DFS numbering instead of walking up
+// (a deep chain of spans would make every walk long).
+const eulerMin = 64
+
+// numberNodes gives each node its DFS entry and exit numbers: i is within anc exactly when
+// anc's interval holds i's.
+func (t *tree) numberNodes() {
+	k := len(t.nodes)
+	first := make([]int, k+1) // children of p are kids[first[p]:first[p+1]]
+	for i := range t.nodes {
+		if p := t.nodes[i].parent; p >= 0 {
+			first[p+1]++
+		}
+	}
+	for p := 1; p <= k; p++ {
+		first[p] += first[p-1]
+	}
+	kids := make([]int, k)
+	fill := append([]int(nil), first[:k]...)
+	for i := range t.nodes {
+		if p := t.nodes[i].parent; p >= 0 {
+			kids[fill[p]] = i
+			fill[p]++
+		}
+	}
+	t.tin, t.tout = make([]int, k), make([]int, k)
+	clock := 0
+	type frame struct{ node, next int }
+	stack := []frame{{t.root, first[t.root]}}
+	t.tin[t.root] = clock
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		if top.next < first[top.node+1] {
+			c := kids[top.next]
+			top.next++
+			clock++
+			t.tin[c] = clock
+			stack = append(stack, frame{c, first[c]})
+			continue
+		}
+		t.tout[top.node] = clock
+		stack = stack[:len(stack)-1]
+	}
 }
 
 // scratch is the per-trace working memory of Assemble (facts and tree nodes), pooled: it is the
@@ -258,6 +307,9 @@ func (t *tree) lca(a, b int) int {
 
 // within reports whether node i is anc or one of its descendants.
 func (t *tree) within(i, anc int) bool {
+	if t.tin != nil {
+		return t.tin[anc] <= t.tin[i] && t.tout[i] <= t.tout[anc]
+	}
 	for t.nodes[i].depth > t.nodes[anc].depth {
 		i = t.nodes[i].parent
 	}

@@ -31,7 +31,11 @@ const (
 const (
 	EvictMaxTraces = "max_traces"
 	EvictMaxBytes  = "max_bytes"
+	EvictMaxSpans  = "max_spans" // one trace reached maxSpansPerTrace
 )
+
+// maxSpansPerTrace bounds one trace: beyond, it is assembled with what it has.
+const maxSpansPerTrace = 10000
 
 // Settings configures an Assembler.
 type Settings struct {
@@ -169,6 +173,13 @@ func (a *Assembler) Add(spans []Span) {
 			heap.Push(&a.deadlines, tr)
 			a.pushNewest(tr)
 		}
+		if len(tr.spans) == maxSpansPerTrace {
+			// A trace this large is assembled now; its further spans count as late.
+			a.evict(tr, EvictMaxSpans)
+			kick = true
+			a.m.late.Inc()
+			continue
+		}
 		tr.spans = append(tr.spans, *s)
 		size := s.size()
 		tr.bytes += size
@@ -214,7 +225,11 @@ func (a *Assembler) Add(spans []Span) {
 // backlog itself is bounded like the held traces; beyond, its oldest trace is dropped and counted.
 // Called with mu held.
 func (a *Assembler) evictOldest(reason string) {
-	tr := a.oldest
+	a.evict(a.oldest, reason)
+}
+
+// evict moves tr to the backlog (see evictOldest). Called with mu held.
+func (a *Assembler) evict(tr *trace, reason string) {
 	a.remove(tr)
 	a.done.add(tr.id)
 	tr.evictedBy = reason
@@ -545,7 +560,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"outcome"}),
 		evicted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_traces_evicted_total",
-			Help: "Traces assembled early because the held traces reached assembly.max_traces or assembly.max_bytes.",
+			Help: "Traces assembled early because the held traces reached assembly.max_traces or assembly.max_bytes, or one trace reached 10000 spans.",
 		}, []string{"reason"}),
 		late: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ragwatch_late_spans_total",
@@ -567,7 +582,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, o := range []string{OutcomeAssembled, OutcomePartial, OutcomeNotRAG, OutcomeFeedback, OutcomeDropped} {
 		m.records.WithLabelValues(o)
 	}
-	for _, r := range []string{EvictMaxTraces, EvictMaxBytes} {
+	for _, r := range []string{EvictMaxTraces, EvictMaxBytes, EvictMaxSpans} {
 		m.evicted.WithLabelValues(r)
 	}
 	for _, c := range []string{"records", "feedback"} {

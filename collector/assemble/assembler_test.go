@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/goleak"
 
@@ -406,5 +407,42 @@ func TestGatewaySpanBeforeApplication(t *testing.T) {
 	sameRecords(t, recs, want)
 	if h.count("late", "") != 0 || h.count("records", OutcomeAssembled) != 1 {
 		t.Fatalf("late %v assembled %v", h.count("late", ""), h.count("records", OutcomeAssembled))
+	}
+}
+
+// A trace reaching 10000 spans is assembled at once; its further spans are late. A deep chain
+// of spans (hostile or not) stays fast: ancestry uses DFS numbering in large trees.
+func TestHugeDeepTrace(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "deep")
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	for i := 1; i <= maxSpansPerTrace+1; i++ {
+		s := spans.AppendEmpty()
+		s.SetTraceID(tid(1))
+		s.SetSpanID(pcommon.SpanID{0xb0, byte(i >> 16), byte(i >> 8), byte(i)})
+		if i > 1 {
+			s.SetParentSpanID(pcommon.SpanID{0xb0, byte((i - 1) >> 16), byte((i - 1) >> 8), byte(i - 1)})
+		}
+		s.SetStartTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Duration(i) * time.Microsecond)))
+		s.SetEndTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Second)))
+		switch i {
+		case 5000:
+			s.Attributes().PutStr("openinference.span.kind", "RETRIEVER")
+			s.Attributes().PutStr("retrieval.documents.0.document.id", "deep-doc")
+		case 9999:
+			s.Attributes().PutStr("openinference.span.kind", "LLM")
+			s.Attributes().PutStr("llm.output_messages.0.message.content", "deep answer")
+		}
+	}
+	h.consumeAt(t, 0, td)
+	if h.a.Held() != 0 || h.count("evicted", EvictMaxSpans) != 1 || h.count("late", "") != 1 {
+		t.Fatalf("held %d, evicted %v, late %v", h.a.Held(), h.count("evicted", EvictMaxSpans), h.count("late", ""))
+	}
+	h.processAt(t, 0)
+	recs, _ := h.out.got()
+	if len(recs) != 1 || recs[0].Answer != "deep answer" || len(recs[0].Documents) != 1 || recs[0].SpanID != "" {
+		t.Fatalf("records: %s", js(recs))
 	}
 }

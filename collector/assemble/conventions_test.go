@@ -482,3 +482,28 @@ func TestContextPrecedence(t *testing.T) {
 		t.Fatalf("%s", js(res.Records))
 	}
 }
+
+// Large trees use DFS numbering for ancestry; padding a two-turn trace with 100 unrelated spans
+// must not change its records.
+func TestLargeTreeSameRecords(t *testing.T) {
+	turns := []sp{
+		{id: 1, name: "agent", end: ms(3000), attrs: map[string]any{"openinference.span.kind": "AGENT"}},
+		{id: 2, parent: 1, name: "t1", end: ms(1000), attrs: map[string]any{"input.value": "one"}},
+		{id: 3, parent: 2, name: "r", start: ms(1), end: ms(5), attrs: map[string]any{"openinference.span.kind": "RETRIEVER", "retrieval.documents.0.document.id": "a"}},
+		{id: 4, parent: 2, name: "g", start: ms(6), end: ms(9), attrs: map[string]any{"openinference.span.kind": "LLM", "llm.choices.0.completion.text": "A"}},
+		{id: 5, parent: 1, name: "t2", start: ms(2000), end: ms(3000), attrs: map[string]any{"input.value": "two"}},
+		{id: 6, parent: 5, name: "r", start: ms(2001), end: ms(2005), attrs: map[string]any{"openinference.span.kind": "RETRIEVER", "retrieval.documents.0.document.id": "b"}},
+		{id: 7, parent: 5, name: "g", start: ms(2006), end: ms(2009), attrs: map[string]any{"openinference.span.kind": "LLM", "llm.choices.0.completion.text": "B"}},
+	}
+	small := assembleTD(build(t, 1, "s", turns...))
+	padded := append([]sp(nil), turns...)
+	for i := byte(10); i < 110; i++ {
+		parent := []byte{1, 2, 5, 3, 7}[i%5]
+		padded = append(padded, sp{id: i, parent: parent, name: "pad", start: ms(float64(i)), end: ms(float64(i) + 1)})
+	}
+	big := assembleTD(build(t, 1, "s", padded...))
+	if len(small.Records) != 2 {
+		t.Fatalf("small: %s", js(small.Records))
+	}
+	sameRecords(t, big.Records, small.Records)
+}
