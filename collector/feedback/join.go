@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -75,6 +76,11 @@ type Join struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 	once sync.Once
+
+	// writes queues the "record seen" state for the KV writer started by Start, so the
+	// record path does not wait for a KV round trip (pending feedback is written at once).
+	writes chan entry
+	async  atomic.Bool
 }
 
 // entry is what the join keeps for one trace: ids, times and feedback scores, no content.
@@ -131,6 +137,7 @@ func New(s Settings) (*Join, error) {
 		entries: map[string]*entry{},
 		order:   list.New(),
 		stop:    make(chan struct{}),
+		writes:  make(chan entry, 4096),
 		joinTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_feedback_join_total",
 			Help: "Feedback by join outcome: joined to its record (whichever arrived first) or orphaned (no record within feedback.retention).",
@@ -145,7 +152,7 @@ func New(s Settings) (*Join, error) {
 		}),
 		kvErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_feedback_state_errors_total",
-			Help: "Failed reads and writes of the persisted feedback join state, by operation.",
+			Help: "Failed reads and writes of the persisted feedback join state, by operation (put, delete, load, queue_full).",
 		}, []string{"op"}),
 	}
 	j.joinTotal.WithLabelValues(OutcomeJoined)
@@ -165,6 +172,11 @@ func (j *Join) Start(ctx context.Context) error {
 		return err
 	}
 	j.Sweep(ctx)
+	if j.s.KV != nil {
+		j.async.Store(true)
+		j.wg.Add(1)
+		go j.writer()
+	}
 	j.wg.Add(1)
 	go func() {
 		defer j.wg.Done()
@@ -182,7 +194,45 @@ func (j *Join) Start(ctx context.Context) error {
 	return nil
 }
 
-// Shutdown stops the expiry loop. Pending feedback stays in the KV bucket for the next start.
+// writer persists queued record states until Shutdown, then flushes what is queued.
+func (j *Join) writer() {
+	defer j.wg.Done()
+	for {
+		select {
+		case e := <-j.writes:
+			j.persist(context.Background(), e)
+		case <-j.stop:
+			j.async.Store(false)
+			for {
+				select {
+				case e := <-j.writes:
+					j.persist(context.Background(), e)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// persistSeen writes a record's state through the writer when it runs, else at once. A full
+// queue drops the write (the join keeps working from memory) and counts it.
+func (j *Join) persistSeen(ctx context.Context, e entry) {
+	if j.s.KV == nil {
+		return
+	}
+	if !j.async.Load() {
+		j.persist(ctx, e)
+		return
+	}
+	select {
+	case j.writes <- e:
+	default:
+		j.kvErrors.WithLabelValues("queue_full").Inc()
+	}
+}
+
+// Shutdown stops the expiry loop and flushes queued state writes. Pending feedback stays in the KV bucket for the next start.
 // Idempotent and safe without Start.
 func (j *Join) Shutdown(ctx context.Context) error {
 	j.once.Do(func() { close(j.stop) })
@@ -228,7 +278,7 @@ func (j *Join) ConsumeRecord(ctx context.Context, r *record.Record) error {
 	j.mu.Unlock()
 	evicted := j.takeLate()
 
-	j.persist(ctx, snap)
+	j.persistSeen(ctx, snap)
 	out := r
 	var late []pending
 	if len(matched) > 0 {

@@ -312,7 +312,7 @@ func TestEachFeedbackCountedOnce(t *testing.T) {
 	}
 }
 
-func runJetStream(t *testing.T) jetstream.JetStream {
+func runJetStream(t testing.TB) jetstream.JetStream {
 	t.Helper()
 	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true, JetStream: true, StoreDir: t.TempDir()})
 	if err != nil {
