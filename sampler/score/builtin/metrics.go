@@ -36,6 +36,7 @@ type judge struct {
 	threshold float64
 	byID      map[string]int
 	toks      map[string][]token // claim → tokens, so a claim judged against several documents is tokenized once
+	split     map[string]splitText
 }
 
 // support is the support of claim by docs (nil: all documents).
@@ -82,10 +83,24 @@ func (j *judge) claims(text string) []string {
 	return c
 }
 
-// countedClaims is claims, and how many claims the text held before the cap.
+// countedClaims is claims, and how many claims the text held before the cap. The answer is
+// split once per record however many metrics ask.
 func (j *judge) countedClaims(text string) ([]string, int) {
+	if c, ok := j.split[text]; ok {
+		return c.claims, c.all
+	}
 	c := SplitClaims(stripMarkers(text, j.isID))
-	return c[:min(len(c), maxClaims)], len(c)
+	out := splitText{claims: c[:min(len(c), maxClaims)], all: len(c)}
+	if j.split == nil {
+		j.split = map[string]splitText{}
+	}
+	j.split[text] = out
+	return out.claims, out.all
+}
+
+type splitText struct {
+	claims []string
+	all    int
 }
 
 // ClaimSupports splits answer into claims (citation markers removed) and returns each claim

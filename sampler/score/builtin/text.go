@@ -50,7 +50,7 @@ var lexicon = func() map[string]lexEntry {
 // tokenize splits text into tokens. The first word of the text is not marked capitalised (it
 // starts a sentence) unless it is an acronym.
 func tokenize(text string) []token {
-	var out []token
+	out := make([]token, 0, len(text)/6+1)
 	first := true
 	i := 0
 	for i < len(text) {
