@@ -132,9 +132,9 @@ func TestSplitSentencesAndStatements(t *testing.T) {
 	r := &record.Record{Answer: "Sales rose 5% in May [1]. Costs fell sharply too. Ok.",
 		Documents: []record.Document{{ID: "a"}}}
 	r.Normalize(time.Now())
-	st := statements(r)
-	if len(st) != 2 || st[0].text != "Sales rose 5% in May." || !reflect.DeepEqual(st[0].docs, []string{"a"}) ||
-		st[1].text != "Costs fell sharply too." || st[1].docs != nil {
+	st := Statements(r)
+	if len(st) != 2 || st[0].Text != "Sales rose 5% in May." || !reflect.DeepEqual(st[0].DocumentIDs, []string{"a"}) ||
+		st[1].Text != "Costs fell sharply too." || st[1].DocumentIDs != nil {
 		t.Fatalf("statements %+v", st)
 	}
 }

@@ -456,23 +456,24 @@ func (s *Scorer) contextRecall(ctx context.Context, r *record.Record, u *Usage) 
 
 // ---- citations (ALCE style) ----
 
-// citationStatement is one statement of the answer with the documents it cites.
-type citationStatement struct {
-	text string
-	docs []string
+// Statement is one statement of the answer with the documents it cites (none when uncited).
+type Statement struct {
+	Text        string
+	DocumentIDs []string
 }
 
-// statements returns the answer's statements for the citation metrics: the record's citations
-// (explicit, or parsed from markers), then every other sentence of the answer, uncited.
-func statements(r *record.Record) []citationStatement {
-	var out []citationStatement
+// Statements returns the answer's statements for the citation metrics: the record's citations
+// (explicit, or parsed from markers), then every other sentence of three words or more,
+// uncited. The NLI scorer uses the same statements.
+func Statements(r *record.Record) []Statement {
+	var out []Statement
 	var cited []string
 	for _, c := range r.Citations {
 		t := normText(c.Text)
 		if t == "" {
 			continue
 		}
-		out = append(out, citationStatement{text: c.Text, docs: c.DocumentIDs})
+		out = append(out, Statement{Text: c.Text, DocumentIDs: c.DocumentIDs})
 		cited = append(cited, t)
 	}
 	for _, sent := range SplitSentences(r.Answer) {
@@ -488,7 +489,7 @@ func statements(r *record.Record) []citationStatement {
 			}
 		}
 		if !covered {
-			out = append(out, citationStatement{text: sent})
+			out = append(out, Statement{Text: sent})
 		}
 	}
 	return out
@@ -577,14 +578,31 @@ type citationPair struct {
 	found     bool
 }
 
+// CitationScore computes citation_precision or citation_recall from per-pair support: pairStmt[i]
+// is the statement index of (statement, cited document) pair i and supports[i] whether that
+// document supports it. Precision is supporting pairs over pairs; recall is statements with at
+// least one supporting citation over all statements. ok is false when the metric is undefined
+// (precision without citations, recall without statements).
+func CitationScore(metric string, statements int, pairStmt []int, supports []bool) (value float64, explanation string, ok bool) {
+	if statements == 0 || (metric == CitationPrecision && len(pairStmt) == 0) {
+		return 0, "", false
+	}
+	pairs := make([]citationPair, len(pairStmt))
+	for i, st := range pairStmt {
+		pairs[i].statement = st
+	}
+	v := citationScores(metric, statements, pairs, supports)
+	return v.value, v.explanation, true
+}
+
 func (s *Scorer) citation(ctx context.Context, metric string, r *record.Record, u *Usage) (verdict, error) {
 	if strings.TrimSpace(r.Answer) == "" || len(r.Documents) == 0 {
 		return verdict{skip: true}, nil
 	}
-	stmts := statements(r)
+	stmts := Statements(r)
 	var pairs []citationPair
 	for i, st := range stmts {
-		for _, id := range st.docs {
+		for _, id := range st.DocumentIDs {
 			p := citationPair{statement: i, docID: id}
 			for _, d := range r.Documents {
 				if d.ID == id {
@@ -640,7 +658,7 @@ func citationScores(metric string, statements int, pairs []citationPair, support
 		explanation: fmt.Sprintf("%d of %d statements have a supporting citation", n, statements)}
 }
 
-func (s *Scorer) supportPairs(ctx context.Context, u *Usage, stmts []citationStatement, pairs []citationPair) ([]bool, error) {
+func (s *Scorer) supportPairs(ctx context.Context, u *Usage, stmts []Statement, pairs []citationPair) ([]bool, error) {
 	supports := make([]bool, len(pairs))
 	var ask []int // pairs whose cited document exists
 	var b strings.Builder
@@ -650,7 +668,7 @@ func (s *Scorer) supportPairs(ctx context.Context, u *Usage, stmts []citationSta
 		}
 		k := len(ask)
 		ask = append(ask, i)
-		b.WriteString(block("CLAIM", fmt.Sprintf("index=%d", k), stmts[p.statement].text))
+		b.WriteString(block("CLAIM", fmt.Sprintf("index=%d", k), stmts[p.statement].Text))
 		b.WriteString(block("PASSAGE", fmt.Sprintf("index=%d id=%q", k, Neutralize(truncate(p.docID, 128))), s.cut(p.content)))
 	}
 	if len(ask) == 0 {
