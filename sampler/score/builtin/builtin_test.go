@@ -445,3 +445,28 @@ func TestLargeRecordIsBounded(t *testing.T) {
 		t.Errorf("document 3: %d windows, want 3888", w[1]-w[0])
 	}
 }
+
+// The scorer keeps no per-record state: concurrent calls give the same results (run with -race).
+func TestScorerConcurrent(t *testing.T) {
+	s := New(Options{Now: func() time.Time { return time.Unix(0, 0) }})
+	r := benchRecord()
+	want, err := s.Score(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			got, err := s.Score(context.Background(), r)
+			if err == nil && !slices.Equal(got, want) {
+				err = fmt.Errorf("concurrent result differs: %+v", got)
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
