@@ -74,9 +74,10 @@ func Assemble(spans []Span) Result {
 		return res
 	}
 	b := builder{t: &t, multi: len(turns) > 1, traceID: spans[0].TraceID.String()}
+	b.assignMembers(turns)
 	fb := t.feedbackByTurn(turns)
 	for i, turn := range turns {
-		r := b.build(turn)
+		r := b.build(turn, b.mem[i])
 		r.Feedback = fb[i]
 		res.Records = append(res.Records, r)
 	}
@@ -323,25 +324,40 @@ func (t *tree) within(i, anc int) bool {
 // containing all of them.
 func (t *tree) findTurns(rets, gens []int) []int {
 	var turns []int
-	add := func(x int) {
-		if !slices.Contains(turns, x) {
-			turns = append(turns, x)
+	var seen map[int]struct{} // beyond a few turns; below, a scan of turns
+	isNew := func(x int) bool {
+		if seen == nil && len(turns) < 32 {
+			return !slices.Contains(turns, x)
 		}
+		if seen == nil {
+			seen = make(map[int]struct{}, 2*len(turns))
+			for _, y := range turns {
+				seen[y] = struct{}{}
+			}
+		}
+		_, ok := seen[x]
+		if !ok {
+			seen[x] = struct{}{}
+		}
+		return !ok
 	}
 	for _, g := range gens {
-		if t.nodes[g].f.retrieval {
-			add(g)
-			continue
-		}
-		r := -1
-		for _, c := range rets {
-			if t.nodes[c].start.After(t.nodes[g].start) {
-				break
+		x := g
+		if !t.nodes[g].f.retrieval {
+			// rets is in start order: the latest retrieval starting no later than g.
+			k, _ := slices.BinarySearchFunc(rets, g, func(c, g int) int {
+				if t.nodes[c].start.After(t.nodes[g].start) {
+					return 1
+				}
+				return -1
+			})
+			if k == 0 {
+				continue
 			}
-			r = c
+			x = t.lca(rets[k-1], g)
 		}
-		if r >= 0 {
-			add(t.lca(r, g))
+		if isNew(x) {
+			turns = append(turns, x)
 		}
 	}
 	if len(turns) == 0 {
@@ -358,16 +374,16 @@ func (t *tree) findTurns(rets, gens []int) []int {
 	if len(turns) == 1 {
 		return turns
 	}
+	// Drop candidates that contain another: mark every ancestor of every candidate once.
+	above := make([]bool, len(t.nodes))
+	for _, c := range turns {
+		for p := t.nodes[c].parent; p >= 0 && !above[p]; p = t.nodes[p].parent {
+			above[p] = true
+		}
+	}
 	out := turns[:0:0]
 	for _, c := range turns {
-		inner := false
-		for _, d := range turns {
-			if d != c && t.within(d, c) {
-				inner = true
-				break
-			}
-		}
-		if !inner {
+		if !above[c] {
 			out = append(out, c)
 		}
 	}
@@ -441,21 +457,42 @@ func (t *tree) orphanFeedback(traceID pcommon.TraceID) []*record.Record {
 
 // builder builds the record of one turn.
 type builder struct {
+	mem     [][]int // the spans of each turn (assignMembers)
 	t       *tree
 	multi   bool
 	traceID string
 }
 
-// members returns the real spans within turn, in start order.
-func (b *builder) members(turn int) []int {
-	var m []int
-	for i := 0; i < b.t.n; i++ {
-		if b.t.within(i, turn) {
-			m = append(m, i)
+// assignMembers lists, for each turn, the real spans within it in start order. Turns never
+// contain one another, so each span belongs to at most one: found by walking up with a memo.
+func (b *builder) assignMembers(turns []int) {
+	t := b.t
+	owner := make([]int, len(t.nodes)) // turn index + 1; 0 unknown; -1 none
+	for k, turn := range turns {
+		owner[turn] = k + 1
+	}
+	owner[t.root] = -1
+	var path []int
+	for i := 0; i < t.n; i++ {
+		path = path[:0]
+		j := i
+		for owner[j] == 0 {
+			path = append(path, j)
+			j = t.nodes[j].parent
+		}
+		for _, p := range path {
+			owner[p] = owner[j]
 		}
 	}
-	slices.SortStableFunc(m, func(x, y int) int { return b.t.nodes[x].start.Compare(b.t.nodes[y].start) })
-	return m
+	b.mem = make([][]int, len(turns))
+	for i := 0; i < t.n; i++ {
+		if o := owner[i]; o > 0 {
+			b.mem[o-1] = append(b.mem[o-1], i)
+		}
+	}
+	for _, m := range b.mem {
+		slices.SortStableFunc(m, func(x, y int) int { return t.nodes[x].start.Compare(t.nodes[y].start) })
+	}
 }
 
 // topLevel reports whether i has no ancestor below turn for which is(ancestor) holds.
@@ -471,10 +508,9 @@ func (b *builder) topLevel(i, turn int, is func(*facts) bool) bool {
 func isRetrieval(f *facts) bool  { return f.retrieval }
 func isGeneration(f *facts) bool { return f.generation }
 
-func (b *builder) build(turn int) *record.Record {
+func (b *builder) build(turn int, mem []int) *record.Record {
 	t := b.t
 	tn := &t.nodes[turn]
-	mem := b.members(turn)
 	r := &record.Record{TraceID: b.traceID, Time: tn.start}
 	if b.multi && !tn.id.IsEmpty() {
 		r.SpanID = tn.id.String()

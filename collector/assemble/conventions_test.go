@@ -1,8 +1,11 @@
 package assemble
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/ragwatch/ragwatch/collector/record"
@@ -506,4 +509,47 @@ func TestLargeTreeSameRecords(t *testing.T) {
 		t.Fatalf("small: %s", js(small.Records))
 	}
 	sameRecords(t, big.Records, small.Records)
+}
+
+// A long conversation: 200 turns under one root give 200 records in order, each keyed by its
+// turn span.
+func TestManyTurns(t *testing.T) {
+	spans := []sp{{id: 1, name: "conversation", end: time.Hour, attrs: map[string]any{"openinference.span.kind": "AGENT"}}}
+	var want []string
+	for k := 0; k < 200; k++ {
+		want = append(want, fmt.Sprintf("answer %d", k))
+	}
+	td := build(t, 1, "s", spans...)
+	ss := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	id := func(n int) pcommon.SpanID { return pcommon.SpanID{0xc0, byte(n >> 8), byte(n)} }
+	for k := 0; k < 200; k++ {
+		at := base.Add(time.Duration(k) * time.Second)
+		add := func(n, parent int, start, end time.Duration, kv ...string) {
+			s := ss.AppendEmpty()
+			s.SetTraceID(tid(1))
+			s.SetSpanID(id(n))
+			if parent == 0 {
+				s.SetParentSpanID(sid(1))
+			} else {
+				s.SetParentSpanID(id(parent))
+			}
+			s.SetStartTimestamp(pcommon.NewTimestampFromTime(at.Add(start)))
+			s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(end)))
+			for i := 0; i+1 < len(kv); i += 2 {
+				s.Attributes().PutStr(kv[i], kv[i+1])
+			}
+		}
+		add(3*k+10, 0, 0, ms(900))
+		add(3*k+11, 3*k+10, ms(1), ms(5), "openinference.span.kind", "RETRIEVER", "retrieval.documents.0.document.id", fmt.Sprint("d", k))
+		add(3*k+12, 3*k+10, ms(6), ms(800), "openinference.span.kind", "LLM", "llm.choices.0.completion.text", want[k])
+	}
+	res := assembleTD(td)
+	if len(res.Records) != 200 {
+		t.Fatalf("%d records", len(res.Records))
+	}
+	for k, r := range res.Records {
+		if r.Answer != want[k] || r.SpanID != id(3*k+10).String() || r.Documents[0].ID != fmt.Sprint("d", k) {
+			t.Fatalf("record %d: %s", k, js(r))
+		}
+	}
 }
