@@ -308,8 +308,6 @@ func (s *Subscriber) handleJS(b binding, m jetstream.Msg) {
 	}
 	res := s.process(b, m.Data(), info)
 	s.outcome(b.kind, res, info)
-	actx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	var err error
 	switch {
 	case res.err != nil && res.reason != "":
@@ -319,9 +317,9 @@ func (s *Subscriber) handleJS(b binding, m jetstream.Msg) {
 	case res.err != nil:
 		err = m.TermWithReason("downstream failed on the last delivery")
 	default:
-		// Double ack: wait for the server's confirmation, so a lost ack shows up here and not
-		// as a silent redelivery. A redelivery is still caught by the dedup marks.
-		err = m.DoubleAck(actx)
+		// A plain ack: a lost one means a redelivery, which the dedup mark written before it
+		// recognises; waiting for the server's confirmation would double the cost per message.
+		err = m.Ack()
 	}
 	if err != nil {
 		s.log.Warn("JetStream ack", "subject", info.subject, "err", err)

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // embedded starts ragwatch's own embedded server (JetStream in a temp dir, a free port) and
 // returns the connection and a second client for the "application" side.
-func embedded(t *testing.T) (*natsconn.Conn, *nats.Conn, config.NATS) {
+func embedded(t testing.TB) (*natsconn.Conn, *nats.Conn, config.NATS) {
 	t.Helper()
 	cfg := config.Default().NATS
 	cfg.StoreDir = filepath.Join(t.TempDir(), "store")
