@@ -51,36 +51,40 @@ drift: {detectors: []}
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out := a.Alerts.Evaluate(ctx)
-		if len(out) == 1 && out[0].Rule == "ranking" && out[0].Value == 0.5 {
-			break
+	counts := func() (sampled, scored float64) {
+		mfs, err := a.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the mrr SLO never saw the scores: %+v", out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	mfs, err := a.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sampled, scored float64
-	for _, mf := range mfs {
-		switch mf.GetName() {
-		case "ragwatch_sampled_total":
-			for _, m := range mf.GetMetric() {
-				sampled += m.GetCounter().GetValue()
-			}
-		case "ragwatch_eval_score":
-			for _, m := range mf.GetMetric() {
-				if strings.Contains(m.String(), `value:"mrr"`) {
-					scored += float64(m.GetHistogram().GetSampleCount())
+		for _, mf := range mfs {
+			switch mf.GetName() {
+			case "ragwatch_sampled_total":
+				for _, m := range mf.GetMetric() {
+					sampled += m.GetCounter().GetValue()
+				}
+			case "ragwatch_eval_score":
+				for _, m := range mf.GetMetric() {
+					if strings.Contains(m.String(), `value:"mrr"`) {
+						scored += float64(m.GetHistogram().GetSampleCount())
+					}
 				}
 			}
 		}
+		return sampled, scored
 	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sampled, scored := counts()
+		out := a.Alerts.Evaluate(ctx)
+		if scored == 8 && len(out) == 1 && out[0].Rule == "ranking" && out[0].Value == 0.5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sampled %v, mrr scores %v (want 8 each); alerts %+v", sampled, scored, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	sampled, scored := counts()
 	if sampled != 8 || scored != 8 {
 		t.Fatalf("sampled %v, mrr scores %v; want 8 each", sampled, scored)
 	}
