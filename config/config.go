@@ -77,6 +77,10 @@ type OTLPReceivers struct {
 // Endpoint is a listen address; "" disables the listener.
 type Endpoint struct {
 	Endpoint string `yaml:"endpoint"`
+	// TLS serves TLS (mTLS with client_ca_file).
+	TLS TLSServer `yaml:"tls"`
+	// Auth requires a bearer token on every export.
+	Auth BearerAuth `yaml:"auth"`
 }
 
 // Validate implements Validator.
@@ -101,6 +105,11 @@ func (o OTLPReceivers) Validate() error {
 // HTTPServer is ragwatch's own HTTP server: /metrics, /healthz, /readyz, /api/v1/...
 type HTTPServer struct {
 	Endpoint string `yaml:"endpoint"`
+	// TLS serves TLS (mTLS with client_ca_file).
+	TLS TLSServer `yaml:"tls"`
+	// Auth requires a bearer token on /api/v1/*, reads and writes alike (answers may carry
+	// content); /metrics, /healthz and /readyz stay open for probes and scrapers.
+	Auth BearerAuth `yaml:"auth"`
 }
 
 // Validate implements Validator.

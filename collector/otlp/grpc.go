@@ -9,6 +9,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	_ "google.golang.org/grpc/encoding/gzip" // accept gzip-compressed exports
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
@@ -18,10 +19,17 @@ import (
 )
 
 func (r *Receiver) newGRPCServer() *grpc.Server {
-	srv := grpc.NewServer(
+	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(r.limits.MaxRequestBytes),
 		grpc.StatsHandler(&grpcRejects{metrics: r.set.Metrics}),
-	)
+		grpc.ChainUnaryInterceptor(r.set.GRPCTokens.UnaryInterceptor(func() {
+			r.set.Metrics.Rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonUnauthenticated)
+		})),
+	}
+	if r.set.GRPCTLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(r.set.GRPCTLS)))
+	}
+	srv := grpc.NewServer(opts...)
 	ptraceotlp.RegisterGRPCServer(srv, &grpcTraces{r: r})
 	return srv
 }

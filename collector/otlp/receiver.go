@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/ragwatch/ragwatch/collector/ingest"
+	"github.com/ragwatch/ragwatch/internal/secure"
 )
 
 // TracesConsumer takes decoded, validated spans. It must not keep td after returning unless it
@@ -40,7 +42,11 @@ type Settings struct {
 	RetryAfter time.Duration
 	Next       TracesConsumer
 	Metrics    *ingest.Metrics
-	Logger     *slog.Logger
+	// GRPCTLS and HTTPTLS serve TLS when set (mTLS when they require client certificates).
+	GRPCTLS, HTTPTLS *tls.Config
+	// GRPCTokens and HTTPTokens, when set, require a bearer token on every export.
+	GRPCTokens, HTTPTokens *secure.Tokens
+	Logger                 *slog.Logger
 }
 
 // Receiver runs the OTLP gRPC and HTTP trace receivers.
@@ -111,8 +117,14 @@ func (r *Receiver) Start(ctx context.Context) error {
 		if err != nil {
 			return errors.Join(fmt.Errorf("start OTLP HTTP receiver on %s: %w", ep, err), r.Shutdown(ctx))
 		}
+		if r.set.HTTPTLS != nil {
+			ln = tls.NewListener(ln, r.set.HTTPTLS)
+		}
+		handler := r.set.HTTPTokens.HTTP(r.HTTPHandler(), func() {
+			r.set.Metrics.Rejected(ingest.ReceiverOTLPHTTP, ingest.ReasonUnauthenticated)
+		})
 		srv := &http.Server{
-			Handler:           r.HTTPHandler(),
+			Handler:           handler,
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       60 * time.Second,
 			WriteTimeout:      60 * time.Second,

@@ -277,11 +277,17 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	a.add("assembler", asm.Start, asm.Shutdown)
 
 	// --- Front: the HTTP server and the receivers. -------------------------------------------
+	sec, err := buildSecurity(cfg)
+	if err != nil {
+		return nil, err
+	}
 	srv, err := httpapi.New(httpapi.Settings{
 		Endpoint: cfg.HTTP.Endpoint,
 		Gatherer: reg,
 		Records:  join,
 		Metrics:  a.Ingest,
+		TLS:      sec.httpTLS,
+		Tokens:   sec.httpTokens,
 		Logger:   logger.With("component", "http"),
 		Now:      o.now,
 	})
@@ -299,6 +305,10 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 		Limits:       otlp.Limits{MaxRequestBytes: cfg.Receivers.OTLP.MaxRequestBytes},
 		Next:         asm,
 		Metrics:      a.Ingest,
+		GRPCTLS:      sec.grpcTLS,
+		HTTPTLS:      sec.otlpHTTPTLS,
+		GRPCTokens:   sec.grpcTokens,
+		HTTPTokens:   sec.otlpHTTPTokens,
 		Logger:       logger.With("component", "otlp"),
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/collector/ingest"
 	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/internal/secure"
 )
 
 // DefaultMaxBodyBytes bounds a POST body when Settings.MaxBodyBytes is zero.
@@ -40,8 +42,12 @@ type Settings struct {
 	Metrics *ingest.Metrics
 	// MaxBodyBytes bounds a POST body; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// TLS serves HTTPS when set.
+	TLS *tls.Config
+	// Tokens, when set, guard every /api/v1/ route.
+	Tokens *secure.Tokens
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Server serves ragwatch's HTTP endpoints.
@@ -88,7 +94,7 @@ func New(set Settings) (*Server, error) {
 	})
 	s.mux.HandleFunc("GET /readyz", s.serveReady)
 	if set.Records != nil {
-		s.mux.HandleFunc(RecordsPath, s.serveRecords)
+		s.mux.Handle(RecordsPath, s.guard(RecordsPath, http.HandlerFunc(s.serveRecords)))
 	}
 	return s, nil
 }
@@ -97,7 +103,7 @@ func New(set Settings) (*Server, error) {
 // "GET /api/v1/scores"). Safe to call before or after Start. It panics on a pattern that is
 // already taken, as ServeMux does: that is a wiring mistake.
 func (s *Server) Mount(pattern string, h http.Handler) {
-	s.mux.Handle(pattern, h)
+	s.mux.Handle(pattern, s.guard(pattern, h))
 }
 
 // AddReadinessCheck makes /readyz fail while check returns an error. name appears in the
@@ -122,6 +128,9 @@ func (s *Server) Start(ctx context.Context) error {
 	ln, err := lc.Listen(ctx, "tcp", s.set.Endpoint)
 	if err != nil {
 		return fmt.Errorf("start HTTP server on %s: %w", s.set.Endpoint, err)
+	}
+	if s.set.TLS != nil {
+		ln = tls.NewListener(ln, s.set.TLS)
 	}
 	srv := &http.Server{
 		Handler:           s.mux,
@@ -291,4 +300,21 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusAccepted, recordsAnswer{Accepted: accepted})
+}
+
+// guard puts the bearer-token check in front of API routes (patterns under /api/); probes and
+// /metrics stay open.
+func (s *Server) guard(pattern string, h http.Handler) http.Handler {
+	path := pattern
+	if i := strings.IndexByte(path, ' '); i >= 0 {
+		path = path[i+1:]
+	}
+	if s.set.Tokens == nil || !strings.HasPrefix(path, "/api/") {
+		return h
+	}
+	return s.set.Tokens.HTTP(h, func() {
+		if s.set.Metrics != nil {
+			s.set.Metrics.Rejected(ingest.ReceiverAPI, ingest.ReasonUnauthenticated)
+		}
+	})
 }
