@@ -1,0 +1,129 @@
+// Package scorers builds the configured scorers (built-in, LLM judges, NLI, retrieval) from
+// the `scoring` config section: the one constructor `ragwatch run`, `ragwatch worker` and
+// `ragwatch eval` share.
+package scorers
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/sampler/score"
+	"github.com/ragwatch/ragwatch/sampler/score/builtin"
+	"github.com/ragwatch/ragwatch/sampler/score/llm"
+	"github.com/ragwatch/ragwatch/sampler/score/llm/anthropic"
+	"github.com/ragwatch/ragwatch/sampler/score/llm/openai"
+	"github.com/ragwatch/ragwatch/sampler/score/nli"
+	"github.com/ragwatch/ragwatch/sampler/score/retrieval"
+)
+
+// Build returns one scorer per backend that has enabled metrics, plus the retrieval scorer
+// when retrieval metrics are on. Each metric goes to exactly one backend
+// (config.ScoringEngine.MetricBackend). API keys are read here, through config.ReadSecret, so
+// a missing key fails start-up with the variable or file named, never the value. reg may be
+// nil (no judge metrics); it must not already hold the judge metrics.
+func Build(cfg config.Scoring, reg prometheus.Registerer, logger *slog.Logger) ([]score.Scorer, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.ScoringEngine.Validate(); err != nil {
+		return nil, fmt.Errorf("scoring config: %w", err)
+	}
+	groups := map[string][]string{}
+	for _, m := range cfg.EnabledMetrics() {
+		b := cfg.MetricBackend(m)
+		groups[b] = append(groups[b], m)
+	}
+	var judgeMetrics *llm.Metrics
+	judgeOpts := func(b config.LLMBackend) (llm.JudgeOptions, error) {
+		if judgeMetrics == nil && reg != nil {
+			m, err := llm.NewMetrics(reg)
+			if err != nil {
+				return llm.JudgeOptions{}, err
+			}
+			judgeMetrics = m
+		}
+		return llm.JudgeOptions{Timeout: b.Timeout, MaxRetries: b.MaxRetries, MaxConcurrency: b.MaxConcurrency,
+			MaxTokens: b.MaxTokens, Metrics: judgeMetrics, Logger: logger,
+			Pricing: llm.Pricing{InputPerMTok: b.InputCostPerMTok, OutputPerMTok: b.OutputCostPerMTok}}, nil
+	}
+	var out []score.Scorer
+	for _, backend := range []string{config.BackendBuiltin, config.BackendOpenAI, config.BackendAnthropic, config.BackendNLI} {
+		ms := groups[backend]
+		if len(ms) == 0 {
+			continue
+		}
+		var sc score.Scorer
+		var err error
+		switch backend {
+		case config.BackendBuiltin:
+			var keep []string
+			for _, m := range ms {
+				if slices.Contains(builtin.MetricNames, m) {
+					keep = append(keep, m)
+				}
+			}
+			sc = builtin.New(builtin.Options{Metrics: keep})
+		case config.BackendOpenAI:
+			sc, err = buildOpenAI(cfg.OpenAI, ms, judgeOpts)
+		case config.BackendAnthropic:
+			sc, err = buildAnthropic(cfg.Anthropic, ms, judgeOpts)
+		case config.BackendNLI:
+			sc, err = nli.New(nli.Config{URL: cfg.NLI.URL, Threshold: cfg.NLI.Threshold, Timeout: cfg.NLI.Timeout,
+				MaxRetries: 2, Metrics: ms})
+		}
+		if err != nil {
+			return nil, err
+		}
+		logger.Info("scorer ready", "backend", backend, "metrics", strings.Join(ms, ","))
+		out = append(out, sc)
+	}
+	if cfg.RetrievalEnabled() {
+		keep := func(string) bool { return true }
+		if len(cfg.Metrics) > 0 {
+			// "ndcg@10" keeps that cut-off; "ndcg@k" keeps every configured one.
+			keep = func(m string) bool {
+				family, _, _ := strings.Cut(m, "@")
+				return slices.Contains(cfg.Metrics, m) || slices.Contains(cfg.Metrics, family+"@k")
+			}
+		}
+		out = append(out, retrieval.New(cfg.RetrievalK, keep))
+		logger.Info("scorer ready", "backend", "retrieval", "k", fmt.Sprint(cfg.RetrievalK))
+	}
+	return out, nil
+}
+
+func buildOpenAI(b config.LLMBackend, metrics []string, opts func(config.LLMBackend) (llm.JudgeOptions, error)) (score.Scorer, error) {
+	key, err := config.ReadSecret(b.APIKeyEnv, b.APIKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("scoring.openai api key: %w", err)
+	}
+	o, err := opts(b)
+	if err != nil {
+		return nil, err
+	}
+	be := openai.New(openai.Config{BaseURL: b.BaseURL, Model: b.Model, APIKey: key,
+		EmbeddingsModel: b.EmbeddingsModel, HTTPClient: &http.Client{}})
+	return llm.NewScorer(llm.NewJudge(be, o), llm.ScorerOptions{Metrics: metrics, Embedder: be.Embedder()})
+}
+
+func buildAnthropic(b config.LLMBackend, metrics []string, opts func(config.LLMBackend) (llm.JudgeOptions, error)) (score.Scorer, error) {
+	key, err := config.ReadSecret(b.APIKeyEnv, b.APIKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("scoring.anthropic api key: %w", err)
+	}
+	if key == "" {
+		return nil, fmt.Errorf("scoring.anthropic needs api_key_env or api_key_file")
+	}
+	o, err := opts(b)
+	if err != nil {
+		return nil, err
+	}
+	be := anthropic.New(anthropic.Config{BaseURL: b.BaseURL, Model: b.Model, APIKey: key, HTTPClient: &http.Client{}})
+	return llm.NewScorer(llm.NewJudge(be, o), llm.ScorerOptions{Metrics: metrics})
+}
