@@ -24,7 +24,7 @@ unit:
 
 ## e2e: the end-to-end suite against real Prometheus and Alertmanager (see e2e/doc.go)
 e2e:
-	$(GO) test -race -tags e2e ./e2e/...
+	$(GO) test -race -timeout 30m -tags e2e ./e2e/...
 
 ## fuzz: run every fuzz target for FUZZTIME each (CI uses a short time)
 fuzz:

@@ -63,6 +63,13 @@ slos:
     labels: { team: search }
     runbook_url: https://runbooks.example.internal/rag/citation-precision
     notifiers: [oncall]
+  - name: faithfulness-budget
+    kind: burn_rate
+    metric: faithfulness
+    good_when: ">= 0.5"
+    objective: 0.95
+    severity: ticket
+    notifiers: [oncall]
 drift:
   window: 20s
   reference_window: 60s
