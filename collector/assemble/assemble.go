@@ -670,7 +670,7 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 			r.UserID = f.user
 		}
 	}
-	route, source, workflow, tags := "", "", "", ""
+	route, source, workflow := "", "", ""
 	for _, i := range ctx {
 		f := t.nodes[i].f
 		if route == "" {
@@ -682,9 +682,6 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 		if workflow == "" {
 			workflow = f.workflow
 		}
-		if tags == "" {
-			tags = f.tags
-		}
 	}
 	for _, i := range ctx {
 		if route != "" {
@@ -695,15 +692,6 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 	r.Attributes = addAttr(r.Attributes, "route", route)
 	r.Attributes = addAttr(r.Attributes, "data_source", source)
 	r.Attributes = addAttr(r.Attributes, "workflow", workflow)
-	r.Attributes = addAttr(r.Attributes, "tags", tags)
-	provider := ""
-	if answerGen >= 0 {
-		provider = t.nodes[answerGen].f.provider
-	}
-	for k := len(gens) - 1; k >= 0 && provider == ""; k-- {
-		provider = t.nodes[gens[k]].f.provider
-	}
-	r.Attributes = addAttr(r.Attributes, "provider", provider)
 
 	// ragwatch's explicit keys.
 	if s := b.pick(turn, mem, func(f *facts) bool { return f.ragReference != "" }); s >= 0 {

@@ -109,7 +109,7 @@ func TestConventions(t *testing.T) {
 				Usage:      record.Usage{InputTokens: 412, OutputTokens: 27},
 				Latency:    record.Latency{Retrieval: 55, Generation: 820, Total: 900},
 				Feedback:   &record.Feedback{Score: 1, Comment: "solved it"},
-				Attributes: map[string]string{"route": "faq", "tags": "prod", "provider": "openai"},
+				Attributes: map[string]string{"route": "faq"},
 			}},
 		},
 		{
@@ -153,7 +153,7 @@ func TestConventions(t *testing.T) {
 				Model:      "gpt-4o-2024-08-06",
 				Usage:      record.Usage{InputTokens: 100, OutputTokens: 20},
 				Latency:    record.Latency{Retrieval: 35.2, Generation: 940, Total: 1000.5},
-				Attributes: map[string]string{"data_source": "kb-main", "provider": "openai"},
+				Attributes: map[string]string{"data_source": "kb-main"},
 			}},
 		},
 		{
@@ -221,13 +221,12 @@ func TestConventions(t *testing.T) {
 			},
 			want: []*record.Record{{
 				TraceID: tidHex(4), Service: "legacy", Time: base, Query: "when do stores open?",
-				Documents:  []record.Document{{ID: "h1", Score: fp(0.8), Content: "Stores open at 9."}},
-				Answer:     "At 9 am [1].",
-				Citations:  []record.Citation{{Text: "At 9 am.", DocumentIDs: []string{"h1"}}},
-				Model:      "gpt-3.5-turbo",
-				Usage:      record.Usage{InputTokens: 50, OutputTokens: 7},
-				Latency:    record.Latency{Retrieval: 20, Generation: 260, Total: 300},
-				Attributes: map[string]string{"provider": "openai"},
+				Documents: []record.Document{{ID: "h1", Score: fp(0.8), Content: "Stores open at 9."}},
+				Answer:    "At 9 am [1].",
+				Citations: []record.Citation{{Text: "At 9 am.", DocumentIDs: []string{"h1"}}},
+				Model:     "gpt-3.5-turbo",
+				Usage:     record.Usage{InputTokens: 50, OutputTokens: 7},
+				Latency:   record.Latency{Retrieval: 20, Generation: 260, Total: 300},
 			}},
 		},
 		{
@@ -292,7 +291,7 @@ func TestConventions(t *testing.T) {
 				Model:      "gpt-4-0613",
 				Usage:      record.Usage{InputTokens: 80, OutputTokens: 9},
 				Latency:    record.Latency{Retrieval: 50, Generation: 620, Total: 700},
-				Attributes: map[string]string{"workflow": "rag_pipeline", "provider": "openai"},
+				Attributes: map[string]string{"workflow": "rag_pipeline"},
 			}},
 		},
 		{

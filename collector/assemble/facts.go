@@ -51,9 +51,8 @@ type facts struct {
 	session, user, route, dataSource, workflow string
 	// Context ids by convention, combined by precedence at the end of readFacts: rag, then
 	// OpenInference / enduser, then GenAI, then traceloop association properties.
-	ids            [4][2]string
-	provider, tags string
-	metadataRoute  string
+	ids           [4][2]string
+	metadataRoute string
 
 	ragQuery, ragAnswer, ragReference string
 	ragCitations, ragRelevance        Value
@@ -160,8 +159,6 @@ func readFacts(f *facts, s *Span) {
 				f.ids[idOI][1] = v.Text()
 			case "enduser.id":
 				f.ids[idGenAI][1] = v.Text()
-			case "tag.tags":
-				f.tags = tagsText(v)
 			case "metadata":
 				if m := parseMetadata(v); m != nil {
 					f.metadataRoute = asString(m["route"])
@@ -256,12 +253,6 @@ func (f *facts) readLLM(k string, v Value) {
 		}
 	case "response.model_name":
 		f.responseModel = v.Text()
-	case "provider":
-		f.provider = v.Text()
-	case "system":
-		if f.provider == "" {
-			f.provider = v.Text()
-		}
 	case "token_count.prompt", "usage.prompt_tokens":
 		f.inTokens, f.hasIn = tokensOr(v, f.inTokens, f.hasIn)
 	case "token_count.completion", "usage.completion_tokens":
@@ -300,12 +291,6 @@ func (f *facts) readGenAI(k string, v Value) {
 		f.requestModel = v.Text()
 	case "response.model":
 		f.responseModel = v.Text()
-	case "provider.name":
-		f.provider = v.Text()
-	case "system":
-		if f.provider == "" {
-			f.provider = v.Text()
-		}
 	case "usage.input_tokens":
 		f.inTokens, f.hasIn = tokensOr(v, f.inTokens, f.hasIn)
 	case "usage.output_tokens":
@@ -589,21 +574,3 @@ func docFromDBEvent(ev *Event) record.Document {
 }
 
 var docTextKeys = []string{"page_content", "content", "text", "document", "chunk", "body"}
-
-// tagsText joins tag.tags (a string array, or a JSON array in a string) with commas.
-func tagsText(v Value) string {
-	l, ok := v.structured().([]any)
-	if !ok {
-		return v.Text()
-	}
-	var b strings.Builder
-	for _, e := range l {
-		if s := asString(e); s != "" {
-			if b.Len() > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(s)
-		}
-	}
-	return b.String()
-}
