@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"reflect"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/alerts"
+	"github.com/ragwatch/ragwatch/config"
+)
+
+// Update applies a reloaded config's SLOs and drift detectors, plus alerting.trace_url_template,
+// alerting.dashboard_url and alerting.resolved_retention, without a restart (as Prometheus's
+// rules manager Update does). A rule keeps its window state and alert phase per service when
+// its name, kind, metric and service filter are unchanged and its windows have the same shape
+// (for burn-rate SLOs also the same good_when, for drift detectors the same bins): a changed
+// threshold, min_samples, for, labels or notifiers then applies to the data already seen. Any
+// other rule starts empty, and a removed rule's state and gauges go away.
+//
+// alerting.evaluation_interval, alerting.save_interval, alerting.state_bucket and
+// drift.baseline_file are read once by New. On error nothing changes.
+func (e *Engine) Update(c *config.Config) error {
+	if err := config.CheckAlertRefs(c); err != nil {
+		return err
+	}
+	var next []*rule
+	for _, s := range c.SLOs {
+		r, err := newSLORule(s, c.Alerting.DashboardURL)
+		if err != nil {
+			return err
+		}
+		next = append(next, r)
+	}
+	for _, d := range c.Drift.Detectors {
+		next = append(next, newDriftRule(d, c.Drift, c.Alerting.DashboardURL))
+	}
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old := map[string]*rule{}
+	for _, r := range e.rules {
+		old[r.storeKey()] = r
+	}
+	e.rules, e.byMetric = nil, map[string][]*rule{}
+	for _, r := range next {
+		if prev := old[r.storeKey()]; prev != nil {
+			delete(old, r.storeKey())
+			if sameWindows(prev, r) {
+				r.instances = prev.instances
+				for _, in := range r.instances {
+					for _, a := range in.Last {
+						a.Notifiers = r.notifiers
+					}
+				}
+			}
+			// Severities the rule no longer has leave the firing gauge.
+			keep := map[string]bool{}
+			for _, sev := range r.severities() {
+				keep[sev] = true
+			}
+			for _, sev := range prev.severities() {
+				if !keep[sev] {
+					e.m.firing.DeleteLabelValues(prev.name, sev)
+				}
+			}
+		}
+		e.addRule(r)
+	}
+	for _, r := range old { // removed rules
+		for _, sev := range r.severities() {
+			e.m.firing.DeleteLabelValues(r.name, sev)
+		}
+		if r.kind == alerts.KindDrift {
+			e.m.drift.DeletePartialMatch(prometheus.Labels{"detector": r.name})
+			continue
+		}
+		for _, g := range []*prometheus.GaugeVec{e.m.value, e.m.bound, e.m.budget, e.m.burn} {
+			g.DeletePartialMatch(prometheus.Labels{"slo": r.name})
+		}
+	}
+	e.traceTmpl = c.Alerting.TraceURLTemplate
+	e.retention = c.Alerting.ResolvedRetention
+	return nil
+}
+
+// sameWindows reports whether next can take over prev's instances: the same values go into
+// windows of the same shape and mean the same thing.
+func sameWindows(prev, next *rule) bool {
+	if prev.kind != next.kind || prev.metric != next.metric || prev.service != next.service {
+		return false
+	}
+	switch next.kind {
+	case alerts.KindBurnRate:
+		if !reflect.DeepEqual(prev.sloCfg.GoodWhen, next.sloCfg.GoodWhen) {
+			return false
+		}
+	case alerts.KindDrift:
+		if !reflect.DeepEqual(prev.edges, next.edges) || prev.driftWindow != next.driftWindow || prev.refWindow != next.refWindow {
+			return false
+		}
+	}
+	for _, in := range prev.instances {
+		if !next.compatible(in) {
+			return false
+		}
+	}
+	return true
+}

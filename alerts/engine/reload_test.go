@@ -1,0 +1,66 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestUpdateKeepsStateOfUnchangedWindows(t *testing.T) {
+	h := newHarness(t, thresholdCfg, nil)
+	ctx := context.Background()
+	for i := 0; i < 60; i++ {
+		h.score(t, "citation_precision", fmt.Sprint("a", i), 0.75, 1)
+	}
+	if out := h.e.Evaluate(ctx); len(out) != 0 {
+		t.Fatalf("0.75 is above alert_below 0.7: %+v", out)
+	}
+	// Raise the limit above the mean: the 60 samples already seen now breach, without any new
+	// one; for: 2m still applies.
+	if err := h.e.Update(parse(t, strings.Replace(thresholdCfg, "alert_below: 0.7", "alert_below: 0.8", 1))); err != nil {
+		t.Fatal(err)
+	}
+	h.e.Evaluate(ctx)
+	if got := h.phase("cp", "search", "page"); got != phasePending {
+		t.Fatalf("phase after raising the limit: %s", got)
+	}
+	h.clk.Add(2 * time.Minute)
+	out := h.e.Evaluate(ctx)
+	if len(out) != 1 || !out[0].Firing() || out[0].N != 60 || out[0].Value != 0.75 {
+		t.Fatalf("after update: %+v", out)
+	}
+	if got := testutil.ToFloat64(h.e.m.firing.WithLabelValues("cp", "page")); got != 1 {
+		t.Fatalf("firing gauge %v", got)
+	}
+
+	// A new window shape starts empty: no data, no alert.
+	if err := h.e.Update(parse(t, strings.Replace(thresholdCfg, "window: 10m", "window: 20m", 1))); err != nil {
+		t.Fatal(err)
+	}
+	if out := h.e.Evaluate(ctx); len(out) != 0 || len(h.e.Alerts()) != 0 {
+		t.Fatalf("state of another window shape kept: %+v", out)
+	}
+
+	// A removed rule leaves the gauges; a config naming an unknown notifier changes nothing.
+	if err := h.e.Update(parse(t, "slos: []\ndrift: {detectors: []}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(h.e.m.firing); n != 0 {
+		t.Fatalf("%d firing series left after removing the rule", n)
+	}
+	bad := parse(t, thresholdCfg)
+	bad.SLOs[0].Notifiers = []string{"nope"}
+	if err := h.e.Update(bad); err == nil || !strings.Contains(err.Error(), `names no configured notifier: "nope"`) {
+		t.Fatalf("update with an unknown notifier: %v", err)
+	}
+	h.e.mu.Lock()
+	n := len(h.e.rules)
+	h.e.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("a rejected update changed the rules: %d", n)
+	}
+}
