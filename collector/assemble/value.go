@@ -362,18 +362,18 @@ func valueText(s, mime string, keys []string) string {
 	if t == "" {
 		return ""
 	}
-	isJSON := strings.Contains(mime, "json")
-	if !isJSON && mime == "" && (t[0] == '{' || t[0] == '[') {
-		isJSON = true
-	}
-	if !isJSON {
+	declared := strings.Contains(mime, "json")
+	if !declared && (mime != "" || (t[0] != '{' && t[0] != '[')) {
 		return s
 	}
 	x := parseJSON(t)
 	if x == nil {
 		return s
 	}
-	return textOf(x, keys, 0)
+	if text := textOf(x, keys, 0); text != "" || declared {
+		return text
+	}
+	return s // "[1] see the FAQ" guessed as JSON but holding no text: it was text
 }
 
 // parseFlatObject is the fast path for the common metadata shape: one JSON object whose values
