@@ -89,10 +89,12 @@ type Dispatcher struct {
 	logger  *slog.Logger
 	sent    *prometheus.CounterVec
 	retries *prometheus.CounterVec
+	opts    Options // with defaults filled, for workers built by Update
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards workers (Update swaps them) and the fields below
 	started bool
 	closed  bool
+	ctx     context.Context // the workers' context, set by Start
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -102,6 +104,16 @@ func New(cfgs []config.Notifier, o Options) (*Dispatcher, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	entries, err := buildAll(cfgs, o)
+	if err != nil {
+		return nil, err
+	}
+	return NewWith(entries, o)
+}
+
+// buildAll builds every configured notifier, each with its own timeout, and reports every
+// one that cannot be built.
+func buildAll(cfgs []config.Notifier, o Options) ([]Entry, error) {
 	var entries []Entry
 	var errs []error
 	for _, c := range cfgs {
@@ -118,10 +130,7 @@ func New(cfgs []config.Notifier, o Options) (*Dispatcher, error) {
 		}
 		entries = append(entries, Entry{Config: c, Notifier: n})
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return NewWith(entries, o)
+	return entries, errors.Join(errs...)
 }
 
 // NewWith builds a dispatcher over ready notifiers (tests, custom integrations).
@@ -141,7 +150,7 @@ func NewWith(entries []Entry, o Options) (*Dispatcher, error) {
 	if o.QueueSize <= 0 {
 		o.QueueSize = 1024
 	}
-	d := &Dispatcher{logger: o.Logger,
+	d := &Dispatcher{logger: o.Logger, opts: o,
 		sent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: alerts.MetricNotifications,
 			Help: "Alert notifications by notifier and outcome (sent, failed, rate_limited, dropped)."}, []string{"notifier", "outcome"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: alerts.MetricNotifyRetries,
@@ -153,18 +162,23 @@ func NewWith(entries []Entry, o Options) (*Dispatcher, error) {
 		}
 	}
 	for _, e := range entries {
-		perSec := e.Config.RatePerMinute / 60
-		burst := max(1, int(e.Config.RatePerMinute/6))
-		w := &worker{name: e.Config.Name, cfg: e.Config, n: e.Notifier, d: d, now: o.Now, sleep: o.Sleep, logger: o.Logger,
-			q: make(chan alerts.Alert, o.QueueSize), lim: rate.NewLimiter(rate.Limit(perSec), burst),
-			last: map[string]sentState{}}
-		for _, oc := range []string{OutcomeSent, OutcomeFailed, OutcomeRateLimited, OutcomeDropped} {
-			d.sent.WithLabelValues(w.name, oc)
-		}
-		d.retries.WithLabelValues(w.name)
-		d.workers = append(d.workers, w)
+		d.workers = append(d.workers, d.newWorker(e))
 	}
 	return d, nil
+}
+
+func (d *Dispatcher) newWorker(e Entry) *worker {
+	o := d.opts
+	perSec := e.Config.RatePerMinute / 60
+	burst := max(1, int(e.Config.RatePerMinute/6))
+	w := &worker{name: e.Config.Name, cfg: e.Config, n: e.Notifier, d: d, now: o.Now, sleep: o.Sleep, logger: o.Logger,
+		q: make(chan alerts.Alert, o.QueueSize), lim: rate.NewLimiter(rate.Limit(perSec), burst),
+		last: map[string]sentState{}}
+	for _, oc := range []string{OutcomeSent, OutcomeFailed, OutcomeRateLimited, OutcomeDropped} {
+		d.sent.WithLabelValues(w.name, oc)
+	}
+	d.retries.WithLabelValues(w.name)
+	return w
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -223,16 +237,23 @@ func (d *Dispatcher) Start(context.Context) error {
 	d.started = true
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
+	d.ctx = ctx
 	for _, w := range d.workers {
-		d.wg.Add(1)
-		go func() {
-			defer d.wg.Done()
-			for a := range w.q {
-				w.process(ctx, a)
-			}
-		}()
+		d.run(w)
 	}
 	return nil
+}
+
+// run starts w's goroutine; it ends when w.q is closed and drained. Called with d.mu held
+// after Start.
+func (d *Dispatcher) run(w *worker) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		for a := range w.q {
+			w.process(d.ctx, a)
+		}
+	}()
 }
 
 // Shutdown stops accepting alerts and lets the workers drain their queues until ctx ends, then
