@@ -468,10 +468,10 @@ type builder struct {
 func (b *builder) assignMembers(turns []int) {
 	t := b.t
 	owner := make([]int, len(t.nodes)) // turn index + 1; 0 unknown; -1 none
-	for k, turn := range turns {
-		owner[turn] = k + 1
-	}
 	owner[t.root] = -1
+	for k, turn := range turns {
+		owner[turn] = k + 1 // the super root too, when the turn's spans have no common ancestor
+	}
 	var path []int
 	for i := 0; i < t.n; i++ {
 		path = path[:0]

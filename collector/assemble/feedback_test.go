@@ -121,6 +121,16 @@ func TestOddTrees(t *testing.T) {
 			Latency: record.Latency{Retrieval: 5, Generation: 19, Total: 25}}}
 		sameRecords(t, res.Records, want)
 	})
+	t.Run("two roots", func(t *testing.T) {
+		res := assembleTD(build(t, 1, "s",
+			sp{id: 2, name: "r", start: ms(5), end: ms(10), attrs: ret},
+			sp{id: 3, name: "g", start: ms(11), end: ms(30), attrs: llm},
+		))
+		want := []*record.Record{{TraceID: tidHex(1), Service: "s", Time: base.Add(ms(5)),
+			Documents: []record.Document{{ID: "d"}}, Answer: "a",
+			Latency: record.Latency{Retrieval: 5, Generation: 19, Total: 25}}}
+		sameRecords(t, res.Records, want)
+	})
 	t.Run("generation only", func(t *testing.T) {
 		res := assembleTD(build(t, 1, "s", sp{id: 1, name: "chat", end: time.Second, attrs: map[string]any{
 			"gen_ai.operation.name": "chat", "gen_ai.output.messages": `[{"role":"assistant","parts":[{"type":"text","content":"hi"}]}]`,
