@@ -28,6 +28,9 @@ type Config struct {
 	Alerting  Alerting   `yaml:"alerting"`
 
 	Redaction Redaction `yaml:"redaction"`
+
+	// Limits holds memory_limit_mib and the limits section (limits.go).
+	Limits Limits `yaml:",inline"`
 }
 
 // Default returns the embedded defaults: what `ragwatch run` uses with no file.
@@ -58,6 +61,7 @@ func Default() *Config {
 		Alerting: defaultAlerting(),
 
 		Redaction: defaultRedaction(),
+		Limits:    defaultLimits(),
 	}
 }
 
