@@ -446,3 +446,72 @@ func TestHugeDeepTrace(t *testing.T) {
 		t.Fatalf("records: %s", js(recs))
 	}
 }
+
+// ConsumeTraces copies what it keeps: the caller may reuse and change td at once.
+func TestConsumeTracesCopies(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	td := build(t, 1, "s", rootSpan(ms(950)), retrieverSpan(), llmSpan(ms(60), ms(900)))
+	h.consumeAt(t, 0, td)
+	ss := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	for i := 0; i < ss.Len(); i++ {
+		attrs := ss.At(i).Attributes()
+		attrs.PutStr("input.value", "overwritten")
+		attrs.PutStr("retrieval.documents.0.document.id", "overwritten")
+		attrs.PutStr("llm.output_messages.0.message.content", "overwritten")
+	}
+	td.ResourceSpans().At(0).Resource().Attributes().PutStr("service.name", "overwritten")
+	if err := h.a.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := h.out.got()
+	if len(recs) != 1 || recs[0].Query != "q" || recs[0].Documents[0].ID != "d1" || recs[0].Answer != "a" || recs[0].Service != "s" {
+		t.Fatalf("records: %s", js(recs))
+	}
+}
+
+// Many receivers feed the assembler at once while its worker runs (run with -race).
+func TestConcurrentConsume(t *testing.T) {
+	cfg := defaultCfg()
+	cfg.Wait = 0
+	out := &sink{}
+	a, err := New(Settings{Config: cfg, Next: out, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				id := byte(g*50 + i + 1)
+				// Children first, root in a second request, as exporters send them.
+				_ = a.ConsumeTraces(ctx, build(t, id, "s", retrieverSpan(), llmSpan(ms(60), ms(900))))
+				_ = a.ConsumeTraces(ctx, build(t, id, "s", rootSpan(ms(950))))
+				_ = a.Held()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := a.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := out.got()
+	late := testutil.ToFloat64(a.m.late)
+	// A trace assembled between its two requests (wait is 0) sees its root as late; every
+	// trace gives exactly one record either way.
+	if len(recs) != 200 || a.Held() != 0 {
+		t.Fatalf("%d records (late spans %v), %d held", len(recs), late, a.Held())
+	}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		if seen[r.TraceID] {
+			t.Fatalf("trace %s assembled twice", r.TraceID)
+		}
+		seen[r.TraceID] = true
+	}
+}
