@@ -75,10 +75,12 @@ func Assemble(spans []Span) Result {
 	}
 	b := builder{t: &t, multi: len(turns) > 1, traceID: spans[0].TraceID.String()}
 	b.assignMembers(turns)
-	fb := t.feedbackByTurn(turns)
+	fb := b.feedbackByTurn(turns)
 	for i, turn := range turns {
 		r := b.build(turn, b.mem[i])
-		r.Feedback = fb[i]
+		if fb != nil {
+			r.Feedback = fb[i]
+		}
 		res.Records = append(res.Records, r)
 	}
 	return res
@@ -392,25 +394,24 @@ func (t *tree) findTurns(rets, gens []int) []int {
 
 // feedbackByTurn attaches each span's feedback to a turn: the turn containing the span, else the
 // last turn the span contains, else the trace's last turn. Per turn the highest-precedence
-// feedback wins.
-func (t *tree) feedbackByTurn(turns []int) []*record.Feedback {
-	out := make([]*record.Feedback, len(turns))
-	rank := make([]int, len(turns))
-	for i := range rank {
-		rank[i] = rankNone
-	}
+// feedback wins. nil when the trace carries no feedback.
+func (b *builder) feedbackByTurn(turns []int) []*record.Feedback {
+	t := b.t
+	var out []*record.Feedback
+	var rank []int
 	for i := 0; i < t.n; i++ {
 		f := t.nodes[i].f
 		if f.feedback == nil {
 			continue
 		}
-		target := -1
-		for k, turn := range turns {
-			if t.within(i, turn) {
-				target = k
-				break
+		if out == nil {
+			out = make([]*record.Feedback, len(turns))
+			rank = make([]int, len(turns))
+			for k := range rank {
+				rank[k] = rankNone
 			}
 		}
+		target := b.owner[i] - 1
 		if target < 0 {
 			for k, turn := range turns {
 				if t.within(turn, i) {
@@ -458,6 +459,7 @@ func (t *tree) orphanFeedback(traceID pcommon.TraceID) []*record.Record {
 // builder builds the record of one turn.
 type builder struct {
 	mem     [][]int // the spans of each turn (assignMembers)
+	owner   []int   // per node: its turn's index + 1, or -1 (assignMembers)
 	t       *tree
 	multi   bool
 	traceID string
@@ -468,6 +470,7 @@ type builder struct {
 func (b *builder) assignMembers(turns []int) {
 	t := b.t
 	owner := make([]int, len(t.nodes)) // turn index + 1; 0 unknown; -1 none
+	b.owner = owner
 	owner[t.root] = -1
 	for k, turn := range turns {
 		owner[turn] = k + 1 // the super root too, when the turn's spans have no common ancestor
