@@ -83,6 +83,9 @@ func DecodeEvents(data []byte) ([]Event, error) {
 	if len(data) == 0 {
 		return nil, errors.New("empty body")
 	}
+	if err := record.CheckJSON(data, record.DefaultMaxJSONDepth, record.DefaultMaxBatch); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var evs []Event

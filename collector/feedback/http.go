@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/ragwatch/ragwatch/collector/ingest"
+	"github.com/ragwatch/ragwatch/collector/record"
 )
 
 // MaxBodyBytes bounds a POST /api/v1/feedback body.
@@ -56,7 +57,10 @@ func (j *Join) Handler(metrics *ingest.Metrics) http.Handler {
 		evs, err := DecodeEvents(body)
 		if err != nil {
 			reason := ingest.ReasonInvalid
-			if isSyntax(err) {
+			switch {
+			case record.IsLimit(err):
+				reason = ingest.ReasonLimits
+			case isSyntax(err):
 				reason = ingest.ReasonMalformed
 			}
 			var reasons []string

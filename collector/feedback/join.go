@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -200,13 +201,13 @@ func (j *Join) writer() {
 	for {
 		select {
 		case e := <-j.writes:
-			j.persist(context.Background(), e)
+			j.persist(context.Background(), seenPrefix+kvKey(e.TraceID), e)
 		case <-j.stop:
 			j.async.Store(false)
 			for {
 				select {
 				case e := <-j.writes:
-					j.persist(context.Background(), e)
+					j.persist(context.Background(), seenPrefix+kvKey(e.TraceID), e)
 				default:
 					return
 				}
@@ -222,7 +223,7 @@ func (j *Join) persistSeen(ctx context.Context, e entry) {
 		return
 	}
 	if !j.async.Load() {
-		j.persist(ctx, e)
+		j.persist(ctx, seenPrefix+kvKey(e.TraceID), e)
 		return
 	}
 	select {
@@ -273,12 +274,15 @@ func (j *Join) ConsumeRecord(ctx context.Context, r *record.Record) error {
 		j.refreshLocked(e, now)
 	}
 	e.Seen, e.Service, e.SpanID, e.RecordTime = true, r.Service, r.SpanID, r.Time
-	snap := e.snapshot()
+	seen, pend := e.seenState(), e.pendState()
 	j.gaugesLocked()
 	j.mu.Unlock()
 	evicted := j.takeLate()
 
-	j.persistSeen(ctx, snap)
+	j.persistSeen(ctx, seen)
+	if len(matched) > 0 {
+		j.persistPending(ctx, pend)
+	}
 	out := r
 	var late []pending
 	if len(matched) > 0 {
@@ -326,21 +330,25 @@ func (j *Join) add(ctx context.Context, traceID string, p pending, from *record.
 	if p.Feedback.Time.IsZero() {
 		p.Feedback.Time = now
 	}
+	if from != nil && p.Service == "" {
+		p.Service = from.Service
+	}
 	j.mu.Lock()
 	j.expireLocked(now)
 	e := j.entries[traceID]
 	if e != nil && e.Seen {
-		spanID, service, t := e.SpanID, e.Service, e.RecordTime
-		j.mu.Unlock()
-		if p.SpanID != "" {
-			spanID = p.SpanID
-		}
-		j.joinTotal.WithLabelValues(OutcomeJoined).Inc()
-		fr := feedbackRecord(traceID, spanID, service, t, p.Feedback)
-		if from != nil && fr.Service == "" {
-			fr.Service = from.Service
-		}
-		return j.s.NextFeedback.ConsumeFeedback(ctx, fr)
+		return j.forwardLateUnlock(ctx, e, p)
+	}
+	j.mu.Unlock()
+	// Another ragwatch sharing the bucket may have seen the record.
+	if st, ok := j.lookupSeen(ctx, traceID, now); ok {
+		return j.joinRemote(ctx, st, &p)
+	}
+	j.mu.Lock()
+	j.expireLocked(now)
+	e = j.entries[traceID]
+	if e != nil && e.Seen { // the record came meanwhile
+		return j.forwardLateUnlock(ctx, e, p)
 	}
 	var dropped []pending
 	if e == nil {
@@ -353,21 +361,115 @@ func (j *Join) add(ctx context.Context, traceID string, p pending, from *record.
 		e.Pending = append(e.Pending[:0], e.Pending[1:]...)
 		j.pending--
 	}
-	snap := e.snapshot()
+	pend := e.pendState()
 	j.gaugesLocked()
 	j.mu.Unlock()
 	orphans := j.takeLate()
 	for _, d := range dropped {
 		orphans = append(orphans, orphan{traceID: traceID, p: d})
 	}
-	j.persist(ctx, snap)
+	j.persistPending(ctx, pend)
 	return j.forwardOrphans(ctx, orphans)
+}
+
+// forwardLateUnlock sends feedback for a seen record on as late feedback. Called with j.mu
+// held; releases it.
+func (j *Join) forwardLateUnlock(ctx context.Context, e *entry, p pending) error {
+	spanID, service, t := e.SpanID, e.Service, e.RecordTime
+	j.mu.Unlock()
+	if p.SpanID != "" {
+		spanID = p.SpanID
+	}
+	if service == "" {
+		service = p.Service
+	}
+	j.joinTotal.WithLabelValues(OutcomeJoined).Inc()
+	return j.s.NextFeedback.ConsumeFeedback(ctx, feedbackRecord(e.TraceID, spanID, service, t, p.Feedback))
+}
+
+// lookupSeen reads the record-seen state another ragwatch (or an earlier run) wrote to the
+// shared bucket.
+func (j *Join) lookupSeen(ctx context.Context, traceID string, now time.Time) (entry, bool) {
+	if j.s.KV == nil {
+		return entry{}, false
+	}
+	kve, err := j.s.KV.Get(context.WithoutCancel(ctx), seenPrefix+kvKey(traceID))
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			j.kvErrors.WithLabelValues("get").Inc()
+		}
+		return entry{}, false
+	}
+	var st entry
+	if err := json.Unmarshal(kve.Value(), &st); err != nil || st.TraceID != traceID || !st.Expires.After(now) {
+		return entry{}, false
+	}
+	return st, true
+}
+
+// joinRemote joins the pending feedback of a trace (plus extra) to a record another ragwatch
+// saw: each is forwarded as late feedback and counted joined.
+func (j *Join) joinRemote(ctx context.Context, st entry, extra *pending) error {
+	now := j.now()
+	j.mu.Lock()
+	e := j.entries[st.TraceID]
+	if e == nil {
+		e = j.addLocked(st.TraceID, now)
+	}
+	taken := e.Pending
+	e.Pending = nil
+	j.pending -= len(taken)
+	if extra != nil {
+		taken = append(taken, *extra)
+	}
+	e.Seen, e.Service, e.SpanID, e.RecordTime = true, st.Service, st.SpanID, st.RecordTime
+	pend := e.pendState()
+	j.gaugesLocked()
+	j.mu.Unlock()
+	if len(taken) > 0 && (extra == nil || len(taken) > 1) {
+		j.persistPending(ctx, pend) // clears the stored pending feedback
+	}
+	errs := []error{j.forwardOrphans(ctx, j.takeLate())}
+	for _, p := range taken {
+		spanID := st.SpanID
+		if p.SpanID != "" {
+			spanID = p.SpanID
+		}
+		j.joinTotal.WithLabelValues(OutcomeJoined).Inc()
+		errs = append(errs, j.s.NextFeedback.ConsumeFeedback(ctx, feedbackRecord(st.TraceID, spanID, st.Service, st.RecordTime, p.Feedback)))
+	}
+	return errors.Join(errs...)
+}
+
+// maxRemoteChecks bounds the bucket reads of one sweep.
+const maxRemoteChecks = 1000
+
+// checkRemote looks up, for feedback still waiting, whether another ragwatch sharing the
+// bucket has seen its record.
+func (j *Join) checkRemote(ctx context.Context, now time.Time) {
+	if j.s.KV == nil {
+		return
+	}
+	var ids []string
+	j.mu.Lock()
+	for el := j.order.Front(); el != nil && len(ids) < maxRemoteChecks; el = el.Next() {
+		if e := el.Value.(*entry); !e.Seen && len(e.Pending) > 0 {
+			ids = append(ids, e.TraceID)
+		}
+	}
+	j.mu.Unlock()
+	for _, id := range ids {
+		if st, ok := j.lookupSeen(ctx, id, now); ok {
+			_ = j.joinRemote(ctx, st, nil)
+		}
+	}
 }
 
 // Sweep orphans the feedback whose retention has passed and forgets expired traces. Start
 // runs it periodically; tests call it with their clock.
 func (j *Join) Sweep(ctx context.Context) {
 	now := j.now()
+	j.checkRemote(ctx, now)
 	j.mu.Lock()
 	j.expireLocked(now)
 	j.gaugesLocked()
@@ -457,12 +559,22 @@ func (j *Join) takeLate() []orphan {
 	return out
 }
 
-func (e *entry) snapshot() entry {
-	c := *e
-	c.Pending = append([]pending(nil), e.Pending...)
-	c.elem = nil
-	return c
+// seenState is what the bucket keeps about a seen record (key "seen.<trace>").
+func (e *entry) seenState() entry {
+	return entry{TraceID: e.TraceID, Seen: true, Service: e.Service, SpanID: e.SpanID, RecordTime: e.RecordTime, Expires: e.Expires}
 }
+
+// pendState is the feedback waiting for a trace (key "pend.<trace>"; none deletes it).
+func (e *entry) pendState() entry {
+	return entry{TraceID: e.TraceID, Pending: append([]pending(nil), e.Pending...), Expires: e.Expires}
+}
+
+// Bucket key prefixes: record-seen states and pending feedback live under separate keys so
+// several ragwatch processes sharing one bucket never overwrite each other's.
+const (
+	seenPrefix = "seen."
+	pendPrefix = "pend."
+)
 
 func feedbackRecord(traceID, spanID, service string, t time.Time, f record.Feedback) *record.Record {
 	if t.IsZero() {
@@ -492,7 +604,7 @@ func kvKey(traceID string) string {
 	return "h_" + base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
-func (j *Join) persist(ctx context.Context, e entry) {
+func (j *Join) persist(ctx context.Context, key string, e entry) {
 	if j.s.KV == nil {
 		return
 	}
@@ -501,17 +613,26 @@ func (j *Join) persist(ctx context.Context, e entry) {
 		j.kvErrors.WithLabelValues("put").Inc()
 		return
 	}
-	if _, err := j.s.KV.Put(context.WithoutCancel(ctx), kvKey(e.TraceID), data); err != nil {
+	if _, err := j.s.KV.Put(context.WithoutCancel(ctx), key, data); err != nil {
 		j.kvErrors.WithLabelValues("put").Inc()
 		j.log.Warn("persist feedback join state", "err", err)
 	}
+}
+
+// persistPending writes the trace's pending feedback, or deletes the key when none is left.
+func (j *Join) persistPending(ctx context.Context, e entry) {
+	if len(e.Pending) == 0 {
+		j.remove(ctx, e.TraceID)
+		return
+	}
+	j.persist(ctx, pendPrefix+kvKey(e.TraceID), e)
 }
 
 func (j *Join) remove(ctx context.Context, traceID string) {
 	if j.s.KV == nil {
 		return
 	}
-	if err := j.s.KV.Delete(context.WithoutCancel(ctx), kvKey(traceID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if err := j.s.KV.Delete(context.WithoutCancel(ctx), pendPrefix+kvKey(traceID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		j.kvErrors.WithLabelValues("delete").Inc()
 		j.log.Warn("delete feedback join state", "err", err)
 	}
@@ -527,7 +648,7 @@ func (j *Join) load(ctx context.Context) error {
 		return fmt.Errorf("feedback: read join state: %w", err)
 	}
 	defer func() { _ = w.Stop() }()
-	var loaded []*entry
+	byTrace := map[string]*entry{}
 	for {
 		var kve jetstream.KeyValueEntry
 		select {
@@ -543,7 +664,28 @@ func (j *Join) load(ctx context.Context) error {
 			j.kvErrors.WithLabelValues("load").Inc()
 			continue
 		}
-		loaded = append(loaded, &e)
+		m := byTrace[e.TraceID]
+		if m == nil {
+			m = &entry{TraceID: e.TraceID}
+			byTrace[e.TraceID] = m
+		}
+		switch {
+		case strings.HasPrefix(kve.Key(), seenPrefix):
+			m.Seen, m.Service, m.SpanID, m.RecordTime = true, e.Service, e.SpanID, e.RecordTime
+		case strings.HasPrefix(kve.Key(), pendPrefix):
+			m.Pending = e.Pending
+		}
+		if e.Expires.After(m.Expires) {
+			m.Expires = e.Expires
+		}
+	}
+	loaded := make([]*entry, 0, len(byTrace))
+	for _, e := range byTrace {
+		if e.Seen && len(e.Pending) > 0 {
+			// Seen (here or elsewhere) while feedback waited: joined at the next sweep.
+			e.Seen, e.Service, e.SpanID, e.RecordTime = false, "", "", time.Time{}
+		}
+		loaded = append(loaded, e)
 	}
 	sort.SliceStable(loaded, func(a, b int) bool { return loaded[a].Expires.Before(loaded[b].Expires) })
 	j.mu.Lock()

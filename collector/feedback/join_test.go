@@ -442,3 +442,77 @@ func FuzzDecodeEvents(f *testing.F) {
 		}
 	})
 }
+
+// TestSidecarsShareTheBucket runs two joins on one bucket, as two sidecars of a fleet whose
+// feedback subject is shared: the record reaches one, its feedback the other. Feedback after
+// the record joins at once; feedback before it joins at the next sweep; each counted once.
+func TestSidecarsShareTheBucket(t *testing.T) {
+	js := runJetStream(t)
+	ctx := context.Background()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ragwatch_feedback", TTL: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{t: t0}
+	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
+	a, sa := newJoin(t, kv, clk, regA)
+	b, sb := newJoin(t, kv, clk, regB)
+	stored := func(trace string) bool {
+		_, err := kv.Get(ctx, "seen."+trace)
+		return err == nil
+	}
+	waitStored := func(trace string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !stored(trace) {
+			if time.Now().After(deadline) {
+				t.Fatalf("seen state of %s never written", trace)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+
+	// After: A sees the record, B gets the feedback.
+	if err := a.ConsumeRecord(ctx, rec("after")); err != nil {
+		t.Fatal(err)
+	}
+	waitStored("after")
+	if err := b.Submit(ctx, Event{TraceID: "after", Thumbs: "down"}); err != nil {
+		t.Fatal(err)
+	}
+	want := record.Record{TraceID: "after", SpanID: "00f067aa0ba902b7", Service: "support-bot", Time: t0, Feedback: &record.Feedback{Score: -1, Time: t0}}
+	if len(sb.feedback) != 1 || !reflect.DeepEqual(sb.feedback[0], want) {
+		t.Fatalf("B forwarded %+v, want %+v", sb.feedback, want)
+	}
+
+	// Before: B holds the feedback, then A sees the record; B's next sweep joins it.
+	if err := b.Submit(ctx, Event{TraceID: "before", Score: ptr(0.5)}); err != nil {
+		t.Fatal(err)
+	}
+	if b.Pending() != 1 {
+		t.Fatalf("B pending = %d", b.Pending())
+	}
+	if err := a.ConsumeRecord(ctx, rec("before")); err != nil {
+		t.Fatal(err)
+	}
+	waitStored("before")
+	clk.Add(time.Minute)
+	b.Sweep(ctx)
+	if b.Pending() != 0 || len(sb.feedback) != 2 || sb.feedback[1].Service != "support-bot" || sb.feedback[1].Feedback.Score != 0.5 {
+		t.Fatalf("B pending=%d forwarded %+v", b.Pending(), sb.feedback)
+	}
+	if _, err := kv.Get(ctx, "pend.before"); err == nil {
+		t.Fatal("joined feedback must leave the bucket")
+	}
+	if len(sa.feedback) != 0 || sa.records[1].Feedback != nil {
+		t.Fatalf("A must not count the feedback too: %+v %+v", sa.feedback, sa.records[1].Feedback)
+	}
+	clk.Add(2 * time.Hour)
+	a.Sweep(ctx)
+	b.Sweep(ctx)
+	ja, oa := joined(t, regA)
+	jb, ob := joined(t, regB)
+	if ja != 0 || oa != 0 || jb != 2 || ob != 0 {
+		t.Fatalf("A joined=%v orphaned=%v, B joined=%v orphaned=%v; want 0 0 2 0", ja, oa, jb, ob)
+	}
+}
