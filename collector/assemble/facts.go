@@ -16,7 +16,6 @@ type facts struct {
 	llmReq string // llm.request.type (OpenLLMetry)
 
 	retrieval  bool
-	reranker   bool
 	generation bool
 	embedding  bool
 
@@ -87,16 +86,16 @@ const (
 
 // Feedback precedence ranks: lower wins.
 const (
-	rankNone = iota + 100
+	rankRAG   = 0   // rag.feedback
+	rankHuman = 1   // annotations with annotator_kind HUMAN
+	rankPlain = 2   // annotations without annotator_kind
+	rankAuto  = 3   // LLM / CODE annotations, evaluations.*, gen_ai.evaluation.result
+	rankNone  = 100 // no feedback
 )
 
-const (
-	rankRAG    = 0 // rag.feedback
-	rankHuman  = 1 // annotations with annotator_kind HUMAN
-	rankPlain  = 2 // annotations without annotator_kind
-	rankAuto   = 3 // LLM / CODE annotations, evaluations.*, gen_ai.evaluation.result
-	maxIndexed = record.MaxDocuments
-)
+// maxIndexed bounds the {i} of flattened keys (documents, messages), so a hostile index cannot
+// allocate.
+const maxIndexed = record.MaxDocuments
 
 // readFacts reads one span into f, which must be zero. It fills in place: facts is large and
 // holds pointers, so returning it by value would cost a copy with write barriers.
@@ -113,7 +112,6 @@ func readFacts(f *facts, s *Span) {
 		case strings.HasPrefix(k, "retrieval.documents."):
 			f.oiDocs = setDocField(f.oiDocs, k[len("retrieval.documents."):], v)
 		case strings.HasPrefix(k, "reranker."):
-			f.reranker = true
 			switch rest := k[len("reranker."):]; {
 			case strings.HasPrefix(rest, "output_documents."):
 				f.rerankDocs = setDocField(f.rerankDocs, rest[len("output_documents."):], v)
@@ -185,7 +183,7 @@ func readFacts(f *facts, s *Span) {
 	case "RETRIEVER":
 		f.retrieval = true
 	case "RERANKER":
-		f.retrieval, f.reranker = true, true
+		f.retrieval = true
 	case "LLM":
 		f.generation = true
 	case "EMBEDDING":
@@ -212,7 +210,7 @@ func readFacts(f *facts, s *Span) {
 		f.retrieval = true
 	}
 	if f.rerankDocs != nil {
-		f.retrieval, f.reranker = true, true
+		f.retrieval = true
 	}
 	if f.ragAnswer != "" || f.oiOut != nil || f.oiChoices != nil || f.genaiOut.Type != TypeEmpty ||
 		f.legacyOut != nil || f.eventOut != nil {
