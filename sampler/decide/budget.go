@@ -19,14 +19,14 @@ var _ score.Consumer = (*Budget)(nil)
 // Workers report spending with Spend (or Charge); the Decider asks Allow before sampling. It
 // resets at 00:00 UTC. It is safe for concurrent use.
 type Budget struct {
-	perDay  float64
-	reserve float64
-	prices  map[string]config.ModelPrice
-	now     func() time.Time
-	logger  *slog.Logger
+	now    func() time.Time
+	logger *slog.Logger
 
 	mu        sync.Mutex // guards the fields below
-	day       time.Time  // midnight UTC of the day being counted
+	perDay    float64
+	reserve   float64
+	prices    map[string]config.ModelPrice
+	day       time.Time // midnight UTC of the day being counted
 	spent     float64
 	exhausted bool // the one log line for the day was written
 }
@@ -61,11 +61,14 @@ func (b *Budget) roll() {
 // Allow reports whether another sample may be taken today. Feedback-triggered samples may use
 // the feedback reserve; others stop at usd_per_day - feedback_reserve_usd.
 func (b *Budget) Allow(feedback bool) bool {
-	if b == nil || b.perDay <= 0 {
+	if b == nil {
 		return true
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.perDay <= 0 {
+		return true
+	}
 	b.roll()
 	limit := b.perDay
 	if !feedback {
@@ -75,14 +78,23 @@ func (b *Budget) Allow(feedback bool) bool {
 }
 
 // Limited reports whether a daily budget is configured.
-func (b *Budget) Limited() bool { return b != nil && b.perDay > 0 }
+func (b *Budget) Limited() bool {
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.perDay > 0
+}
 
 // Price returns the cost of a scorer call from the price table, and whether the model is in it.
 func (b *Budget) Price(model string, inputTokens, outputTokens int64) (float64, bool) {
 	if b == nil {
 		return 0, false
 	}
+	b.mu.Lock()
 	p, ok := b.prices[model]
+	b.mu.Unlock()
 	if !ok {
 		return 0, false
 	}
@@ -130,11 +142,14 @@ func (b *Budget) ConsumeScores(_ context.Context, results []score.Result) error 
 
 // Remaining returns what is left today in US dollars (+Inf without a budget; never negative).
 func (b *Budget) Remaining() float64 {
-	if b == nil || b.perDay <= 0 {
+	if b == nil {
 		return math.Inf(1)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.perDay <= 0 {
+		return math.Inf(1)
+	}
 	b.roll()
 	return math.Max(0, b.perDay-b.spent)
 }
@@ -148,4 +163,16 @@ func (b *Budget) Spent() float64 {
 	defer b.mu.Unlock()
 	b.roll()
 	return b.spent
+}
+
+// Update applies sampling.budget from a reloaded config. What was spent today is kept, so a
+// lowered budget may be spent already; the day's one "budget spent" log line may come again.
+func (b *Budget) Update(cfg config.SamplingBudget) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.perDay, b.reserve, b.prices = cfg.USDPerDay, cfg.FeedbackReserveUSD, cfg.Prices
+	b.exhausted = false
 }

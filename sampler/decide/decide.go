@@ -2,6 +2,7 @@ package decide
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,12 +36,10 @@ type Decision struct {
 
 // Decider makes sampling decisions. It is safe for concurrent use.
 type Decider struct {
-	rate    float64
-	rules   []Rule
-	limiter *rate.Limiter // nil: no cap
-	budget  *Budget
-	now     func() time.Time
-	svc     *labels.ServiceSet
+	policy atomic.Pointer[policy] // swapped whole by Update
+	budget *Budget
+	now    func() time.Time
+	svc    *labels.ServiceSet
 
 	sampled *prometheus.CounterVec
 	skipped *prometheus.CounterVec
@@ -59,11 +58,8 @@ func New(cfg config.Sampling, budget *Budget, services *labels.ServiceSet, now f
 	if services == nil {
 		services = labels.NewServiceSet(50)
 	}
-	d := &Decider{rate: cfg.Rate, rules: CompileRules(cfg.Rules), budget: budget, now: now, svc: services}
-	if cfg.MaxPerMinute > 0 {
-		// Burst of one minute's worth; a fresh bucket is full.
-		d.limiter = rate.NewLimiter(rate.Limit(float64(cfg.MaxPerMinute)/60), cfg.MaxPerMinute)
-	}
+	d := &Decider{budget: budget, now: now, svc: services}
+	d.Update(cfg)
 	d.sampled = registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ragwatch_sampled_total",
 		Help: "Records sampled for scoring, by service and reason (rule name or rate).",
@@ -81,7 +77,11 @@ func New(cfg config.Sampling, budget *Budget, services *labels.ServiceSet, now f
 // Match returns the probability and reason that apply to r before any cap: the first matching
 // rule, else sampling.rate. never is true when a never rule matched.
 func (d *Decider) Match(r *record.Record) (p float64, reason string, never bool) {
-	for _, rule := range d.rules {
+	return d.policy.Load().match(r)
+}
+
+func (pol *policy) match(r *record.Record) (p float64, reason string, never bool) {
+	for _, rule := range pol.rules {
 		if rule.Matches(r) {
 			if rule.Never {
 				return 0, rule.Name, true
@@ -89,13 +89,14 @@ func (d *Decider) Match(r *record.Record) (p float64, reason string, never bool)
 			return rule.Probability, rule.Name, false
 		}
 	}
-	return d.rate, ReasonRate, false
+	return pol.rate, ReasonRate, false
 }
 
 // Decide decides for r and counts the outcome. The order is: rules and ratio (free and
 // consistent), then the budget, then the token bucket, so a skipped record never spends a token.
 func (d *Decider) Decide(r *record.Record, t Trigger) Decision {
-	p, reason, never := d.Match(r)
+	pol := d.policy.Load() // one policy for the whole decision, even during an Update
+	p, reason, never := pol.match(r)
 	if never {
 		d.skipped.WithLabelValues(ReasonRule).Inc()
 		return Decision{Reason: ReasonRule}
@@ -108,7 +109,7 @@ func (d *Decider) Decide(r *record.Record, t Trigger) Decision {
 		d.skipped.WithLabelValues(ReasonBudget).Inc()
 		return Decision{Probability: p, Reason: ReasonBudget}
 	}
-	if d.limiter != nil && !d.limiter.AllowN(d.now(), 1) {
+	if pol.limiter != nil && !pol.limiter.AllowN(d.now(), 1) {
 		d.skipped.WithLabelValues(ReasonRateLimit).Inc()
 		return Decision{Probability: p, Reason: ReasonRateLimit}
 	}
@@ -134,4 +135,26 @@ func Weight(s *record.Sampling) float64 {
 		return 1
 	}
 	return 1 / s.Probability
+}
+
+// policy is the reloadable part of the sampling config.
+type policy struct {
+	rate         float64
+	rules        []Rule
+	maxPerMinute int
+	limiter      *rate.Limiter // nil: no cap
+}
+
+// Update applies sampling.rate, sampling.rules and sampling.max_per_minute from a reloaded
+// config; decisions in flight finish with the policy they started with. The token bucket is
+// kept (with the tokens it holds) when max_per_minute is unchanged.
+func (d *Decider) Update(cfg config.Sampling) {
+	p := &policy{rate: cfg.Rate, rules: CompileRules(cfg.Rules), maxPerMinute: cfg.MaxPerMinute}
+	if old := d.policy.Load(); old != nil && old.maxPerMinute == cfg.MaxPerMinute {
+		p.limiter = old.limiter
+	} else if cfg.MaxPerMinute > 0 {
+		// Burst of one minute's worth; a fresh bucket is full.
+		p.limiter = rate.NewLimiter(rate.Limit(float64(cfg.MaxPerMinute)/60), cfg.MaxPerMinute)
+	}
+	d.policy.Store(p)
 }

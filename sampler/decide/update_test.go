@@ -1,0 +1,69 @@
+package decide
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/config"
+)
+
+func TestUpdateSwapsPolicyAndBudget(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	b := NewBudget(config.SamplingBudget{USDPerDay: 10}, c.now, nil, nil)
+	d, _ := newTestDecider(t, config.Sampling{Rate: 0, MaxPerMinute: 2}, b, c)
+	mid := &record.Record{TraceID: idMid, Service: "chat"}
+	if dec := d.Decide(mid, Ingest); dec.Sample || dec.Reason != ReasonRate {
+		t.Fatalf("rate 0: %+v", dec)
+	}
+	d.Update(config.Sampling{Rate: 0.5, MaxPerMinute: 2})
+	if dec := d.Decide(mid, Ingest); !dec.Sample || dec.Probability != 0.5 {
+		t.Fatalf("rate 0.5: %+v", dec)
+	}
+	// max_per_minute unchanged: the same bucket, one token left of two.
+	d.Update(config.Sampling{Rate: 1, MaxPerMinute: 2})
+	if dec := d.Decide(mid, Ingest); !dec.Sample {
+		t.Fatalf("second token: %+v", dec)
+	}
+	if dec := d.Decide(mid, Ingest); dec.Sample || dec.Reason != ReasonRateLimit {
+		t.Fatalf("bucket kept across the update: %+v", dec)
+	}
+	// A rule now applies.
+	d.Update(config.Sampling{Rate: 1, Rules: []config.SamplingRule{
+		{Name: "private", Match: config.SamplingMatch{Services: []string{"chat"}}, Never: true}}})
+	if dec := d.Decide(mid, Ingest); dec.Sample || dec.Reason != ReasonRule {
+		t.Fatalf("never rule: %+v", dec)
+	}
+
+	b.Spend(6)
+	if !b.Allow(false) || b.Remaining() != 4 {
+		t.Fatalf("before update: allow %v remaining %v", b.Allow(false), b.Remaining())
+	}
+	b.Update(config.SamplingBudget{USDPerDay: 5})
+	if b.Allow(false) || b.Remaining() != 0 || b.Spent() != 6 {
+		t.Fatalf("lowered budget: allow %v remaining %v spent %v", b.Allow(false), b.Remaining(), b.Spent())
+	}
+	b.Update(config.SamplingBudget{})
+	if !b.Allow(false) || b.Limited() {
+		t.Fatal("budget removed: sampling must be allowed")
+	}
+
+	// Updates race with decisions without a data race (go test -race).
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 200; i++ {
+			d.Update(config.Sampling{Rate: float64(i%2) / 2, MaxPerMinute: i % 3})
+			b.Update(config.SamplingBudget{USDPerDay: float64(i)})
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 200; i++ {
+			d.Decide(mid, Feedback)
+		}
+	}()
+	wg.Wait()
+}
