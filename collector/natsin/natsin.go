@@ -74,8 +74,16 @@ type Settings struct {
 	// DedupKV persists the duplicate window in jetstream mode; nil keeps it in memory.
 	DedupKV    jetstream.KeyValue
 	Registerer prometheus.Registerer
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// Refuse, when set, is asked before each message is decoded (the memory limit): true naks
+	// a JetStream message with RefuseDelay (default 5s) so it comes back later, and drops a
+	// core NATS message; both count as reason "overloaded".
+	Refuse      func() bool
+	RefuseDelay time.Duration
+	// MaxJSONDepth and MaxRecordsPerBatch bound a records message before it is decoded; 0
+	// takes record.DefaultMaxJSONDepth and record.DefaultMaxBatch.
+	MaxJSONDepth, MaxRecordsPerBatch int
+	Logger                           *slog.Logger
+	Now                              func() time.Time
 }
 
 // Subscriber consumes the configured subjects. Start subscribes; Shutdown drains.
@@ -217,6 +225,9 @@ func (s *Subscriber) startCore(bs []binding) error {
 	for _, b := range bs {
 		handler := func(m *nats.Msg) {
 			info := msgInfo{subject: m.Subject, lastTry: true}
+			if s.refused(b.kind, OutcomeFailed) {
+				return // core NATS cannot redeliver: the drop is counted
+			}
 			res := s.process(b, m.Data, info)
 			s.outcome(b.kind, res, info)
 		}
@@ -299,6 +310,16 @@ func (s *Subscriber) startJetStream(ctx context.Context, bs []binding) error {
 }
 
 func (s *Subscriber) handleJS(b binding, m jetstream.Msg) {
+	if s.refused(b.kind, OutcomeRetry) {
+		delay := s.s.RefuseDelay
+		if delay <= 0 {
+			delay = 5 * time.Second
+		}
+		if err := m.NakWithDelay(delay); err != nil {
+			s.log.Warn("JetStream nak", "subject", m.Subject(), "err", err)
+		}
+		return
+	}
 	info := msgInfo{subject: m.Subject(), lastTry: true}
 	if md, err := m.Metadata(); err == nil {
 		info.stream, info.streamSeq = md.Stream, md.Sequence.Stream
@@ -324,6 +345,16 @@ func (s *Subscriber) handleJS(b binding, m jetstream.Msg) {
 	if err != nil {
 		s.log.Warn("JetStream ack", "subject", info.subject, "err", err)
 	}
+}
+
+// refused reports and counts a message refused by Settings.Refuse.
+func (s *Subscriber) refused(kind, outcome string) bool {
+	if s.s.Refuse == nil || !s.s.Refuse() {
+		return false
+	}
+	s.s.Metrics.Rejected(ingest.ReceiverNATS, ingest.ReasonOverloaded)
+	s.messages.WithLabelValues(kind, outcome).Inc()
+	return true
 }
 
 // process runs the handler; a message over max_payload is rejected before decoding.
@@ -358,7 +389,7 @@ func (s *Subscriber) outcome(kind string, res result, info msgInfo) {
 }
 
 func (s *Subscriber) handleRecords(ctx context.Context, data []byte, info msgInfo) result {
-	recs, err := record.DecodeJSON(data, s.now())
+	recs, err := record.DecodeJSONLimits(data, s.now(), s.s.MaxJSONDepth, s.s.MaxRecordsPerBatch)
 	if err != nil {
 		return result{reason: decodeReason(err), err: err}
 	}
@@ -456,6 +487,9 @@ func (s *Subscriber) markMessage(ctx context.Context, key string) {
 
 // decodeReason tells undecodable input (malformed) from decodable but invalid input.
 func decodeReason(err error) string {
+	if record.IsLimit(err) {
+		return ingest.ReasonLimits
+	}
 	msg := err.Error()
 	if strings.HasPrefix(msg, "invalid JSON") || msg == "empty body" || msg == "empty array" {
 		return ingest.ReasonMalformed

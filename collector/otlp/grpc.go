@@ -13,6 +13,7 @@ import (
 	_ "google.golang.org/grpc/encoding/gzip" // accept gzip-compressed exports
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/ragwatch/ragwatch/collector/ingest"
@@ -28,6 +29,21 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 	}
 	if r.set.GRPCTLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(r.set.GRPCTLS)))
+	}
+	if r.set.Refuse != nil {
+		// A tap runs before the message is read, so a refused export costs no memory.
+		opts = append(opts, grpc.InTapHandle(func(ctx context.Context, _ *tap.Info) (context.Context, error) {
+			if !r.set.Refuse() {
+				return ctx, nil
+			}
+			r.set.Metrics.Rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonOverloaded)
+			st, err := status.New(codes.ResourceExhausted, "ragwatch is over its memory limit, retry later").
+				WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(r.set.RefuseRetryAfter)})
+			if err != nil {
+				return ctx, status.Error(codes.ResourceExhausted, "ragwatch is over its memory limit, retry later")
+			}
+			return ctx, st.Err()
+		}))
 	}
 	srv := grpc.NewServer(opts...)
 	ptraceotlp.RegisterGRPCServer(srv, &grpcTraces{r: r})

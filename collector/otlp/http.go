@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
@@ -41,6 +42,14 @@ func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		writeStatus(w, ctJSON, http.StatusMethodNotAllowed, codes.Unimplemented, fmt.Sprintf("method %s not allowed, use POST", req.Method))
+		return
+	}
+	if r.set.Refuse != nil && r.set.Refuse() { // before the body is read: refusing costs no memory
+		r.set.Metrics.Rejected(rcv, ingest.ReasonOverloaded)
+		secs := int((r.set.RefuseRetryAfter + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+		mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+		writeStatus(w, mt, http.StatusServiceUnavailable, codes.Unavailable, "ragwatch is over its memory limit, retry later")
 		return
 	}
 	mediaType, _, err := mime.ParseMediaType(req.Header.Get("Content-Type"))

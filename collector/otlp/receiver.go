@@ -46,7 +46,12 @@ type Settings struct {
 	GRPCTLS, HTTPTLS *tls.Config
 	// GRPCTokens and HTTPTokens, when set, require a bearer token on every export.
 	GRPCTokens, HTTPTokens *secure.Tokens
-	Logger                 *slog.Logger
+	// Refuse, when set, is asked before an export is read (the memory limit): true answers
+	// gRPC RESOURCE_EXHAUSTED with RetryInfo and HTTP 503 with Retry-After, both
+	// RefuseRetryAfter (default RetryAfter), counted as reason "overloaded".
+	Refuse           func() bool
+	RefuseRetryAfter time.Duration
+	Logger           *slog.Logger
 }
 
 // Receiver runs the OTLP gRPC and HTTP trace receivers.
@@ -79,6 +84,9 @@ func New(set Settings) (*Receiver, error) {
 	}
 	if set.RetryAfter <= 0 {
 		set.RetryAfter = time.Second
+	}
+	if set.RefuseRetryAfter <= 0 {
+		set.RefuseRetryAfter = set.RetryAfter
 	}
 	return &Receiver{set: set, limits: set.Limits.WithDefaults(), log: set.Logger}, nil
 }

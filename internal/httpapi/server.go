@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,12 +43,20 @@ type Settings struct {
 	Metrics *ingest.Metrics
 	// MaxBodyBytes bounds a POST body; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxJSONDepth and MaxRecordsPerBatch bound a POST /api/v1/records body before it is
+	// decoded; 0 takes record.DefaultMaxJSONDepth and record.DefaultMaxBatch.
+	MaxJSONDepth, MaxRecordsPerBatch int
 	// TLS serves HTTPS when set.
 	TLS *tls.Config
 	// Tokens, when set, guard every /api/v1/ route.
 	Tokens *secure.Tokens
-	Logger *slog.Logger
-	Now    func() time.Time
+	// Refuse, when set, is asked before a POST to an /api/ route is read (the memory limit):
+	// true answers 503 with Retry-After (RefuseRetryAfter, default 5s), counted as reason
+	// "overloaded".
+	Refuse           func() bool
+	RefuseRetryAfter time.Duration
+	Logger           *slog.Logger
+	Now              func() time.Time
 }
 
 // Server serves ragwatch's HTTP endpoints.
@@ -82,6 +91,9 @@ func New(set Settings) (*Server, error) {
 	}
 	if set.MaxBodyBytes <= 0 {
 		set.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if set.RefuseRetryAfter <= 0 {
+		set.RefuseRetryAfter = 5 * time.Second
 	}
 	s := &Server{set: set, mux: http.NewServeMux(), log: set.Logger, checks: map[string]func() error{}}
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(set.Gatherer, promhttp.HandlerOpts{
@@ -266,11 +278,14 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	recs, err := record.DecodeJSON(body, s.set.Now())
+	recs, err := record.DecodeJSONLimits(body, s.set.Now(), s.set.MaxJSONDepth, s.set.MaxRecordsPerBatch)
 	if err != nil {
 		msg := err.Error()
 		reason, summary := ingest.ReasonInvalid, "invalid record"
-		if strings.HasPrefix(msg, "invalid JSON") || strings.HasPrefix(msg, "empty ") {
+		switch {
+		case record.IsLimit(err):
+			reason, summary = ingest.ReasonLimits, "over a limit"
+		case strings.HasPrefix(msg, "invalid JSON") || strings.HasPrefix(msg, "empty "):
 			reason, summary = ingest.ReasonMalformed, "malformed JSON"
 		}
 		s.set.Metrics.Rejected(rcv, reason)
@@ -309,12 +324,33 @@ func (s *Server) guard(pattern string, h http.Handler) http.Handler {
 	if i := strings.IndexByte(path, ' '); i >= 0 {
 		path = path[i+1:]
 	}
-	if s.set.Tokens == nil || !strings.HasPrefix(path, "/api/") {
+	if !strings.HasPrefix(path, "/api/") {
+		return h
+	}
+	if s.set.Refuse != nil {
+		h = s.refuse(h)
+	}
+	if s.set.Tokens == nil {
 		return h
 	}
 	return s.set.Tokens.HTTP(h, func() {
 		if s.set.Metrics != nil {
 			s.set.Metrics.Rejected(ingest.ReceiverAPI, ingest.ReasonUnauthenticated)
 		}
+	})
+}
+
+// refuse answers POSTs with 503 and Retry-After while Settings.Refuse says so, before the body
+// is read.
+func (s *Server) refuse(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && s.set.Refuse() {
+			s.set.Metrics.Rejected(ingest.ReceiverAPI, ingest.ReasonOverloaded)
+			secs := int((s.set.RefuseRetryAfter + time.Second - 1) / time.Second)
+			w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+			WriteError(w, http.StatusServiceUnavailable, "ragwatch is over its memory limit, retry later")
+			return
+		}
+		h.ServeHTTP(w, r)
 	})
 }

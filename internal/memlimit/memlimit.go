@@ -53,6 +53,17 @@ func New(limitMiB int, reg prometheus.Registerer) *Guard {
 	return g
 }
 
+// NewWithReader is New with the heap read by read every interval instead of from the
+// runtime: tests drive a guard through overload and recovery with it.
+func NewWithReader(limitMiB int, read func() uint64, interval time.Duration, reg prometheus.Registerer) *Guard {
+	g := New(limitMiB, reg)
+	g.read = read
+	if interval > 0 {
+		g.interval = interval
+	}
+	return g
+}
+
 // Limit returns the limit in bytes (0: none).
 func (g *Guard) Limit() uint64 {
 	if g == nil {
