@@ -381,6 +381,8 @@ func (a *Assembler) holdLonger(tr *trace, now time.Time) bool {
 // finish assembles one trace and delivers its records.
 func (a *Assembler) finish(ctx context.Context, tr *trace) error {
 	res := Assemble(tr.spans)
+	releaseSpans(tr.spans)
+	tr.spans = nil
 	if !res.RAG {
 		a.m.records.WithLabelValues(OutcomeNotRAG).Inc()
 	}

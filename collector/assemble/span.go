@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -180,7 +181,7 @@ func copyAttrs(m pcommon.Map, filter bool) []Attr {
 			continue
 		}
 		if out == nil {
-			out = make([]Attr, 0, min(m.Len(), maxAttrsPerSpan))
+			out = getAttrs(min(m.Len(), maxAttrsPerSpan))
 		}
 		if len(out) == maxAttrsPerSpan {
 			break
@@ -188,6 +189,50 @@ func copyAttrs(m pcommon.Map, filter bool) []Attr {
 		out = append(out, Attr{Key: k, Value: fromPValue(v)})
 	}
 	return out
+}
+
+// Attribute slices of held spans are recycled once their trace is assembled (the Assembler
+// calls releaseSpans; nothing of a record points into them). Pools by capacity class.
+var attrPools [4]sync.Pool // capacities 8, 16, 32, 64
+
+func attrClass(n int) int {
+	switch {
+	case n <= 8:
+		return 0
+	case n <= 16:
+		return 1
+	case n <= 32:
+		return 2
+	case n <= 64:
+		return 3
+	}
+	return -1
+}
+
+func getAttrs(n int) []Attr {
+	c := attrClass(n)
+	if c < 0 {
+		return make([]Attr, 0, n)
+	}
+	if p, ok := attrPools[c].Get().(*[]Attr); ok {
+		return (*p)[:0]
+	}
+	return make([]Attr, 0, 8<<c)
+}
+
+// releaseSpans returns the spans' attribute slices to the pools. The spans must not be used
+// afterwards.
+func releaseSpans(spans []Span) {
+	for i := range spans {
+		as := spans[i].Attrs
+		spans[i].Attrs = nil
+		if c := attrClass(cap(as)); c >= 0 && cap(as) == 8<<c {
+			as = as[:cap(as)]
+			clear(as)
+			as = as[:0]
+			attrPools[c].Put(&as)
+		}
+	}
 }
 
 func fromPValue(v pcommon.Value) Value {
