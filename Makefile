@@ -29,7 +29,7 @@ e2e:
 ## fuzz: run every fuzz target for FUZZTIME each (CI uses a short time)
 fuzz:
 	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
-		pkg=./$$(dirname $$f); \
+		pkg=$$(dirname $$f); \
 		for fn in $$(grep -o '^func Fuzz[A-Za-z0-9_]*' $$f | cut -d' ' -f2); do \
 			echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
 			$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; \
