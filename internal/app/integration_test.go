@@ -292,6 +292,71 @@ func families() []family {
 	}
 }
 
+// agentTrace is a conversation under one AGENT span holding two retrieve-then-generate turns:
+// two records, keyed by trace id and turn span id. The SDK numbers spans 1, 2, ... in the order
+// they start, so turn-1 is span 2 and turn-2 span 5.
+func agentTrace() ([]sp, []record.Record) {
+	spans := []sp{
+		{name: "agent", start: 0, end: 3000, attrs: []attribute.KeyValue{
+			s("openinference.span.kind", "AGENT"), s("session.id", "conv-5"), s("user.id", "u-1"),
+		}},
+		{name: "turn-1", parent: 1, start: 0, end: 1000, attrs: []attribute.KeyValue{
+			s("openinference.span.kind", "CHAIN"), s("input.value", "first question"),
+		}},
+		{name: "retrieve", parent: 2, start: 10, end: 30, attrs: []attribute.KeyValue{
+			s("openinference.span.kind", "RETRIEVER"),
+			s("retrieval.documents.0.document.id", "a1"),
+			f64("retrieval.documents.0.document.score", 0.5),
+			s("retrieval.documents.0.document.content", "A"),
+		}},
+		{name: "llm", parent: 2, start: 40, end: 990, attrs: []attribute.KeyValue{
+			s("openinference.span.kind", "LLM"), s("llm.model_name", "m"),
+			i64("llm.token_count.prompt", 10), i64("llm.token_count.completion", 2),
+			s("llm.output_messages.0.message.role", "assistant"),
+			s("llm.output_messages.0.message.content", "first answer"),
+		}},
+		{name: "turn-2", parent: 1, start: 2000, end: 3000, attrs: []attribute.KeyValue{
+			s("openinference.span.kind", "CHAIN"), s("input.value", "second question"),
+		}},
+		{name: "retrieve", parent: 5, start: 2010, end: 2020, attrs: []attribute.KeyValue{
+			s("openinference.span.kind", "RETRIEVER"),
+			s("retrieval.documents.0.document.id", "b1"),
+			s("retrieval.documents.0.document.content", "B"),
+		}},
+		{name: "llm", parent: 5, start: 2030, end: 2900, attrs: []attribute.KeyValue{
+			s("openinference.span.kind", "LLM"), s("llm.model_name", "m"),
+			i64("llm.token_count.prompt", 20), i64("llm.token_count.completion", 4),
+			s("llm.choices.0.completion.text", "second answer"),
+			s("annotations.0.annotation.name", "feedback"),
+			f64("annotations.0.annotation.score", -0.5),
+		}},
+	}
+	want := []record.Record{
+		{
+			SpanID: "0000000000000002", Service: "agent", SessionID: "conv-5", UserID: "u-1", Time: base,
+			Query: "first question", Documents: []record.Document{{ID: "a1", Score: fp(0.5), Content: "A"}},
+			Answer: "first answer", Model: "m", Usage: record.Usage{InputTokens: 10, OutputTokens: 2},
+			Latency: record.Latency{Retrieval: 20, Generation: 950, Total: 1000},
+		},
+		{
+			SpanID: "0000000000000005", Service: "agent", SessionID: "conv-5", UserID: "u-1", Time: at(2000),
+			Query: "second question", Documents: []record.Document{{ID: "b1", Content: "B"}},
+			Answer: "second answer", Model: "m", Usage: record.Usage{InputTokens: 20, OutputTokens: 4},
+			Latency:  record.Latency{Retrieval: 10, Generation: 870, Total: 1000},
+			Feedback: &record.Feedback{Score: -0.5},
+		},
+	}
+	return spans, want
+}
+
+// notRAGTrace has no retrieval and no generation: counted as not_rag and dropped.
+var notRAGTrace = []sp{
+	{name: "GET /health", kind: trace.SpanKindServer, start: 0, end: 3},
+	{name: "SELECT", parent: 1, kind: trace.SpanKindClient, start: 1, end: 2, attrs: []attribute.KeyValue{
+		s("db.system", "postgresql"), s("db.statement", "SELECT 1"),
+	}},
+}
+
 // traceID is the id of family f sent over protocol p (0 gRPC, 1 HTTP).
 func traceID(f, p int) trace.TraceID {
 	return trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, byte(0x10 + p), byte(f + 1)}
@@ -326,7 +391,14 @@ func TestEndToEnd(t *testing.T) {
 			newSender(t, proto.name, proto.endpoint, f.service).send(t, traceID(fi, p), f.spans)
 		}
 	}
-	waitFor(t, "10 records", func() bool { return e.sink.len() == 2*len(fams) })
+	// An agent conversation over gRPC and a trace that is not RAG over HTTP.
+	agentSpans, agentWant := agentTrace()
+	newSender(t, "grpc", addrs.OTLPGRPC, "agent").send(t, traceID(20, 0), agentSpans)
+	newSender(t, "http", addrs.OTLPHTTP, "web").send(t, traceID(21, 1), notRAGTrace)
+	spansGRPC := spansPerProtocol + len(agentSpans)
+	spansHTTP := spansPerProtocol + len(notRAGTrace)
+	nRecords := 2*len(fams) + len(agentWant)
+	waitFor(t, "every record", func() bool { return e.sink.len() == nRecords })
 
 	for p, proto := range protocols {
 		for fi, f := range fams {
@@ -344,22 +416,40 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 
+	for i := range agentWant {
+		want := agentWant[i]
+		want.TraceID = traceID(20, 0).String()
+		got := e.sink.get(want.Key())
+		if got == nil {
+			t.Fatalf("no record %s", want.Key())
+		}
+		if g, w := asJSON(t, got), asJSON(t, &want); g != w {
+			t.Errorf("agent turn %d differs\n got %s\nwant %s", i+1, g, w)
+		}
+	}
+
 	// Prometheus, scraped over HTTP: every signal of every service, computed from the expected
 	// records with the documented definitions (each family was sent twice).
 	want := map[string]float64{
-		`ragwatch_spans_received_total{receiver="otlp_grpc"}`: float64(spansPerProtocol),
-		`ragwatch_spans_received_total{receiver="otlp_http"}`: float64(spansPerProtocol),
-		`ragwatch_records_total{outcome="assembled"}`:         float64(2 * len(fams)),
+		`ragwatch_spans_received_total{receiver="otlp_grpc"}`: float64(spansGRPC),
+		`ragwatch_spans_received_total{receiver="otlp_http"}`: float64(spansHTTP),
+		`ragwatch_records_total{outcome="assembled"}`:         float64(nRecords),
+		`ragwatch_records_total{outcome="not_rag"}`:           1,
 	}
 	for _, f := range fams {
 		for k, v := range expectedSignals(&f.want) {
 			want[k] += 2 * v
 		}
 	}
+	for i := range agentWant {
+		for k, v := range expectedSignals(&agentWant[i]) {
+			want[k] += v
+		}
+	}
 	var got map[string]float64
 	waitFor(t, "metrics", func() bool {
 		got = scrape(t, e.base)
-		return got[`ragwatch_records_total{outcome="assembled"}`] == float64(2*len(fams))
+		return got[`ragwatch_records_total{outcome="assembled"}`] == float64(nRecords)
 	})
 	for k, w := range want {
 		if g, ok := got[k]; !ok || !near(g, w) {
