@@ -26,6 +26,7 @@ import (
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/httpapi"
 	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/memlimit"
 	"github.com/ragwatch/ragwatch/internal/natsconn"
 	"github.com/ragwatch/ragwatch/sampler"
 	"github.com/ragwatch/ragwatch/sampler/queue"
@@ -39,6 +40,10 @@ type options struct {
 	registry *prometheus.Registry
 	sinks    []record.Consumer
 	now      func() time.Time
+	reload   reloadOptions // reload.go
+	// heap and heapInterval replace the memory guard's heap reader (limits.go).
+	heap         func() uint64
+	heapInterval time.Duration
 }
 
 // WithRegistry uses reg instead of a fresh registry (Go and process collectors are added to
@@ -100,6 +105,8 @@ type App struct {
 	Feedback feedbackFanout
 
 	components []component
+	// reload applies a re-read config (reload.go); its lock guards cfg after New.
+	reload *reloader
 
 	mu      sync.Mutex // guards started and stopped
 	started int        // components started, for undoing a half-done Start
@@ -150,6 +157,15 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	}
 	a.NATS = conn
 	a.add("nats", func(context.Context) error { return nil }, func(context.Context) error { conn.Close(); return nil })
+
+	// The memory guard samples the heap; every receiver asks it before reading input
+	// (limits.go). The redactor cleans text before it leaves the process (security.go).
+	guard := newGuard(cfg, &o, reg)
+	a.add("memory guard", guard.Start, guard.Shutdown)
+	redactor, err := buildRedactor(cfg, reg)
+	if err != nil {
+		return nil, err
+	}
 
 	// --- Back of the pipeline: the record consumers. -----------------------------------------
 	sig, err := signals.New(signals.Settings{
@@ -203,6 +219,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 		if scorers, err = sampler.Scorers(cfg); err != nil {
 			return nil, fmt.Errorf("build scorers: %w", err)
 		}
+		scorers = redactScorers(scorers, redactor) // explanations leave on NATS and the API
 	}
 	samp := sampler.NewRuntime(cfg, conn.JS, conn.Replicas, scorers, nil, a.Services, reg, logger.With("component", "sampler"))
 	a.Sampler = samp
@@ -288,8 +305,14 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 		Metrics:  a.Ingest,
 		TLS:      sec.httpTLS,
 		Tokens:   sec.httpTokens,
-		Logger:   logger.With("component", "http"),
-		Now:      o.now,
+		Refuse:   refuseFunc(guard),
+
+		RefuseRetryAfter:   memlimit.RetryAfter,
+		MaxBodyBytes:       cfg.Limits.Intake.MaxAPIBodyBytes,
+		MaxJSONDepth:       cfg.Limits.Intake.MaxJSONDepth,
+		MaxRecordsPerBatch: cfg.Limits.Intake.MaxRecordsPerBatch,
+		Logger:             logger.With("component", "http"),
+		Now:                o.now,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build HTTP server: %w", err)
@@ -297,19 +320,27 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	a.HTTP = srv
 	srv.Mount("GET /api/v1/alerts", alertEngine.Handler())
 	srv.Mount("POST /api/v1/feedback", join.Handler(a.Ingest))
+	if a.reload, err = newReloader(o.reload, o.now, reg, logger.With("component", "reload")); err != nil {
+		return nil, err
+	}
+	srv.Mount("POST /api/v1/reload", a.reloadHandler())
+	srv.Mount("GET /api/v1/config", configHandler(cfg))
 	a.add("http", srv.Start, srv.Shutdown)
 
 	rcv, err := otlp.New(otlp.Settings{
 		GRPCEndpoint: cfg.Receivers.OTLP.GRPC.Endpoint,
 		HTTPEndpoint: cfg.Receivers.OTLP.HTTP.Endpoint,
-		Limits:       otlp.Limits{MaxRequestBytes: cfg.Receivers.OTLP.MaxRequestBytes},
+		Limits:       otlpLimits(cfg),
 		Next:         asm,
 		Metrics:      a.Ingest,
 		GRPCTLS:      sec.grpcTLS,
 		HTTPTLS:      sec.otlpHTTPTLS,
 		GRPCTokens:   sec.grpcTokens,
 		HTTPTokens:   sec.otlpHTTPTokens,
-		Logger:       logger.With("component", "otlp"),
+		Refuse:       refuseFunc(guard),
+
+		RefuseRetryAfter: memlimit.RetryAfter,
+		Logger:           logger.With("component", "otlp"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build OTLP receivers: %w", err)
@@ -330,6 +361,8 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 		NC: conn.NC, JS: conn.JS, Config: cfg.NATS,
 		Records: join, Traces: asm, Feedback: join,
 		Metrics: a.Ingest, DedupKV: dedupKV, Registerer: reg,
+		Refuse: refuseFunc(guard), RefuseDelay: memlimit.RetryAfter,
+		MaxJSONDepth: cfg.Limits.Intake.MaxJSONDepth, MaxRecordsPerBatch: cfg.Limits.Intake.MaxRecordsPerBatch,
 		Logger: logger.With("component", "natsin"), Now: o.now,
 	})
 	if err != nil {
