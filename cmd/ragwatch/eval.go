@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/sampler/eval"
+	"github.com/ragwatch/ragwatch/sampler/scorers"
+)
+
+func init() {
+	register("eval", "score a JSONL of records offline; gate on a baseline (CI)", runEval)
+}
+
+// runEval scores records offline with the configured scorers. Exit codes: 0 scored (and the
+// baseline gate passed), 1 the gate failed or some input lines were not valid records,
+// 2 bad flags, config or files.
+func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfgPath string
+	fs.StringVar(&cfgPath, "c", "", "config file (YAML); the scoring section chooses the scorers")
+	fs.StringVar(&cfgPath, "config", "", "config file (YAML)")
+	input := fs.String("input", "", "records, one JSON record per line (docs/record.md); - for stdin")
+	output := fs.String("output", "", "write one line of scores per record here")
+	baseline := fs.String("baseline", "", "compare metric means with this baseline file")
+	maxDrop := fs.Float64("max-drop", 0.02, "largest allowed fall of a metric's mean below the baseline")
+	writeBaseline := fs.String("write-baseline", "", "write this run's metric means as a baseline file")
+	concurrency := fs.Int("concurrency", 4, "records scored at once")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "ragwatch eval: "+format+"\n", a...)
+		return 2
+	}
+	if *input == "" {
+		return fail("--input is required")
+	}
+	if *maxDrop < 0 || *maxDrop > 1 {
+		return fail("--max-drop must be between 0 and 1, got %v", *maxDrop)
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return fail("%v", err)
+	}
+	var base eval.Baseline
+	if *baseline != "" {
+		if base, err = eval.ReadBaseline(*baseline); err != nil {
+			return fail("%v", err)
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ss, err := scorers.Build(cfg.Scoring, nil, logger)
+	if err != nil {
+		return fail("%v", err)
+	}
+	in := io.Reader(os.Stdin)
+	if *input != "-" {
+		f, err := os.Open(*input)
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	var out io.Writer
+	var outFile *os.File
+	if *output != "" {
+		if outFile, err = os.Create(*output); err != nil {
+			return fail("%v", err)
+		}
+		out = outFile
+	}
+	rep, err := eval.Run(ctx, in, out, eval.Options{Scorers: ss, Concurrency: *concurrency, Progress: stderr})
+	if outFile != nil {
+		if cerr := outFile.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	for _, b := range rep.BadLines {
+		fmt.Fprintln(stderr, "invalid record:", b)
+	}
+	fmt.Fprintf(stdout, "%d records scored\n", rep.Records)
+	rep.WriteTable(stdout)
+	if *writeBaseline != "" {
+		if err := eval.WriteBaseline(*writeBaseline, rep.Baseline()); err != nil {
+			return fail("%v", err)
+		}
+	}
+	code := 0
+	if len(rep.BadLines) > 0 {
+		fmt.Fprintf(stderr, "ragwatch eval: %d input lines were not valid records\n", len(rep.BadLines))
+		code = 1
+	}
+	if *baseline != "" {
+		fails := rep.Gate(base, *maxDrop)
+		for _, f := range fails {
+			fmt.Fprintln(stdout, "FAIL "+f)
+		}
+		if len(fails) > 0 {
+			return 1
+		}
+		fmt.Fprintln(stdout, "PASS")
+	}
+	return code
+}
