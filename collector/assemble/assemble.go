@@ -779,6 +779,9 @@ func ownDocs(f *facts) ([]record.Document, bool) {
 	if f.dbDocs != nil {
 		return f.dbDocs, true
 	}
+	if f.rerankIn != nil {
+		return compactDocs(f.rerankIn), true // a reranker that did not report its output
+	}
 	return nil, f.emptyHits
 }
 

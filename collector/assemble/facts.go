@@ -22,6 +22,7 @@ type facts struct {
 	// Documents by source; nil when the source is absent.
 	oiDocs     []record.Document // retrieval.documents.{i}.document.*
 	rerankDocs []record.Document // reranker.output_documents.{i}.document.*
+	rerankIn   []record.Document // reranker.input_documents.{i}.document.* (when no output is given)
 	dbDocs     []record.Document // db.query.result / db.search.result events
 	genaiDocs  Value             // gen_ai.retrieval.documents
 	ragDocs    Value             // rag.documents
@@ -113,6 +114,8 @@ func readFacts(f *facts, s *Span) {
 			f.oiDocs = setDocField(f.oiDocs, k[len("retrieval.documents."):], v)
 		case strings.HasPrefix(k, "reranker."):
 			switch rest := k[len("reranker."):]; {
+			case strings.HasPrefix(rest, "input_documents."):
+				f.rerankIn = setDocField(f.rerankIn, rest[len("input_documents."):], v)
 			case strings.HasPrefix(rest, "output_documents."):
 				f.rerankDocs = setDocField(f.rerankDocs, rest[len("output_documents."):], v)
 				if f.rerankDocs == nil {

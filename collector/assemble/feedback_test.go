@@ -150,3 +150,23 @@ func TestContentIDIsStable(t *testing.T) {
 		t.Fatal("contentID is not a stable hash")
 	}
 }
+
+// A reranker that reports only its input documents still gives them when nothing else does.
+func TestRerankerInputOnly(t *testing.T) {
+	res := assembleTD(build(t, 1, "s",
+		sp{id: 1, name: "chain", end: ms(100)},
+		sp{id: 2, parent: 1, name: "rerank", start: ms(1), end: ms(10), attrs: map[string]any{
+			"openinference.span.kind":                     "RERANKER",
+			"reranker.input_documents.0.document.id":      "x",
+			"reranker.input_documents.0.document.content": "X",
+			"reranker.input_documents.1.document.content": "Y",
+		}},
+		sp{id: 3, parent: 1, name: "llm", start: ms(11), end: ms(90), attrs: map[string]any{
+			"openinference.span.kind": "LLM", "llm.choices.0.completion.text": "ok",
+		}},
+	))
+	want := []record.Document{{ID: "x", Content: "X"}, {ID: contentID("Y"), Content: "Y"}}
+	if len(res.Records) != 1 || js(res.Records[0].Documents) != js(want) {
+		t.Fatalf("%s", js(res.Records))
+	}
+}
