@@ -1,0 +1,146 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/ragwatch/ragwatch/internal/app"
+)
+
+// TestMemoryLimitRefusesAndRecovers drives the memory guard with a fake heap: above
+// memory_limit_mib every receiver refuses before reading input with its retryable answer and
+// counts it; below 90% of the limit intake resumes.
+func TestMemoryLimitRefusesAndRecovers(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Limits.MemoryLimitMiB = 100
+	var heap atomic.Uint64
+	heap.Store(50 << 20)
+	sk := &sink{}
+	a, err := app.New(cfg, nil, app.WithRecordSink(sk), app.WithHeapReader(heap.Load, 2*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
+	base := "http://" + a.Addrs().HTTP
+	body, err := ptraceotlp.NewExportRequestFromTraces(ragTrace(1)).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	postOTLP := func() *http.Response {
+		t.Helper()
+		resp, err := http.Post("http://"+a.Addrs().OTLPHTTP+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	postRecord := func(id string) *http.Response {
+		t.Helper()
+		resp, err := http.Post(base+"/api/v1/records", "application/json", strings.NewReader(
+			`{"trace_id":"`+id+`","service":"svc","query":"q","answer":"a"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	conn, err := grpc.NewClient(a.Addrs().OTLPGRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := ptraceotlp.NewGRPCClient(conn)
+	exportGRPC := func() error {
+		_, err := client.Export(ctx, ptraceotlp.NewExportRequestFromTraces(ragTrace(2)))
+		return err
+	}
+	nc, err := nats.Connect(a.NATS.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	overloaded := func(rcv string) float64 {
+		return scrape(t, base)[`ragwatch_ingest_rejected_total{reason="overloaded",receiver="`+rcv+`"}`]
+	}
+
+	// Below the limit: accepted.
+	if resp := postOTLP(); resp.StatusCode != http.StatusOK {
+		t.Fatalf("below the limit: OTLP HTTP = %d", resp.StatusCode)
+	}
+
+	// Over the limit: wait for the guard's next sample, then every receiver refuses.
+	heap.Store(150 << 20)
+	waitFor(t, "refusal", func() bool { return postOTLP().StatusCode == http.StatusServiceUnavailable })
+	resp := postOTLP()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "5" {
+		t.Fatalf("OTLP HTTP = %d, Retry-After %q; want 503, 5", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	err = exportGRPC()
+	st := status.Convert(err)
+	if st.Code() != codes.ResourceExhausted {
+		t.Fatalf("OTLP gRPC = %v, want ResourceExhausted", err)
+	}
+	var delay time.Duration
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			delay = ri.GetRetryDelay().AsDuration()
+		}
+	}
+	if delay != 5*time.Second {
+		t.Fatalf("RetryInfo delay = %v, want 5s (details %v)", delay, st.Details())
+	}
+	resp = postRecord("bbbb0000000000000000000000000001")
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "5" {
+		t.Fatalf("API = %d, Retry-After %q; want 503, 5", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if err := nc.Publish("ragwatch.records.svc", []byte(`{"trace_id":"bbbb0000000000000000000000000002","service":"svc","query":"q","answer":"a"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.Flush()
+	waitFor(t, "NATS refusal counted", func() bool { return overloaded("nats") == 1 })
+	if got := overloaded("otlp_http"); got < 2 {
+		t.Fatalf("otlp_http overloaded = %v, want >= 2", got)
+	}
+	for rcv, want := range map[string]float64{"otlp_grpc": 1, "api": 1, "nats": 1} {
+		if got := overloaded(rcv); got != want {
+			t.Errorf("%s overloaded = %v, want %v", rcv, got, want)
+		}
+	}
+	if sk.get("bbbb0000000000000000000000000001") != nil || sk.get("bbbb0000000000000000000000000002") != nil {
+		t.Fatal("a refused record reached the pipeline")
+	}
+
+	// Between 90% and 100% of the limit the guard keeps refusing (hysteresis), below it
+	// intake resumes everywhere.
+	heap.Store(80 << 20)
+	waitFor(t, "recovery", func() bool { return postOTLP().StatusCode == http.StatusOK })
+	if err := exportGRPC(); err != nil {
+		t.Fatalf("OTLP gRPC after recovery: %v", err)
+	}
+	if resp := postRecord("bbbb0000000000000000000000000003"); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("API after recovery = %d", resp.StatusCode)
+	}
+	waitFor(t, "record after recovery", func() bool { return sk.get("bbbb0000000000000000000000000003") != nil })
+	m := scrape(t, base)
+	if m["ragwatch_memory_limit_bytes"] != 100<<20 {
+		t.Fatalf("ragwatch_memory_limit_bytes = %v", m["ragwatch_memory_limit_bytes"])
+	}
+}
