@@ -485,9 +485,34 @@ func setRoleContent(msgs []message, rest string, v Value) []message {
 	case "role":
 		msgs[i].role = v.Text()
 	case "content":
-		msgs[i].content = v.Text()
+		msgs[i].content = contentText(v)
 	}
 	return msgs
+}
+
+// contentText reads a message content that may be a JSON list of content blocks (OpenLLMetry
+// writes Anthropic's and OpenAI's multi-part content that way): the text of its text blocks.
+// Anything else is the text itself.
+func contentText(v Value) string {
+	s := v.Text()
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
+		return s
+	}
+	blocks, ok := parseJSON(s).([]any)
+	if !ok || len(blocks) == 0 {
+		return s
+	}
+	var parts []string
+	for _, b := range blocks {
+		m, ok := b.(map[string]any)
+		if !ok || asString(m["type"]) == "" {
+			return s // not content blocks
+		}
+		if t := asString(m["text"]); t != "" {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 // messageFromEvent reads a v1.36-era GenAI event: `content` (string or structured), or a

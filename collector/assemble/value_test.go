@@ -41,3 +41,17 @@ func TestPyLiteral(t *testing.T) {
 		}
 	}
 }
+
+func TestContentText(t *testing.T) {
+	for in, want := range map[string]string{
+		`[{"type":"text","text":"a"},{"type":"image_url","image_url":{}},{"type":"text","text":"b"}]`: "a\nb",
+		`[1] is the answer [2]`: `[1] is the answer [2]`,
+		`[1, 2]`:                `[1, 2]`,
+		`[{"no":"type"}]`:       `[{"no":"type"}]`,
+		`plain`:                 `plain`,
+	} {
+		if got := contentText(Str(in)); got != want {
+			t.Errorf("contentText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
