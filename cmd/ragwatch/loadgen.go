@@ -30,6 +30,7 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.IntVar(&o.Synth.DocBytes, "doc-bytes", 1024, "bytes of content per document")
 	fs.Uint64Var(&o.Synth.Seed, "seed", 1, "random seed")
 	fs.StringVar(&o.Synth.Service, "service", "support-bot", "service.name of the traces")
+	fs.BoolVar(&o.Synth.NoRoot, "no-root", false, "leave out each trace's root span, so no trace ever completes (memory soak)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -102,3 +102,28 @@ func TestRunHonoursRate(t *testing.T) {
 		t.Fatalf("sent %d traces in %s; the rate limit was not applied", res.Traces, el)
 	}
 }
+
+func TestRunWithoutRootSendsOnlyChildren(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	cs := &countingServer{}
+	ptraceotlp.RegisterGRPCServer(srv, cs)
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+
+	o := Options{Protocol: "grpc", Endpoint: lis.Addr().String(), Count: 40, Batch: 10, Concurrency: 2}
+	o.Synth.Spans, o.Synth.NoRoot = 5, true
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Traces != 40 || res.Errors != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	if got := cs.spans.Load(); got != 160 {
+		t.Fatalf("server got %d spans, want 160 (4 of 5 per trace, no root)", got)
+	}
+}

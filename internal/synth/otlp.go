@@ -17,7 +17,8 @@ const (
 )
 
 // AppendTraces adds t as a three-span OpenInference trace (CHAIN root, RETRIEVER, LLM) to td,
-// in one ResourceSpans per call. The span ids derive from the trace id.
+// in one ResourceSpans per call (without the root when t.NoRoot). The span ids derive from the
+// trace id.
 func AppendTraces(td ptrace.Traces, t *Turn) {
 	rs := td.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr("service.name", t.Service)
@@ -27,20 +28,22 @@ func AppendTraces(td ptrace.Traces, t *Turn) {
 	root, ret, llm := spanIDs(t.TraceID)
 
 	start := pcommon.NewTimestampFromTime(t.Start)
-	chain := ss.Spans().AppendEmpty()
-	chain.SetTraceID(tid)
-	chain.SetSpanID(root)
-	chain.SetName("rag.pipeline")
-	chain.SetKind(ptrace.SpanKindServer)
-	chain.SetStartTimestamp(start)
-	chain.SetEndTimestamp(pcommon.NewTimestampFromTime(t.Start.Add(t.Total)))
-	a := chain.Attributes()
-	a.PutStr(kindKey, "CHAIN")
-	a.PutStr("input.value", t.Query)
-	a.PutStr("output.value", t.Answer)
-	a.PutStr("session.id", t.SessionID)
-	a.PutStr("user.id", t.UserID)
-	a.PutStr("metadata", `{"route":"`+t.Route+`"}`)
+	if !t.NoRoot {
+		chain := ss.Spans().AppendEmpty()
+		chain.SetTraceID(tid)
+		chain.SetSpanID(root)
+		chain.SetName("rag.pipeline")
+		chain.SetKind(ptrace.SpanKindServer)
+		chain.SetStartTimestamp(start)
+		chain.SetEndTimestamp(pcommon.NewTimestampFromTime(t.Start.Add(t.Total)))
+		a := chain.Attributes()
+		a.PutStr(kindKey, "CHAIN")
+		a.PutStr("input.value", t.Query)
+		a.PutStr("output.value", t.Answer)
+		a.PutStr("session.id", t.SessionID)
+		a.PutStr("user.id", t.UserID)
+		a.PutStr("metadata", `{"route":"`+t.Route+`"}`)
+	}
 
 	rsp := ss.Spans().AppendEmpty()
 	rsp.SetTraceID(tid)
@@ -49,7 +52,7 @@ func AppendTraces(td ptrace.Traces, t *Turn) {
 	rsp.SetName("retrieve")
 	rsp.SetStartTimestamp(start)
 	rsp.SetEndTimestamp(pcommon.NewTimestampFromTime(t.Start.Add(t.Retrieval)))
-	a = rsp.Attributes()
+	a := rsp.Attributes()
 	a.PutStr(kindKey, "RETRIEVER")
 	a.PutStr("input.value", t.Query)
 	for i, d := range t.Documents {

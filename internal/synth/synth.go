@@ -42,6 +42,9 @@ type Turn struct {
 	// ExtraSpans is how many spans beyond the three basic ones (CHAIN, RETRIEVER, LLM) the
 	// trace carries, as nested CHAIN spans real frameworks add around a turn.
 	ExtraSpans int
+	// NoRoot leaves the CHAIN root span out of AppendTraces: the children still name it as
+	// their parent, so the trace never completes (a crashed app, a lost export). Emit ignores it.
+	NoRoot bool
 }
 
 // Options shape the generated traffic.
@@ -54,6 +57,8 @@ type Options struct {
 	FeedbackRate float64
 	// Spans per trace, at least 3 (default 3).
 	Spans int
+	// NoRoot generates turns whose root span is never sent (see Turn.NoRoot).
+	NoRoot bool
 }
 
 // Generator produces turns. It is safe for concurrent use.
@@ -156,6 +161,7 @@ func (g *Generator) Next(start time.Time) Turn {
 		Model:     "gpt-4o-mini",
 		Start:     start,
 		Degraded:  g.bad,
+		NoRoot:    g.opts.NoRoot,
 	}
 	if g.opts.Spans > 3 {
 		t.ExtraSpans = g.opts.Spans - 3

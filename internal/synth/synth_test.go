@@ -116,3 +116,25 @@ func TestAppendTraces(t *testing.T) {
 		t.Errorf("document 4 id %q, want %q", v.Str(), turn.Documents[4].ID)
 	}
 }
+
+func TestAppendTracesWithoutRoot(t *testing.T) {
+	td := ptrace.NewTraces()
+	turn := New(Options{Seed: 2, Spans: 5, NoRoot: true}).Next(t0)
+	if !turn.NoRoot {
+		t.Fatal("turn.NoRoot = false with Options.NoRoot")
+	}
+	AppendTraces(td, &turn)
+	if td.SpanCount() != 4 {
+		t.Fatalf("spans = %d, want 4 (5 without the root)", td.SpanCount())
+	}
+	root, _, _ := spanIDs(turn.TraceID)
+	sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	for i := 0; i < sp.Len(); i++ {
+		if sp.At(i).SpanID() == root {
+			t.Fatalf("span %d is the root", i)
+		}
+		if sp.At(i).ParentSpanID() != root {
+			t.Fatalf("span %d (%s) parent %s, want the missing root %s", i, sp.At(i).Name(), sp.At(i).ParentSpanID(), root)
+		}
+	}
+}
