@@ -209,3 +209,26 @@ func TestMissingSecret(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestMetricsDocExample keeps the YAML example of docs/metrics.md loadable and routed as the
+// doc says.
+func TestMetricsDocExample(t *testing.T) {
+	data, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "```yaml\n")
+	body, _, ok2 := strings.Cut(rest, "\n```")
+	if !ok || !ok2 {
+		t.Fatal("no YAML example in docs/metrics.md")
+	}
+	c, err := config.Parse([]byte(body))
+	if err != nil {
+		t.Fatalf("docs/metrics.md example does not load: %v", err)
+	}
+	s := c.Scoring
+	got := fmt.Sprintln(s.MetricBackend("rubric_accuracy"), s.MetricBackend("faithfulness"), s.MetricBackend("answer_similarity"), s.MetricBackend("context_recall"))
+	if got != "anthropic nli builtin builtin\n" {
+		t.Fatalf("routing %s", got)
+	}
+}
