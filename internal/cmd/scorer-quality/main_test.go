@@ -39,12 +39,16 @@ func TestRun(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
-		"begin-wow               builtin faithfulness       2     1   1.000  [",
-		"begin-wow               word overlap               2     1   1.000  [",
-		"begin-cmu               builtin faithfulness       2     1   0.500  [",
-		`begin-cmu               (1 answers hold no verifiable claim, e.g. "yes": builtin omits faithfulness, scored 1 here)`,
-		"ragtruth-summary        builtin faithfulness       2     1   1.000  [",
-		"ragtruth-summary/claims builtin claim support      3     1   1.000  [",
+		"begin-wow                        builtin faithfulness       2     1   1.000  [",
+		"begin-wow                        word overlap               2     1   1.000  [",
+		"begin-cmu                        builtin faithfulness       2     1   0.500  [",
+		`begin-cmu                        (1 answers hold no verifiable claim, e.g. "yes": builtin omits faithfulness, scored 1 here)`,
+		"ragtruth-summary                 builtin faithfulness       2     1   1.000  [",
+		"ragtruth-summary/claims          builtin claim support      3     1   1.000  [",
+		// The one source passage hashes even: both answers are in the dev half.
+		"ragtruth-summary/dev             builtin faithfulness       2     1   1.000  [",
+		"ragtruth-summary/held-out        builtin faithfulness       0     0   0.500  [",
+		"ragtruth-summary/dev/claims      builtin claim support      3     1   1.000  [",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)

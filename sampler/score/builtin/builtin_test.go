@@ -53,6 +53,9 @@ func TestSplitClaims(t *testing.T) {
 		{"questions and exclamations",
 			"Is the museum open today? Yes! It opens at 9 am.",
 			[]string{"Is the museum open today?", "It opens at 9 am."}},
+		{"a preface with content words ends in a colon",
+			"Here is a summary of the news in 63 words or less:\nThe bridge opened. Note: it is closed.",
+			[]string{"The bridge opened.", "Note: it is closed."}},
 		{"nothing to verify", "Sure! Here it is.", nil},
 		{"a bare number is a claim", "Yes. 2009.", []string{"2009."}},
 		{"opinion is a claim", "I think so.", []string{"I think so."}},
@@ -161,8 +164,17 @@ func TestFaithfulness(t *testing.T) {
 	if !ok {
 		t.Fatal("not judged")
 	}
-	near(t, "faithfulness", v, 0.5) // one claim fully supported, one not at all
+	// Supports 1 (every term in the first sentence) and 0 (no term in the context): the weakest
+	// quarter of two claims is the weaker one.
+	near(t, "faithfulness", v, 0)
 	if why != "1/2 claims supported" {
+		t.Errorf("explanation = %q", why)
+	}
+	// Five claims, supports 1, 1, 0, 1, 1: the weakest ⌈5/4⌉ = 2 are 0 and 1.
+	v, why, _ = Faithfulness("The bridge opened in 1937. It carries six lanes of traffic. "+
+		"Whales migrate south every winter. The bridge opened in 1937. It carries six lanes of traffic.", ctx)
+	near(t, "faithfulness", v, 0.5)
+	if why != "4/5 claims supported" {
 		t.Errorf("explanation = %q", why)
 	}
 	if _, _, ok := Faithfulness("The bridge opened.", nil); ok {
@@ -170,6 +182,20 @@ func TestFaithfulness(t *testing.T) {
 	}
 	if _, _, ok := Faithfulness("Sure!", ctx); ok {
 		t.Error("judged an answer without claims")
+	}
+}
+
+func TestWeakestQuarter(t *testing.T) {
+	for _, tt := range []struct {
+		in   []float64
+		want float64
+	}{
+		{[]float64{0.7}, 0.7},
+		{[]float64{0.9, 0.3, 0.6, 1}, 0.3},                  // ⌈4/4⌉ = 1: the minimum
+		{[]float64{0.2, 0.9, 0.4, 1, 0.6, 0.8}, 0.3},        // ⌈6/4⌉ = 2: (0.2 + 0.4) / 2
+		{[]float64{1, 1, 0.5, 1, 1, 1, 1, 1, 0.1}, 1.6 / 3}, // ⌈9/4⌉ = 3: (0.1 + 0.5 + 1) / 3
+	} {
+		near(t, "weakestQuarter", weakestQuarter(slices.Clone(tt.in)), tt.want)
 	}
 }
 

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -115,9 +116,12 @@ func ClaimSupports(answer string, docs []record.Document) (claims []string, supp
 	return claims, support
 }
 
-// Faithfulness is the mean support of the answer's claims by the documents: the expected share
-// of supported claims. ok is false when it cannot be judged: no document content, or no claim
-// with a content word in the answer.
+// Faithfulness is the mean support of the weakest quarter of the answer's claims (at least one
+// claim; the weakest claim itself for answers of up to four claims): an answer is only as
+// faithful as its least supported part, and averaging over the weakest quarter rather than
+// taking the minimum keeps one paraphrased claim from deciding alone. docs/scorer-quality.md
+// says how the quarter was chosen. ok is false when it cannot be judged: no document content,
+// or no claim with a content word in the answer.
 func Faithfulness(answer string, docs []record.Document) (value float64, explanation string, ok bool) {
 	return newJudge(docs, DefaultThreshold).faithfulness(answer)
 }
@@ -130,12 +134,12 @@ func (j *judge) faithfulness(answer string) (float64, string, bool) {
 	if len(claims) == 0 {
 		return 0, "", false
 	}
-	sum := 0.0
+	supports := make([]float64, len(claims))
 	supported := 0
 	reasons := map[string]int{}
-	for _, c := range claims {
+	for i, c := range claims {
 		s, why := j.support(c, nil)
-		sum += s
+		supports[i] = s
 		if s >= j.threshold {
 			supported++
 		} else if why != "" {
@@ -146,7 +150,18 @@ func (j *judge) faithfulness(answer string) (float64, string, bool) {
 	if all > len(claims) {
 		why += fmt.Sprintf("; judged the first %d of %d claims", len(claims), all)
 	}
-	return sum / float64(len(claims)), why, true
+	return weakestQuarter(supports), why, true
+}
+
+// weakestQuarter is the mean of the lowest ⌈n/4⌉ of the n supports (n > 0); it sorts supports.
+func weakestQuarter(supports []float64) float64 {
+	slices.Sort(supports)
+	k := (len(supports) + 3) / 4
+	sum := 0.0
+	for _, v := range supports[:k] {
+		sum += v
+	}
+	return sum / float64(k)
 }
 
 // AnswerRelevancy is the share of the question's content terms, weighted by their inverse

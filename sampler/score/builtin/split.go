@@ -195,9 +195,11 @@ func trimClause(s string) string { return strings.TrimSpace(strings.TrimLeft(s, 
 
 // hasContent reports whether s says something about the world: a content word that is not a
 // meta word, or a number outside a meta statement ("2009." is a claim; "Here is a summary of the
-// article in 89 words:" and "Sure!" are about the answer itself and hold nothing to verify).
+// article in 89 words:" and "Sure!" are about the answer itself and hold nothing to verify). A
+// preface — a piece that ends with a colon and holds a meta word ("Here is a summary of the
+// news in 63 words or less:") — introduces the answer and is not a claim either.
 func hasContent(s string) bool {
-	num, meta := false, false
+	num, meta, content := false, false, false
 	for _, t := range tokenize(s) {
 		switch {
 		case t.num:
@@ -205,10 +207,13 @@ func hasContent(s string) bool {
 		case t.meta:
 			meta = true
 		case !t.stop:
-			return true
+			content = true
 		}
 	}
-	return num && !meta
+	if meta && strings.HasSuffix(strings.TrimSpace(s), ":") {
+		return false
+	}
+	return content || (num && !meta)
 }
 
 // metaWords refer to the answer or its sources rather than to the world.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -167,6 +168,28 @@ func LabelClaims(e Example, claims []string) (out []Claim, missing int) {
 		pos = end
 	}
 	return out, missing
+}
+
+// Halves splits examples by their context into a development half and a held-out half: an
+// example is in the development half when the FNV-1a hash of its context is even. All answers to
+// one source passage (one RAGTruth source_id) fall in the same half, so a method developed on
+// the first half is measured on passages it never saw.
+func Halves(examples []Example) (dev, held []Example) {
+	for _, e := range examples {
+		if IsDev(e) {
+			dev = append(dev, e)
+		} else {
+			held = append(held, e)
+		}
+	}
+	return dev, held
+}
+
+// IsDev reports whether e belongs to the development half (see Halves).
+func IsDev(e Example) bool {
+	h := fnv.New32a()
+	h.Write([]byte(e.Context))
+	return h.Sum32()%2 == 0
 }
 
 // Split is one named evaluation set.

@@ -124,3 +124,16 @@ func TestBootstrapAUC(t *testing.T) {
 		t.Errorf("same seed, different interval: %+v vs %+v", ia2, ia)
 	}
 }
+
+// FNV-1a (32 bit) of "a" is 0xe40c292c (even), of "b" 0xe70c2de5 (odd): answers to one context
+// stay together in one half.
+func TestHalves(t *testing.T) {
+	ex := []Example{{Context: "a", Answer: "1"}, {Context: "b", Answer: "2"}, {Context: "a", Answer: "3"}}
+	dev, held := Halves(ex)
+	if want := []Example{ex[0], ex[2]}; !reflect.DeepEqual(dev, want) {
+		t.Errorf("dev = %v, want %v", dev, want)
+	}
+	if want := []Example{ex[1]}; !reflect.DeepEqual(held, want) {
+		t.Errorf("held = %v, want %v", held, want)
+	}
+}
