@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ragwatch/ragwatch/internal/redact"
 	"github.com/ragwatch/ragwatch/sampler/score"
 )
 
@@ -40,7 +41,25 @@ type JudgeOptions struct {
 	// Backoff is the wait before retry n (1-based) when the backend gave no Retry-After;
 	// default 1s·2^(n-1) with jitter, capped at 30s.
 	Backoff func(n int) time.Duration
+	// Redact filters the record text of every prompt before it is sent, so personal data
+	// does not reach an external judge. nil applies every built-in detector of
+	// internal/redact (e-mail, card, IBAN, IP, phone); pass the process's redactor's String
+	// to count and configure it, or NoRedaction to send text unchanged.
+	Redact func(string) string
 }
+
+// NoRedaction sends prompts unchanged (a judge inside the trust boundary, or
+// redaction.enabled: false).
+func NoRedaction(s string) string { return s }
+
+// defaultRedactor is what judges use without JudgeOptions.Redact.
+var defaultRedactor = func() *redact.Redactor {
+	r, err := redact.New(nil, nil, nil)
+	if err != nil {
+		panic(err) // built-in patterns only: cannot fail
+	}
+	return r
+}()
 
 // MaxRetryAfter caps how long a Retry-After may make the judge wait.
 const MaxRetryAfter = 2 * time.Minute
@@ -72,6 +91,9 @@ func NewJudge(b Backend, o JudgeOptions) *Judge {
 	}
 	if o.Backoff == nil {
 		o.Backoff = defaultBackoff
+	}
+	if o.Redact == nil {
+		o.Redact = defaultRedactor.String
 	}
 	return &Judge{b: b, opts: o, sem: make(chan struct{}, o.MaxConcurrency)}
 }
@@ -147,7 +169,7 @@ type Question struct {
 // the schema or fails Check gets one repair request; a second failure is parse_error. The
 // returned Usage counts every call made, also on error.
 func (j *Judge) Ask(ctx context.Context, q Question, out any) (Usage, error) {
-	req := Request{System: q.System, Messages: []Message{{Role: "user", Content: q.User}},
+	req := Request{System: q.System, Messages: []Message{{Role: "user", Content: j.opts.Redact(q.User)}},
 		SchemaName: "verdict", Schema: q.Schema, MaxTokens: j.opts.MaxTokens}
 	var total Usage
 	for attempt := 0; attempt < 2; attempt++ {
