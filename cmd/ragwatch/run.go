@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ragwatch/ragwatch/config"
@@ -48,7 +51,8 @@ func runCommand(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if logLevel != "" {
 		cfg.Log.Level = logLevel
 	}
-	logger, err := newLogger(stderr, cfg.Log)
+	level := &slog.LevelVar{}
+	logger, err := newLogger(stderr, cfg.Log, level)
 	if err != nil {
 		fmt.Fprintf(stderr, "ragwatch run: %v\n", err)
 		return 2
@@ -59,7 +63,24 @@ func runCommand(ctx context.Context, args []string, _, stderr io.Writer) int {
 	}
 	logger.Info("starting ragwatch", "version", version, "config", source)
 
-	a, err := app.New(cfg, logger)
+	// SIGHUP and POST /api/v1/reload read the file again, with the same flag overrides; a
+	// level given with -log-level stays fixed.
+	load := func() (*config.Config, error) {
+		c, err := config.Load(path)
+		if err == nil && logFormat != "" {
+			c.Log.Format = logFormat
+		}
+		return c, err
+	}
+	opts := []app.Option{app.WithConfigSource(load)}
+	if logLevel == "" {
+		opts = append(opts, app.WithLogLevel(level))
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	a, err := app.New(cfg, logger, opts...)
 	if err != nil {
 		logger.Error("cannot build the pipeline", "err", err)
 		return 1
@@ -68,7 +89,7 @@ func runCommand(ctx context.Context, args []string, _, stderr io.Writer) int {
 		logger.Error("cannot start", "err", err)
 		return 1
 	}
-	<-ctx.Done()
+	reloadOnSignal(ctx, a, hup, logger)
 	logger.Info("shutting down: stopping intake, assembling held traces, flushing exporters", "timeout", *shutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *shutdownTimeout)
 	defer cancel()
@@ -81,12 +102,28 @@ func runCommand(ctx context.Context, args []string, _, stderr io.Writer) int {
 	return 0
 }
 
-// newLogger builds the process logger from the `log` config section.
-func newLogger(w io.Writer, c config.Log) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
+// reloadOnSignal reloads the config on every signal from hup until ctx ends. Reload logs its
+// outcome (errors at error level) and keeps the running config when the new one is bad.
+func reloadOnSignal(ctx context.Context, a *app.App, hup <-chan os.Signal, logger *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			logger.Info("SIGHUP: reloading the config")
+			_, _ = a.Reload()
+		}
+	}
+}
+
+// newLogger builds the process logger from the `log` config section; level is set from it and
+// may be changed later (a reload).
+func newLogger(w io.Writer, c config.Log, level *slog.LevelVar) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.Level)); err != nil {
 		return nil, fmt.Errorf("log level must be debug, info, warn or error, got %q", c.Level)
 	}
+	level.Set(l)
 	opts := &slog.HandlerOptions{Level: level}
 	switch c.Format {
 	case "json":
