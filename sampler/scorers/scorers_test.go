@@ -17,11 +17,14 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/collector/record"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/sampler/score"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func parse(t *testing.T, y string) config.Scoring {
 	t.Helper()

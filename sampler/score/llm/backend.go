@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -61,14 +64,20 @@ func (e *APIError) Error() string {
 }
 
 // Retryable reports whether a failed call may succeed when repeated: 408, 409, 429, 5xx and
-// network errors are; other statuses and a cancelled parent context are not.
+// network errors (connection refused or reset, a dropped connection) are; other statuses, a
+// cancelled context and replies that could not be understood are not.
 func Retryable(err error) bool {
 	var ae *APIError
 	if errors.As(err, &ae) {
 		return ae.Status == http.StatusTooManyRequests || ae.Status == http.StatusRequestTimeout ||
 			ae.Status == http.StatusConflict || ae.Status >= 500
 	}
-	return !errors.Is(err, context.Canceled)
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // ParseRetryAfter reads retry-after-ms (OpenAI) or Retry-After (seconds or an HTTP date).

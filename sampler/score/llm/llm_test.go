@@ -1,11 +1,17 @@
 package llm
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/http"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,4 +143,40 @@ func TestSplitSentencesAndStatements(t *testing.T) {
 		st[1].Text != "Costs fell sharply too." || st[1].DocumentIDs != nil {
 		t.Fatalf("statements %+v", st)
 	}
+}
+
+func TestRetryableNetworkErrors(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{&APIError{Status: 429}, true},
+		{&APIError{Status: 408}, true},
+		{&APIError{Status: 500}, true},
+		{&APIError{Status: 401}, false},
+		{fmt.Errorf("post: %w", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}), true},
+		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
+		{fmt.Errorf("call: %w", context.Canceled), false},
+		{errors.New("openai: reply has no choices"), false},
+	}
+	for _, tt := range tests {
+		if got := Retryable(tt.err); got != tt.want {
+			t.Errorf("Retryable(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+// FuzzDecode feeds arbitrary judge replies to the verdict decoder: it must never panic and
+// never accept a reply that breaks the schema.
+func FuzzDecode(f *testing.F) {
+	f.Add(`{"reasoning":"x","score":3}`)
+	f.Add("```json\n{\"reasoning\":\"x\",\"score\":9}\n```")
+	f.Add(`{"verdicts":[{"index":0}]}`)
+	s := ratingSchema()
+	f.Fuzz(func(t *testing.T, reply string) {
+		var out rating
+		if err := decode(reply, s, &out); err == nil && (out.Score < 1 || out.Score > 5) {
+			t.Fatalf("accepted score %d from %q", out.Score, reply)
+		}
+	})
 }

@@ -29,6 +29,7 @@ type reply struct {
 	header  map[string]string
 	body    string
 	block   bool // wait for the client to give up
+	hangup  bool // drop the connection without a response
 	content string
 }
 
@@ -91,6 +92,15 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if rep.block {
 		<-r.Context().Done()
+		return
+	}
+	if rep.hangup {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			s.t.Error(err)
+			return
+		}
+		conn.Close()
 		return
 	}
 	for k, v := range rep.header {
@@ -549,5 +559,25 @@ func TestSkipsWhatTheRecordCannotSupport(t *testing.T) {
 	res, err := sc.Score(context.Background(), &record.Record{TraceID: "t", Query: "hi"})
 	if err != nil || len(res) != 0 || len(srv.requests()) != 0 {
 		t.Fatalf("res %+v err %v requests %d", res, err, len(srv.requests()))
+	}
+}
+
+func TestNetworkErrorRetried(t *testing.T) {
+	srv := newServer(t)
+	srv.chat = []reply{{hangup: true}, completion(`{"reasoning":"ok","score":5}`, 1, 1)}
+	sc, sl := newScorer(t, srv, []string{"rubric_relevance"}, llm.JudgeOptions{MaxRetries: 1}, false)
+	res, err := sc.Score(context.Background(), rec())
+	if err != nil || len(res) != 1 || res[0].Value != 1 || fmt.Sprint(sl.d) != "[1s]" {
+		t.Fatalf("res %+v err %v waits %v", res, err, sl.d)
+	}
+}
+
+func TestUnparseableReplyNotRetried(t *testing.T) {
+	srv := newServer(t)
+	srv.chat = []reply{{status: 200, body: `<html>gateway</html>`}}
+	sc, sl := newScorer(t, srv, []string{"rubric_relevance"}, llm.JudgeOptions{MaxRetries: 3}, false)
+	_, err := sc.Score(context.Background(), rec())
+	if got := failure(t, err); got["rubric_relevance"] != "error" || len(sl.d) != 0 {
+		t.Fatalf("outcomes %v waits %v", got, sl.d)
 	}
 }
