@@ -41,6 +41,7 @@ type options struct {
 	sinks    []record.Consumer
 	now      func() time.Time
 	reload   reloadOptions // reload.go
+	scorers  []score.Scorer
 	// heap and heapInterval replace the memory guard's heap reader (limits.go).
 	heap         func() uint64
 	heapInterval time.Duration
@@ -54,6 +55,12 @@ func WithRegistry(reg *prometheus.Registry) Option { return func(o *options) { o
 // assembler or the API produces, after every other stage.
 func WithRecordSink(c record.Consumer) Option {
 	return func(o *options) { o.sinks = append(o.sinks, c) }
+}
+
+// WithScorers makes the in-process workers run scorers instead of those sampler.Scorers builds
+// from the config (tests, and backends sampler.Scorers does not build yet).
+func WithScorers(scorers ...score.Scorer) Option {
+	return func(o *options) { o.scorers = scorers }
 }
 
 // WithClock sets the clock of the stages that take one.
@@ -216,8 +223,10 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	// worker pods. The subscription is added first so it stops after the workers.
 	var scorers []score.Scorer
 	if cfg.Scoring.Workers > 0 {
-		if scorers, err = sampler.Scorers(cfg); err != nil {
-			return nil, fmt.Errorf("build scorers: %w", err)
+		if scorers = o.scorers; scorers == nil {
+			if scorers, err = sampler.Scorers(cfg); err != nil {
+				return nil, fmt.Errorf("build scorers: %w", err)
+			}
 		}
 		scorers = redactScorers(scorers, redactor) // explanations leave on NATS and the API
 	}
