@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
@@ -32,6 +33,10 @@ type Backend struct {
 	client sdk.Client
 	model  string
 	now    func() time.Time
+	// noFormat is set once the API rejected output_config (a model without structured
+	// outputs); later requests rely on the prompt alone. The judge validates every reply
+	// against the schema either way.
+	noFormat atomic.Bool
 }
 
 var _ llm.Backend = (*Backend)(nil)
@@ -76,14 +81,23 @@ func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 	if maxTokens <= 0 {
 		maxTokens = 1024
 	}
-	resp, err := b.client.Messages.New(ctx, sdk.MessageNewParams{
-		Model:        sdk.Model(b.model),
-		MaxTokens:    maxTokens,
-		System:       []sdk.TextBlockParam{{Text: req.System}},
-		Messages:     msgs,
-		Temperature:  sdk.Float(0),
-		OutputConfig: sdk.OutputConfigParam{Format: sdk.JSONOutputFormatParam{Schema: map[string]any(req.Schema.Wire())}},
-	})
+	params := sdk.MessageNewParams{
+		Model:       sdk.Model(b.model),
+		MaxTokens:   maxTokens,
+		System:      []sdk.TextBlockParam{{Text: req.System}},
+		Messages:    msgs,
+		Temperature: sdk.Float(0),
+	}
+	format := sdk.OutputConfigParam{Format: sdk.JSONOutputFormatParam{Schema: map[string]any(req.Schema.Wire())}}
+	if !b.noFormat.Load() {
+		params.OutputConfig = format
+	}
+	resp, err := b.client.Messages.New(ctx, params)
+	if err != nil && !b.noFormat.Load() && rejectsFormat(err) {
+		b.noFormat.Store(true)
+		params.OutputConfig = sdk.OutputConfigParam{}
+		resp, err = b.client.Messages.New(ctx, params)
+	}
 	if err != nil {
 		return llm.Response{}, b.convert(err)
 	}
@@ -99,6 +113,16 @@ func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 		out.Refusal = "refusal"
 	}
 	return out, nil
+}
+
+// rejectsFormat reports a 400 that complains about the output format.
+func rejectsFormat(err error) bool {
+	var ae *sdk.Error
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusBadRequest {
+		return false
+	}
+	msg := strings.ToLower(ae.RawJSON())
+	return strings.Contains(msg, "output_config") || strings.Contains(msg, "output_format") || strings.Contains(msg, "structured output")
 }
 
 // convert turns the SDK's error into *llm.APIError (status, Retry-After, short message).

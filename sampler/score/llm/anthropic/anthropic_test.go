@@ -224,3 +224,25 @@ func TestTimeoutAndNoKeyInErrors(t *testing.T) {
 		t.Fatalf("err %v waits %v", err, sl.d)
 	}
 }
+
+func TestFallsBackWithoutOutputConfig(t *testing.T) {
+	srv := newServer(t,
+		errorReply(400, "invalid_request_error", "output_config.format: structured outputs are not supported for this model", nil),
+		message(`{"reasoning":"ok","score":3}`, "end_turn", 1, 1),
+		message(`{"reasoning":"ok","score":5}`, "end_turn", 1, 1))
+	sc, _ := scorer(t, srv, "rubric_relevance", llm.JudgeOptions{})
+	for _, want := range []float64{0.5, 1} {
+		res, err := sc.Score(context.Background(), rec())
+		if err != nil || len(res) != 1 || res[0].Value != want {
+			t.Fatalf("res %+v err %v", res, err)
+		}
+	}
+	var has []bool
+	for _, r := range srv.reqs {
+		_, ok := r["output_config"]
+		has = append(has, ok)
+	}
+	if fmt.Sprint(has) != "[true false false]" {
+		t.Fatalf("output_config sent: %v", has)
+	}
+}

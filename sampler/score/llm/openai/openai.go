@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
@@ -35,6 +37,10 @@ type Backend struct {
 	model  string
 	embed  string
 	now    func() time.Time
+	// plainJSON is set once the server rejected json_schema response formats (some
+	// OpenAI-compatible servers do); later requests ask for json_object instead. The judge
+	// validates every reply against the schema either way.
+	plainJSON atomic.Bool
 }
 
 var _ llm.Backend = (*Backend)(nil)
@@ -80,14 +86,24 @@ func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 		Model:       shared.ChatModel(b.model),
 		Messages:    msgs,
 		Temperature: oai.Float(0),
-		ResponseFormat: oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
-			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: req.SchemaName, Schema: map[string]any(req.Schema.Wire())},
-		}},
 	}
 	if req.MaxTokens > 0 {
 		params.MaxTokens = oai.Int(int64(req.MaxTokens))
 	}
+	schemaFormat := oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+		JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: req.SchemaName, Schema: map[string]any(req.Schema.Wire())},
+	}}
+	objectFormat := oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}
+	params.ResponseFormat = schemaFormat
+	if b.plainJSON.Load() {
+		params.ResponseFormat = objectFormat
+	}
 	resp, err := b.client.Chat.Completions.New(ctx, params)
+	if err != nil && !b.plainJSON.Load() && rejectsSchema(err) {
+		b.plainJSON.Store(true)
+		params.ResponseFormat = objectFormat
+		resp, err = b.client.Chat.Completions.New(ctx, params)
+	}
 	if err != nil {
 		return llm.Response{}, b.convert(err)
 	}
@@ -136,6 +152,16 @@ func (e embedder) Embed(ctx context.Context, texts []string) ([][]float64, int64
 		}
 	}
 	return out, resp.Usage.PromptTokens, nil
+}
+
+// rejectsSchema reports a 400 that complains about the response format.
+func rejectsSchema(err error) bool {
+	var ae *oai.Error
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusBadRequest {
+		return false
+	}
+	msg := strings.ToLower(ae.Message + " " + ae.Param + " " + ae.RawJSON())
+	return strings.Contains(msg, "response_format") || strings.Contains(msg, "json_schema")
 }
 
 // convert turns the SDK's error into *llm.APIError (status, Retry-After, short message).

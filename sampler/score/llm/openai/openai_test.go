@@ -581,3 +581,27 @@ func TestUnparseableReplyNotRetried(t *testing.T) {
 		t.Fatalf("outcomes %v waits %v", got, sl.d)
 	}
 }
+
+func TestFallsBackToJSONObjectWhenSchemaRejected(t *testing.T) {
+	srv := newServer(t)
+	srv.chat = []reply{
+		{status: 400, body: `{"error":{"message":"response_format of type json_schema is not supported by this model","type":"invalid_request_error","param":"response_format"}}`},
+		completion(`{"reasoning":"ok","score":4}`, 1, 1),
+		completion(`{"reasoning":"ok","score":2}`, 1, 1),
+	}
+	sc, sl := newScorer(t, srv, []string{"rubric_relevance"}, llm.JudgeOptions{}, false)
+	for _, want := range []float64{0.75, 0.25} {
+		res, err := sc.Score(context.Background(), rec())
+		if err != nil || len(res) != 1 || res[0].Value != want {
+			t.Fatalf("res %+v err %v", res, err)
+		}
+	}
+	reqs := srv.requests()
+	var types []string
+	for _, r := range reqs {
+		types = append(types, r["response_format"].(map[string]any)["type"].(string))
+	}
+	if fmt.Sprint(types) != "[json_schema json_object json_object]" || len(sl.d) != 0 {
+		t.Fatalf("response formats %v waits %v", types, sl.d)
+	}
+}
