@@ -26,7 +26,8 @@ import (
 // when retrieval metrics are on. Each metric goes to exactly one backend
 // (config.ScoringEngine.MetricBackend). API keys are read here, through config.ReadSecret, so
 // a missing key fails start-up with the variable or file named, never the value. reg may be
-// nil (no judge metrics); it must not already hold the judge metrics.
+// nil (no metrics); it must not already hold the judge or NLI metrics, so call Build once per
+// registry.
 func Build(cfg config.Scoring, reg prometheus.Registerer, logger *slog.Logger) ([]score.Scorer, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -75,7 +76,7 @@ func Build(cfg config.Scoring, reg prometheus.Registerer, logger *slog.Logger) (
 			sc, err = buildAnthropic(cfg.Anthropic, ms, judgeOpts)
 		case config.BackendNLI:
 			sc, err = nli.New(nli.Config{URL: cfg.NLI.URL, Threshold: cfg.NLI.Threshold, Timeout: cfg.NLI.Timeout,
-				MaxRetries: 2, Metrics: ms})
+				MaxRetries: 2, Metrics: ms, Registerer: reg})
 		}
 		if err != nil {
 			return nil, err

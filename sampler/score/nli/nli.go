@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ragwatch/ragwatch/collector/record"
 	"github.com/ragwatch/ragwatch/sampler/score"
 	"github.com/ragwatch/ragwatch/sampler/score/llm"
@@ -38,6 +40,8 @@ type Config struct {
 	Metrics    []string // enabled metrics; empty enables all
 	Now        func() time.Time
 	Sleep      func(ctx context.Context, d time.Duration) error
+	// Registerer receives ragwatch_nli_requests_total{outcome}; nil registers nothing.
+	Registerer prometheus.Registerer
 }
 
 // Probs are one pair's class probabilities.
@@ -49,7 +53,8 @@ type Probs struct {
 
 // Scorer asks the NLI server whether each document entails each claim.
 type Scorer struct {
-	c Config
+	c        Config
+	requests *prometheus.CounterVec // nil without a Registerer
 }
 
 var _ score.Scorer = (*Scorer)(nil)
@@ -101,7 +106,15 @@ func New(c Config) (*Scorer, error) {
 		}
 	}
 	c.URL = strings.TrimSuffix(c.URL, "/") + "/predict"
-	return &Scorer{c: c}, nil
+	s := &Scorer{c: c}
+	if c.Registerer != nil {
+		s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ragwatch_nli_requests_total",
+			Help: "Requests to the NLI model server by outcome (ok, error, timeout, bad_response)."}, []string{"outcome"})
+		if err := c.Registerer.Register(s.requests); err != nil {
+			return nil, fmt.Errorf("register nli metrics: %w", err)
+		}
+	}
+	return s, nil
 }
 
 func contains(l []string, s string) bool {
@@ -286,6 +299,23 @@ func stripMarkers(s string) string {
 	return strings.ReplaceAll(strings.Join(strings.Fields(b.String()), " "), " .", ".")
 }
 
+func (s *Scorer) count(err error) {
+	if s.requests == nil {
+		return
+	}
+	var bad badResponse
+	switch {
+	case err == nil:
+		s.requests.WithLabelValues("ok").Inc()
+	case errors.As(err, &bad):
+		s.requests.WithLabelValues("bad_response").Inc()
+	case errors.Is(err, context.DeadlineExceeded):
+		s.requests.WithLabelValues("timeout").Inc()
+	default:
+		s.requests.WithLabelValues("error").Inc()
+	}
+}
+
 // badResponse is a reply that parsed badly; repeating the request would not help.
 type badResponse struct{ msg string }
 
@@ -324,6 +354,7 @@ func (s *Scorer) predictBatch(ctx context.Context, pairs [][2]string) ([]Probs, 
 	}
 	for n := 0; ; n++ {
 		probs, retryAfter, err := s.post(ctx, body, len(pairs))
+		s.count(err)
 		if err == nil {
 			return probs, nil
 		}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/collector/record"
@@ -168,7 +170,8 @@ func TestRetryAndBadResponses(t *testing.T) {
 			return true
 		},
 	}
-	s, err := New(Config{URL: srv.URL, MaxRetries: 1, Metrics: []string{"faithfulness"},
+	reg := prometheus.NewRegistry()
+	s, err := New(Config{URL: srv.URL, MaxRetries: 1, Metrics: []string{"faithfulness"}, Registerer: reg,
 		Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +200,16 @@ func TestRetryAndBadResponses(t *testing.T) {
 				t.Fatalf("res %+v err %v", res, err)
 			}
 		})
+	}
+	want := `
+# HELP ragwatch_nli_requests_total Requests to the NLI model server by outcome (ok, error, timeout, bad_response).
+# TYPE ragwatch_nli_requests_total counter
+ragwatch_nli_requests_total{outcome="bad_response"} 4
+ragwatch_nli_requests_total{outcome="error"} 1
+ragwatch_nli_requests_total{outcome="ok"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
 	}
 }
 
