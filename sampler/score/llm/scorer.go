@@ -102,9 +102,10 @@ type verdict struct {
 func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, error) {
 	var out []score.Result
 	var failed score.Failure
+	st := &recordState{}
 	for _, m := range s.metrics {
 		var u Usage
-		v, err := s.scoreMetric(ctx, m, r, &u)
+		v, err := s.scoreMetric(ctx, m, r, &u, st)
 		if err != nil {
 			failed = append(failed, score.MetricError{Metric: m, Outcome: Outcome(err), Err: err})
 			if ctx.Err() != nil {
@@ -140,7 +141,15 @@ func weight(r *record.Record) float64 {
 	return 1
 }
 
-func (s *Scorer) scoreMetric(ctx context.Context, m string, r *record.Record, u *Usage) (verdict, error) {
+// recordState holds judge answers shared by several metrics of one record: citation precision
+// and recall ask the same question once (its tokens are charged to the first of them).
+type recordState struct {
+	citeDone bool
+	supports []bool
+	citeErr  error
+}
+
+func (s *Scorer) scoreMetric(ctx context.Context, m string, r *record.Record, u *Usage, st *recordState) (verdict, error) {
 	switch m {
 	case Faithfulness:
 		return s.faithfulness(ctx, r, u)
@@ -151,7 +160,7 @@ func (s *Scorer) scoreMetric(ctx context.Context, m string, r *record.Record, u 
 	case ContextRecall:
 		return s.contextRecall(ctx, r, u)
 	case CitationPrecision, CitationRecall:
-		return s.citation(ctx, m, r, u)
+		return s.citation(ctx, m, r, u, st)
 	case AnswerSimilarity:
 		return s.answerSimilarity(ctx, r, u)
 	default:
@@ -595,7 +604,7 @@ func CitationScore(metric string, statements int, pairStmt []int, supports []boo
 	return v.value, v.explanation, true
 }
 
-func (s *Scorer) citation(ctx context.Context, metric string, r *record.Record, u *Usage) (verdict, error) {
+func (s *Scorer) citation(ctx context.Context, metric string, r *record.Record, u *Usage, st *recordState) (verdict, error) {
 	if strings.TrimSpace(r.Answer) == "" || len(r.Documents) == 0 {
 		return verdict{skip: true}, nil
 	}
@@ -622,11 +631,14 @@ func (s *Scorer) citation(ctx context.Context, metric string, r *record.Record, 
 	case len(stmts) == 0:
 		return verdict{skip: true}, nil
 	}
-	supports, err := s.supportPairs(ctx, u, stmts, pairs)
-	if err != nil {
-		return verdict{}, err
+	if !st.citeDone {
+		st.supports, st.citeErr = s.supportPairs(ctx, u, stmts, pairs)
+		st.citeDone = true
 	}
-	return citationScores(metric, len(stmts), pairs, supports), nil
+	if st.citeErr != nil {
+		return verdict{}, st.citeErr
+	}
+	return citationScores(metric, len(stmts), pairs, st.supports), nil
 }
 
 // citationScores computes citation precision (supporting (statement, document) pairs over all
@@ -677,7 +689,7 @@ func (s *Scorer) supportPairs(ctx context.Context, u *Usage, stmts []Statement, 
 	var resp struct {
 		Verdicts []indexed `json:"verdicts"`
 	}
-	err := s.ask(ctx, u, Question{Metric: "citation",
+	err := s.ask(ctx, u, Question{Metric: "citation_precision_recall",
 		System: "You check whether a cited passage supports the claim it is cited for. " + dataRules,
 		User: b.String() + "For each index, decide whether the PASSAGE with that index, on its own, states or directly implies " +
 			`the CLAIM with the same index: "supported" or "unsupported". Reply as {"verdicts": [{"index": 0, "verdict": "supported", "reason": "short"}, ...]} ` +

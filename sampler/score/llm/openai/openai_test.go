@@ -533,7 +533,6 @@ func TestCitationMetrics(t *testing.T) {
 	srv := newServer(t)
 	srv.chat = []reply{
 		completion(`{"verdicts":[{"index":0,"verdict":"supported","reason":""},{"index":1,"verdict":"unsupported","reason":""}]}`, 10, 2),
-		completion(`{"verdicts":[{"index":0,"verdict":"supported","reason":""},{"index":1,"verdict":"unsupported","reason":""}]}`, 10, 2),
 	}
 	sc, _ := newScorer(t, srv, []string{"citation_precision", "citation_recall"}, llm.JudgeOptions{}, false)
 	res, err := sc.Score(context.Background(), r)
@@ -542,6 +541,9 @@ func TestCitationMetrics(t *testing.T) {
 	}
 	if len(res) != 2 || res[0].Value != 0.5 || math.Abs(res[1].Value-1.0/3) > 1e-12 {
 		t.Fatalf("res %+v: precision 1 of 2 pairs, recall 1 of 3 statements", res)
+	}
+	if len(srv.requests()) != 1 || res[0].InputTokens != 10 || res[1].InputTokens != 0 {
+		t.Fatalf("precision and recall should share one judge call, charged to the first: %d requests, %+v", len(srv.requests()), res)
 	}
 	if res[1].Explanation != "1 of 3 statements have a supporting citation" {
 		t.Fatalf("explanation %q", res[1].Explanation)
