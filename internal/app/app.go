@@ -333,7 +333,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 		return nil, err
 	}
 	srv.Mount("POST /api/v1/reload", a.reloadHandler())
-	srv.Mount("GET /api/v1/config", configHandler(cfg))
+	srv.Mount("GET /api/v1/config", a.configInForce()) // what reloads changed, redacted
 	a.add("http", srv.Start, srv.Shutdown)
 
 	rcv, err := otlp.New(otlp.Settings{

@@ -263,3 +263,11 @@ func (a *App) reloadHandler() http.Handler {
 		}
 	})
 }
+
+// configInForce serves GET /api/v1/config from the config in force, so the endpoint shows what
+// reloads changed (redacted as configHandler does).
+func (a *App) configInForce() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		configHandler(a.Config()).ServeHTTP(w, r)
+	})
+}

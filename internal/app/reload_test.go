@@ -215,6 +215,24 @@ func TestReloadAppliesAValidConfig(t *testing.T) {
 		t.Fatalf("config in force: http %s, evaluation_interval %v, alert_above %v, rate %v",
 			cfg.HTTP.Endpoint, cfg.Alerting.EvaluationInterval, *cfg.SLOs[0].AlertAbove, cfg.Sampling.Rate)
 	}
+	// GET /api/v1/config shows the config in force.
+	resp, err := http.Get(e.base + "/api/v1/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown struct {
+		HTTP struct {
+			Endpoint string `json:"endpoint"`
+		} `json:"http"`
+		SLOs []struct {
+			AlertAbove float64 `json:"alert_above"`
+		} `json:"slos"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&shown)
+	resp.Body.Close()
+	if err != nil || shown.HTTP.Endpoint != "127.0.0.1:0" || len(shown.SLOs) != 1 || shown.SLOs[0].AlertAbove != 0.1 {
+		t.Fatalf("GET /api/v1/config after reload: %v %+v", err, shown)
+	}
 	if logs := e.logs.String(); !strings.Contains(logs, `level=WARN msg="config reloaded; changed keys that need a restart keep their running values" component=reload restart_required="http, alerting.evaluation_interval"`) {
 		t.Fatalf("no restart warning in the log:\n%s", logs)
 	}
