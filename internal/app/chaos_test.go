@@ -303,8 +303,11 @@ notifiers:
 
 	// (b) The judge answers 500s, then hangs past its timeout, then recovers.
 	mode.Store(judgeFail)
-	errs0 := attempts("error")
+	errs0, jretries0 := attempts("error"), sum(t, reg, "ragwatch_judge_retries_total")
 	eventually("judge 500s counted", 10*time.Second, func() bool { return attempts("error") >= errs0+5 })
+	if got := sum(t, reg, "ragwatch_judge_retries_total"); got < jretries0+5 {
+		t.Fatalf("judge retries %v, want at least %v (max_retries 1 per failed call)", got, jretries0+5)
+	}
 	ingesting("judge failing", 100)
 	mode.Store(judgeHang)
 	to0 := attempts("timeout")
