@@ -20,10 +20,10 @@ import (
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/natsconn"
-	"github.com/ragwatch/ragwatch/sampler"
 	"github.com/ragwatch/ragwatch/sampler/decide"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 	"github.com/ragwatch/ragwatch/sampler/score"
+	"github.com/ragwatch/ragwatch/sampler/scorers"
 	"github.com/ragwatch/ragwatch/sampler/worker"
 )
 
@@ -98,16 +98,16 @@ func serveWorker(ctx context.Context, cfg *config.Config, logger *slog.Logger) (
 	}
 	defer conn.Close()
 
-	scorers, err := sampler.Scorers(cfg)
+	active, err := scorers.Build(cfg.Scoring, reg, logger.With("component", "scorers"))
 	if err != nil {
 		return fmt.Errorf("build scorers: %w", err)
 	}
-	if len(scorers) == 0 {
+	if len(active) == 0 {
 		return errors.New("no scorers are enabled (scoring.metrics / scoring.retrieval_k)")
 	}
 	budget := decide.NewBudget(cfg.Sampling.Budget, nil, reg, logger)
 	sink := score.Fanout{queue.NewScorePublisher(conn.NC, cfg.Scoring.Queue.ScoresSubjectPrefix)}
-	pool := worker.New(conn.JS, cfg.Scoring.ScoringRuntime, scorers, sink, worker.Options{
+	pool := worker.New(conn.JS, cfg.Scoring.ScoringRuntime, active, sink, worker.Options{
 		Replicas:   conn.Replicas,
 		Budget:     budget,
 		Services:   labels.NewServiceSet(cfg.Signals.MaxServices),

@@ -31,6 +31,8 @@ import (
 	"github.com/ragwatch/ragwatch/sampler"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 	"github.com/ragwatch/ragwatch/sampler/score"
+	"github.com/ragwatch/ragwatch/sampler/score/ring"
+	"github.com/ragwatch/ragwatch/sampler/scorers"
 )
 
 // Option adjusts how the App is built; tests use them to observe the pipeline.
@@ -221,20 +223,23 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	// workers (scoring.workers; 0 leaves scoring to `ragwatch worker` pods) publish results on
 	// ragwatch.scores.<service>, which the alert engine reads back exactly as it would from
 	// worker pods. The subscription is added first so it stops after the workers.
-	var scorers []score.Scorer
+	// The ring behind GET /api/v1/scores: the worst recent scores, fed by the same
+	// subscription as the alert engine, so it shows worker pods' scores too.
+	recent := ring.New(cfg.Scoring.Recent.Size, cfg.Scoring.Recent.IncludeContent)
+	var active []score.Scorer
 	if cfg.Scoring.Workers > 0 {
-		if scorers = o.scorers; scorers == nil {
-			if scorers, err = sampler.Scorers(cfg); err != nil {
+		if active = o.scorers; active == nil {
+			if active, err = scorers.Build(cfg.Scoring, reg, logger.With("component", "scorers")); err != nil {
 				return nil, fmt.Errorf("build scorers: %w", err)
 			}
 		}
-		scorers = redactScorers(scorers, redactor) // explanations leave on NATS and the API
+		active = redactScorers(active, redactor) // explanations leave on NATS and the API
 	}
-	samp := sampler.NewRuntime(cfg, conn.JS, conn.Replicas, scorers, nil, a.Services, reg, logger.With("component", "sampler"))
+	samp := sampler.NewRuntime(cfg, conn.JS, conn.Replicas, active, nil, a.Services, reg, logger.With("component", "sampler"))
 	a.Sampler = samp
 	var scoresSub *nats.Subscription
 	a.add("scores subscription", func(context.Context) error {
-		sub, err := queue.SubscribeScores(conn.NC, cfg.Scoring.Queue.ScoresSubjectPrefix, alertEngine, reg, logger.With("component", "scores"))
+		sub, err := queue.SubscribeScores(conn.NC, cfg.Scoring.Queue.ScoresSubjectPrefix, score.Fanout{alertEngine, recent}, reg, logger.With("component", "scores"))
 		scoresSub = sub
 		return err
 	}, func(context.Context) error {
@@ -252,6 +257,9 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 		sig,         // online signals: Prometheus, statsd, OTLP metrics
 		alertEngine, // signal SLOs and drift
 		samp.Stage,  // sampling for scoring
+	}
+	if cfg.Scoring.Recent.IncludeContent {
+		a.Records = append(a.Records, recent) // keeps a short preview of query and answer
 	}
 	// Feedback joined after its record goes to the same kind of list.
 	a.Feedback = feedbackFanout{
@@ -328,6 +336,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	}
 	a.HTTP = srv
 	srv.Mount("GET /api/v1/alerts", alertEngine.Handler())
+	srv.Mount("GET /api/v1/scores", recent.Handler())
 	srv.Mount("POST /api/v1/feedback", join.Handler(a.Ingest))
 	if a.reload, err = newReloader(o.reload, o.now, reg, logger.With("component", "reload")); err != nil {
 		return nil, err
