@@ -144,3 +144,81 @@ func TestMemoryLimitRefusesAndRecovers(t *testing.T) {
 		t.Fatalf("ragwatch_memory_limit_bytes = %v", m["ragwatch_memory_limit_bytes"])
 	}
 }
+
+// TestIntakeLimits sends JSON nested too deep and batches over limits.max_records_per_batch to
+// the API and to NATS: each is refused before decoding with a clear error and counted as
+// reason "limits"; a batch at the limit passes.
+func TestIntakeLimits(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Limits.Intake.MaxRecordsPerBatch = 3
+	cfg.Limits.Intake.MaxJSONDepth = 8
+	sk := &sink{}
+	a, err := app.New(cfg, nil, app.WithRecordSink(sk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
+	base := "http://" + a.Addrs().HTTP
+	rec := func(i int) string {
+		return `{"trace_id":"dddd00000000000000000000000000` + string(rune('0'+i/10)) + string(rune('0'+i%10)) + `","service":"svc","query":"q","answer":"a"}`
+	}
+	batch := func(from, n int) string {
+		var parts []string
+		for i := from; i < from+n; i++ {
+			parts = append(parts, rec(i))
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	deep := `{"trace_id":"dddd0000000000000000000000000099","service":"svc","query":"q","answer":"a","metadata":` +
+		strings.Repeat(`{"a":`, 10) + `1` + strings.Repeat(`}`, 10) + `}`
+	post := func(path, body string) (int, string) {
+		t.Helper()
+		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(b.String())
+	}
+	for _, c := range []struct {
+		path, body string
+		code       int
+		answer     string
+	}{
+		{"/api/v1/records", batch(0, 4), 400, `{"error":"over a limit","errors":["batch holds more than the limit of 3 items"]}`},
+		{"/api/v1/records", deep, 400, `{"error":"over a limit","errors":["JSON nests deeper than the limit of 8"]}`},
+		{"/api/v1/feedback", "[" + strings.Repeat(`{"trace_id":"dddd0000000000000000000000000001","score":1},`, 1000) + `{"trace_id":"dddd0000000000000000000000000001","score":1}]`, 400, ""},
+		{"/api/v1/records", batch(0, 3), 202, `{"accepted":3}`},
+	} {
+		code, answer := post(c.path, c.body)
+		if code != c.code || (c.answer != "" && answer != c.answer) {
+			t.Errorf("POST %s = %d %s, want %d %s", c.path, code, answer, c.code, c.answer)
+		}
+	}
+	nc, err := nats.Connect(a.NATS.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	for _, m := range []string{batch(10, 4), deep, batch(20, 3)} {
+		if err := nc.Publish("ragwatch.records.svc", []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = nc.Flush()
+	waitFor(t, "the NATS batch at the limit", func() bool { return sk.get("dddd0000000000000000000000000022") != nil })
+	waitFor(t, "NATS rejections", func() bool {
+		return counterValue(t, a, "ragwatch_ingest_rejected_total", "receiver", "nats", "reason", "limits") == 2
+	})
+	if got := counterValue(t, a, "ragwatch_ingest_rejected_total", "receiver", "api", "reason", "limits"); got != 3 {
+		t.Fatalf("api limits rejections = %v, want 3", got)
+	}
+	if sk.get("dddd0000000000000000000000000010") != nil || sk.get("dddd0000000000000000000000000099") != nil {
+		t.Fatal("a record of a refused message reached the pipeline")
+	}
+}
