@@ -59,8 +59,8 @@ func WithRecordSink(c record.Consumer) Option {
 	return func(o *options) { o.sinks = append(o.sinks, c) }
 }
 
-// WithScorers makes the in-process workers run scorers instead of those sampler.Scorers builds
-// from the config (tests, and backends sampler.Scorers does not build yet).
+// WithScorers makes the in-process workers run scorers instead of those built from the
+// scoring section (tests, custom scorers).
 func WithScorers(scorers ...score.Scorer) Option {
 	return func(o *options) { o.scorers = scorers }
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/ragwatch/ragwatch/collector/record"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/app"
-	"github.com/ragwatch/ragwatch/sampler/scorers"
 )
 
 // runNATS starts an external nats-server with JetStream storing in dir, on port (-1: a free
@@ -204,14 +203,9 @@ notifiers:
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	// sampler.Scorers does not build LLM backends yet: the judge comes from scorers.Build, the
-	// builder `ragwatch eval` uses, on the App's registry.
+	// The App builds the OpenAI judge from the scoring section, as `ragwatch run` does.
 	reg := prometheus.NewRegistry()
-	sc, err := scorers.Build(cfg.Scoring, reg, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := app.New(cfg, logger, app.WithRegistry(reg), app.WithScorers(sc...))
+	a, err := app.New(cfg, logger, app.WithRegistry(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
