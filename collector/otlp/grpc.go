@@ -3,6 +3,7 @@ package otlp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	_ "google.golang.org/grpc/encoding/gzip" // accept gzip-compressed exports
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
@@ -45,29 +47,91 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 			return ctx, st.Err()
 		}))
 	}
+	// The service takes the message as raw bytes and decodes it with pdata itself, so that a
+	// malformed request is answered INVALID_ARGUMENT with the reason (and counted), as the
+	// OTLP spec asks; through gRPC's codec it would be an opaque INTERNAL.
+	opts = append(opts, grpc.ForceServerCodecV2(rawCodec{}))
 	srv := grpc.NewServer(opts...)
-	ptraceotlp.RegisterGRPCServer(srv, &grpcTraces{r: r})
+	srv.RegisterService(&traceServiceDesc, &grpcTraces{r: r})
 	return srv
 }
 
+// exportMethod is the OTLP trace export's full gRPC method name.
+const exportMethod = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+// traceServiceDesc is OTLP's TraceService with Export taking and returning protobuf bytes.
+var traceServiceDesc = grpc.ServiceDesc{
+	ServiceName: "opentelemetry.proto.collector.trace.v1.TraceService",
+	HandlerType: (*rawExporter)(nil),
+	Methods: []grpc.MethodDesc{{
+		MethodName: "Export",
+		Handler: func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+			var in []byte
+			if err := dec(&in); err != nil {
+				return nil, err
+			}
+			exp := srv.(rawExporter)
+			if interceptor == nil {
+				return exp.export(ctx, in)
+			}
+			info := &grpc.UnaryServerInfo{Server: srv, FullMethod: exportMethod}
+			return interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
+				return exp.export(ctx, req.([]byte))
+			})
+		},
+	}},
+	Metadata: "opentelemetry/proto/collector/trace/v1/trace_service.proto",
+}
+
+type rawExporter interface {
+	export(ctx context.Context, in []byte) ([]byte, error)
+}
+
 type grpcTraces struct {
-	ptraceotlp.UnimplementedGRPCServer
 	r *Receiver
 }
 
-// Export implements ptraceotlp.GRPCServer.
-func (g *grpcTraces) Export(ctx context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+// export decodes one ExportTraceServiceRequest, hands it over and encodes the response.
+func (g *grpcTraces) export(ctx context.Context, in []byte) ([]byte, error) {
+	req := ptraceotlp.NewExportRequest()
+	if err := req.UnmarshalProto(in); err != nil {
+		g.r.set.Metrics.Rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonMalformed)
+		return nil, status.Error(codes.InvalidArgument, decodeMessage(ctProtobuf, err))
+	}
 	resp := ptraceotlp.NewExportResponse()
 	_, partial, err := g.r.consume(ctx, ingest.ReceiverOTLPGRPC, req.Traces())
 	if err != nil {
-		return resp, g.r.grpcStatus(err)
+		return nil, g.r.grpcStatus(err)
 	}
 	if partial != nil {
 		resp.PartialSuccess().SetRejectedSpans(partial.Rejected)
 		resp.PartialSuccess().SetErrorMessage(partial.Reason)
 	}
-	return resp, nil
+	return resp.MarshalProto()
 }
+
+// rawCodec hands message bytes through unchanged; the service decodes them itself. It is named
+// "proto" because that is the content subtype OTLP exporters send.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	b, ok := v.([]byte)
+	if !ok {
+		return nil, fmt.Errorf("otlp: cannot encode %T", v)
+	}
+	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	p, ok := v.(*[]byte)
+	if !ok {
+		return fmt.Errorf("otlp: cannot decode into %T", v)
+	}
+	*p = data.Materialize()
+	return nil
+}
+
+func (rawCodec) Name() string { return "proto" }
 
 // grpcStatus maps an error to the OTLP gRPC code: bad input is InvalidArgument (not retried);
 // overload is RESOURCE_EXHAUSTED with RetryInfo (the spec's retryable form); any other consumer
@@ -90,7 +154,7 @@ func (r *Receiver) grpcStatus(err error) error {
 }
 
 // grpcRejects counts requests that gRPC refuses before the handler runs: messages over the
-// size limit and undecodable protobuf.
+// size limit (also after decompression).
 type grpcRejects struct {
 	metrics *ingest.Metrics
 }
@@ -111,7 +175,5 @@ func (h *grpcRejects) HandleRPC(_ context.Context, s stats.RPCStats) {
 	switch {
 	case st.Code() == codes.ResourceExhausted && strings.Contains(msg, "larger than max"):
 		h.metrics.Rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonTooLarge)
-	case st.Code() == codes.Internal && strings.Contains(msg, "failed to unmarshal"):
-		h.metrics.Rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonMalformed)
 	}
 }
