@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -122,6 +123,17 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("gRPC invalid counted %v times", v)
 	}
 
+	// gRPC: truncated protobuf, put on the wire raw, is InvalidArgument with the reason.
+	var out []byte
+	err = conn.Invoke(context.Background(), "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+		valid[:len(valid)-3], &out, grpc.ForceCodecV2(rawBytes{}))
+	if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.HasPrefix(st.Message(), "invalid OTLP protobuf: ") {
+		t.Errorf("gRPC truncated protobuf: %v", err)
+	}
+	if v := scrape(t, e.base)[`ragwatch_ingest_rejected_total{reason="malformed",receiver="otlp_grpc"}`]; v != 1 {
+		t.Errorf("gRPC malformed counted %v times", v)
+	}
+
 	// Nothing bad reached the pipeline, and ragwatch still serves both receivers.
 	if n := e.sink.len(); n != 0 {
 		t.Fatalf("%d records from bad input", n)
@@ -205,3 +217,17 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("shutdown after failed start: %v", err)
 	}
 }
+
+// rawBytes is a gRPC codec that sends bytes as they are.
+type rawBytes struct{}
+
+func (rawBytes) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
+}
+
+func (rawBytes) Unmarshal(data mem.BufferSlice, v any) error {
+	*(v.(*[]byte)) = data.Materialize()
+	return nil
+}
+
+func (rawBytes) Name() string { return "proto" }
