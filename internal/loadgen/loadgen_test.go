@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -125,5 +127,32 @@ func TestRunWithoutRootSendsOnlyChildren(t *testing.T) {
 	}
 	if got := cs.spans.Load(); got != 160 {
 		t.Fatalf("server got %d spans, want 160 (4 of 5 per trace, no root)", got)
+	}
+}
+
+func TestCutByEnd(t *testing.T) {
+	soon, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	later, cancel2 := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel2()
+	past, cancel3 := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+	defer cancel3()
+	deadline := status.Error(codes.DeadlineExceeded, "context deadline exceeded")
+	unavailable := status.Error(codes.Unavailable, "connection refused")
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{"deadline exceeded just before the end", soon, deadline, true},
+		{"another error just before the end", soon, unavailable, false},
+		{"deadline exceeded long before the end", later, deadline, false},
+		{"any error after the end", past, unavailable, true},
+		{"no end", context.Background(), deadline, false},
+	} {
+		if got := cutByEnd(c.ctx, c.err); got != c.want {
+			t.Errorf("%s: cutByEnd = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
