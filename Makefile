@@ -36,9 +36,10 @@ fuzz:
 		done; \
 	done
 
-## bench: benchmarks with allocations (BENCH=Regexp to narrow)
+## bench: the Go benchmarks with allocations and CPU per op, then a short loadgen run against a
+## fresh ragwatch (scripts/bench.sh; BENCH=Regexp to narrow, BENCHTIME=, LOAD=0 skips the run)
 bench:
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...
+	GO='$(GO)' BENCH='$(BENCH)' scripts/bench.sh
 
 ## fmt: format the Go sources
 fmt:
