@@ -332,3 +332,47 @@ func TestReloadWithoutSource(t *testing.T) {
 		t.Fatalf("reload without a source: %v", err)
 	}
 }
+
+// TestReloadUnderTraffic reloads back and forth while records flow and the engine evaluates,
+// for the race detector: every swap is safe against the record path.
+func TestReloadUnderTraffic(t *testing.T) {
+	a := fmt.Sprintf(reloadConfig, "0", "0.1", "")
+	b := fmt.Sprintf(reloadConfig, "1", "0.9", `notifiers:
+  - {name: hook, type: webhook, url: "http://127.0.0.1:1/hook", max_retries: 0, timeout: 1s}
+`)
+	e := startReloadEnv(t, a)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			r := &record.Record{TraceID: fmt.Sprintf("%032x", i+1), Service: "svc", Query: "q", Time: e.now()}
+			if err := e.app.Records.ConsumeRecord(context.Background(), r); err != nil {
+				t.Error(err)
+				return
+			}
+			e.app.Alerts.Evaluate(context.Background())
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		if i%2 == 0 {
+			e.write(t, b)
+		} else {
+			e.write(t, a)
+		}
+		if _, err := e.app.Reload(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if got := *e.app.Config().SLOs[0].AlertAbove; got != 0.1 {
+		t.Fatalf("alert_above %v after the last reload", got)
+	}
+}
