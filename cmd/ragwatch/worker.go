@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/app"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/natsconn"
 	"github.com/ragwatch/ragwatch/sampler/decide"
@@ -101,6 +102,10 @@ func serveWorker(ctx context.Context, cfg *config.Config, logger *slog.Logger) (
 	active, err := scorers.Build(cfg.Scoring, reg, logger.With("component", "scorers"))
 	if err != nil {
 		return fmt.Errorf("build scorers: %w", err)
+	}
+	// Explanations leave on NATS: redact them as the sidecar does.
+	if active, err = app.RedactScorers(cfg, reg, active); err != nil {
+		return err
 	}
 	if len(active) == 0 {
 		return errors.New("no scorers are enabled (scoring.metrics / scoring.retrieval_k)")

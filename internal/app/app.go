@@ -226,6 +226,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	// The ring behind GET /api/v1/scores: the worst recent scores, fed by the same
 	// subscription as the alert engine, so it shows worker pods' scores too.
 	recent := ring.New(cfg.Scoring.Recent.Size, cfg.Scoring.Recent.IncludeContent)
+	recentIn := redactRecent(recent, redactor) // API output: explanations and previews redacted
 	var active []score.Scorer
 	if cfg.Scoring.Workers > 0 {
 		if active = o.scorers; active == nil {
@@ -239,7 +240,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	a.Sampler = samp
 	var scoresSub *nats.Subscription
 	a.add("scores subscription", func(context.Context) error {
-		sub, err := queue.SubscribeScores(conn.NC, cfg.Scoring.Queue.ScoresSubjectPrefix, score.Fanout{alertEngine, recent}, reg, logger.With("component", "scores"))
+		sub, err := queue.SubscribeScores(conn.NC, cfg.Scoring.Queue.ScoresSubjectPrefix, score.Fanout{alertEngine, recentIn}, reg, logger.With("component", "scores"))
 		scoresSub = sub
 		return err
 	}, func(context.Context) error {
@@ -259,7 +260,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 		samp.Stage,  // sampling for scoring
 	}
 	if cfg.Scoring.Recent.IncludeContent {
-		a.Records = append(a.Records, recent) // keeps a short preview of query and answer
+		a.Records = append(a.Records, recentIn) // keeps a short preview of query and answer
 	}
 	// Feedback joined after its record goes to the same kind of list.
 	a.Feedback = feedbackFanout{

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 	"github.com/ragwatch/ragwatch/sampler/score"
+	"github.com/ragwatch/ragwatch/sampler/score/ring"
 )
 
 // quotingScorer explains its verdict by quoting the answer, as LLM judges' reasoning does.
@@ -123,6 +125,43 @@ func TestRedactURLs(t *testing.T) {
 	} {
 		if got := redactURLs(in); got != want {
 			t.Errorf("redactURLs(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestScoresAPIIsRedacted feeds the /api/v1/scores ring (content enabled) through the
+// redacting wrapper with a record and an unredacted result from a worker pod, and checks the
+// API answer holds markers, not the personal data; the record itself is left unchanged.
+func TestScoresAPIIsRedacted(t *testing.T) {
+	red, err := buildRedactor(config.Default(), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg := ring.New(10, true)
+	in := redactRecent(rg, red)
+	rec := &record.Record{TraceID: "ffff0000000000000000000000000001", Service: "svc",
+		Query: "Is GB82 WEST 1234 5698 7654 32 my account?", Answer: "Yes, write to ops@bank.example."}
+	if err := in.ConsumeRecord(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Query != "Is GB82 WEST 1234 5698 7654 32 my account?" {
+		t.Fatalf("the shared record was changed: %q", rec.Query)
+	}
+	res := []score.Result{{TraceID: rec.TraceID, Service: "svc", Metric: "faithfulness", Value: 0.2, Scorer: "pod",
+		Explanation: "claims ops@bank.example is the contact"}}
+	if err := in.ConsumeScores(context.Background(), res); err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Explanation != "claims ops@bank.example is the contact" {
+		t.Fatal("the shared result was changed")
+	}
+	w := httptest.NewRecorder()
+	rg.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/scores", nil))
+	body := w.Body.String()
+	for _, want := range []string{`"query":"Is [REDACTED:iban] my account?"`, `"answer":"Yes, write to [REDACTED:email]."`,
+		`"explanation":"claims [REDACTED:email] is the contact"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("GET /api/v1/scores = %s, lacks %s", body, want)
 		}
 	}
 }

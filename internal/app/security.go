@@ -190,3 +190,53 @@ func redactURLs(s string) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// RedactScorers wraps scorers so the explanations of their results are redacted as
+// cfg.Redaction says, counting redactions in reg. `ragwatch worker` uses it so worker pods
+// publish the same redacted results as the sidecar's in-process workers.
+func RedactScorers(cfg *config.Config, reg prometheus.Registerer, scorers []score.Scorer) ([]score.Scorer, error) {
+	r, err := buildRedactor(cfg, reg)
+	if err != nil {
+		return nil, err
+	}
+	return redactScorers(scorers, r), nil
+}
+
+// recentSink is what the /api/v1/scores ring takes: scores and, with include_content, records.
+type recentSink interface {
+	score.Consumer
+	record.Consumer
+}
+
+// redactingRecent redacts what reaches the ring behind GET /api/v1/scores: explanations of
+// results from any worker (pods too) and the query and answer previews of records.
+type redactingRecent struct {
+	next recentSink
+	r    *redact.Redactor
+}
+
+func redactRecent(next recentSink, r *redact.Redactor) recentSink {
+	if r == nil {
+		return next
+	}
+	return redactingRecent{next: next, r: r}
+}
+
+// ConsumeScores implements score.Consumer on copies: the results are shared with other
+// consumers.
+func (s redactingRecent) ConsumeScores(ctx context.Context, results []score.Result) error {
+	out := make([]score.Result, len(results))
+	for i, res := range results {
+		res.Explanation = s.r.String(res.Explanation)
+		out[i] = res
+	}
+	return s.next.ConsumeScores(ctx, out)
+}
+
+// ConsumeRecord implements record.Consumer with a shallow copy whose query and answer are
+// redacted; the record itself goes on unchanged to the other stages.
+func (s redactingRecent) ConsumeRecord(ctx context.Context, rec *record.Record) error {
+	c := *rec
+	c.Query, c.Answer = s.r.String(rec.Query), s.r.String(rec.Answer)
+	return s.next.ConsumeRecord(ctx, &c)
+}
