@@ -155,3 +155,38 @@ func TestFanout(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// FuzzDecodeJSON feeds arbitrary bodies to the decoder the API and NATS use: it never panics,
+// and what it accepts is valid, normalized and round-trips through JSON.
+func FuzzDecodeJSON(f *testing.F) {
+	f.Add([]byte(issueExample))
+	f.Add([]byte(`[{"trace_id":"a","query":"q"},{"trace_id":"b","answer":"x [1]","documents":[{"id":"d"}]}]`))
+	f.Add([]byte(`[null]`))
+	f.Add([]byte(`{"trace_id":"t","documents":[{"id":"d","score":1e400}]}`))
+	f.Add([]byte(`[[[[[[{}]]]]]]`))
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		recs, err := DecodeJSON(body, now)
+		if err != nil {
+			if recs != nil {
+				t.Fatalf("records with an error: %v", err)
+			}
+			return
+		}
+		for _, r := range recs {
+			if verr := r.Validate(); verr != nil {
+				t.Fatalf("accepted an invalid record: %v", verr)
+			}
+			if r.Time.IsZero() {
+				t.Fatal("time not filled")
+			}
+			b, err := json.Marshal(r)
+			if err != nil {
+				t.Fatalf("accepted record does not encode: %v", err)
+			}
+			if _, err := DecodeJSON(b, now); err != nil {
+				t.Fatalf("accepted record does not decode again: %v\n%s", err, b)
+			}
+		}
+	})
+}
