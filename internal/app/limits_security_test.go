@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -220,5 +223,108 @@ func TestIntakeLimits(t *testing.T) {
 	}
 	if sk.get("dddd0000000000000000000000000010") != nil || sk.get("dddd0000000000000000000000000099") != nil {
 		t.Fatal("a record of a refused message reached the pipeline")
+	}
+}
+
+// liveHeap reads the same runtime metric as the memory guard.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// TestMemoryFloodStaysBounded floods the OTLP HTTP receiver with open traces the assembler has
+// to hold (about 360 MB in all) under GOMEMLIMIT 128 MiB, with the real heap read every 10 ms:
+// the receiver starts refusing with 503 at 90% of GOMEMLIMIT and the peak heap stays under
+// GOMEMLIMIT instead of growing with the input (519 MiB measured without a limit).
+func TestMemoryFloodStaysBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("floods the heap")
+	}
+	runtime.GC()
+	// GOMEMLIMIT 128 MiB and memory_limit_mib 0: the guard refuses at 90% of it, and the
+	// garbage collector works harder near the limit, so garbage does not pile up on top.
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(128 << 20))
+	cfg := testConfig(t)
+	cfg.Limits.MemoryLimitMiB = 0
+	cfg.Assembly.Timeout = time.Minute // open traces stay in the assembler
+	cfg.Assembly.MaxBytes = 4 << 30    // so only the memory guard bounds them
+	a, err := app.New(cfg, nil, app.WithHeapReader(liveHeap, 10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
+
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if h := liveHeap(); h > peak.Load() {
+				peak.Store(h)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	value := strings.Repeat("x", 900_000)
+	url := "http://" + a.Addrs().OTLPHTTP + "/v1/traces"
+	accepted, refused := 0, 0
+	for i := range 100 {
+		td := ragTrace(byte(i))
+		rs := td.ResourceSpans().At(0)
+		spans := rs.ScopeSpans().At(0).Spans()
+		root := spans.At(0)
+		root.SetParentSpanID([8]byte{9, 9, 9, 9, 9, 9, 9, 9}) // its parent never comes: the trace stays open
+		tid := root.TraceID()
+		tid[13] = byte(i >> 8)
+		root.SetTraceID(tid)
+		for k := range 4 {
+			s := spans.AppendEmpty()
+			root.CopyTo(s)
+			s.SetSpanID([8]byte{0, 0, 0, 0, 0, 0, 1, byte(k)})
+			s.Attributes().PutStr("rag.document", value)
+		}
+		body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Post(url, "application/x-protobuf", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK:
+			accepted++
+		case http.StatusServiceUnavailable:
+			refused++
+		default:
+			t.Fatalf("request %d: status %d", i, resp.StatusCode)
+		}
+	}
+	close(stop)
+	<-done
+	t.Logf("accepted %d, refused %d of 100 requests of 3.6 MB; peak heap %d MiB under GOMEMLIMIT 128 MiB",
+		accepted, refused, peak.Load()>>20)
+	if refused == 0 {
+		t.Fatal("the flood was never refused")
+	}
+	// Measured 116-119 MiB; the margin covers the requests in flight during one 10 ms sample.
+	if p := peak.Load(); p > 144<<20 {
+		t.Fatalf("peak heap %d MiB, over GOMEMLIMIT 128 MiB plus 16 MiB in flight", p>>20)
+	}
+	if got := counterValue(t, a, "ragwatch_memory_refusals_total"); got != float64(refused) {
+		t.Fatalf("memory refusals = %v, want %d", got, refused)
+	}
+	if got := counterValue(t, a, "ragwatch_ingest_rejected_total", "receiver", "otlp_http", "reason", "overloaded"); got != float64(refused) {
+		t.Fatalf("overloaded count = %v, want %d", got, refused)
 	}
 }
