@@ -99,14 +99,16 @@ func serveWorker(ctx context.Context, cfg *config.Config, logger *slog.Logger) (
 	}
 	defer conn.Close()
 
-	active, err := scorers.Build(cfg.Scoring, reg, logger.With("component", "scorers"))
+	// Judge prompts and explanations leave the process: redact them as the sidecar does.
+	redactor, err := app.NewRedactor(cfg, reg)
+	if err != nil {
+		return err
+	}
+	active, err := scorers.Build(cfg.Scoring, reg, logger.With("component", "scorers"), app.JudgeRedaction(redactor)...)
 	if err != nil {
 		return fmt.Errorf("build scorers: %w", err)
 	}
-	// Explanations leave on NATS: redact them as the sidecar does.
-	if active, err = app.RedactScorers(cfg, reg, active); err != nil {
-		return err
-	}
+	active = app.RedactScorers(active, redactor)
 	if len(active) == 0 {
 		return errors.New("no scorers are enabled (scoring.metrics / scoring.retrieval_k)")
 	}

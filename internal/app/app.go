@@ -230,7 +230,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	var active []score.Scorer
 	if cfg.Scoring.Workers > 0 {
 		if active = o.scorers; active == nil {
-			if active, err = scorers.Build(cfg.Scoring, reg, logger.With("component", "scorers")); err != nil {
+			if active, err = scorers.Build(cfg.Scoring, reg, logger.With("component", "scorers"), JudgeRedaction(redactor)...); err != nil {
 				return nil, fmt.Errorf("build scorers: %w", err)
 			}
 		}

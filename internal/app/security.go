@@ -17,6 +17,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/redact"
 	"github.com/ragwatch/ragwatch/internal/secure"
 	"github.com/ragwatch/ragwatch/sampler/score"
+	"github.com/ragwatch/ragwatch/sampler/scorers"
 )
 
 // security is the resolved TLS configs and bearer tokens of the listeners.
@@ -191,15 +192,27 @@ func redactURLs(s string) string {
 	return strings.Join(parts, ",")
 }
 
-// RedactScorers wraps scorers so the explanations of their results are redacted as
-// cfg.Redaction says, counting redactions in reg. `ragwatch worker` uses it so worker pods
-// publish the same redacted results as the sidecar's in-process workers.
-func RedactScorers(cfg *config.Config, reg prometheus.Registerer, scorers []score.Scorer) ([]score.Scorer, error) {
-	r, err := buildRedactor(cfg, reg)
-	if err != nil {
-		return nil, err
+// NewRedactor builds the redactor of cfg.Redaction (nil when disabled), counting in reg. Build
+// one per process: `ragwatch worker` uses it with JudgeRedaction and RedactScorers so worker
+// pods redact exactly like the sidecar's in-process workers.
+func NewRedactor(cfg *config.Config, reg prometheus.Registerer) (*redact.Redactor, error) {
+	return buildRedactor(cfg, reg)
+}
+
+// RedactScorers wraps scorers so the explanations of their results are redacted by r (nil
+// leaves them as they are).
+func RedactScorers(scorers []score.Scorer, r *redact.Redactor) []score.Scorer {
+	return redactScorers(scorers, r)
+}
+
+// JudgeRedaction is the scorers.Build option that makes LLM judges redact their prompts with r
+// (custom patterns, counted). With r nil (redaction disabled) judges keep their built-in
+// default: prompts to an external judge are redacted regardless.
+func JudgeRedaction(r *redact.Redactor) []scorers.Option {
+	if r == nil {
+		return nil
 	}
-	return redactScorers(scorers, r), nil
+	return []scorers.Option{scorers.WithRedact(r.String)}
 }
 
 // recentSink is what the /api/v1/scores ring takes: scores and, with include_content, records.

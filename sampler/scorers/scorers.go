@@ -22,13 +22,31 @@ import (
 	"github.com/ragwatch/ragwatch/sampler/score/retrieval"
 )
 
+// Option adjusts Build.
+type Option func(*buildOptions)
+
+type buildOptions struct {
+	redact func(string) string
+}
+
+// WithRedact makes every LLM judge filter its prompts through redact: the process's redactor,
+// so that custom patterns apply and redactions are counted. Without it judges still redact
+// with the built-in detectors (llm.JudgeOptions.Redact).
+func WithRedact(redact func(string) string) Option {
+	return func(o *buildOptions) { o.redact = redact }
+}
+
 // Build returns one scorer per backend that has enabled metrics, plus the retrieval scorer
 // when retrieval metrics are on. Each metric goes to exactly one backend
 // (config.ScoringEngine.MetricBackend). API keys are read here, through config.ReadSecret, so
 // a missing key fails start-up with the variable or file named, never the value. reg may be
 // nil (no metrics); it must not already hold the judge or NLI metrics, so call Build once per
 // registry.
-func Build(cfg config.Scoring, reg prometheus.Registerer, logger *slog.Logger) ([]score.Scorer, error) {
+func Build(cfg config.Scoring, reg prometheus.Registerer, logger *slog.Logger, opts ...Option) ([]score.Scorer, error) {
+	var bo buildOptions
+	for _, o := range opts {
+		o(&bo)
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -50,7 +68,7 @@ func Build(cfg config.Scoring, reg prometheus.Registerer, logger *slog.Logger) (
 			judgeMetrics = m
 		}
 		return llm.JudgeOptions{Timeout: b.Timeout, MaxRetries: b.MaxRetries, MaxConcurrency: b.MaxConcurrency,
-			MaxTokens: b.MaxTokens, Metrics: judgeMetrics, Logger: logger,
+			MaxTokens: b.MaxTokens, Metrics: judgeMetrics, Logger: logger, Redact: bo.redact,
 			Pricing: llm.Pricing{InputPerMTok: b.InputCostPerMTok, OutputPerMTok: b.OutputCostPerMTok}}, nil
 	}
 	var out []score.Scorer
