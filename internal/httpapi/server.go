@@ -331,7 +331,7 @@ func (s *Server) guard(pattern string, h http.Handler) http.Handler {
 		h = s.refuse(h)
 	}
 	if s.set.Tokens == nil {
-		return h
+		return s.loopbackOnly(h)
 	}
 	return s.set.Tokens.HTTP(h, func() {
 		if s.set.Metrics != nil {
@@ -349,6 +349,23 @@ func (s *Server) refuse(h http.Handler) http.Handler {
 			secs := int((s.set.RefuseRetryAfter + time.Second - 1) / time.Second)
 			w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
 			WriteError(w, http.StatusServiceUnavailable, "ragwatch is over its memory limit, retry later")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// loopbackOnly serves the API without a token only to clients on the same host (the app in
+// the pod), since its answers carry content and its writes feed the pipeline: a listener on
+// 0.0.0.0 for Prometheus must not open the API to the network until http.auth is set.
+func (s *Server) loopbackOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			if s.set.Metrics != nil {
+				s.set.Metrics.Rejected(ingest.ReceiverAPI, ingest.ReasonUnauthenticated)
+			}
+			http.Error(w, "the API answers clients on other hosts only when http.auth is configured", http.StatusForbidden)
 			return
 		}
 		h.ServeHTTP(w, r)
