@@ -41,3 +41,15 @@ func TestCommittedRulesAreCurrent(t *testing.T) {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
 }
+
+func TestAlertmanagerExampleIsValid(t *testing.T) {
+	amtool, err := exec.LookPath("amtool")
+	if err != nil {
+		t.Skip("amtool not on PATH (Debian package prometheus-alertmanager)")
+	}
+	for _, f := range []string{"alertmanager/alertmanager.yml", "compose/alertmanager.yml"} {
+		if out, err := exec.Command(amtool, "check-config", f).CombinedOutput(); err != nil {
+			t.Errorf("amtool check-config %s: %v\n%s", f, err, out)
+		}
+	}
+}
