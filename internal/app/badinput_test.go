@@ -231,3 +231,28 @@ func (rawBytes) Unmarshal(data mem.BufferSlice, v any) error {
 }
 
 func (rawBytes) Name() string { return "proto" }
+
+// TestInvalidUTF8ServiceName: OTLP protobuf strings are not checked on decode, and Prometheus
+// panics on a label value that is not UTF-8. One such service.name once crashed the process;
+// now it is labelled "other" and ragwatch keeps serving.
+func TestInvalidUTF8ServiceName(t *testing.T) {
+	e := startEnv(t, testConfig(t))
+	td := ragTrace(9)
+	td.ResourceSpans().At(0).Resource().Attributes().PutStr("service.name", "\xf4")
+	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post("http://"+e.app.Addrs().OTLPHTTP+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	waitFor(t, "record", func() bool { return e.sink.len() == 1 })
+	if v := scrape(t, e.base)[`ragwatch_requests_total{service="other"}`]; v != 1 {
+		t.Errorf(`requests_total{service="other"} = %v, want 1`, v)
+	}
+}

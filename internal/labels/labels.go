@@ -2,7 +2,10 @@
 // metric cardinality stays fixed whatever the traffic.
 package labels
 
-import "sync"
+import (
+	"sync"
+	"unicode/utf8"
+)
 
 // Other is the label value for everything past the cap.
 const Other = "other"
@@ -22,12 +25,14 @@ func NewServiceSet(max int) *ServiceSet {
 }
 
 // Label returns the label value for service: itself if admitted, else Other. An empty name
-// is "unknown".
+// is "unknown"; a name longer than 128 bytes or not valid UTF-8 is Other.
 func (s *ServiceSet) Label(service string) string {
 	if service == "" {
 		service = "unknown"
 	}
-	if len(service) > 128 {
+	// Prometheus panics on a label value that is not valid UTF-8, and OTLP protobuf decoding
+	// does not check strings: such a name must never become a label.
+	if len(service) > 128 || !utf8.ValidString(service) {
 		return Other
 	}
 	s.mu.RLock()
