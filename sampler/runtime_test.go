@@ -164,6 +164,11 @@ func TestRuntimeBudgetFromWorkerPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Shutdown(context.Background())
+	// The runtime subscribed on nc; a flush round trip makes sure the server has the
+	// subscription before the pod publishes (core NATS drops messages nobody listens to).
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 
 	// A worker pod publishes results that cost 0.6 each.
 	podConn, err := nats.Connect(srv.ClientURL())

@@ -54,7 +54,9 @@ func embedded(t testing.TB) (*natsconn.Conn, *nats.Conn, config.NATS) {
 
 func waitFor(t *testing.T, what string, f func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	// Generous: under -race on a loaded 2-core machine a JetStream redelivery after ack_wait
+	// can take several seconds; a pass returns as soon as the condition holds.
+	deadline := time.Now().Add(40 * time.Second)
 	for !f() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -368,7 +370,8 @@ func TestJetStreamCrashAndRestartCountsEachRecordOnce(t *testing.T) {
 	b, bnc := run("ragwatch-b", 0)
 	waitFor(t, "200 records", func() bool { u, _ := sink.snapshot(); return u == 200 })
 	waitFor(t, "the redelivered record to be recognised", func() bool {
-		return value(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"reason": "duplicate"}) == 1
+		// >= 1: a second duplicate would fail the exact check at the end with the counts.
+		return value(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"reason": "duplicate"}) >= 1
 	})
 	stop(b, bnc) // a clean stop: drains and acks
 
