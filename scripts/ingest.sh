@@ -32,7 +32,7 @@ trap cleanup EXIT
 RW=${RW:-}
 if [[ -z "$RW" ]]; then
 	RW=$tmp/ragwatch
-	(cd "$here" && CGO_ENABLED=0 ${GO:-go} build -ldflags "-X main.version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o "$RW" ./cmd/ragwatch)
+	(cd "$here" && CGO_ENABLED=0 ${GO:-go} build -trimpath -ldflags "-s -w -X main.version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o "$RW" ./cmd/ragwatch)
 fi
 LOADGEN_ARGS=${LOADGEN_ARGS:-"--rate 0 --duration 20s --spans 5 --documents 5 --doc-bytes 1024 --batch 50 --concurrency 4"}
 SETTLE=${SETTLE:-10s}
@@ -85,6 +85,9 @@ get() {
 metric() { get "http://$api/metrics" | awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $NF } END { printf "%.0f", s }'; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status"; }
+# anon_kib: the resident memory that is the process's own (heap, stacks), without the mapped
+# binary's file pages that VmRSS also counts.
+anon_kib() { awk '/^RssAnon:/ { print $2 }' "/proc/$pid/status"; }
 tck=$(getconf CLK_TCK)
 
 env ${RW_ENV:-} "$RW" run -c "$tmp/ragwatch.yaml" >"$tmp/ragwatch.log" 2>&1 &
@@ -113,21 +116,24 @@ settle() {
 }
 
 if [[ -n "${WARMUP:-}" ]]; then
-	# Same traffic, not measured: the heap, caches and buffers reach their working size first.
-	"${LG:-$RW}" loadgen --protocol grpc --endpoint "$grpc" $LOADGEN_ARGS --duration "$WARMUP" | sed 's/^/warmup: /' || true
+	# Same traffic (other trace ids: another seed), not measured: the heap, caches and buffers
+	# reach their working size first.
+	"${LG:-$RW}" loadgen --protocol grpc --endpoint "$grpc" $LOADGEN_ARGS --duration "$WARMUP" --seed 7919 | sed 's/^/warmup: /' || true
 	settle
 fi
 rss_idle=$(rss_kib)
+anon_start=$(anon_kib)
 cpu0=$(cpu_ticks)
 rec0=$(metric ragwatch_records_total)
 peak=$rss_idle
 (
 	i=0
 	while kill -0 "$pid" 2>/dev/null; do
-		r=$(rss_kib)
+		r=$(rss_kib) an=$(anon_kib)
 		echo "$r" >>"$tmp/rss"
+		echo "$an" >>"$tmp/anon"
 		if [[ "$RSS_EVERY" != 0 ]] && ((i % RSS_EVERY == 0)); then
-			echo "rss t=${i}s $((r / 1024)) MiB held_traces=$(metric ragwatch_assembly_traces_held) held_bytes=$(metric ragwatch_assembly_held_bytes) evicted=$(metric ragwatch_traces_evicted_total)"
+			echo "rss t=${i}s $((r / 1024)) MiB anon $((an / 1024)) MiB held_traces=$(metric ragwatch_assembly_traces_held) held_bytes=$(metric ragwatch_assembly_held_bytes) evicted=$(metric ragwatch_traces_evicted_total)"
 		fi
 		i=$((i + 1))
 		sleep 1
@@ -154,16 +160,18 @@ rss_end=$(rss_kib)
 kill "$sampler" 2>/dev/null || true
 wait "$sampler" 2>/dev/null || true
 [[ -s "$tmp/rss" ]] && peak=$(sort -n "$tmp/rss" | tail -1)
+anon_peak=0
+[[ -s "$tmp/anon" ]] && anon_peak=$(sort -n "$tmp/anon" | tail -1)
 
 records=$((rec1 - rec0))
 cpu_ms=$(((cpu1 - cpu0) * 1000 / tck))
 echo "ragwatch: records=$records (loadgen sent ${sent:-?}) cpu=${cpu_ms}ms (during load $(((cpu_load - cpu0) * 1000 / tck))ms)" \
 	"cpu_per_trace=$(awk -v c="$cpu_ms" -v r="$records" 'BEGIN { if (r > 0) printf "%.1fus", c * 1000 / r; else print "n/a" }')" \
-	"rss_start=$((rss_idle / 1024))MiB rss_peak=$((peak / 1024))MiB rss_end=$((rss_end / 1024))MiB"
+	"rss_start=$((rss_idle / 1024))MiB rss_peak=$((peak / 1024))MiB rss_end=$((rss_end / 1024))MiB anon_start=$((anon_start / 1024))MiB anon_peak=$((anon_peak / 1024))MiB"
 echo "ragwatch: records by outcome: $(get "http://$api/metrics" | awk '/^ragwatch_records_total\{/ { o = $1; sub(/.*outcome="/, "", o); sub(/".*/, "", o); s[o] += $NF } END { for (o in s) printf "%s=%.0f ", o, s[o] }')"
 echo "ragwatch: spans_received=$(metric ragwatch_spans_received_total) rejected=$(metric ragwatch_ingest_rejected_total)" \
 	"evicted=$(metric ragwatch_traces_evicted_total) late_spans=$(metric ragwatch_late_spans_total)" \
-	"delivery_errors=$(metric ragwatch_assembly_delivery_errors_total) held=$(metric ragwatch_assembly_traces_held)" \
+	"delivery_errors=$(metric ragwatch_assembly_delivery_errors_total) held=$(metric ragwatch_assembly_traces_held) feedback_state_errors=$(metric ragwatch_feedback_state_errors_total)" \
 	"sampled=$(metric ragwatch_sampled_total) scoring_dropped=$(metric ragwatch_scoring_dropped_total) scorer_calls=$(metric ragwatch_scoring_attempts_total)"
 if grep -qiE 'level=(ERROR|WARN)' "$tmp/ragwatch.log"; then
 	echo "ragwatch log (warnings/errors, first 5):"
