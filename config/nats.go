@@ -344,6 +344,10 @@ type Feedback struct {
 	MaxEntries int `yaml:"max_entries"`
 	// Bucket is the JetStream KV bucket that persists the join state ("" keeps it in memory).
 	Bucket string `yaml:"bucket"`
+	// PersistSeen also persists every record's ids in the bucket, for feedback that arrives
+	// after a restart or at another sidecar sharing the bucket. It costs a KV write and a key
+	// per record for `retention`; off by default, when only pending feedback is persisted.
+	PersistSeen bool `yaml:"persist_seen"`
 }
 
 func defaultFeedback() Feedback {

@@ -48,10 +48,15 @@ type Settings struct {
 	// NextFeedback receives feedback that arrived after its record, and orphaned feedback.
 	NextFeedback record.FeedbackConsumer
 	// KV persists the join state across restarts; nil keeps it in memory only.
-	KV         jetstream.KeyValue
-	Registerer prometheus.Registerer
-	Logger     *slog.Logger
-	Now        func() time.Time
+	KV jetstream.KeyValue
+	// PersistSeen also writes every record's ids to KV, so that feedback arriving after a
+	// restart, or at another sidecar sharing the bucket, still finds its record. It costs one
+	// KV write per record (the largest ingest cost) and one key per record for Retention, so
+	// it is off by default: pending feedback is persisted either way.
+	PersistSeen bool
+	Registerer  prometheus.Registerer
+	Logger      *slog.Logger
+	Now         func() time.Time
 	// SweepInterval is how often Start's loop orphans expired feedback (default
 	// min(Retention/20, 1m)).
 	SweepInterval time.Duration
@@ -219,7 +224,7 @@ func (j *Join) writer() {
 // persistSeen writes a record's state through the writer when it runs, else at once. A full
 // queue drops the write (the join keeps working from memory) and counts it.
 func (j *Join) persistSeen(ctx context.Context, e entry) {
-	if j.s.KV == nil {
+	if j.s.KV == nil || !j.s.PersistSeen {
 		return
 	}
 	if !j.async.Load() {

@@ -3,6 +3,7 @@ package feedback
 import (
 	"context"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 func newJoin(t *testing.T, kv jetstream.KeyValue, clk *clock, reg *prometheus.Registry) (*Join, *sink) {
 	t.Helper()
 	s := &sink{}
-	j, err := New(Settings{Retention: time.Hour, Next: s, NextFeedback: s, KV: kv, Registerer: reg, Now: clk.Now})
+	j, err := New(Settings{Retention: time.Hour, Next: s, NextFeedback: s, KV: kv, PersistSeen: kv != nil, Registerer: reg, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,5 +515,41 @@ func TestSidecarsShareTheBucket(t *testing.T) {
 	jb, ob := joined(t, regB)
 	if ja != 0 || oa != 0 || jb != 2 || ob != 0 {
 		t.Fatalf("A joined=%v orphaned=%v, B joined=%v orphaned=%v; want 0 0 2 0", ja, oa, jb, ob)
+	}
+}
+
+// TestSeenRecordsStayInMemoryByDefault: without PersistSeen a record costs no KV write, while
+// feedback waiting for its record is still persisted.
+func TestSeenRecordsStayInMemoryByDefault(t *testing.T) {
+	js := runJetStream(t)
+	ctx := context.Background()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ragwatch_feedback", TTL: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{t: t0}
+	s := &sink{}
+	j, err := New(Settings{Retention: time.Hour, Next: s, NextFeedback: s, KV: kv, Registerer: prometheus.NewRegistry(), Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.ConsumeRecord(ctx, rec("seen-only-in-memory")); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Submit(ctx, Event{TraceID: "waiting-for-its-record", Thumbs: "down"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := kv.Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || !strings.HasPrefix(keys[0], pendPrefix) {
+		t.Fatalf("bucket keys = %v, want only the pending feedback", keys)
 	}
 }

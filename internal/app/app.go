@@ -286,6 +286,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 		Next:         &a.Records,
 		NextFeedback: &a.Feedback,
 		KV:           feedbackKV,
+		PersistSeen:  cfg.Feedback.PersistSeen,
 		Registerer:   reg,
 		Logger:       logger.With("component", "feedback"),
 		Now:          o.now,
