@@ -449,7 +449,9 @@ func TestEndToEnd(t *testing.T) {
 	var got map[string]float64
 	waitFor(t, "metrics", func() bool {
 		got = scrape(t, e.base)
-		return got[`ragwatch_records_total{outcome="assembled"}`] == float64(nRecords)
+		// The not-RAG trace is decided on its own timer, after or before the others.
+		return got[`ragwatch_records_total{outcome="assembled"}`] == float64(nRecords) &&
+			got[`ragwatch_records_total{outcome="not_rag"}`] == 1
 	})
 	for k, w := range want {
 		if g, ok := got[k]; !ok || !near(g, w) {
