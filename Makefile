@@ -26,15 +26,9 @@ unit:
 e2e:
 	$(GO) test -race -timeout 30m -tags e2e ./e2e/...
 
-## fuzz: run every fuzz target for FUZZTIME each (CI uses a short time)
+## fuzz: run every fuzz target for FUZZTIME each (CI uses a short time); see scripts/fuzz.sh
 fuzz:
-	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
-		pkg=$$(dirname $$f); \
-		for fn in $$(grep -o '^func Fuzz[A-Za-z0-9_]*' $$f | cut -d' ' -f2); do \
-			echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
-			$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; \
-		done; \
-	done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 ## bench: the Go benchmarks with allocations and CPU per op, then a short loadgen run against a
 ## fresh ragwatch (scripts/bench.sh; BENCH=Regexp to narrow, BENCHTIME=, LOAD=0 skips the run)
