@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ragwatch/ragwatch/collector/ingest"
+	"github.com/ragwatch/ragwatch/collector/record"
 )
 
 const (
@@ -75,7 +76,7 @@ func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 
 	otlpReq := ptraceotlp.NewExportRequest()
 	if mediaType == ctJSON {
-		if jsonDepthExceeds(body, r.limits.MaxJSONDepth) {
+		if record.CheckJSON(body, r.limits.MaxJSONDepth, 0) != nil {
 			r.set.Metrics.Rejected(rcv, ingest.ReasonLimits)
 			writeStatus(w, mediaType, http.StatusBadRequest, codes.InvalidArgument,
 				fmt.Sprintf("JSON nests deeper than the limit of %d", r.limits.MaxJSONDepth))

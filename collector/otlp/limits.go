@@ -182,34 +182,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
-
-// jsonDepthExceeds reports whether JSON text nests objects and arrays deeper than max. It scans
-// bytes outside strings only, so it is cheap enough to run before decoding.
-func jsonDepthExceeds(data []byte, max int) bool {
-	depth := 0
-	inString := false
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			if depth > max {
-				return true
-			}
-		case '}', ']':
-			depth--
-		}
-	}
-	return false
-}
