@@ -3,6 +3,10 @@
 GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
+# grpcnotrace keeps golang.org/x/net/trace (and with it html/template, whose reflective method
+# calls switch off the linker's dead-code elimination) out of the binary: 87 MB -> 55 MB, and
+# ≈ 14 MiB less resident memory (docs/performance.md).
+TAGS     ?= grpcnotrace
 FUZZTIME ?= 5s
 BENCH    ?= .
 
@@ -10,7 +14,7 @@ BENCH    ?= .
 
 ## build: static binary in bin/ragwatch
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/ragwatch ./cmd/ragwatch
+	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o bin/ragwatch ./cmd/ragwatch
 
 ## test: everything CI runs — vet, the unit and integration tests with the race detector, the
 ## end-to-end suite

@@ -14,6 +14,8 @@
 #   RW_ENV        environment for the ragwatch process only (e.g. "GOGC=200 GODEBUG=gctrace=1")
 #   LOG_COPY      copy ragwatch's log here when done
 #   PERF_DATA     record a `perf record -g` CPU profile of ragwatch during the load to this file
+#   HEAP_PROFILE  save ragwatch's heap profile (/debug/pprof/heap, after a GC) to this file the
+#                 moment the load ends, before held traces drain (read with `go tool pprof`)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,7 +34,7 @@ trap cleanup EXIT
 RW=${RW:-}
 if [[ -z "$RW" ]]; then
 	RW=$tmp/ragwatch
-	(cd "$here" && CGO_ENABLED=0 ${GO:-go} build -trimpath -ldflags "-s -w -X main.version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o "$RW" ./cmd/ragwatch)
+	(cd "$here" && CGO_ENABLED=0 ${GO:-go} build -trimpath -tags grpcnotrace -ldflags "-s -w -X main.version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o "$RW" ./cmd/ragwatch)
 fi
 LOADGEN_ARGS=${LOADGEN_ARGS:-"--rate 0 --duration 20s --spans 5 --documents 5 --doc-bytes 1024 --batch 50 --concurrency 4"}
 SETTLE=${SETTLE:-10s}
@@ -150,6 +152,9 @@ cpu_load=$(cpu_ticks)
 if [[ -n "${perfpid:-}" ]]; then
 	kill -INT "$perfpid" 2>/dev/null || true
 	wait "$perfpid" 2>/dev/null || true
+fi
+if [[ -n "${HEAP_PROFILE:-}" ]]; then
+	get "http://$api/debug/pprof/heap?gc=1" >"$HEAP_PROFILE" || echo "could not fetch the heap profile"
 fi
 sent=$(awk -F'traces=' 'NF > 1 { split($2, a, " "); print a[1] }' "$tmp/loadgen.out" | head -1)
 

@@ -52,3 +52,31 @@ ragwatch_ingest_rejected_total{reason="unauthenticated",receiver="api"} 3
 		t.Errorf("/metrics from another host: %d", rec.Code)
 	}
 }
+
+// The profiler is served, and guarded like the API: a heap profile holds content.
+func TestPprofIsGuardedLikeTheAPI(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s, err := New(Settings{Gatherer: reg, Metrics: ingest.NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path, remote string
+		code         int
+		body         string
+	}{
+		{"/debug/pprof/", "127.0.0.1:5555", 200, "heap"},
+		{"/debug/pprof/heap?debug=1", "127.0.0.1:5555", 200, "heap profile:"},
+		{"/debug/pprof/goroutine?debug=1", "[::1]:5555", 200, "goroutine profile:"},
+		{"/debug/pprof/heap?debug=1", "10.1.2.3:5555", 403, "http.auth"},
+		{"/debug/pprof/cmdline", "10.1.2.3:5555", 403, "http.auth"},
+	} {
+		req := httptest.NewRequest(http.MethodGet, tc.path, nil)
+		req.RemoteAddr = tc.remote
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.body) {
+			t.Errorf("GET %s from %s: %d %.80q, want %d with %q", tc.path, tc.remote, rec.Code, rec.Body.String(), tc.code, tc.body)
+		}
+	}
+}

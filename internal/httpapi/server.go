@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,6 +109,13 @@ func New(set Settings) (*Server, error) {
 	if set.Records != nil {
 		s.mux.Handle(RecordsPath, s.guard(RecordsPath, http.HandlerFunc(s.serveRecords)))
 	}
+	// Go's profiler, for the memory and CPU figures of docs/performance.md and for users sizing
+	// a deployment. Guarded like the API: a heap profile shows content.
+	s.Mount("GET /debug/pprof/", http.HandlerFunc(pprof.Index))
+	s.Mount("GET /debug/pprof/cmdline", http.HandlerFunc(pprof.Cmdline))
+	s.Mount("GET /debug/pprof/profile", http.HandlerFunc(pprof.Profile))
+	s.Mount("GET /debug/pprof/symbol", http.HandlerFunc(pprof.Symbol))
+	s.Mount("GET /debug/pprof/trace", http.HandlerFunc(pprof.Trace))
 	return s, nil
 }
 
@@ -317,14 +325,14 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusAccepted, recordsAnswer{Accepted: accepted})
 }
 
-// guard puts the bearer-token check in front of API routes (patterns under /api/); probes and
-// /metrics stay open.
+// guard puts the bearer-token check in front of API routes (patterns under /api/) and the
+// profiler (/debug/); probes and /metrics stay open.
 func (s *Server) guard(pattern string, h http.Handler) http.Handler {
 	path := pattern
 	if i := strings.IndexByte(path, ' '); i >= 0 {
 		path = path[i+1:]
 	}
-	if !strings.HasPrefix(path, "/api/") {
+	if !strings.HasPrefix(path, "/api/") && !strings.HasPrefix(path, "/debug/") {
 		return h
 	}
 	if s.set.Refuse != nil {
