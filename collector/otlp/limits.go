@@ -70,6 +70,9 @@ func reject(reason, format string, args ...any) *rejection {
 // check validates a decoded request: every span needs a non-zero trace id and span id, and
 // counts and sizes must stay within the limits. It returns the number of spans. The first
 // problem found is reported with the position of the offending span, never its content.
+//
+// It runs for every request, so it allocates nothing unless it rejects: positions are kept as
+// indexes and formatted only into the rejection.
 func (l Limits) check(td ptrace.Traces) (int, *rejection) {
 	n := td.SpanCount()
 	if n > l.MaxSpansPerRequest {
@@ -78,15 +81,14 @@ func (l Limits) check(td ptrace.Traces) (int, *rejection) {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
-		if r := l.checkAttrs(rs.Resource().Attributes(), fmt.Sprintf("resource_spans[%d].resource", i)); r != nil {
+		if r := l.checkAttrs(rs.Resource().Attributes(), position{rs: i, kind: atResource}); r != nil {
 			return n, r
 		}
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
-				at := fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]", i, j, k)
-				if r := l.checkSpan(spans.At(k), at); r != nil {
+				if r := l.checkSpan(spans.At(k), position{rs: i, ss: j, span: k, kind: atSpan}); r != nil {
 					return n, r
 				}
 			}
@@ -95,7 +97,34 @@ func (l Limits) check(td ptrace.Traces) (int, *rejection) {
 	return n, nil
 }
 
-func (l Limits) checkSpan(s ptrace.Span, at string) *rejection {
+// position locates a problem in a request without formatting it.
+type position struct {
+	rs, ss, span, sub int
+	kind              uint8
+}
+
+const (
+	atResource uint8 = iota // resource_spans[rs].resource
+	atSpan                  // resource_spans[rs].scope_spans[ss].spans[span]
+	atEvent                 // ... .spans[span].events[sub]
+	atLink                  // ... .spans[span].links[sub]
+)
+
+func (p position) String() string {
+	if p.kind == atResource {
+		return fmt.Sprintf("resource_spans[%d].resource", p.rs)
+	}
+	s := fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]", p.rs, p.ss, p.span)
+	switch p.kind {
+	case atEvent:
+		s += fmt.Sprintf(".events[%d]", p.sub)
+	case atLink:
+		s += fmt.Sprintf(".links[%d]", p.sub)
+	}
+	return s
+}
+
+func (l Limits) checkSpan(s ptrace.Span, at position) *rejection {
 	if s.TraceID().IsEmpty() {
 		return reject(ingest.ReasonInvalid, "%s: trace_id must be 16 bytes, not all zero (hex-encoded in OTLP/JSON)", at)
 	}
@@ -113,7 +142,7 @@ func (l Limits) checkSpan(s ptrace.Span, at string) *rejection {
 		return reject(ingest.ReasonLimits, "%s: %d events, more than the limit of %d", at, events.Len(), l.MaxEventsPerSpan)
 	}
 	for e := 0; e < events.Len(); e++ {
-		if r := l.checkAttrs(events.At(e).Attributes(), fmt.Sprintf("%s.events[%d]", at, e)); r != nil {
+		if r := l.checkAttrs(events.At(e).Attributes(), position{rs: at.rs, ss: at.ss, span: at.span, sub: e, kind: atEvent}); r != nil {
 			return r
 		}
 	}
@@ -122,30 +151,26 @@ func (l Limits) checkSpan(s ptrace.Span, at string) *rejection {
 		return reject(ingest.ReasonLimits, "%s: %d links, more than the limit of %d", at, links.Len(), l.MaxEventsPerSpan)
 	}
 	for e := 0; e < links.Len(); e++ {
-		if r := l.checkAttrs(links.At(e).Attributes(), fmt.Sprintf("%s.links[%d]", at, e)); r != nil {
+		if r := l.checkAttrs(links.At(e).Attributes(), position{rs: at.rs, ss: at.ss, span: at.span, sub: e, kind: atLink}); r != nil {
 			return r
 		}
 	}
 	return nil
 }
 
-func (l Limits) checkAttrs(m pcommon.Map, at string) *rejection {
+func (l Limits) checkAttrs(m pcommon.Map, at position) *rejection {
 	if m.Len() > l.MaxAttributesPerSpan {
 		return reject(ingest.ReasonLimits, "%s: %d attributes, more than the limit of %d", at, m.Len(), l.MaxAttributesPerSpan)
 	}
-	var bad *rejection
-	m.Range(func(k string, v pcommon.Value) bool {
+	for k, v := range m.All() {
 		if len(k) > l.MaxAttributeValueBytes {
-			bad = reject(ingest.ReasonLimits, "%s: an attribute key is %d bytes, more than the limit of %d", at, len(k), l.MaxAttributeValueBytes)
-			return false
+			return reject(ingest.ReasonLimits, "%s: an attribute key is %d bytes, more than the limit of %d", at, len(k), l.MaxAttributeValueBytes)
 		}
 		if size := valueSize(v, l.MaxAttributeValueBytes); size > l.MaxAttributeValueBytes {
-			bad = reject(ingest.ReasonLimits, "%s: attribute %q is over %d bytes, the limit for one value", at, truncate(k, 64), l.MaxAttributeValueBytes)
-			return false
+			return reject(ingest.ReasonLimits, "%s: attribute %q is over %d bytes, the limit for one value", at, truncate(k, 64), l.MaxAttributeValueBytes)
 		}
-		return true
-	})
-	return bad
+	}
+	return nil
 }
 
 // valueSize is the content size of v, counting strings, bytes and keys, with a small cost for
