@@ -84,7 +84,8 @@ type Assembler struct {
 type trace struct {
 	id        pcommon.TraceID
 	spans     []Span
-	bytes     int64
+	bytes     int64 // what the trace keeps alive (size.go), overhead included
+	overhead  int64 // traceOverhead(spans) when last counted
 	first     time.Time
 	deadline  time.Time
 	rootSeen  bool
@@ -172,6 +173,9 @@ func (a *Assembler) Add(spans []Span) {
 			a.traces[s.TraceID] = tr
 			heap.Push(&a.deadlines, tr)
 			a.pushNewest(tr)
+			tr.overhead = traceOverhead(tr.spans)
+			tr.bytes = tr.overhead
+			a.bytes += tr.overhead
 		}
 		if len(tr.spans) == maxSpansPerTrace {
 			// A trace this large is assembled now; its further spans count as late.
@@ -181,7 +185,9 @@ func (a *Assembler) Add(spans []Span) {
 			continue
 		}
 		tr.spans = append(tr.spans, *s)
-		size := s.size()
+		oh := traceOverhead(tr.spans)
+		size := s.size() + oh - tr.overhead
+		tr.overhead = oh
 		tr.bytes += size
 		a.bytes += size
 		ret, gen := quickKind(s)
@@ -578,7 +584,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		heldBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ragwatch_assembly_held_bytes",
-			Help: "Estimated bytes of the spans held for assembly.",
+			Help: "Heap bytes the traces held for assembly keep alive (spans, their attributes, events and strings, per-trace overhead): what assembly.max_bytes bounds.",
 		}),
 	}
 	for _, o := range []string{OutcomeAssembled, OutcomePartial, OutcomeNotRAG, OutcomeFeedback, OutcomeDropped} {

@@ -261,6 +261,7 @@ func TestEvictionAtMaxBytes(t *testing.T) {
 	for _, s := range FromTraces(one, nil) {
 		size += s.size()
 	}
+	size += traceOverhead(make([]Span, 2)) // the trace itself, its 2 spans filed at once
 	cfg.MaxBytes = 2*size + size/2
 	h := newHarness(t, cfg)
 	for i := byte(1); i <= 3; i++ {
