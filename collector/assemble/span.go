@@ -1,9 +1,9 @@
 package assemble
 
 import (
-	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -18,13 +18,16 @@ type Span struct {
 	ParentSpanID pcommon.SpanID
 	// RemoteParent is true when the OTLP span flags say the parent lives in another process.
 	RemoteParent bool
-	Name         string
-	Kind         ptrace.SpanKind
-	Start, End   time.Time
-	Service      string
-	Attrs        []Attr
-	Events       []Event
-	Links        []Link
+	// pooled is set by FromTraces: the attribute slices come from attrPools and go back there
+	// once the trace is assembled (never a caller's own slices).
+	pooled     bool
+	Name       string
+	Kind       ptrace.SpanKind
+	Start, End time.Time
+	Service    string
+	Attrs      []Attr
+	Events     []Event
+	Links      []Link
 }
 
 // Attr is one attribute.
@@ -115,6 +118,8 @@ func (s *Span) IsLocalRoot() bool {
 // FromTraces appends to dst one Span per span of td, keeping only what assembly reads. Strings
 // are shared with td (pdata strings are immutable), so td may be reused afterwards.
 func FromTraces(td ptrace.Traces, dst []Span) []Span {
+	buf := attrBufs.Get().(*attrBuf)
+	defer buf.release()
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -126,14 +131,14 @@ func FromTraces(td ptrace.Traces, dst []Span) []Span {
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
-				dst = append(dst, fromSpan(spans.At(k), service))
+				dst = append(dst, fromSpan(spans.At(k), service, buf))
 			}
 		}
 	}
 	return dst
 }
 
-func fromSpan(ps ptrace.Span, service string) Span {
+func fromSpan(ps ptrace.Span, service string, buf *attrBuf) Span {
 	flags := ps.Flags()
 	s := Span{
 		TraceID:      ps.TraceID(),
@@ -145,21 +150,30 @@ func fromSpan(ps ptrace.Span, service string) Span {
 		Start:        ps.StartTimestamp().AsTime(),
 		End:          ps.EndTimestamp().AsTime(),
 		Service:      service,
+		pooled:       true,
 	}
-	s.Attrs = copyAttrs(ps.Attributes(), true)
 	if evs := ps.Events(); evs.Len() > 0 {
 		for i := 0; i < evs.Len() && len(s.Events) < maxEventsPerSpan; i++ {
 			ev := evs.At(i)
-			if !keepEvent(ev.Name()) {
+			name := ev.Name()
+			if !keepEvent(name) {
 				continue
 			}
-			s.Events = append(s.Events, Event{
-				Name:  ev.Name(),
-				Time:  ev.Timestamp().AsTime(),
-				Attrs: copyAttrs(ev.Attributes(), false),
-			})
+			e := Event{Name: name, Time: ev.Timestamp().AsTime()}
+			buf.attrs = appendAttrs(buf.attrs[:0], ev.Attributes(), eventAttrFilter(name))
+			if !keepMessageEvent(&e, buf.attrs) {
+				continue
+			}
+			e.Attrs = buf.take()
+			if s.Events == nil {
+				s.Events = make([]Event, 0, min(evs.Len()-i, maxEventsPerSpan))
+			}
+			s.Events = append(s.Events, e)
 		}
 	}
+	buf.attrs = appendAttrs(buf.attrs[:0], ps.Attributes(), keepAttr)
+	buf.attrs = pruneSpanAttrs(buf.attrs, &s)
+	s.Attrs = buf.take()
 	if links := ps.Links(); links.Len() > 0 {
 		n := min(links.Len(), maxLinksPerSpan)
 		s.Links = make([]Link, n)
@@ -170,18 +184,15 @@ func fromSpan(ps ptrace.Span, service string) Span {
 	return s
 }
 
-// copyAttrs copies the attributes assembly reads (all of them when filter is false).
-func copyAttrs(m pcommon.Map, filter bool) []Attr {
+// appendAttrs appends the attributes keep accepts (all when keep is nil), at most
+// maxAttrsPerSpan.
+func appendAttrs(out []Attr, m pcommon.Map, keep func(string) bool) []Attr {
 	if m.Len() == 0 {
-		return nil
+		return out
 	}
-	var out []Attr
 	for k, v := range m.All() {
-		if filter && !keepAttr(k) {
+		if keep != nil && !keep(k) {
 			continue
-		}
-		if out == nil {
-			out = getAttrs(min(m.Len(), maxAttrsPerSpan))
 		}
 		if len(out) == maxAttrsPerSpan {
 			break
@@ -191,46 +202,72 @@ func copyAttrs(m pcommon.Map, filter bool) []Attr {
 	return out
 }
 
-// Attribute slices of held spans are recycled once their trace is assembled (the Assembler
-// calls releaseSpans; nothing of a record points into them). Pools by capacity class.
-var attrPools [4]sync.Pool // capacities 8, 16, 32, 64
+// attrBuf is FromTraces' scratch: attributes are gathered and pruned there, then copied into a
+// slice of exactly their number, so a held span keeps no spare capacity.
+type attrBuf struct{ attrs []Attr }
 
-func attrClass(n int) int {
-	switch {
-	case n <= 8:
-		return 0
-	case n <= 16:
-		return 1
-	case n <= 32:
-		return 2
-	case n <= 64:
-		return 3
+var attrBufs = sync.Pool{New: func() any { return &attrBuf{attrs: make([]Attr, 0, 64)} }}
+
+// take returns a copy of the gathered attributes in a slice of their exact length (nil when
+// none) and clears the scratch.
+func (b *attrBuf) take() []Attr {
+	n := len(b.attrs)
+	if n == 0 {
+		return nil
 	}
-	return -1
+	out := getAttrs(n)
+	copy(out, b.attrs)
+	clear(b.attrs)
+	b.attrs = b.attrs[:0]
+	return out
 }
 
+func (b *attrBuf) release() {
+	if cap(b.attrs) > 1024 {
+		return // a hostile span's scratch is not kept
+	}
+	attrBufs.Put(b)
+}
+
+// Attribute slices of held spans are recycled once their trace is assembled (the Assembler
+// calls releaseSpans; nothing of a record points into them). One pool per exact length up to
+// maxPooledAttrs; a pool holds a pointer to the array's first element, so Put does not allocate.
+const maxPooledAttrs = 64
+
+var attrPools [maxPooledAttrs + 1]sync.Pool
+
+// getAttrs returns a slice of length and capacity n.
 func getAttrs(n int) []Attr {
-	c := attrClass(n)
-	if c < 0 {
-		return make([]Attr, 0, n)
+	if n <= maxPooledAttrs {
+		if p, ok := attrPools[n].Get().(*Attr); ok {
+			return unsafe.Slice(p, n)
+		}
 	}
-	if p, ok := attrPools[c].Get().(*[]Attr); ok {
-		return (*p)[:0]
+	return make([]Attr, n)
+}
+
+func putAttrs(as []Attr) {
+	n := cap(as)
+	if n == 0 || n > maxPooledAttrs {
+		return
 	}
-	return make([]Attr, 0, 8<<c)
+	as = as[:n]
+	clear(as)
+	attrPools[n].Put(&as[0])
 }
 
 // releaseSpans returns the spans' attribute slices to the pools. The spans must not be used
 // afterwards.
 func releaseSpans(spans []Span) {
 	for i := range spans {
-		as := spans[i].Attrs
+		if !spans[i].pooled {
+			continue
+		}
+		putAttrs(spans[i].Attrs)
 		spans[i].Attrs = nil
-		if c := attrClass(cap(as)); c >= 0 && cap(as) == 8<<c {
-			as = as[:cap(as)]
-			clear(as)
-			as = as[:0]
-			attrPools[c].Put(&as)
+		for j := range spans[i].Events {
+			putAttrs(spans[i].Events[j].Attrs)
+			spans[i].Events[j].Attrs = nil
 		}
 	}
 }
@@ -252,25 +289,4 @@ func fromPValue(v pcommon.Value) Value {
 	default:
 		return Value{}
 	}
-}
-
-// keepAttr reports whether a span attribute belongs to a convention assembly reads. It looks at
-// the first dotted segment only, so it costs a few comparisons per attribute.
-func keepAttr(k string) bool {
-	head := k
-	if i := strings.IndexByte(k, '.'); i >= 0 {
-		head = k[:i]
-	}
-	switch head {
-	case "openinference", "input", "output", "retrieval", "reranker", "llm", "session", "user",
-		"enduser", "tag", "annotations", "evaluations", "gen_ai", "traceloop", "db", "rag":
-		return true
-	case "metadata":
-		return k == "metadata"
-	}
-	return false
-}
-
-func keepEvent(name string) bool {
-	return strings.HasPrefix(name, "gen_ai.") || name == "db.query.result" || name == "db.search.result"
 }

@@ -1,0 +1,228 @@
+package assemble
+
+import (
+	"strings"
+)
+
+// What a held span keeps. A trace waits up to assembly.wait (or timeout) in memory, so FromTraces
+// keeps only the attributes the readers (facts.go, readers.go, quickKind, hasFeedback) will ever
+// read, and drops the input messages they will not: a RAG app's LLM span carries its whole
+// context (several KB) in a system message, and assembly reads only the last user message.
+// Every reader's result is the same with or without what is dropped here.
+
+// keepAttr reports whether a span attribute is one a reader reads: the keys of readFacts (and
+// of quickKind and hasFeedback, which read a subset), and every rag.* key.
+func keepAttr(k string) bool {
+	head, rest := k, ""
+	if i := strings.IndexByte(k, '.'); i >= 0 {
+		head, rest = k[:i], k[i+1:]
+	}
+	switch head {
+	case "llm":
+		switch rest {
+		case "prompts", "model_name", "request.model_name", "response.model_name", "token_count.prompt",
+			"usage.prompt_tokens", "token_count.completion", "usage.completion_tokens", "request.type":
+			return true
+		}
+		return strings.HasPrefix(rest, "input_messages.") || strings.HasPrefix(rest, "output_messages.") ||
+			strings.HasPrefix(rest, "prompts.") || strings.HasPrefix(rest, "choices.")
+	case "gen_ai":
+		switch rest {
+		case "operation.name", "retrieval.query.text", "retrieval.documents", "data_source.id",
+			"request.model", "response.model", "usage.input_tokens", "usage.output_tokens",
+			"usage.prompt_tokens", "usage.completion_tokens", "conversation.id", "input.messages",
+			"output.messages", "prompt", "completion":
+			return true
+		}
+		return strings.HasPrefix(rest, "prompt.") || strings.HasPrefix(rest, "completion.")
+	case "retrieval":
+		return strings.HasPrefix(rest, "documents.")
+	case "reranker":
+		return rest == "query" || strings.HasPrefix(rest, "input_documents.") || strings.HasPrefix(rest, "output_documents.")
+	case "annotations", "evaluations":
+		return rest != ""
+	case "traceloop":
+		switch rest {
+		case "span.kind", "entity.input", "entity.output", "workflow.name",
+			"association.properties.session_id", "association.properties.session.id",
+			"association.properties.conversation_id", "association.properties.user_id",
+			"association.properties.user.id", "association.properties.route":
+			return true
+		}
+		return false
+	case "rag":
+		// ragwatch's own namespace is held whole: an application that sets rag.* means it for
+		// ragwatch (and internal/app's TestMemoryFloodStaysBounded floods the assembler with it).
+		return true
+	case "db":
+		return rest == "vector.query.top_k" || rest == "vector.query.result_count"
+	case "openinference":
+		return rest == "span.kind"
+	case "input", "output":
+		return rest == "value" || rest == "mime_type"
+	case "session", "user":
+		return rest == "id"
+	case "enduser":
+		return rest == "id"
+	case "metadata":
+		return k == "metadata"
+	}
+	return false
+}
+
+func keepEvent(name string) bool {
+	return strings.HasPrefix(name, "gen_ai.") || name == "db.query.result" || name == "db.search.result"
+}
+
+// eventAttrFilter returns which attributes of an event to keep: of the events that carry span
+// keys (readGenAIEventAttr), those four keys; of every other event, all.
+func eventAttrFilter(name string) func(string) bool {
+	switch name {
+	case "gen_ai.content.prompt", "gen_ai.content.completion", "gen_ai.client.inference.operation.details":
+		return keepGenAIEventAttr
+	}
+	return nil
+}
+
+func keepGenAIEventAttr(k string) bool {
+	switch k {
+	case "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.prompt", "gen_ai.completion":
+		return true
+	}
+	return false
+}
+
+// keepMessageEvent reports whether a span event is worth holding. An input message event
+// (gen_ai.{system,user,assistant,tool}.message) is read only as a candidate for the last user
+// message: one whose role is neither user nor empty, or that has no text, is never read.
+func keepMessageEvent(e *Event, attrs []Attr) bool {
+	var role string
+	switch e.Name {
+	case "gen_ai.system.message":
+		role = "system"
+	case "gen_ai.user.message":
+		role = "user"
+	case "gen_ai.assistant.message":
+		role = "assistant"
+	case "gen_ai.tool.message":
+		role = "tool"
+	default:
+		return true
+	}
+	m := messageFromEvent(&Event{Name: e.Name, Attrs: attrs}, role)
+	return (strings.EqualFold(m.role, "user") || m.role == "") && m.text() != ""
+}
+
+// pruneSpanAttrs drops the span attributes that no reader will read given the others: the
+// input messages other than the one lastUserText can return, and the input of a span that is
+// certainly a generation and not a retrieval (only retrievals' and non-generation turns' input
+// is read; OpenInference puts an LLM call's whole request there).
+func pruneSpanAttrs(as []Attr, s *Span) []Attr {
+	var oiIn, legacyIn, plainPrompt bool
+	for i := range as {
+		k := as[i].Key
+		switch {
+		case strings.HasPrefix(k, "llm.input_messages."):
+			oiIn = true
+		case strings.HasPrefix(k, "gen_ai.prompt."):
+			legacyIn = true
+		case k == "gen_ai.prompt":
+			plainPrompt = true
+		}
+	}
+	if oiIn {
+		as = pruneMessages(as, "llm.input_messages.", setOIMessage)
+	}
+	if legacyIn && !plainPrompt {
+		// gen_ai.prompt appends to the same list as gen_ai.prompt.{i}.*: pruned only alone.
+		as = pruneMessages(as, "gen_ai.prompt.", setRoleContent)
+	}
+	if onlyGeneration(as, s) {
+		as = dropKeys(as, func(k string) bool {
+			return k == "input.value" || k == "input.mime_type" || k == "traceloop.entity.input"
+		})
+	}
+	return as
+}
+
+// pruneMessages keeps, of the flattened message list under prefix, only the attributes of the
+// message lastText(msgs, "user") returns; set is the reader's own setter, so the list is built
+// exactly as readFacts builds it.
+func pruneMessages(as []Attr, prefix string, set func([]message, string, Value) []message) []Attr {
+	var msgs []message
+	for i := range as {
+		if rest, ok := strings.CutPrefix(as[i].Key, prefix); ok {
+			msgs = set(msgs, rest, as[i].Value)
+		}
+	}
+	keep := -1
+	for k := len(msgs) - 1; k >= 0 && keep < 0; k-- {
+		if strings.EqualFold(msgs[k].role, "user") && msgs[k].text() != "" {
+			keep = k
+		}
+	}
+	for k := len(msgs) - 1; k >= 0 && keep < 0; k-- {
+		if msgs[k].role == "" && msgs[k].text() != "" {
+			keep = k
+		}
+	}
+	return dropKeys(as, func(k string) bool {
+		rest, ok := strings.CutPrefix(k, prefix)
+		if !ok {
+			return false
+		}
+		i, _, valid := splitIndex(rest, maxIndexed)
+		return !valid || i != keep
+	})
+}
+
+// onlyGeneration reports whether readFacts will certainly classify the span as a generation
+// and not a retrieval: its OpenInference kind is LLM, and none of the signs of a retrieval or an
+// embedding is present.
+func onlyGeneration(as []Attr, s *Span) bool {
+	if strings.HasPrefix(s.Name, "vector_db_retrieve") {
+		return false
+	}
+	for i := range s.Events {
+		if n := s.Events[i].Name; n == "db.query.result" || n == "db.search.result" {
+			return false
+		}
+	}
+	llm := false
+	for i := range as {
+		k := as[i].Key
+		switch k {
+		case "openinference.span.kind":
+			llm = strings.ToUpper(as[i].Value.Text()) == "LLM"
+		case "gen_ai.operation.name":
+			switch strings.ToLower(as[i].Value.Text()) {
+			case "retrieval", "vector_db_retrieve", "embeddings", "embedding":
+				return false
+			}
+		case "llm.request.type":
+			switch strings.ToLower(as[i].Value.Text()) {
+			case "embedding", "embeddings":
+				return false
+			}
+		case "gen_ai.retrieval.documents", "rag.documents", "db.vector.query.top_k", "db.vector.query.result_count":
+			return false
+		default:
+			if strings.HasPrefix(k, "retrieval.") || strings.HasPrefix(k, "reranker.") {
+				return false
+			}
+		}
+	}
+	return llm
+}
+
+// dropKeys removes, in place and in order, the attributes whose key drop accepts.
+func dropKeys(as []Attr, drop func(string) bool) []Attr {
+	out := as[:0]
+	for i := range as {
+		if !drop(as[i].Key) {
+			out = append(out, as[i])
+		}
+	}
+	clear(as[len(out):])
+	return out
+}
