@@ -2,7 +2,12 @@ package feedback
 
 import (
 	"context"
+	"encoding/hex"
+	"math/rand/v2"
+	"runtime"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,14 +18,28 @@ import (
 	"github.com/ragwatch/ragwatch/collector/record"
 )
 
-// BenchmarkJoinConsumeRecord measures the join's cost per record on the hot path: memory only,
-// and with every change persisted to a JetStream KV bucket on a local server.
+// otlpTraceID returns a fresh trace id string as the assembler makes them (32 lowercase hex
+// characters from pdata), so what the join keeps of it is counted.
+func otlpTraceID(rng *rand.Rand) string {
+	var b [16]byte
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// BenchmarkJoinConsumeRecord measures the join's cost per record on the hot path, in the
+// steady state at its bound (every record is new and evicts the oldest): memory only (records
+// as the assembler makes them: OTLP ids, UTC times; and with arbitrary trace ids as records
+// from NATS may carry), and with every record's state persisted to a JetStream KV bucket on a
+// local server.
 func BenchmarkJoinConsumeRecord(b *testing.B) {
-	run := func(b *testing.B, kv jetstream.KeyValue, start bool) {
+	run := func(b *testing.B, kv jetstream.KeyValue, start, otlpIDs bool) {
 		reg := prometheus.NewRegistry()
-		j, err := New(Settings{Retention: time.Hour, MaxEntries: 1 << 20, Next: record.Discard,
+		const maxEntries = 1 << 15 // ids repeat after 1<<16 records, long evicted by then
+		j, err := New(Settings{Retention: time.Hour, MaxEntries: maxEntries, Next: record.Discard,
 			NextFeedback: record.FeedbackConsumerFunc(func(context.Context, *record.Record) error { return nil }),
-			KV:           kv, Registerer: reg})
+			KV:           kv, PersistSeen: kv != nil, Registerer: reg})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -33,18 +52,35 @@ func BenchmarkJoinConsumeRecord(b *testing.B) {
 				b.ReportMetric(testutil.ToFloat64(j.kvErrors.WithLabelValues("queue_full"))/float64(b.N), "dropped/op")
 			}()
 		}
-		r := &record.Record{Service: "support-bot", Time: time.Now(), Query: "q"}
+		ids := make([]string, 2*maxEntries)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for i := range ids {
+			if otlpIDs {
+				ids[i] = otlpTraceID(rng)
+			} else {
+				ids[i] = "4bf92f3577b34da6a3ce929d" + strconv.Itoa(i)
+			}
+		}
+		r := &record.Record{Service: "support-bot", Time: time.Now().UTC().Round(0), Query: "q"}
 		ctx := context.Background()
+		for _, id := range ids[:maxEntries] { // fill to the bound
+			r.TraceID = id
+			if err := j.ConsumeRecord(ctx, r); err != nil {
+				b.Fatal(err)
+			}
+		}
 		b.ReportAllocs()
 		b.ResetTimer()
-		for i := range b.N {
-			r.TraceID = "4bf92f3577b34da6a3ce929d" + strconv.Itoa(i)
+		defer reportCPU(b)()
+		for i := maxEntries; i < maxEntries+b.N; i++ {
+			r.TraceID = ids[i%len(ids)]
 			if err := j.ConsumeRecord(ctx, r); err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
-	b.Run("memory", func(b *testing.B) { run(b, nil, false) })
+	b.Run("memory", func(b *testing.B) { run(b, nil, false, true) })
+	b.Run("memory-rawids", func(b *testing.B) { run(b, nil, false, false) })
 	for _, mode := range []string{"kv-sync", "kv-queued"} {
 		b.Run(mode, func(b *testing.B) {
 			js := runJetStream(b)
@@ -52,7 +88,58 @@ func BenchmarkJoinConsumeRecord(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			run(b, kv, mode == "kv-queued")
+			run(b, kv, mode == "kv-queued", true)
 		})
 	}
+}
+
+// BenchmarkJoinMemory measures the heap the join holds per remembered record at its bound:
+// max_entries records as the assembler makes them (fresh 32-hex trace id strings, a fresh
+// service string, a UTC time), then as many again so each evicts the oldest. bytes/entry is
+// HeapAlloc after a forced GC, minus the same before the join was made, over max_entries.
+func BenchmarkJoinMemory(b *testing.B) {
+	const n = 100000
+	for b.Loop() {
+		rng := rand.New(rand.NewPCG(3, 4))
+		base := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		j, err := New(Settings{Retention: time.Hour, MaxEntries: n, Next: record.Discard,
+			NextFeedback: record.FeedbackConsumerFunc(func(context.Context, *record.Record) error { return nil }),
+			Registerer:   prometheus.NewRegistry()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		for i := range 2 * n {
+			r := &record.Record{TraceID: otlpTraceID(rng), Service: strings.Clone("support-bot"), Time: time.Unix(0, base+int64(i)*1e6).UTC()}
+			if err := j.ConsumeRecord(ctx, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n, "bytes/entry")
+		runtime.KeepAlive(j)
+	}
+}
+
+// reportCPU reports the process CPU time (user+system, all threads, GC included) per operation
+// as cpu-ns/op: on a shared machine wall-clock ns/op measures the neighbours too.
+func reportCPU(b *testing.B) func() {
+	start := cpuTime()
+	return func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+		}
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

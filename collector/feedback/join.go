@@ -6,7 +6,6 @@
 package feedback
 
 import (
-	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -69,13 +68,19 @@ type Join struct {
 	now func() time.Time
 
 	joinTotal *prometheus.CounterVec
+	joined    prometheus.Counter
+	orphaned  prometheus.Counter
 	pendingG  prometheus.Gauge
 	tracked   prometheus.Gauge
 	kvErrors  *prometheus.CounterVec
 
-	mu      sync.Mutex // guards entries, order, pending, late
-	entries map[string]*entry
-	order   *list.List // of *entry, by expiry (oldest first)
+	// base is the origin of the expiry times held in the table (nanoseconds after base, with
+	// the clock's monotonic reading when it has one, like time.Time's own comparisons).
+	base      time.Time
+	retention int64
+
+	mu      sync.Mutex // guards tab, pending, late
+	tab     *table     // the traces remembered, oldest first
 	pending int
 	late    []orphan // orphans found under the lock, forwarded by the caller after unlocking
 
@@ -85,11 +90,13 @@ type Join struct {
 
 	// writes queues the "record seen" state for the KV writer started by Start, so the
 	// record path does not wait for a KV round trip (pending feedback is written at once).
+	// Made by Start only with PersistSeen and a bucket: otherwise nothing is ever queued.
 	writes chan entry
 	async  atomic.Bool
 }
 
-// entry is what the join keeps for one trace: ids, times and feedback scores, no content.
+// entry is the persisted state of one trace in the KV bucket: ids, times and feedback
+// scores, no content.
 type entry struct {
 	TraceID    string    `json:"t"`
 	Seen       bool      `json:"seen,omitempty"`
@@ -98,8 +105,6 @@ type entry struct {
 	RecordTime time.Time `json:"rt,omitzero"`
 	Pending    []pending `json:"p,omitempty"`
 	Expires    time.Time `json:"exp"`
-
-	elem *list.Element
 }
 
 type pending struct {
@@ -124,6 +129,7 @@ func New(s Settings) (*Join, error) {
 	if s.MaxEntries <= 0 {
 		s.MaxEntries = 200000
 	}
+	s.MaxEntries = min(s.MaxEntries, maxTableEntries)
 	if s.SweepInterval <= 0 {
 		s.SweepInterval = min(s.Retention/20, time.Minute)
 	}
@@ -137,13 +143,13 @@ func New(s Settings) (*Join, error) {
 		s.Registerer = prometheus.NewRegistry()
 	}
 	j := &Join{
-		s:       s,
-		log:     s.Logger,
-		now:     s.Now,
-		entries: map[string]*entry{},
-		order:   list.New(),
-		stop:    make(chan struct{}),
-		writes:  make(chan entry, 4096),
+		s:         s,
+		log:       s.Logger,
+		now:       s.Now,
+		base:      s.Now(),
+		retention: int64(s.Retention),
+		tab:       newTable(s.MaxEntries),
+		stop:      make(chan struct{}),
 		joinTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_feedback_join_total",
 			Help: "Feedback by join outcome: joined to its record (whichever arrived first) or orphaned (no record within feedback.retention).",
@@ -161,8 +167,8 @@ func New(s Settings) (*Join, error) {
 			Help: "Failed reads and writes of the persisted feedback join state, by operation (put, delete, load, queue_full).",
 		}, []string{"op"}),
 	}
-	j.joinTotal.WithLabelValues(OutcomeJoined)
-	j.joinTotal.WithLabelValues(OutcomeOrphaned)
+	j.joined = j.joinTotal.WithLabelValues(OutcomeJoined)
+	j.orphaned = j.joinTotal.WithLabelValues(OutcomeOrphaned)
 	for _, c := range []prometheus.Collector{j.joinTotal, j.pendingG, j.tracked, j.kvErrors} {
 		if err := s.Registerer.Register(c); err != nil {
 			return nil, fmt.Errorf("feedback: register metrics: %w", err)
@@ -178,7 +184,10 @@ func (j *Join) Start(ctx context.Context) error {
 		return err
 	}
 	j.Sweep(ctx)
-	if j.s.KV != nil {
+	if j.s.KV != nil && j.s.PersistSeen {
+		if j.writes == nil {
+			j.writes = make(chan entry, 4096)
+		}
 		j.async.Store(true)
 		j.wg.Add(1)
 		go j.writer()
@@ -259,39 +268,56 @@ func (j *Join) ConsumeRecord(ctx context.Context, r *record.Record) error {
 		return errors.New("feedback: nil record")
 	}
 	now := j.now()
+	persistSeen := j.s.KV != nil && j.s.PersistSeen
 	j.mu.Lock()
 	j.expireLocked(now)
-	e := j.entries[r.TraceID]
+	k := j.tab.key(r.TraceID)
+	i := j.tab.lookup(k, r.TraceID)
 	var matched []pending
-	if e == nil {
-		e = j.addLocked(r.TraceID, now)
+	if i < 0 {
+		i = j.addKeyLocked(k, r.TraceID, now)
 	} else {
-		kept := e.Pending[:0]
-		for _, p := range e.Pending {
-			if p.SpanID == "" || r.SpanID == "" || p.SpanID == r.SpanID {
-				matched = append(matched, p)
-			} else {
-				kept = append(kept, p)
+		if x := j.tab.ext(i, "", false); x != nil && len(x.pending) > 0 {
+			kept := x.pending[:0]
+			for _, p := range x.pending {
+				if p.SpanID == "" || r.SpanID == "" || p.SpanID == r.SpanID {
+					matched = append(matched, p)
+				} else {
+					kept = append(kept, p)
+				}
 			}
+			clear(x.pending[len(kept):])
+			x.pending = kept
+			j.pending -= len(matched)
 		}
-		e.Pending = kept
-		j.pending -= len(matched)
-		j.refreshLocked(e, now)
+		j.tab.touch(i, j.expiry(now))
 	}
-	e.Seen, e.Service, e.SpanID, e.RecordTime = true, r.Service, r.SpanID, r.Time
-	seen, pend := e.seenState(), e.pendState()
+	j.tab.setSeen(i, r.TraceID, r.Service, r.SpanID, r.Time)
+	var seen, pend entry
+	if persistSeen {
+		seen = entry{TraceID: r.TraceID, Seen: true, Service: r.Service, SpanID: r.SpanID, RecordTime: r.Time, Expires: j.expiresAt(i)}
+	}
+	if len(matched) > 0 {
+		pend = j.pendStateLocked(i, r.TraceID)
+	}
 	j.gaugesLocked()
+	evicted := j.late
+	j.late = nil
 	j.mu.Unlock()
-	evicted := j.takeLate()
 
-	j.persistSeen(ctx, seen)
+	if persistSeen {
+		j.persistSeen(ctx, seen)
+	}
+	if len(matched) == 0 && len(evicted) == 0 {
+		return j.s.Next.ConsumeRecord(ctx, r)
+	}
 	if len(matched) > 0 {
 		j.persistPending(ctx, pend)
 	}
 	out := r
 	var late []pending
 	if len(matched) > 0 {
-		j.joinTotal.WithLabelValues(OutcomeJoined).Add(float64(len(matched)))
+		j.joined.Add(float64(len(matched)))
 		if r.Feedback == nil {
 			// The newest feedback rides on the record; any earlier ones follow as feedback.
 			c := *r
@@ -340,9 +366,9 @@ func (j *Join) add(ctx context.Context, traceID string, p pending, from *record.
 	}
 	j.mu.Lock()
 	j.expireLocked(now)
-	e := j.entries[traceID]
-	if e != nil && e.Seen {
-		return j.forwardLateUnlock(ctx, e, p)
+	i := j.tab.find(traceID)
+	if i >= 0 && j.tab.slots[i].flags&flagSeen != 0 {
+		return j.forwardLateUnlock(ctx, traceID, i, p)
 	}
 	j.mu.Unlock()
 	// Another ragwatch sharing the bucket may have seen the record.
@@ -351,22 +377,25 @@ func (j *Join) add(ctx context.Context, traceID string, p pending, from *record.
 	}
 	j.mu.Lock()
 	j.expireLocked(now)
-	e = j.entries[traceID]
-	if e != nil && e.Seen { // the record came meanwhile
-		return j.forwardLateUnlock(ctx, e, p)
+	i = j.tab.find(traceID)
+	if i >= 0 && j.tab.slots[i].flags&flagSeen != 0 { // the record came meanwhile
+		return j.forwardLateUnlock(ctx, traceID, i, p)
 	}
 	var dropped []pending
-	if e == nil {
-		e = j.addLocked(traceID, now)
+	if i < 0 {
+		i = j.addLocked(traceID, now)
 	}
-	e.Pending = append(e.Pending, p)
+	x := j.tab.ext(i, traceID, true)
+	x.pending = append(x.pending, p)
 	j.pending++
-	if len(e.Pending) > MaxPendingPerTrace {
-		dropped = append(dropped, e.Pending[0])
-		e.Pending = append(e.Pending[:0], e.Pending[1:]...)
+	if len(x.pending) > MaxPendingPerTrace {
+		dropped = append(dropped, x.pending[0])
+		n := copy(x.pending, x.pending[1:])
+		x.pending[n] = pending{}
+		x.pending = x.pending[:n]
 		j.pending--
 	}
-	pend := e.pendState()
+	pend := j.pendStateLocked(i, traceID)
 	j.gaugesLocked()
 	j.mu.Unlock()
 	orphans := j.takeLate()
@@ -377,10 +406,10 @@ func (j *Join) add(ctx context.Context, traceID string, p pending, from *record.
 	return j.forwardOrphans(ctx, orphans)
 }
 
-// forwardLateUnlock sends feedback for a seen record on as late feedback. Called with j.mu
-// held; releases it.
-func (j *Join) forwardLateUnlock(ctx context.Context, e *entry, p pending) error {
-	spanID, service, t := e.SpanID, e.Service, e.RecordTime
+// forwardLateUnlock sends feedback for the seen record in slot i on as late feedback. Called
+// with j.mu held; releases it.
+func (j *Join) forwardLateUnlock(ctx context.Context, traceID string, i int, p pending) error {
+	_, service, spanID, t := j.tab.seen(i)
 	j.mu.Unlock()
 	if p.SpanID != "" {
 		spanID = p.SpanID
@@ -388,8 +417,8 @@ func (j *Join) forwardLateUnlock(ctx context.Context, e *entry, p pending) error
 	if service == "" {
 		service = p.Service
 	}
-	j.joinTotal.WithLabelValues(OutcomeJoined).Inc()
-	return j.s.NextFeedback.ConsumeFeedback(ctx, feedbackRecord(e.TraceID, spanID, service, t, p.Feedback))
+	j.joined.Inc()
+	return j.s.NextFeedback.ConsumeFeedback(ctx, feedbackRecord(traceID, spanID, service, t, p.Feedback))
 }
 
 // lookupSeen reads the record-seen state another ragwatch (or an earlier run) wrote to the
@@ -417,18 +446,20 @@ func (j *Join) lookupSeen(ctx context.Context, traceID string, now time.Time) (e
 func (j *Join) joinRemote(ctx context.Context, st entry, extra *pending) error {
 	now := j.now()
 	j.mu.Lock()
-	e := j.entries[st.TraceID]
-	if e == nil {
-		e = j.addLocked(st.TraceID, now)
+	i := j.tab.find(st.TraceID)
+	if i < 0 {
+		i = j.addLocked(st.TraceID, now)
 	}
-	taken := e.Pending
-	e.Pending = nil
+	var taken []pending
+	if x := j.tab.ext(i, "", false); x != nil {
+		taken, x.pending = x.pending, nil
+	}
 	j.pending -= len(taken)
 	if extra != nil {
 		taken = append(taken, *extra)
 	}
-	e.Seen, e.Service, e.SpanID, e.RecordTime = true, st.Service, st.SpanID, st.RecordTime
-	pend := e.pendState()
+	j.tab.setSeen(i, st.TraceID, st.Service, st.SpanID, st.RecordTime)
+	pend := j.pendStateLocked(i, st.TraceID)
 	j.gaugesLocked()
 	j.mu.Unlock()
 	if len(taken) > 0 && (extra == nil || len(taken) > 1) {
@@ -440,7 +471,7 @@ func (j *Join) joinRemote(ctx context.Context, st entry, extra *pending) error {
 		if p.SpanID != "" {
 			spanID = p.SpanID
 		}
-		j.joinTotal.WithLabelValues(OutcomeJoined).Inc()
+		j.joined.Inc()
 		errs = append(errs, j.s.NextFeedback.ConsumeFeedback(ctx, feedbackRecord(st.TraceID, spanID, st.Service, st.RecordTime, p.Feedback)))
 	}
 	return errors.Join(errs...)
@@ -457,9 +488,15 @@ func (j *Join) checkRemote(ctx context.Context, now time.Time) {
 	}
 	var ids []string
 	j.mu.Lock()
-	for el := j.order.Front(); el != nil && len(ids) < maxRemoteChecks; el = el.Next() {
-		if e := el.Value.(*entry); !e.Seen && len(e.Pending) > 0 {
-			ids = append(ids, e.TraceID)
+	waiting := 0 // only traces with an extra can have feedback waiting: walk the order for them only
+	for i, x := range j.tab.extra {
+		if len(x.pending) > 0 && j.tab.slots[i].flags&flagSeen == 0 {
+			waiting++
+		}
+	}
+	for i := j.tab.oldest(); i >= 0 && len(ids) < min(waiting, maxRemoteChecks); i = int(j.tab.slots[i].next) - 1 {
+		if x := j.tab.ext(i, "", false); x != nil && len(x.pending) > 0 && j.tab.slots[i].flags&flagSeen == 0 {
+			ids = append(ids, x.traceID)
 		}
 	}
 	j.mu.Unlock()
@@ -498,6 +535,9 @@ type orphan struct {
 // forwardOrphans counts orphaned feedback and still hands it to NextFeedback, without a
 // record, so every feedback is counted once in ragwatch_feedback_total.
 func (j *Join) forwardOrphans(ctx context.Context, orphans []orphan) error {
+	if len(orphans) == 0 {
+		return nil
+	}
 	var errs []error
 	deleted := map[string]bool{}
 	for _, o := range orphans {
@@ -505,54 +545,58 @@ func (j *Join) forwardOrphans(ctx context.Context, orphans []orphan) error {
 			deleted[o.traceID] = true
 			j.remove(ctx, o.traceID)
 		}
-		j.joinTotal.WithLabelValues(OutcomeOrphaned).Inc()
+		j.orphaned.Inc()
 		j.log.Debug("feedback orphaned: no record within retention", "trace_id", o.traceID)
 		errs = append(errs, j.s.NextFeedback.ConsumeFeedback(ctx, feedbackRecord(o.traceID, o.p.SpanID, o.p.Service, o.p.Feedback.Time, o.p.Feedback)))
 	}
 	return errors.Join(errs...)
 }
 
+// expiry is the expiry of a trace touched at now, in the table's form.
+func (j *Join) expiry(now time.Time) int64 { return int64(now.Sub(j.base)) + j.retention }
+
+// expiresAt is slot i's expiry as a time, for the KV bucket.
+func (j *Join) expiresAt(i int) time.Time { return j.base.Add(time.Duration(j.tab.slots[i].expires)) }
+
 // expireLocked drops expired entries; their pending feedback goes to j.late as orphans.
 func (j *Join) expireLocked(now time.Time) {
-	for el := j.order.Front(); el != nil; el = j.order.Front() {
-		e := el.Value.(*entry)
-		if e.Expires.After(now) {
-			break
-		}
-		j.dropLocked(e)
+	if j.tab.n == 0 {
+		return
+	}
+	off := int64(now.Sub(j.base))
+	for i := j.tab.oldest(); i >= 0 && j.tab.slots[i].expires <= off; i = j.tab.oldest() {
+		j.dropLocked(i)
 	}
 }
 
-// dropLocked removes e and queues its pending feedback in j.late as orphans, marking the
-// entry for deletion from the KV bucket (so a restart does not orphan it twice). Entries
+// dropLocked removes slot i and queues its pending feedback in j.late as orphans, marking
+// the entry for deletion from the KV bucket (so a restart does not orphan it twice). Entries
 // without feedback simply expire from the bucket by its TTL.
-func (j *Join) dropLocked(e *entry) {
-	j.order.Remove(e.elem)
-	delete(j.entries, e.TraceID)
-	j.pending -= len(e.Pending)
-	for _, p := range e.Pending {
-		j.late = append(j.late, orphan{traceID: e.TraceID, p: p, deleted: true})
+func (j *Join) dropLocked(i int) {
+	if x := j.tab.ext(i, "", false); x != nil {
+		j.pending -= len(x.pending)
+		for _, p := range x.pending {
+			j.late = append(j.late, orphan{traceID: x.traceID, p: p, deleted: true})
+		}
 	}
+	j.tab.remove(i)
 }
 
-func (j *Join) addLocked(traceID string, now time.Time) *entry {
-	e := &entry{TraceID: traceID, Expires: now.Add(j.s.Retention)}
-	e.elem = j.order.PushBack(e)
-	j.entries[traceID] = e
-	for len(j.entries) > j.s.MaxEntries {
-		j.dropLocked(j.order.Front().Value.(*entry))
-	}
-	return e
+// addLocked remembers a new trace, evicting the oldest at the bound, and returns its slot.
+func (j *Join) addLocked(traceID string, now time.Time) int {
+	return j.addKeyLocked(j.tab.key(traceID), traceID, now)
 }
 
-func (j *Join) refreshLocked(e *entry, now time.Time) {
-	e.Expires = now.Add(j.s.Retention)
-	j.order.MoveToBack(e.elem)
+func (j *Join) addKeyLocked(k traceKey, traceID string, now time.Time) int {
+	for j.tab.full() {
+		j.dropLocked(j.tab.oldest())
+	}
+	return j.tab.add(k, traceID, j.expiry(now))
 }
 
 func (j *Join) gaugesLocked() {
 	j.pendingG.Set(float64(j.pending))
-	j.tracked.Set(float64(len(j.entries)))
+	j.tracked.Set(float64(j.tab.n))
 }
 
 // takeLate returns the orphans collected under the lock, to forward outside it.
@@ -564,14 +608,10 @@ func (j *Join) takeLate() []orphan {
 	return out
 }
 
-// seenState is what the bucket keeps about a seen record (key "seen.<trace>").
-func (e *entry) seenState() entry {
-	return entry{TraceID: e.TraceID, Seen: true, Service: e.Service, SpanID: e.SpanID, RecordTime: e.RecordTime, Expires: e.Expires}
-}
-
-// pendState is the feedback waiting for a trace (key "pend.<trace>"; none deletes it).
-func (e *entry) pendState() entry {
-	return entry{TraceID: e.TraceID, Pending: append([]pending(nil), e.Pending...), Expires: e.Expires}
+// pendStateLocked is the feedback waiting for the trace in slot i (key "pend.<trace>"; none
+// deletes it).
+func (j *Join) pendStateLocked(i int, traceID string) entry {
+	return entry{TraceID: traceID, Pending: append([]pending(nil), j.tab.pendingOf(i)...), Expires: j.expiresAt(i)}
 }
 
 // Bucket key prefixes: record-seen states and pending feedback live under separate keys so
@@ -695,18 +735,23 @@ func (j *Join) load(ctx context.Context) error {
 	sort.SliceStable(loaded, func(a, b int) bool { return loaded[a].Expires.Before(loaded[b].Expires) })
 	j.mu.Lock()
 	for _, e := range loaded {
-		if old := j.entries[e.TraceID]; old != nil {
+		if j.tab.find(e.TraceID) >= 0 {
 			continue
 		}
 		if len(e.Pending) > MaxPendingPerTrace {
 			e.Pending = e.Pending[len(e.Pending)-MaxPendingPerTrace:]
 		}
-		e.elem = j.order.PushBack(e)
-		j.entries[e.TraceID] = e
-		j.pending += len(e.Pending)
-	}
-	for len(j.entries) > j.s.MaxEntries {
-		j.dropLocked(j.order.Front().Value.(*entry))
+		for j.tab.full() { // the oldest go, as when more traces arrive than max_entries
+			j.dropLocked(j.tab.oldest())
+		}
+		i := j.tab.add(j.tab.key(e.TraceID), e.TraceID, int64(e.Expires.Sub(j.base)))
+		if e.Seen {
+			j.tab.setSeen(i, e.TraceID, e.Service, e.SpanID, e.RecordTime)
+		}
+		if len(e.Pending) > 0 {
+			j.tab.ext(i, e.TraceID, true).pending = e.Pending
+			j.pending += len(e.Pending)
+		}
 	}
 	j.gaugesLocked()
 	j.mu.Unlock()

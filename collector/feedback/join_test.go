@@ -536,6 +536,9 @@ func TestSeenRecordsStayInMemoryByDefault(t *testing.T) {
 	if err := j.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if j.writes != nil || j.async.Load() {
+		t.Fatal("without persist_seen nothing is queued: no queue, no writer")
+	}
 	if err := j.ConsumeRecord(ctx, rec("seen-only-in-memory")); err != nil {
 		t.Fatal(err)
 	}
@@ -551,5 +554,42 @@ func TestSeenRecordsStayInMemoryByDefault(t *testing.T) {
 	}
 	if len(keys) != 1 || !strings.HasPrefix(keys[0], pendPrefix) {
 		t.Fatalf("bucket keys = %v, want only the pending feedback", keys)
+	}
+}
+
+// TestLateFeedbackKeepsRecordIDs: what the join remembers compactly (OTLP ids, UTC times) and
+// what it keeps as given (other ids, other time zones) comes back exactly on late feedback.
+func TestLateFeedbackKeepsRecordIDs(t *testing.T) {
+	clk := &clock{t: t0}
+	reg := prometheus.NewRegistry()
+	j, s := newJoin(t, nil, clk, reg)
+	ctx := context.Background()
+	paris := time.FixedZone("CET", 3600)
+	recs := []record.Record{
+		{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7", Service: "support-bot", Time: t0.Add(123 * time.Nanosecond)},
+		{TraceID: "4BF92F3577B34DA6A3CE929D0E0E4736", SpanID: "turn-2", Service: "search", Time: t0.In(paris)},
+		{TraceID: "5bf92f3577b34da6a3ce929d0e0e4736", Time: t0},
+	}
+	for i := range recs {
+		if err := j.ConsumeRecord(ctx, &recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range recs {
+		if err := j.Submit(ctx, Event{TraceID: r.TraceID, Thumbs: "down"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(s.feedback) != len(recs) {
+		t.Fatalf("forwarded %d feedback, want %d", len(s.feedback), len(recs))
+	}
+	for i, r := range recs {
+		want := record.Record{TraceID: r.TraceID, SpanID: r.SpanID, Service: r.Service, Time: r.Time, Feedback: &record.Feedback{Score: -1, Time: t0}}
+		if !reflect.DeepEqual(s.feedback[i], want) {
+			t.Errorf("feedback %d = %+v, want %+v", i, s.feedback[i], want)
+		}
+	}
+	if jn, or := joined(t, reg); jn != 3 || or != 0 {
+		t.Fatalf("joined=%v orphaned=%v", jn, or)
 	}
 }

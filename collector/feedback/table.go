@@ -1,0 +1,454 @@
+package feedback
+
+import (
+	"hash/maphash"
+	"math/bits"
+	"strings"
+	"time"
+)
+
+// table holds what the join remembers of each trace in memory that the garbage collector
+// never has to scan: a slab of fixed-size slots without pointers, linked in arrival order (the
+// oldest is evicted or expires first), and an open-addressing index from trace id to slot. At
+// the default bound (200,000 traces) that is ≈ 61 bytes per trace instead of ≈ 300 with a map of
+// pointers to entries in a container/list.
+//
+// A trace id of 32 lowercase hex characters (what OTLP carries) is kept as its 16 bytes; a
+// span id of 16 as its 8; a record time in UTC as Unix nanoseconds; the service as a reference
+// to one shared copy of its name. Whatever does not fit — other ids, other time zones,
+// feedback waiting for its record — goes to a small side map (extra), so nothing is lost.
+//
+// A table is not safe for concurrent use: the Join guards it with its mutex.
+type table struct {
+	slots      []slot
+	free       uint32 // first free slot + 1 (the free list is linked through slot.next)
+	head, tail uint32 // oldest and newest slot + 1
+	n          int    // traces held
+	max        int    // bound on n
+
+	// cells is the index: Robin Hood linear probing over power-of-two cells, each holding
+	// slot index + 1 in its low idxBits bits and its distance from its home cell above. The
+	// distance tells which cells share a probe's home, so a lookup reads a slot (to compare
+	// ids) only for those, and a removal shifts the cells after it back without hashing.
+	cells   []uint32
+	mask    uint64
+	idxBits uint
+	maxDist uint32
+	seed    maphash.Seed
+	rawSeed maphash.Seed // second seed: a non-hex id's 16 bytes are two hashes of it
+
+	extra map[uint32]*extra // by slot index
+
+	svcNames  []string // interned services by id-1; refs counts the slots naming each
+	svcRefs   []int
+	svcByName map[string]uint32
+	svcFree   []uint32
+	lastSvc   uint32 // the id of the last service interned: records mostly repeat it
+}
+
+// slot is one remembered trace; it holds no pointers.
+type slot struct {
+	id         [16]byte // the trace id decoded from hex, or (flagRawID) two hashes of it
+	span       [8]byte  // the record's span id decoded from hex (flagSpan)
+	expires    int64    // nanoseconds after Join.base
+	time       int64    // the record's time, Unix nanoseconds in UTC (flagTime)
+	prev, next uint32   // arrival order (slot + 1); next also links the free list
+	svc        uint32   // the record's service: id of the interned name, 0 = none
+	flags      uint8
+}
+
+const (
+	flagSeen  uint8 = 1 << iota // the record was seen (here or, joined remotely, elsewhere)
+	flagRawID                   // id is a hash: the trace id itself is in extra
+	flagSpan                    // span holds the record's span id
+	flagTime                    // time holds the record's time
+)
+
+// extra is what a slot cannot hold. Few traces have one: those with feedback waiting for
+// their record, and those whose ids or time are not in the OTLP form.
+type extra struct {
+	traceID    string
+	spanID     string    // a span id that is not 16 lowercase hex characters
+	recordTime time.Time // a record time that is not UTC Unix nanoseconds
+	pending    []pending
+}
+
+// maxTableEntries bounds max_entries so that a slot index and a probe distance of at least
+// 7 bits share one uint32 cell (16.7 million traces ≈ 1 GiB).
+const maxTableEntries = 1 << 24
+
+const minCells = 64
+
+func newTable(maxEntries int) *table {
+	maxEntries = min(max(maxEntries, 1), maxTableEntries)
+	t := &table{max: maxEntries, seed: maphash.MakeSeed(), rawSeed: maphash.MakeSeed(),
+		extra: map[uint32]*extra{}, svcByName: map[string]uint32{}}
+	t.idxBits = uint(bits.Len32(uint32(maxEntries)))
+	t.maxDist = 1<<(32-t.idxBits) - 1
+	return t
+}
+
+// traceKey is a trace id in slot form.
+type traceKey struct {
+	id  [16]byte
+	raw bool
+}
+
+func (t *table) key(traceID string) traceKey {
+	var k traceKey
+	if len(traceID) == 32 && decodeHex(k.id[:], traceID) {
+		return k
+	}
+	k.raw = true
+	h1, h2 := maphash.String(t.seed, traceID), maphash.String(t.rawSeed, traceID)
+	for i := range 8 {
+		k.id[i], k.id[8+i] = byte(h1>>(8*i)), byte(h2>>(8*i))
+	}
+	return k
+}
+
+// decodeHex decodes lowercase hex only, so that encoding gives the same text back. A table,
+// not comparisons: random digits would mispredict a branch on every other character.
+func decodeHex(dst []byte, s string) bool {
+	if len(s) != 2*len(dst) {
+		return false
+	}
+	bad := byte(0)
+	for i := range dst {
+		hi, lo := unhex[s[2*i]], unhex[s[2*i+1]]
+		bad |= hi | lo
+		dst[i] = hi<<4 | lo&15
+	}
+	return bad&0x10 == 0
+}
+
+// unhex maps a lowercase hex digit to its value, anything else to 0x10.
+var unhex = func() (t [256]byte) {
+	for c := range t {
+		switch {
+		case c >= '0' && c <= '9':
+			t[c] = byte(c - '0')
+		case c >= 'a' && c <= 'f':
+			t[c] = byte(c - 'a' + 10)
+		default:
+			t[c] = 0x10
+		}
+	}
+	return t
+}()
+
+const hexDigits = "0123456789abcdef"
+
+func encodeHex(b []byte) string {
+	out := make([]byte, 2*len(b))
+	for i, c := range b {
+		out[2*i], out[2*i+1] = hexDigits[c>>4], hexDigits[c&15]
+	}
+	return string(out)
+}
+
+func (t *table) hash(id *[16]byte) uint64 { return maphash.Bytes(t.seed, id[:]) }
+
+// find returns the slot holding traceID, or -1.
+func (t *table) find(traceID string) int {
+	if t.n == 0 {
+		return -1
+	}
+	return t.lookup(t.key(traceID), traceID)
+}
+
+// lookup returns the slot holding the trace of key k (traceID), or -1.
+func (t *table) lookup(k traceKey, traceID string) int {
+	if t.n == 0 {
+		return -1
+	}
+	pos := t.hash(&k.id) & t.mask
+	idxMask := uint32(1)<<t.idxBits - 1
+	for d := uint32(0); ; d++ {
+		c := t.cells[pos]
+		cd := c >> t.idxBits
+		if c == 0 || cd < d {
+			return -1
+		}
+		if cd == d {
+			i := c&idxMask - 1
+			s := &t.slots[i]
+			if s.id == k.id && (s.flags&flagRawID != 0) == k.raw && (!k.raw || t.extra[i].traceID == traceID) {
+				return int(i)
+			}
+		}
+		pos = (pos + 1) & t.mask
+	}
+}
+
+// full reports whether adding a trace needs the oldest evicted first.
+func (t *table) full() bool { return t.n >= t.max }
+
+// add remembers a new trace (absent, and the table not full) as the newest and returns its
+// slot.
+func (t *table) add(k traceKey, traceID string, expires int64) int {
+	var i uint32
+	if t.free != 0 {
+		i = t.free - 1
+		t.free = t.slots[i].next
+	} else {
+		if len(t.slots) == cap(t.slots) {
+			grown := make([]slot, len(t.slots), min(max(2*cap(t.slots), minCells), t.max))
+			copy(grown, t.slots)
+			t.slots = grown
+		}
+		i = uint32(len(t.slots))
+		t.slots = t.slots[:i+1]
+	}
+	s := &t.slots[i]
+	*s = slot{id: k.id, expires: expires}
+	if k.raw {
+		s.flags = flagRawID
+		t.extra[i] = &extra{traceID: traceID}
+	}
+	t.link(i)
+	t.n++
+	if uint64(t.n) > uint64(len(t.cells))/8*7 || !t.place(i) {
+		t.rebuild(max(2*len(t.cells), minCells))
+	}
+	return int(i)
+}
+
+// remove forgets slot i. Its extra, if any, is dropped: callers take what they need first.
+func (t *table) remove(i int) {
+	s := &t.slots[i]
+	pos := t.hash(&s.id) & t.mask
+	idxMask := uint32(1)<<t.idxBits - 1
+	for t.cells[pos]&idxMask != uint32(i)+1 {
+		pos = (pos + 1) & t.mask
+	}
+	for { // shift the cells after it back by one, up to an empty cell or one at its home
+		next := (pos + 1) & t.mask
+		c := t.cells[next]
+		if c>>t.idxBits == 0 { // empty, or at its home
+			t.cells[pos] = 0
+			break
+		}
+		t.cells[pos] = c - 1<<t.idxBits
+		pos = next
+	}
+	t.unlink(uint32(i))
+	t.svcUnref(s.svc)
+	delete(t.extra, uint32(i))
+	*s = slot{next: t.free}
+	t.free = uint32(i) + 1
+	t.n--
+}
+
+// place puts slot i's cell into the index; false when a cell would land too far from its
+// home, leaving some cell (maybe i's) out: the caller rebuilds the index then.
+func (t *table) place(i uint32) bool {
+	pos := t.hash(&t.slots[i].id) & t.mask
+	cur, d := i+1, uint32(0)
+	for {
+		c := t.cells[pos]
+		if c == 0 {
+			t.cells[pos] = d<<t.idxBits | cur
+			return true
+		}
+		if cd := c >> t.idxBits; cd < d { // Robin Hood: the poorer probe takes the cell
+			t.cells[pos] = d<<t.idxBits | cur
+			cur, d = c&(uint32(1)<<t.idxBits-1), cd
+		}
+		pos = (pos + 1) & t.mask
+		if d++; d > t.maxDist {
+			return false
+		}
+	}
+}
+
+// rebuild re-indexes every slot into at least size cells (a power of two).
+func (t *table) rebuild(size int) {
+	for {
+		t.cells = make([]uint32, size)
+		t.mask = uint64(size - 1)
+		ok := true
+		for i := t.head; i != 0 && ok; i = t.slots[i-1].next {
+			ok = t.place(i - 1)
+		}
+		if ok {
+			return
+		}
+		size *= 2
+	}
+}
+
+func (t *table) link(i uint32) {
+	s := &t.slots[i]
+	s.prev, s.next = t.tail, 0
+	if t.tail != 0 {
+		t.slots[t.tail-1].next = i + 1
+	} else {
+		t.head = i + 1
+	}
+	t.tail = i + 1
+}
+
+func (t *table) unlink(i uint32) {
+	s := &t.slots[i]
+	if s.prev != 0 {
+		t.slots[s.prev-1].next = s.next
+	} else {
+		t.head = s.next
+	}
+	if s.next != 0 {
+		t.slots[s.next-1].prev = s.prev
+	} else {
+		t.tail = s.prev
+	}
+	s.prev, s.next = 0, 0
+}
+
+// touch makes slot i the newest, expiring at expires.
+func (t *table) touch(i int, expires int64) {
+	t.unlink(uint32(i))
+	t.link(uint32(i))
+	t.slots[i].expires = expires
+}
+
+// oldest returns the oldest slot, or -1.
+func (t *table) oldest() int { return int(t.head) - 1 }
+
+// ext returns slot i's extra, creating it (for traceID) when create is set.
+func (t *table) ext(i int, traceID string, create bool) *extra {
+	x := t.extra[uint32(i)]
+	if x == nil && create {
+		x = &extra{traceID: traceID}
+		t.extra[uint32(i)] = x
+	}
+	return x
+}
+
+// tidy drops slot i's extra when the slot holds everything again.
+func (t *table) tidy(i int) {
+	x := t.extra[uint32(i)]
+	if x != nil && t.slots[i].flags&flagRawID == 0 && x.spanID == "" && x.recordTime.IsZero() && len(x.pending) == 0 {
+		delete(t.extra, uint32(i))
+	}
+}
+
+// pendingOf returns the feedback waiting in slot i.
+func (t *table) pendingOf(i int) []pending {
+	if x := t.extra[uint32(i)]; x != nil {
+		return x.pending
+	}
+	return nil
+}
+
+// setSeen records that the record of slot i (its trace traceID) was seen, with its ids.
+func (t *table) setSeen(i int, traceID, service, spanID string, rt time.Time) {
+	s := &t.slots[i]
+	s.flags = s.flags&flagRawID | flagSeen
+	if id := t.svcRef(service); id != s.svc {
+		t.svcUnref(s.svc)
+		s.svc = id
+	} else {
+		t.svcUnref(id) // the slot already held a reference
+	}
+	x := t.extra[uint32(i)]
+	if x != nil {
+		x.spanID, x.recordTime = "", time.Time{}
+	}
+	switch {
+	case spanID == "":
+	case len(spanID) == 16 && decodeHex(s.span[:], spanID):
+		s.flags |= flagSpan
+	default:
+		x = t.ext(i, traceID, true)
+		x.spanID = spanID
+	}
+	if !rt.IsZero() {
+		if ns := rt.UnixNano(); time.Unix(0, ns).UTC() == rt {
+			s.time = ns
+			s.flags |= flagTime
+		} else {
+			x = t.ext(i, traceID, true)
+			x.recordTime = rt
+		}
+	}
+	t.tidy(i)
+}
+
+// forget clears the seen record of slot i (its feedback stays).
+func (t *table) forget(i int) {
+	s := &t.slots[i]
+	s.flags &= flagRawID
+	t.svcUnref(s.svc)
+	s.svc, s.span, s.time = 0, [8]byte{}, 0
+	if x := t.extra[uint32(i)]; x != nil {
+		x.spanID, x.recordTime = "", time.Time{}
+	}
+}
+
+// seen returns the record ids of slot i: whether it was seen, its service, span id and time.
+func (t *table) seen(i int) (ok bool, service, spanID string, rt time.Time) {
+	s := &t.slots[i]
+	if s.flags&flagSeen == 0 {
+		return false, "", "", time.Time{}
+	}
+	if s.svc != 0 {
+		service = t.svcNames[s.svc-1]
+	}
+	if s.flags&flagSpan != 0 {
+		spanID = encodeHex(s.span[:])
+	}
+	if s.flags&flagTime != 0 {
+		rt = time.Unix(0, s.time).UTC()
+	}
+	if x := t.extra[uint32(i)]; x != nil {
+		if x.spanID != "" {
+			spanID = x.spanID
+		}
+		if !x.recordTime.IsZero() {
+			rt = x.recordTime
+		}
+	}
+	return true, service, spanID, rt
+}
+
+// svcRef returns the id of the interned service name, adding a reference.
+func (t *table) svcRef(name string) uint32 {
+	if name == "" {
+		return 0
+	}
+	id := t.lastSvc
+	if id == 0 || t.svcNames[id-1] != name {
+		id = t.svcByName[name]
+		if id == 0 {
+			name = strings.Clone(name) // not a slice of a larger buffer the record may hold
+			if n := len(t.svcFree); n > 0 {
+				id = t.svcFree[n-1]
+				t.svcFree = t.svcFree[:n-1]
+				t.svcNames[id-1] = name
+			} else {
+				t.svcNames = append(t.svcNames, name)
+				t.svcRefs = append(t.svcRefs, 0)
+				id = uint32(len(t.svcNames))
+			}
+			t.svcByName[name] = id
+		}
+		t.lastSvc = id
+	}
+	t.svcRefs[id-1]++
+	return id
+}
+
+func (t *table) svcUnref(id uint32) {
+	if id == 0 {
+		return
+	}
+	if t.svcRefs[id-1]--; t.svcRefs[id-1] > 0 {
+		return
+	}
+	delete(t.svcByName, t.svcNames[id-1])
+	t.svcNames[id-1] = ""
+	t.svcFree = append(t.svcFree, id)
+	if t.lastSvc == id {
+		t.lastSvc = 0
+	}
+}

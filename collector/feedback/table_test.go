@@ -1,0 +1,200 @@
+package feedback
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+func TestSlotSize(t *testing.T) {
+	// The per-trace cost: keep it in mind before adding a field.
+	if got := unsafe.Sizeof(slot{}); got != 56 {
+		t.Fatalf("slot is %d bytes, want 56", got)
+	}
+}
+
+// checkTable verifies the table against the model: every live trace found in its slot, the
+// arrival order, the count, each index cell's distance from its home, and absent ids absent.
+func checkTable(t *testing.T, tab *table, order []string, absent []string) {
+	t.Helper()
+	if tab.n != len(order) {
+		t.Fatalf("n = %d, want %d", tab.n, len(order))
+	}
+	var got []string
+	for i := tab.oldest(); i >= 0; i = int(tab.slots[i].next) - 1 {
+		got = append(got, idOf(tab, i))
+	}
+	if !slices.Equal(got, order) {
+		t.Fatalf("order = %v, want %v", got, order)
+	}
+	for _, id := range order {
+		i := tab.find(id)
+		if i < 0 || idOf(tab, i) != id {
+			t.Fatalf("find(%q) = %d", id, i)
+		}
+	}
+	for _, id := range absent {
+		if i := tab.find(id); i >= 0 {
+			t.Fatalf("find(%q) = %d, want absent", id, i)
+		}
+	}
+	idxMask := uint32(1)<<tab.idxBits - 1
+	cells := 0
+	for pos, c := range tab.cells {
+		if c == 0 {
+			continue
+		}
+		cells++
+		i := c&idxMask - 1
+		home := tab.hash(&tab.slots[i].id) & tab.mask
+		if want := (uint64(pos) - home) & tab.mask; uint64(c>>tab.idxBits) != want {
+			t.Fatalf("cell %d: distance %d, want %d", pos, c>>tab.idxBits, want)
+		}
+	}
+	if cells != tab.n {
+		t.Fatalf("%d cells for %d traces", cells, tab.n)
+	}
+}
+
+func idOf(tab *table, i int) string {
+	s := tab.slots[i]
+	if s.flags&flagRawID != 0 {
+		return tab.extra[uint32(i)].traceID
+	}
+	return encodeHex(s.id[:])
+}
+
+// TestTableMatchesModel adds, refreshes and removes random traces (OTLP ids and others) and
+// checks the table against a plain ordered list after each step.
+func TestTableMatchesModel(t *testing.T) {
+	for _, tc := range []struct {
+		max     int
+		maxDist uint32 // 0: the table's own; small values force index rebuilds
+	}{{max: 1}, {max: 7}, {max: 300}, {max: 300, maxDist: 1}, {max: 5000}} {
+		t.Run(fmt.Sprintf("max=%d,maxDist=%d", tc.max, tc.maxDist), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(tc.max), 7))
+			tab := newTable(tc.max)
+			if tc.maxDist > 0 {
+				tab.maxDist = tc.maxDist
+			}
+			var order []string
+			newID := func() string {
+				if rng.IntN(4) == 0 {
+					return fmt.Sprintf("raw-%d", rng.Uint64())
+				}
+				var b [16]byte
+				for i := range b {
+					b[i] = byte(rng.Uint32())
+				}
+				return encodeHex(b[:])
+			}
+			for step := range 4 * tc.max {
+				switch op := rng.IntN(10); {
+				case op < 6: // a new trace; at the bound the oldest goes first
+					if tab.full() {
+						tab.remove(tab.oldest())
+						order = order[1:]
+					}
+					id := newID()
+					tab.add(tab.key(id), id, int64(step))
+					order = append(order, id)
+				case op < 8 && len(order) > 0: // refresh one
+					k := rng.IntN(len(order))
+					id := order[k]
+					tab.touch(tab.find(id), int64(step))
+					order = append(slices.Delete(order, k, k+1), id)
+				case len(order) > 0: // remove one
+					k := rng.IntN(len(order))
+					tab.remove(tab.find(order[k]))
+					order = slices.Delete(order, k, k+1)
+				}
+				if tc.max < 50 || step%max(tc.max/20, 7) == 0 {
+					checkTable(t, tab, order, []string{newID(), newID()})
+				}
+			}
+			checkTable(t, tab, order, nil)
+			if tc.max >= 300 && len(tab.slots) > tc.max {
+				t.Fatalf("%d slots for max %d", len(tab.slots), tc.max)
+			}
+		})
+	}
+}
+
+// TestTableKeepsIDsExactly: ids the slot cannot hold are kept as given, and OTLP ids that
+// differ only in case are different traces.
+func TestTableKeepsIDsExactly(t *testing.T) {
+	tab := newTable(10)
+	lower := "4bf92f3577b34da6a3ce929d0e0e4736"
+	upper := "4BF92F3577B34DA6A3CE929D0E0E4736"
+	for _, id := range []string{lower, upper, "t1", "4bf92f3577b34da6a3ce929d0e0e473g", lower + "0"} {
+		i := tab.add(tab.key(id), id, 0)
+		if got := idOf(tab, i); got != id {
+			t.Fatalf("slot %d holds %q, want %q", i, got, id)
+		}
+	}
+	if tab.find(lower) == tab.find(upper) || len(tab.extra) != 4 {
+		t.Fatalf("lower=%d upper=%d extra=%d", tab.find(lower), tab.find(upper), len(tab.extra))
+	}
+	paris := time.FixedZone("CET", 3600)
+	ts := time.Date(2026, 11, 29, 12, 0, 0, 5, time.UTC)
+	tests := []struct {
+		service, span string
+		time          time.Time
+		extra         bool
+	}{
+		{"support-bot", "00f067aa0ba902b7", ts, false},
+		{"", "", time.Time{}, false},
+		{"search", "00F067AA0BA902B7", ts, true},
+		{"search", "turn-1", ts, true},
+		{"search", "", ts.In(paris), true},
+		{"search", "", time.Now(), true}, // with a monotonic reading
+		{"search", "", time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), true},
+	}
+	i := tab.find(lower)
+	for _, tt := range tests {
+		tab.setSeen(i, lower, tt.service, tt.span, tt.time)
+		ok, service, span, rt := tab.seen(i)
+		if !ok || service != tt.service || span != tt.span || rt != tt.time {
+			t.Errorf("seen = %v %q %q %v, want %q %q %v", ok, service, span, rt, tt.service, tt.span, tt.time)
+		}
+		if got := tab.extra[uint32(i)] != nil; got != tt.extra {
+			t.Errorf("%+v: extra = %v, want %v", tt, got, tt.extra)
+		}
+	}
+	tab.forget(i)
+	if ok, service, span, rt := tab.seen(i); ok || service != "" || span != "" || !rt.IsZero() {
+		t.Fatalf("after forget: %v %q %q %v", ok, service, span, rt)
+	}
+}
+
+// TestTableInternsServices: one copy of each service name, dropped with its last trace.
+func TestTableInternsServices(t *testing.T) {
+	tab := newTable(10)
+	ids := []string{"a", "b", "c"}
+	for _, id := range ids {
+		i := tab.add(tab.key(id), id, 0)
+		tab.setSeen(i, id, "support-bot", "", time.Time{})
+	}
+	tab.setSeen(tab.find("c"), "c", "search", "", time.Time{})
+	tab.setSeen(tab.find("c"), "c", "search", "", time.Time{}) // the same record again
+	if len(tab.svcByName) != 2 || tab.svcRefs[tab.svcByName["support-bot"]-1] != 2 || tab.svcRefs[tab.svcByName["search"]-1] != 1 {
+		t.Fatalf("services %v refs %v", tab.svcByName, tab.svcRefs)
+	}
+	tab.remove(tab.find("c"))
+	tab.remove(tab.find("a"))
+	if len(tab.svcByName) != 1 || tab.svcByName["support-bot"] == 0 {
+		t.Fatalf("services %v refs %v", tab.svcByName, tab.svcRefs)
+	}
+	tab.remove(tab.find("b"))
+	if len(tab.svcByName) != 0 || len(tab.svcFree) != 2 || len(tab.extra) != 0 {
+		t.Fatalf("services %v free %v extra %d", tab.svcByName, tab.svcFree, len(tab.extra))
+	}
+	i := tab.add(tab.key("d"), "d", 0)
+	tab.setSeen(i, "d", "billing", "", time.Time{})
+	if _, service, _, _ := tab.seen(i); service != "billing" || len(tab.svcNames) != 2 {
+		t.Fatalf("service %q, names %v", service, tab.svcNames)
+	}
+}
