@@ -41,6 +41,18 @@ func NewStage(d *decide.Decider, out Offerer, cfg config.RecentRecords, now func
 }
 
 // ConsumeRecord implements record.Consumer. It always returns nil.
+//
+// What the recent cache keeps for late feedback depends on what feedback could still change
+// (the rules in force, read per record so a reload applies at once):
+//   - a sampled record: the decision only, so feedback does not queue it twice;
+//   - a record skipped by the budget or max_per_minute: its content, since feedback may retry it
+//     (with the budget's feedback reserve);
+//   - with a negative_feedback rule, any other record: its content, since feedback may raise its
+//     probability;
+//   - without one but with other rules: the decision only (feedback cannot change it);
+//   - without any rule: nothing. The record's probability is sampling.rate whatever it holds,
+//     and its trace id was not sampled at that rate, so feedback (which carries no content from
+//     the join) changes nothing with or without an entry.
 func (s *Stage) ConsumeRecord(_ context.Context, r *record.Record) error {
 	trigger := decide.Ingest
 	if r.Feedback != nil && r.Feedback.Score < 0 {
@@ -49,12 +61,20 @@ func (s *Stage) ConsumeRecord(_ context.Context, r *record.Record) error {
 	dec := s.d.Decide(r, trigger)
 	if dec.Sample {
 		_ = s.out.Offer(decide.Mark(r, dec)) // a drop is counted by the Offerer
+		s.recent.put(r, dec.Probability, stateSampled, false, s.now())
+		return nil
 	}
-	p := dec.Probability
-	if !dec.Sample && dec.Reason != decide.ReasonRate {
-		p = 0 // skipped by a cap or a never rule: feedback may still try
+	if dec.Reason == decide.ReasonBudget || dec.Reason == decide.ReasonRateLimit {
+		s.recent.put(r, 0, stateOpen, true, s.now()) // p 0: feedback may try again
+		return nil
 	}
-	s.recent.put(r, p, dec.Sample, s.now())
+	p := dec.Probability // 0 for a never rule: feedback may still try
+	switch n, feedback := s.d.Rules(); {
+	case feedback:
+		s.recent.put(r, p, stateOpen, true, s.now())
+	case n > 0:
+		s.recent.put(r, p, stateSettled, false, s.now())
+	}
 	return nil
 }
 
@@ -64,10 +84,15 @@ func (s *Stage) ConsumeRecord(_ context.Context, r *record.Record) error {
 // p overall, so the weight stays exact. It always returns nil.
 func (s *Stage) ConsumeFeedback(_ context.Context, r *record.Record) error {
 	now := s.now()
-	key := r.Key()
-	prev, known := s.recent.get(key, now)
+	prev, known := s.recent.get(r, now)
 	if known && prev.sampled {
 		return nil // already queued
+	}
+	if known && prev.settled {
+		if _, feedback := s.d.Rules(); !feedback {
+			return nil // decided under rules feedback cannot change, and it still cannot
+		}
+		// A reload added a negative_feedback rule since: the content was not kept.
 	}
 	full := r
 	if known && prev.rec != nil {
@@ -89,9 +114,9 @@ func (s *Stage) ConsumeFeedback(_ context.Context, r *record.Record) error {
 	if dec.Sample {
 		_ = s.out.Offer(decide.Mark(full, dec))
 		if known {
-			s.recent.markSampled(key, dec.Probability)
+			s.recent.markSampled(r, dec.Probability)
 		} else {
-			s.recent.put(full, dec.Probability, true, now)
+			s.recent.put(full, dec.Probability, stateSampled, false, now)
 		}
 	}
 	return nil

@@ -259,3 +259,205 @@ func TestIngestionWithNATSStopped(t *testing.T) {
 	}
 	t.Logf("NATS down: %d records in %v (%.0f/s), slowest call %v; baseline %v (%.0f/s)", n, total, n/total.Seconds(), slowest, baseline, n/baseline.Seconds())
 }
+
+// contentRecord is a record like the loadgen's, with an id from a fixed sequence.
+func contentRecord(i int) *record.Record {
+	return &record.Record{TraceID: fmt.Sprintf("%032x", uint64(i)*0x9e3779b97f4a7c15), Service: "chat",
+		Query: fmt.Sprintf("question %d?", i), Answer: "an answer [1].",
+		Documents:  []record.Document{{ID: "d1", Content: strings.Repeat("x", 1024)}, {ID: "d2", Content: "more"}},
+		Attributes: map[string]string{"route": "/chat"}}
+}
+
+func skippedCount(t *testing.T, reg *prometheus.Registry, reason string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "ragwatch_sampling_skipped_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no skipped counter for %q", reason)
+	return 0
+}
+
+// Without a rule that matches on negative_feedback, feedback cannot change a decision: the cache
+// keeps no content, only the decisions feedback needs (sampled records, and with rules every
+// record's), and late negative feedback samples nothing and counts nothing.
+func TestNoFeedbackRuleKeepsNoContent(t *testing.T) {
+	private := []config.SamplingRule{{Name: "private", Match: config.SamplingMatch{Routes: []string{"/admin"}}, Never: true}}
+	// empty_retrieval matches the feedback-only record (it has no documents): a settled entry
+	// keeps it from being counted as no_content.
+	empty := []config.SamplingRule{{Name: "empty_retrieval", Match: config.SamplingMatch{EmptyRetrieval: true}, Probability: one()}}
+	const n = 1000
+	for _, tt := range []struct {
+		name  string
+		rate  float64
+		rules []config.SamplingRule
+	}{
+		{"defaults", 0.1, nil},
+		{"rate 0", 0, nil},
+		{"rate 1", 1, nil},
+		{"never rule", 0.1, private},
+		{"empty_retrieval rule", 0.1, empty},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			cfg := config.Default().Sampling
+			cfg.Rate, cfg.Rules = tt.rate, tt.rules
+			s, o, reg := newStage(t, cfg, c)
+			ctx := context.Background()
+			sampled := 0
+			for i := 0; i < n; i++ {
+				r := contentRecord(i)
+				if i%10 == 0 {
+					r.Attributes = map[string]string{"route": "/admin"} // never sampled with the never rule
+				}
+				if tt.rules == nil && decide.Sampled(r.TraceID, tt.rate) {
+					sampled++
+				}
+				_ = s.ConsumeRecord(ctx, r)
+			}
+			if tt.rules == nil && len(o.recs) != sampled {
+				t.Fatalf("%d offers, want %d", len(o.recs), sampled)
+			}
+			wantLen := n // with rules every decision is kept
+			if tt.rules == nil {
+				wantLen = len(o.recs) // without, only the sampled ones
+			}
+			bytes, content := s.recent.stats()
+			if got := s.recent.len(); got != wantLen || content != 0 || bytes != int64(entryBytes*wantLen) {
+				t.Fatalf("cache: %d entries, %d with content, %d bytes; want %d, 0, %d", got, content, bytes, wantLen, entryBytes*wantLen)
+			}
+			offered := len(o.recs)
+			rateSkips := skippedCount(t, reg, decide.ReasonRate)
+			c.t = c.t.Add(time.Minute)
+			for i := 0; i < n; i++ {
+				_ = s.ConsumeFeedback(ctx, &record.Record{TraceID: contentRecord(i).TraceID, Service: "chat", Feedback: &record.Feedback{Score: -1}})
+			}
+			if len(o.recs) != offered {
+				t.Fatalf("feedback offered %d more records", len(o.recs)-offered)
+			}
+			if nc, rs := skippedCount(t, reg, decide.ReasonNoContent), skippedCount(t, reg, decide.ReasonRate); nc != 0 || rs != rateSkips {
+				t.Fatalf("feedback counted no_content %v, rate skips %v (were %v)", nc, rs, rateSkips)
+			}
+		})
+	}
+}
+
+// With a negative_feedback rule every record not sampled keeps its content, and late feedback
+// sends it to scoring with p = 1; the entry then holds only the decision.
+func TestFeedbackRuleKeepsContentForLateFeedback(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s, o, _ := newStage(t, feedbackConfig(), c) // rate 0.1
+	ctx := context.Background()
+	const n = 200
+	var want int64
+	unsampled := map[string]*record.Record{}
+	for i := 0; i < n; i++ {
+		r := contentRecord(i)
+		_ = s.ConsumeRecord(ctx, r)
+		if decide.Sampled(r.TraceID, 0.1) {
+			want += entryBytes
+		} else {
+			want += entryBytes + recordSize(r)
+			unsampled[r.TraceID] = r
+		}
+	}
+	sampled := len(o.recs)
+	if sampled+len(unsampled) != n || sampled == 0 {
+		t.Fatalf("%d sampled, %d not", sampled, len(unsampled))
+	}
+	bytes, content := s.recent.stats()
+	if s.recent.len() != n || content != len(unsampled) || bytes != want {
+		t.Fatalf("cache: %d entries, %d with content, %d bytes; want %d, %d, %d", s.recent.len(), content, bytes, n, len(unsampled), want)
+	}
+	c.t = c.t.Add(5 * time.Minute)
+	for i := 0; i < n; i++ {
+		_ = s.ConsumeFeedback(ctx, &record.Record{TraceID: contentRecord(i).TraceID, Service: "chat", Feedback: &record.Feedback{Score: -1, Comment: "wrong"}})
+	}
+	if len(o.recs) != n {
+		t.Fatalf("%d offers, want %d", len(o.recs), n)
+	}
+	for _, got := range o.recs[sampled:] {
+		in := unsampled[got.TraceID]
+		if in == nil || got.Query != in.Query || got.Answer != in.Answer || len(got.Documents) != 2 || got.Documents[0].Content != in.Documents[0].Content ||
+			got.Attributes["route"] != "/chat" || got.Feedback == nil || *got.Feedback != (record.Feedback{Score: -1, Comment: "wrong"}) ||
+			*got.Sampling != (record.Sampling{Probability: 1, Reason: "negative_feedback"}) {
+			t.Fatalf("offered %+v", got)
+		}
+		delete(unsampled, got.TraceID)
+	}
+	if len(unsampled) != 0 {
+		t.Fatalf("%d records not offered", len(unsampled))
+	}
+	bytes, content = s.recent.stats()
+	if s.recent.len() != n || content != 0 || bytes != entryBytes*n {
+		t.Fatalf("after feedback: %d entries, %d with content, %d bytes", s.recent.len(), content, bytes)
+	}
+}
+
+// A record skipped by max_per_minute keeps its content without any rule: feedback retries it.
+func TestCapSkippedRecordKeepsContent(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	cfg := config.Default().Sampling
+	cfg.Rate, cfg.MaxPerMinute = 1, 1
+	s, o, reg := newStage(t, cfg, c)
+	ctx := context.Background()
+	a, b := contentRecord(1), contentRecord(2)
+	_ = s.ConsumeRecord(ctx, a) // the minute's token
+	_ = s.ConsumeRecord(ctx, b) // rate_limit
+	if len(o.recs) != 1 || skippedCount(t, reg, decide.ReasonRateLimit) != 1 {
+		t.Fatalf("%d offers", len(o.recs))
+	}
+	if _, content := s.recent.stats(); content != 1 || s.recent.len() != 2 {
+		t.Fatalf("%d entries, %d with content", s.recent.len(), content)
+	}
+	c.t = c.t.Add(time.Minute) // a token again
+	_ = s.ConsumeFeedback(ctx, &record.Record{TraceID: b.TraceID, Feedback: &record.Feedback{Score: 1}})
+	if len(o.recs) != 2 || o.recs[1].Query != b.Query || *o.recs[1].Sampling != (record.Sampling{Probability: 1, Reason: "rate"}) {
+		t.Fatalf("offers %+v", o.recs)
+	}
+}
+
+// The rules are read per record: after a reload adds a negative_feedback rule, new records keep
+// their content; a record seen before has none, and its feedback is counted as no_content.
+func TestReloadAddingFeedbackRule(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	reg := prometheus.NewRegistry()
+	d := decide.New(config.Default().Sampling, nil, labels.NewServiceSet(10), c.now, reg)
+	o := &offers{}
+	s := NewStage(d, o, config.Default().Sampling.Recent, c.now)
+	ctx := context.Background()
+	before := &record.Record{TraceID: idLow, Query: "q1"}
+	after := &record.Record{TraceID: "00000000000000000000000000000002", Query: "q2"}
+	_ = s.ConsumeRecord(ctx, before)
+	if s.recent.len() != 0 {
+		t.Fatal("kept a record no rule could change")
+	}
+	d.Update(feedbackConfig())
+	_ = s.ConsumeRecord(ctx, after)
+	if _, content := s.recent.stats(); content != 1 {
+		t.Fatalf("%d records with content, want 1", content)
+	}
+	for _, r := range []*record.Record{before, after} {
+		_ = s.ConsumeFeedback(ctx, &record.Record{TraceID: r.TraceID, Feedback: &record.Feedback{Score: -1}})
+	}
+	if len(o.recs) != 1 || o.recs[0].Query != "q2" || skippedCount(t, reg, decide.ReasonNoContent) != 1 {
+		t.Fatalf("offers %+v, no_content %v", o.recs, skippedCount(t, reg, decide.ReasonNoContent))
+	}
+	// And back: without the rule new records keep nothing.
+	d.Update(config.Default().Sampling)
+	n := s.recent.len()
+	_ = s.ConsumeRecord(ctx, &record.Record{TraceID: "00000000000000000000000000000003", Query: "q3"})
+	if s.recent.len() != n || len(o.recs) != 1 {
+		t.Fatalf("%d entries, want %d", s.recent.len(), n)
+	}
+}

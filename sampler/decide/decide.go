@@ -43,6 +43,8 @@ type Decider struct {
 
 	sampled *prometheus.CounterVec
 	skipped *prometheus.CounterVec
+	// Decide's skip counters, resolved once: WithLabelValues per record was half of its cost.
+	skipRate, skipRule, skipBudget, skipRateLimit prometheus.Counter
 }
 
 // New returns a Decider for cfg. budget may be nil (no budget), now may be nil (time.Now).
@@ -71,6 +73,8 @@ func New(cfg config.Sampling, budget *Budget, services *labels.ServiceSet, now f
 	for _, r := range []string{ReasonRate, ReasonRateLimit, ReasonBudget, ReasonRule, ReasonNoContent} {
 		d.skipped.WithLabelValues(r)
 	}
+	d.skipRate, d.skipRule = d.skipped.WithLabelValues(ReasonRate), d.skipped.WithLabelValues(ReasonRule)
+	d.skipBudget, d.skipRateLimit = d.skipped.WithLabelValues(ReasonBudget), d.skipped.WithLabelValues(ReasonRateLimit)
 	return d
 }
 
@@ -98,23 +102,32 @@ func (d *Decider) Decide(r *record.Record, t Trigger) Decision {
 	pol := d.policy.Load() // one policy for the whole decision, even during an Update
 	p, reason, never := pol.match(r)
 	if never {
-		d.skipped.WithLabelValues(ReasonRule).Inc()
+		d.skipRule.Inc()
 		return Decision{Reason: ReasonRule}
 	}
 	if !Sampled(r.TraceID, p) {
-		d.skipped.WithLabelValues(ReasonRate).Inc()
+		d.skipRate.Inc()
 		return Decision{Probability: p, Reason: ReasonRate}
 	}
 	if !d.budget.Allow(t == Feedback) {
-		d.skipped.WithLabelValues(ReasonBudget).Inc()
+		d.skipBudget.Inc()
 		return Decision{Probability: p, Reason: ReasonBudget}
 	}
 	if pol.limiter != nil && !pol.limiter.AllowN(d.now(), 1) {
-		d.skipped.WithLabelValues(ReasonRateLimit).Inc()
+		d.skipRateLimit.Inc()
 		return Decision{Probability: p, Reason: ReasonRateLimit}
 	}
 	d.sampled.WithLabelValues(d.svc.Label(r.Service), reason).Inc()
 	return Decision{Sample: true, Probability: p, Reason: reason}
+}
+
+// Rules returns how many rules are in force and whether one of them matches on
+// negative_feedback: only then can feedback that arrives after a record change the probability
+// Match gives it. Without rules, every record's probability is sampling.rate, whatever it holds.
+// It is one atomic load, cheap enough for every record.
+func (d *Decider) Rules() (n int, feedback bool) {
+	pol := d.policy.Load()
+	return len(pol.rules), pol.feedback
 }
 
 // Skip counts a record not sampled for a reason found outside Decide (no_content).
@@ -143,6 +156,7 @@ type policy struct {
 	rules        []Rule
 	maxPerMinute int
 	limiter      *rate.Limiter // nil: no cap
+	feedback     bool          // a rule matches on negative_feedback
 }
 
 // Update applies sampling.rate, sampling.rules and sampling.max_per_minute from a reloaded
@@ -150,6 +164,9 @@ type policy struct {
 // kept (with the tokens it holds) when max_per_minute is unchanged.
 func (d *Decider) Update(cfg config.Sampling) {
 	p := &policy{rate: cfg.Rate, rules: CompileRules(cfg.Rules), maxPerMinute: cfg.MaxPerMinute}
+	for _, r := range cfg.Rules {
+		p.feedback = p.feedback || r.Match.NegativeFeedback
+	}
 	if old := d.policy.Load(); old != nil && old.maxPerMinute == cfg.MaxPerMinute {
 		p.limiter = old.limiter
 	} else if cfg.MaxPerMinute > 0 {

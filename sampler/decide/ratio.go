@@ -47,5 +47,11 @@ func Randomness(traceID string) uint64 {
 // Sampled reports whether the trace is sampled at probability p: Randomness(traceID) >=
 // Threshold(p). Every replica and every run gives the same answer for the same id.
 func Sampled(traceID string, p float64) bool {
+	switch {
+	case !(p > 0):
+		return false // T = 2^56 > R for every id
+	case p >= 1:
+		return true // T = 0
+	}
 	return Randomness(traceID) >= Threshold(p)
 }

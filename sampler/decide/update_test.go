@@ -67,3 +67,27 @@ func TestUpdateSwapsPolicyAndBudget(t *testing.T) {
 	}()
 	wg.Wait()
 }
+
+func TestRulesFollowsUpdate(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	d, _ := newTestDecider(t, config.Sampling{Rate: 0.1}, nil, c)
+	one := 1.0
+	steps := []struct {
+		rules    []config.SamplingRule
+		n        int
+		feedback bool
+	}{
+		{nil, 0, false},
+		{[]config.SamplingRule{{Name: "private", Match: config.SamplingMatch{Routes: []string{"/admin"}}, Never: true}}, 1, false},
+		{[]config.SamplingRule{
+			{Name: "private", Match: config.SamplingMatch{Routes: []string{"/admin"}}, Never: true},
+			{Name: "negative_feedback", Match: config.SamplingMatch{NegativeFeedback: true}, Probability: &one}}, 2, true},
+		{[]config.SamplingRule{}, 0, false},
+	}
+	for i, s := range steps {
+		d.Update(config.Sampling{Rate: 0.1, Rules: s.rules})
+		if n, fb := d.Rules(); n != s.n || fb != s.feedback {
+			t.Fatalf("step %d: Rules() = %d, %v; want %d, %v", i, n, fb, s.n, s.feedback)
+		}
+	}
+}
