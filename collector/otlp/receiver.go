@@ -69,6 +69,8 @@ type Receiver struct {
 	stopped  bool
 
 	wg sync.WaitGroup
+
+	extraGRPCOpts []grpc.ServerOption // tests and benchmarks only
 }
 
 // New checks the settings and builds the receivers without listening yet.
