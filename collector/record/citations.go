@@ -15,27 +15,33 @@ func ParseCitations(answer string, docs []Document) []Citation {
 		return nil
 	}
 	var out []Citation
-	for _, sentence := range splitSentences(answer) {
+	var sentences [16]string
+	var claimBuf [256]byte
+	for _, sentence := range splitSentences(sentences[:0], answer) {
+		if strings.IndexByte(sentence, '[') < 0 {
+			continue // no marker: no citation
+		}
 		var ids []string
-		var claim strings.Builder
+		claim := claimBuf[:0]
 		rest := sentence
 		for {
 			open := strings.IndexByte(rest, '[')
 			if open < 0 {
-				claim.WriteString(rest)
+				claim = append(claim, rest...)
 				break
 			}
 			end := strings.IndexByte(rest[open:], ']')
 			if end < 0 {
-				claim.WriteString(rest)
+				claim = append(claim, rest...)
 				break
 			}
 			inner := rest[open+1 : open+end]
-			resolved := resolveMarker(inner, docs)
+			var marker [8]string
+			resolved := resolveMarker(inner, docs, marker[:0])
 			if resolved == nil {
-				claim.WriteString(rest[:open+end+1])
+				claim = append(claim, rest[:open+end+1]...)
 			} else {
-				claim.WriteString(rest[:open])
+				claim = append(claim, rest[:open]...)
 				for _, id := range resolved {
 					ids = appendUnique(ids, id)
 				}
@@ -45,15 +51,43 @@ func ParseCitations(answer string, docs []Document) []Citation {
 		if len(ids) == 0 {
 			continue
 		}
-		text := strings.Join(strings.Fields(claim.String()), " ")
-		text = strings.TrimSpace(punctuationSpace.Replace(text))
-		out = append(out, Citation{Text: text, DocumentIDs: ids})
+		out = append(out, Citation{Text: cleanClaim(claim), DocumentIDs: ids})
 	}
 	return out
 }
 
+// cleanClaim is strings.TrimSpace(punctuationSpace.Replace(strings.Join(strings.Fields(claim),
+// " "))) in one pass and one allocation for ASCII text: white space runs become one space, none
+// at the ends, and none before punctuation.
+func cleanClaim(claim []byte) string {
+	for _, c := range claim {
+		if c >= 0x80 {
+			text := strings.Join(strings.Fields(string(claim)), " ")
+			return strings.TrimSpace(punctuationSpace.Replace(text))
+		}
+	}
+	var buf [256]byte
+	out := buf[:0]
+	space := false
+	for _, c := range claim {
+		switch c {
+		case ' ', '\t', '\n', '\v', '\f', '\r':
+			space = len(out) > 0
+			continue
+		case '.', '!', '?', ',', ';', ':':
+			space = false // the gap a removed marker leaves ("days [1]." → "days.")
+		}
+		if space {
+			out = append(out, ' ')
+			space = false
+		}
+		out = append(out, c)
+	}
+	return string(out)
+}
+
 // punctuationSpace closes the gap a removed marker leaves before punctuation ("days [1]." →
-// "days.").
+// "days."); cleanClaim's path for non-ASCII text.
 var punctuationSpace = strings.NewReplacer(" .", ".", " !", "!", " ?", "?", " ,", ",", " ;", ";", " :", ":")
 
 // abbreviations end with a full stop that does not end a sentence.
@@ -62,19 +96,40 @@ var abbreviations = map[string]bool{"e.g": true, "i.e": true, "vs": true, "cf": 
 // isAbbreviation reports whether the word ending at text[:dot] is a known abbreviation.
 func isAbbreviation(text string, dot int) bool {
 	start := strings.LastIndexAny(text[:dot], " \n([") + 1
-	return abbreviations[strings.ToLower(text[start:dot])]
+	word := text[start:dot]
+	var lower [8]byte
+	if len(word) > len(lower) {
+		for i := 0; i < len(word); i++ {
+			if word[i] >= 0x80 {
+				return abbreviations[strings.ToLower(word)] // non-ASCII may lower to fewer bytes
+			}
+		}
+		return false // longer than every abbreviation
+	}
+	for i := 0; i < len(word); i++ {
+		c := word[i]
+		if c >= 0x80 {
+			return abbreviations[strings.ToLower(word)]
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	return abbreviations[string(lower[:len(word)])]
 }
 
 // resolveMarker returns the document ids a marker's inner text cites, or nil when it is not a
 // citation marker.
-func resolveMarker(inner string, docs []Document) []string {
+// The ids are appended to ids (a caller's buffer).
+func resolveMarker(inner string, docs []Document, ids []string) []string {
 	inner = strings.TrimSpace(inner)
 	if inner == "" || len(inner) > 256 {
 		return nil
 	}
-	parts := strings.Split(inner, ",")
-	var ids []string
-	for _, p := range parts {
+	for more := true; more; {
+		var p string
+		p, inner, more = strings.Cut(inner, ",")
 		p = strings.TrimSpace(p)
 		if p == "" {
 			return nil
@@ -115,10 +170,10 @@ func appendUnique(ids []string, id string) []string {
 	return append(ids, id)
 }
 
-// splitSentences cuts text after '.', '!', '?' or a newline when followed by white space or the
-// end, keeping a marker that trails the full stop ("... rises. [1]") with its sentence.
-func splitSentences(text string) []string {
-	var out []string
+// splitSentences appends to out the sentences of text: it cuts after '.', '!', '?' or a newline
+// when followed by white space or the end, keeping a marker that trails the full stop
+// ("... rises. [1]") with its sentence.
+func splitSentences(out []string, text string) []string {
 	start := 0
 	for i := 0; i < len(text); i++ {
 		c := text[i]
