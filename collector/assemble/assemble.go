@@ -49,8 +49,8 @@ func Assemble(spans []Span) Result {
 		return Result{}
 	}
 	sc := getScratch(len(spans))
-	defer sc.release()
 	t := buildTree(spans, sc)
+	defer sc.release(len(t.nodes))
 
 	var rets, gens []int
 	for i := 0; i < t.n; i++ {
@@ -203,16 +203,19 @@ func getScratch(n int) *scratch {
 		sc.facts = make([]facts, n, max(n, 8))
 		sc.nodes = make([]node, n, 2*max(n, 8)+1)
 	}
+	sc.facts = sc.facts[:n] // release clears what is used
 	return sc
 }
 
 // release clears what the scratch points at (spans, documents) and returns it to the pool.
-func (sc *scratch) release() {
+// Only what this use wrote is cleared (facts of its spans, its nodes up to the capacity): the
+// rest is still zero from earlier releases.
+func (sc *scratch) release(nodes int) {
 	if cap(sc.facts) > maxPooledSpans {
 		return
 	}
-	clear(sc.facts[:cap(sc.facts)])
-	clear(sc.nodes[:cap(sc.nodes)])
+	clear(sc.facts)
+	clear(sc.nodes[:min(nodes, cap(sc.nodes))])
 	scratchPool.Put(sc)
 }
 

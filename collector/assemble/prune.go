@@ -116,64 +116,90 @@ func keepMessageEvent(e *Event, attrs []Attr) bool {
 // pruneSpanAttrs drops the span attributes that no reader will read given the others: the
 // input messages other than the one lastUserText can return, and the input of a span that is
 // certainly a generation and not a retrieval (only retrievals' and non-generation turns' input
-// is read; OpenInference puts an LLM call's whole request there).
-func pruneSpanAttrs(as []Attr, s *Span) []Attr {
+// is read; OpenInference puts an LLM call's whole request there). msgs is scratch.
+func pruneSpanAttrs(as []Attr, s *Span, msgs *[]message) []Attr {
 	var oiIn, legacyIn, plainPrompt bool
 	for i := range as {
 		k := as[i].Key
 		switch {
-		case strings.HasPrefix(k, "llm.input_messages."):
+		case len(k) > 19 && k[:19] == "llm.input_messages.":
 			oiIn = true
-		case strings.HasPrefix(k, "gen_ai.prompt."):
-			legacyIn = true
-		case k == "gen_ai.prompt":
-			plainPrompt = true
+		case strings.HasPrefix(k, "gen_ai.prompt"):
+			if len(k) == len("gen_ai.prompt") {
+				plainPrompt = true
+			} else if k[len("gen_ai.prompt")] == '.' {
+				legacyIn = true
+			}
 		}
 	}
+	// gen_ai.prompt appends to the same list as gen_ai.prompt.{i}.*: pruned only alone.
+	legacyIn = legacyIn && !plainPrompt
+	onlyGen := onlyGeneration(as, s)
+	if !oiIn && !legacyIn && !onlyGen {
+		return as
+	}
+	keepOI, keepLegacy := -1, -1
 	if oiIn {
-		as = pruneMessages(as, "llm.input_messages.", setOIMessage)
+		keepOI = lastReadMessage(as, "llm.input_messages.", setOIMessage, msgs)
 	}
-	if legacyIn && !plainPrompt {
-		// gen_ai.prompt appends to the same list as gen_ai.prompt.{i}.*: pruned only alone.
-		as = pruneMessages(as, "gen_ai.prompt.", setRoleContent)
+	if legacyIn {
+		keepLegacy = lastReadMessage(as, "gen_ai.prompt.", setRoleContent, msgs)
 	}
-	if onlyGeneration(as, s) {
-		as = dropKeys(as, func(k string) bool {
-			return k == "input.value" || k == "input.mime_type" || k == "traceloop.entity.input"
-		})
+	out := 0
+	for i := range as {
+		k := as[i].Key
+		drop := false
+		switch {
+		case oiIn && strings.HasPrefix(k, "llm.input_messages."):
+			drop = !messageKept(k[len("llm.input_messages."):], keepOI)
+		case legacyIn && strings.HasPrefix(k, "gen_ai.prompt."):
+			drop = !messageKept(k[len("gen_ai.prompt."):], keepLegacy)
+		case onlyGen:
+			drop = k == "input.value" || k == "input.mime_type" || k == "traceloop.entity.input"
+		}
+		if drop {
+			continue
+		}
+		if out != i {
+			as[out] = as[i]
+		}
+		out++
 	}
-	return as
+	clear(as[out:])
+	return as[:out]
 }
 
-// pruneMessages keeps, of the flattened message list under prefix, only the attributes of the
-// message lastText(msgs, "user") returns; set is the reader's own setter, so the list is built
-// exactly as readFacts builds it.
-func pruneMessages(as []Attr, prefix string, set func([]message, string, Value) []message) []Attr {
-	var msgs []message
+// lastReadMessage returns the index of the message lastText(msgs, "user") returns in the
+// flattened list under prefix (-1 when none has text); set is the reader's own setter, so the
+// list is built exactly as readFacts builds it.
+func lastReadMessage(as []Attr, prefix string, set func([]message, string, Value) []message, scratch *[]message) int {
+	msgs := (*scratch)[:0]
+	defer func() {
+		clear(msgs)
+		*scratch = msgs[:0]
+	}()
 	for i := range as {
 		if rest, ok := strings.CutPrefix(as[i].Key, prefix); ok {
 			msgs = set(msgs, rest, as[i].Value)
 		}
 	}
-	keep := -1
-	for k := len(msgs) - 1; k >= 0 && keep < 0; k-- {
+	for k := len(msgs) - 1; k >= 0; k-- {
 		if strings.EqualFold(msgs[k].role, "user") && msgs[k].text() != "" {
-			keep = k
+			return k
 		}
 	}
-	for k := len(msgs) - 1; k >= 0 && keep < 0; k-- {
+	for k := len(msgs) - 1; k >= 0; k-- {
 		if msgs[k].role == "" && msgs[k].text() != "" {
-			keep = k
+			return k
 		}
 	}
-	return dropKeys(as, func(k string) bool {
-		rest, ok := strings.CutPrefix(k, prefix)
-		if !ok {
-			return false
-		}
-		i, _, valid := splitIndex(rest, maxIndexed)
-		return !valid || i != keep
-	})
+	return -1
+}
+
+// messageKept reports whether the key suffix "{i}...." belongs to message keep.
+func messageKept(rest string, keep int) bool {
+	i, _, valid := splitIndex(rest, maxIndexed)
+	return valid && i == keep
 }
 
 // onlyGeneration reports whether readFacts will certainly classify the span as a generation
@@ -193,7 +219,8 @@ func onlyGeneration(as []Attr, s *Span) bool {
 		k := as[i].Key
 		switch k {
 		case "openinference.span.kind":
-			llm = strings.ToUpper(as[i].Value.Text()) == "LLM"
+			v := &as[i].Value
+			llm = v.Type == TypeStr && len(v.Str) == 3 && strings.ToUpper(v.Str) == "LLM" // Text() of any other type is never "LLM"
 		case "gen_ai.operation.name":
 			switch strings.ToLower(as[i].Value.Text()) {
 			case "retrieval", "vector_db_retrieve", "embeddings", "embedding":
@@ -213,16 +240,4 @@ func onlyGeneration(as []Attr, s *Span) bool {
 		}
 	}
 	return llm
-}
-
-// dropKeys removes, in place and in order, the attributes whose key drop accepts.
-func dropKeys(as []Attr, drop func(string) bool) []Attr {
-	out := as[:0]
-	for i := range as {
-		if !drop(as[i].Key) {
-			out = append(out, as[i])
-		}
-	}
-	clear(as[len(out):])
-	return out
 }

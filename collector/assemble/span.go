@@ -172,7 +172,7 @@ func fromSpan(ps ptrace.Span, service string, buf *attrBuf) Span {
 		}
 	}
 	buf.attrs = appendAttrs(buf.attrs[:0], ps.Attributes(), keepAttr)
-	buf.attrs = pruneSpanAttrs(buf.attrs, &s)
+	buf.attrs = pruneSpanAttrs(buf.attrs, &s, &buf.msgs)
 	s.Attrs = buf.take()
 	if links := ps.Links(); links.Len() > 0 {
 		n := min(links.Len(), maxLinksPerSpan)
@@ -204,7 +204,10 @@ func appendAttrs(out []Attr, m pcommon.Map, keep func(string) bool) []Attr {
 
 // attrBuf is FromTraces' scratch: attributes are gathered and pruned there, then copied into a
 // slice of exactly their number, so a held span keeps no spare capacity.
-type attrBuf struct{ attrs []Attr }
+type attrBuf struct {
+	attrs []Attr
+	msgs  []message // pruneSpanAttrs' scratch
+}
 
 var attrBufs = sync.Pool{New: func() any { return &attrBuf{attrs: make([]Attr, 0, 64)} }}
 
