@@ -64,18 +64,24 @@ type ModelPrice struct {
 	OutputPerMTok float64 `yaml:"output_per_mtok"`
 }
 
-// RecentRecords bounds the cache of recent records kept for late feedback.
+// RecentRecords bounds the cache of recent records kept for late feedback. Records keep their
+// content there only while feedback may still send them to scoring (a negative_feedback rule, or
+// a record skipped by the budget or max_per_minute); others keep a 64-byte decision or nothing.
 type RecentRecords struct {
-	MaxRecords int           `yaml:"max_records"`
-	MaxBytes   int64         `yaml:"max_bytes"`
-	TTL        time.Duration `yaml:"ttl"`
+	MaxRecords int `yaml:"max_records"`
+	// MaxBytes bounds the content kept: with a negative_feedback rule, late feedback is caught
+	// for about max_bytes / (records per second × bytes per record) seconds (docs/sampling.md).
+	MaxBytes int64         `yaml:"max_bytes"`
+	TTL      time.Duration `yaml:"ttl"`
 }
 
 func defaultSampling() Sampling {
 	return Sampling{
 		Rate:   0.1,
 		Buffer: 1024,
-		Recent: RecentRecords{MaxRecords: 10000, MaxBytes: 64 << 20, TTL: 10 * time.Minute},
+		// 16 MiB: two minutes of late feedback at 20 requests/s of 6 KB records, and a small
+		// share of the sidecar's 128 MiB limit at any rate (docs/sampling.md).
+		Recent: RecentRecords{MaxRecords: 10000, MaxBytes: 16 << 20, TTL: 10 * time.Minute},
 	}
 }
 

@@ -15,7 +15,7 @@ func TestSamplingDefaults(t *testing.T) {
 	want := Sampling{
 		Rate:   0.1,
 		Buffer: 1024,
-		Recent: RecentRecords{MaxRecords: 10000, MaxBytes: 64 << 20, TTL: 10 * time.Minute},
+		Recent: RecentRecords{MaxRecords: 10000, MaxBytes: 16 << 20, TTL: 10 * time.Minute},
 	}
 	if !reflect.DeepEqual(c.Sampling, want) {
 		t.Fatalf("sampling defaults:\n got %+v\nwant %+v", c.Sampling, want)
