@@ -374,17 +374,6 @@ func (t *table) setSeen(i int, traceID, service, spanID string, rt time.Time) {
 	t.tidy(i)
 }
 
-// forget clears the seen record of slot i (its feedback stays).
-func (t *table) forget(i int) {
-	s := &t.slots[i]
-	s.flags &= flagRawID
-	t.svcUnref(s.svc)
-	s.svc, s.span, s.time = 0, [8]byte{}, 0
-	if x := t.extra[uint32(i)]; x != nil {
-		x.spanID, x.recordTime = "", time.Time{}
-	}
-}
-
 // seen returns the record ids of slot i: whether it was seen, its service, span id and time.
 func (t *table) seen(i int) (ok bool, service, spanID string, rt time.Time) {
 	s := &t.slots[i]
