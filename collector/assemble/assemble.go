@@ -91,6 +91,12 @@ func buildTree(spans []Span, sc *scratch) tree {
 	t := tree{n: n, facts: sc.facts[:n]}
 	t.nodes = sc.nodes[:n]
 	idx := newSpanIndex(n)
+	if idx.big == nil {
+		if cap(sc.ids) < smallTrace {
+			sc.ids, sc.at = make([]pcommon.SpanID, 0, smallTrace), make([]int, 0, smallTrace)
+		}
+		idx.ids, idx.at = sc.ids[:0], sc.at[:0] // ids need no clearing: no pointers
+	}
 	for i := range spans {
 		s := &spans[i]
 		t.nodes[i] = node{start: s.Start, end: s.End, span: s, f: &t.facts[i], id: s.SpanID, parent: -1}
@@ -187,6 +193,8 @@ func (t *tree) numberNodes() {
 type scratch struct {
 	facts []facts
 	nodes []node
+	ids   []pcommon.SpanID // the span index of a small trace
+	at    []int
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -228,11 +236,13 @@ type spanIndex struct {
 
 const smallTrace = 32
 
+// newSpanIndex returns an index for n spans; below smallTrace its slices are left to the caller
+// (nil grows on put).
 func newSpanIndex(n int) spanIndex {
 	if n > smallTrace {
 		return spanIndex{big: make(map[pcommon.SpanID]int, n)}
 	}
-	return spanIndex{ids: make([]pcommon.SpanID, 0, n), at: make([]int, 0, n)}
+	return spanIndex{}
 }
 
 func (x *spanIndex) get(id pcommon.SpanID) (int, bool) {
@@ -472,13 +482,18 @@ type builder struct {
 // contain one another, so each span belongs to at most one: found by walking up with a memo.
 func (b *builder) assignMembers(turns []int) {
 	t := b.t
-	owner := make([]int, len(t.nodes)) // turn index + 1; 0 unknown; -1 none
+	// owner, the member counts and the members, carved from one allocation.
+	ints := make([]int, len(t.nodes)+len(turns)+1+t.n)
+	owner := ints[:len(t.nodes):len(t.nodes)] // turn index + 1; 0 unknown; -1 none
+	counts := ints[len(t.nodes) : len(t.nodes)+len(turns)+1 : len(t.nodes)+len(turns)+1]
+	all := ints[len(t.nodes)+len(turns)+1:][:0]
 	b.owner = owner
 	owner[t.root] = -1
 	for k, turn := range turns {
 		owner[turn] = k + 1 // the super root too, when the turn's spans have no common ancestor
 	}
-	var path []int
+	var pathBuf [16]int
+	path := pathBuf[:0]
 	for i := 0; i < t.n; i++ {
 		path = path[:0]
 		j := i
@@ -490,7 +505,17 @@ func (b *builder) assignMembers(turns []int) {
 			owner[p] = owner[j]
 		}
 	}
+	// One array for every turn's members: count, then fill.
+	for i := 0; i < t.n; i++ {
+		if o := owner[i]; o > 0 {
+			counts[o]++
+		}
+	}
 	b.mem = make([][]int, len(turns))
+	for k := range turns {
+		b.mem[k] = all[len(all) : len(all) : len(all)+counts[k+1]]
+		all = all[:len(all)+counts[k+1]]
+	}
 	for i := 0; i < t.n; i++ {
 		if o := owner[i]; o > 0 {
 			b.mem[o-1] = append(b.mem[o-1], i)
@@ -666,7 +691,8 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 	}
 
 	// Context: the turn span and its ancestors first, then the turn's spans in start order.
-	ctx := b.contextOrder(turn, mem)
+	var ctxBuf [16]int
+	ctx := b.contextOrder(turn, mem, ctxBuf[:0])
 	for _, i := range ctx {
 		f := t.nodes[i].f
 		if r.SessionID == "" {
@@ -734,8 +760,8 @@ func (b *builder) pick(turn int, mem []int, has func(*facts) bool) int {
 }
 
 // contextOrder lists the turn span, its real ancestors (innermost first), then its spans.
-func (b *builder) contextOrder(turn int, mem []int) []int {
-	out := make([]int, 0, len(mem)+4)
+// It appends to out.
+func (b *builder) contextOrder(turn int, mem []int, out []int) []int {
 	for j := turn; j >= 0 && j != b.t.root; j = b.t.nodes[j].parent {
 		if b.t.nodes[j].f != nil {
 			out = append(out, j)
@@ -790,7 +816,7 @@ func ownDocs(f *facts) ([]record.Document, bool) {
 
 // compactDocs drops the holes a flattened list leaves (indices that carried nothing).
 func compactDocs(docs []record.Document) []record.Document {
-	out := docs[:0:0]
+	out := make([]record.Document, 0, len(docs))
 	for _, d := range docs {
 		if d.ID == "" && d.Content == "" && d.Score == nil && d.Metadata == nil {
 			continue
@@ -802,6 +828,7 @@ func compactDocs(docs []record.Document) []record.Document {
 
 // appendDocs appends docs not already present (by id; documents without id compare by content).
 func appendDocs(dst, docs []record.Document) []record.Document {
+	dst = slices.Grow(dst, len(docs))
 	for _, d := range docs {
 		dup := false
 		for k := range dst {

@@ -1,6 +1,7 @@
 package assemble
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/ragwatch/ragwatch/collector/record"
@@ -27,6 +28,7 @@ type facts struct {
 	genaiDocs  Value             // gen_ai.retrieval.documents
 	ragDocs    Value             // rag.documents
 	emptyHits  bool              // db.vector.query.result_count = 0
+	scores     []float64         // the current block of document scores (setDocField)
 
 	retrievalQuery string // gen_ai.retrieval.query.text, reranker.query
 	inputValue     string
@@ -111,13 +113,13 @@ func readFacts(f *facts, s *Span) {
 		case strings.HasPrefix(k, "gen_ai."):
 			f.readGenAI(k[7:], v)
 		case strings.HasPrefix(k, "retrieval.documents."):
-			f.oiDocs = setDocField(f.oiDocs, k[len("retrieval.documents."):], v)
+			f.oiDocs = setDocField(f.oiDocs, k[len("retrieval.documents."):], v, &f.scores)
 		case strings.HasPrefix(k, "reranker."):
 			switch rest := k[len("reranker."):]; {
 			case strings.HasPrefix(rest, "input_documents."):
-				f.rerankIn = setDocField(f.rerankIn, rest[len("input_documents."):], v)
+				f.rerankIn = setDocField(f.rerankIn, rest[len("input_documents."):], v, &f.scores)
 			case strings.HasPrefix(rest, "output_documents."):
-				f.rerankDocs = setDocField(f.rerankDocs, rest[len("output_documents."):], v)
+				f.rerankDocs = setDocField(f.rerankDocs, rest[len("output_documents."):], v, &f.scores)
 				if f.rerankDocs == nil {
 					f.rerankDocs = []record.Document{}
 				}
@@ -423,13 +425,20 @@ func setIndexed(l []string, i int, s string) []string {
 
 // setDocField sets one field of the OpenInference flattened document list from the key suffix
 // "{i}.document.{field}".
-func setDocField(docs []record.Document, rest string, v Value) []record.Document {
+// Scores are stored in blocks of *scores (a record's documents point into it), not one
+// allocation each.
+func setDocField(docs []record.Document, rest string, v Value, scores *[]float64) []record.Document {
 	i, field, ok := splitIndex(rest, maxIndexed)
 	if !ok || !strings.HasPrefix(field, "document.") {
 		return docs
 	}
-	for len(docs) <= i {
-		docs = append(docs, record.Document{})
+	if len(docs) <= i {
+		if cap(docs) <= i {
+			docs = slices.Grow(docs, max(i+1, 8)-len(docs))
+		}
+		n := len(docs)
+		docs = docs[:i+1]
+		clear(docs[n:])
 	}
 	d := &docs[i]
 	switch field[len("document."):] {
@@ -437,7 +446,11 @@ func setDocField(docs []record.Document, rest string, v Value) []record.Document
 		d.ID = v.Text()
 	case "score":
 		if n, ok := v.Number(); ok {
-			d.Score = &n
+			if len(*scores) == cap(*scores) {
+				*scores = make([]float64, 0, 8) // a new block: pointers into the last stay valid
+			}
+			*scores = append(*scores, n)
+			d.Score = &(*scores)[len(*scores)-1]
 		}
 	case "content":
 		d.Content = v.Text()
@@ -453,9 +466,7 @@ func setOIMessage(msgs []message, rest string, v Value) []message {
 	if !ok || !strings.HasPrefix(field, "message.") {
 		return msgs
 	}
-	for len(msgs) <= i {
-		msgs = append(msgs, message{})
-	}
+	msgs = growMessages(msgs, i)
 	m := &msgs[i]
 	field = field[len("message."):]
 	switch {
@@ -472,15 +483,27 @@ func setOIMessage(msgs []message, rest string, v Value) []message {
 	return msgs
 }
 
+// growMessages extends msgs with empty messages up to index i, allocating once for short lists.
+func growMessages(msgs []message, i int) []message {
+	if len(msgs) > i {
+		return msgs
+	}
+	if cap(msgs) <= i {
+		msgs = slices.Grow(msgs, max(i+1, 4)-len(msgs))
+	}
+	n := len(msgs)
+	msgs = msgs[:i+1]
+	clear(msgs[n:])
+	return msgs
+}
+
 // setRoleContent sets gen_ai.prompt.{i}.role|content style messages.
 func setRoleContent(msgs []message, rest string, v Value) []message {
 	i, field, ok := splitIndex(rest, maxIndexed)
 	if !ok {
 		return msgs
 	}
-	for len(msgs) <= i {
-		msgs = append(msgs, message{})
-	}
+	msgs = growMessages(msgs, i)
 	switch field {
 	case "role":
 		msgs[i].role = v.Text()

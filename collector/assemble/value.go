@@ -106,11 +106,11 @@ func parseMetadata(v Value) map[string]any {
 		if s == "" || s == "{}" || s == "null" || s == "None" {
 			return nil
 		}
-		var m map[string]any
 		if s[0] == '{' {
 			if fm, ok := parseFlatObject(s); ok {
 				return fm
 			}
+			var m map[string]any // declared here: it escapes to encoding/json
 			if err := json.Unmarshal([]byte(s), &m); err == nil {
 				return m
 			}
