@@ -31,11 +31,12 @@ const (
 //
 // The entries are slots without pointers in a ring, oldest first, found through a map from a
 // seeded 64-bit hash of the record key to the entry's sequence number; the only pointers are the
-// kept records, in a parallel slice allocated the first time content is kept. So an entry costs
-// entryBytes, nothing is allocated per record once the ring has grown, and the collector scans
-// one word per slot only when content is kept at all. Two live keys with the same hash (odds
-// about n/2^64 for each lookup) are told apart when the entry holds its record; otherwise one
-// record's decision answers for the other.
+// kept records, in a parallel slice allocated the first time content is kept. So an entry
+// without content costs entryBytes and no allocation once the ring has grown, and the collector
+// scans one word per slot only when content is kept at all. max_records bounds the slots: a key
+// put again leaves its old slot empty until it is the oldest. Two live keys with the same hash
+// (odds about n/2^64 for each lookup) are told apart when the entry holds its record; otherwise
+// one record's decision answers for the other.
 type recent struct {
 	maxRecords int
 	maxBytes   int64
