@@ -130,23 +130,48 @@ var emptyResponse, emptyResponseJSON = func() ([]byte, []byte) {
 	return p, j
 }()
 
-// pooledMessage holds one request's bytes in a buffer of gRPC's pool instead of a fresh copy
-// of every message (a 50-trace export is ≈ 350 KB).
+// pooledMessage holds one request's bytes without a fresh copy of every message (a 50-trace
+// export is ≈ 350 KB): a message gRPC read into one buffer is referenced as it is, one spread
+// over several buffers (one per HTTP/2 frame) is copied into a body buffer of the HTTP
+// receiver's pool, which, unlike gRPC's default pool, does not clear a buffer before reuse.
 type pooledMessage struct {
-	buf mem.Buffer
+	ref  mem.Buffer
+	body *[]byte
+}
+
+func (m *pooledMessage) set(data mem.BufferSlice) {
+	if len(data) == 1 {
+		data[0].Ref() // gRPC frees data after Unmarshal; this reference lasts until free
+		m.ref = data[0]
+		return
+	}
+	m.body = getBody()
+	n := data.Len()
+	if cap(*m.body) < n {
+		*m.body = make([]byte, n)
+	}
+	*m.body = (*m.body)[:n]
+	data.CopyTo(*m.body)
 }
 
 func (m *pooledMessage) bytes() []byte {
-	if m.buf == nil {
-		return nil
+	switch {
+	case m.ref != nil:
+		return m.ref.ReadOnlyData()
+	case m.body != nil:
+		return *m.body
 	}
-	return m.buf.ReadOnlyData()
+	return nil
 }
 
 func (m *pooledMessage) free() {
-	if m.buf != nil {
-		m.buf.Free()
-		m.buf = nil
+	if m.ref != nil {
+		m.ref.Free()
+		m.ref = nil
+	}
+	if m.body != nil {
+		putBody(m.body)
+		m.body = nil
 	}
 }
 
@@ -165,10 +190,7 @@ func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	switch p := v.(type) {
 	case *pooledMessage:
-		// One buffer is referenced as it is; several (one per HTTP/2 frame) are copied into
-		// one buffer of the pool. gRPC frees data after Unmarshal returns; p keeps its own
-		// reference until free.
-		p.buf = data.MaterializeToBuffer(mem.DefaultBufferPool())
+		p.set(data)
 	case *[]byte:
 		*p = data.Materialize()
 	default:
