@@ -37,7 +37,8 @@ type table struct {
 	seed    maphash.Seed
 	rawSeed maphash.Seed // second seed: a non-hex id's 16 bytes are two hashes of it
 
-	extra map[uint32]*extra // by slot index
+	rawIDs map[uint32]string // by slot index: trace ids not in OTLP's hex form (flagRawID)
+	extra  map[uint32]*extra // by slot index
 
 	svcNames  []string // interned services by id-1; refs counts the slots naming each
 	svcRefs   []int
@@ -59,13 +60,13 @@ type slot struct {
 
 const (
 	flagSeen  uint8 = 1 << iota // the record was seen (here or, joined remotely, elsewhere)
-	flagRawID                   // id is a hash: the trace id itself is in extra
+	flagRawID                   // id is a hash: the trace id itself is in rawIDs
 	flagSpan                    // span holds the record's span id
 	flagTime                    // time holds the record's time
 )
 
 // extra is what a slot cannot hold. Few traces have one: those with feedback waiting for
-// their record, and those whose ids or time are not in the OTLP form.
+// their record, and those whose span id or time are not in the OTLP form.
 type extra struct {
 	traceID    string
 	spanID     string    // a span id that is not 16 lowercase hex characters
@@ -82,7 +83,7 @@ const minCells = 64
 func newTable(maxEntries int) *table {
 	maxEntries = min(max(maxEntries, 1), maxTableEntries)
 	t := &table{max: maxEntries, seed: maphash.MakeSeed(), rawSeed: maphash.MakeSeed(),
-		extra: map[uint32]*extra{}, svcByName: map[string]uint32{}}
+		rawIDs: map[uint32]string{}, extra: map[uint32]*extra{}, svcByName: map[string]uint32{}}
 	t.idxBits = uint(bits.Len32(uint32(maxEntries)))
 	t.maxDist = 1<<(32-t.idxBits) - 1
 	return t
@@ -173,7 +174,7 @@ func (t *table) lookup(k traceKey, traceID string) int {
 		if cd == d {
 			i := c&idxMask - 1
 			s := &t.slots[i]
-			if s.id == k.id && (s.flags&flagRawID != 0) == k.raw && (!k.raw || t.extra[i].traceID == traceID) {
+			if s.id == k.id && (s.flags&flagRawID != 0) == k.raw && (!k.raw || t.rawIDs[i] == traceID) {
 				return int(i)
 			}
 		}
@@ -204,7 +205,7 @@ func (t *table) add(k traceKey, traceID string, expires int64) int {
 	*s = slot{id: k.id, expires: expires}
 	if k.raw {
 		s.flags = flagRawID
-		t.extra[i] = &extra{traceID: traceID}
+		t.rawIDs[i] = traceID
 	}
 	t.link(i)
 	t.n++
@@ -234,6 +235,9 @@ func (t *table) remove(i int) {
 	}
 	t.unlink(uint32(i))
 	t.svcUnref(s.svc)
+	if s.flags&flagRawID != 0 {
+		delete(t.rawIDs, uint32(i))
+	}
 	delete(t.extra, uint32(i))
 	*s = slot{next: t.free}
 	t.free = uint32(i) + 1
@@ -327,7 +331,7 @@ func (t *table) ext(i int, traceID string, create bool) *extra {
 // tidy drops slot i's extra when the slot holds everything again.
 func (t *table) tidy(i int) {
 	x := t.extra[uint32(i)]
-	if x != nil && t.slots[i].flags&flagRawID == 0 && x.spanID == "" && x.recordTime.IsZero() && len(x.pending) == 0 {
+	if x != nil && x.spanID == "" && x.recordTime.IsZero() && len(x.pending) == 0 {
 		delete(t.extra, uint32(i))
 	}
 }

@@ -62,7 +62,7 @@ func checkTable(t *testing.T, tab *table, order []string, absent []string) {
 func idOf(tab *table, i int) string {
 	s := tab.slots[i]
 	if s.flags&flagRawID != 0 {
-		return tab.extra[uint32(i)].traceID
+		return tab.rawIDs[uint32(i)]
 	}
 	return encodeHex(s.id[:])
 }
@@ -135,8 +135,8 @@ func TestTableKeepsIDsExactly(t *testing.T) {
 			t.Fatalf("slot %d holds %q, want %q", i, got, id)
 		}
 	}
-	if tab.find(lower) == tab.find(upper) || len(tab.extra) != 4 {
-		t.Fatalf("lower=%d upper=%d extra=%d", tab.find(lower), tab.find(upper), len(tab.extra))
+	if tab.find(lower) == tab.find(upper) || len(tab.rawIDs) != 4 || len(tab.extra) != 0 {
+		t.Fatalf("lower=%d upper=%d raw=%d extra=%d", tab.find(lower), tab.find(upper), len(tab.rawIDs), len(tab.extra))
 	}
 	paris := time.FixedZone("CET", 3600)
 	ts := time.Date(2026, 11, 29, 12, 0, 0, 5, time.UTC)
@@ -185,8 +185,8 @@ func TestTableInternsServices(t *testing.T) {
 		t.Fatalf("services %v refs %v", tab.svcByName, tab.svcRefs)
 	}
 	tab.remove(tab.find("b"))
-	if len(tab.svcByName) != 0 || len(tab.svcFree) != 2 || len(tab.extra) != 0 {
-		t.Fatalf("services %v free %v extra %d", tab.svcByName, tab.svcFree, len(tab.extra))
+	if len(tab.svcByName) != 0 || len(tab.svcFree) != 2 || len(tab.extra) != 0 || len(tab.rawIDs) != 0 {
+		t.Fatalf("services %v free %v extra %d raw %d", tab.svcByName, tab.svcFree, len(tab.extra), len(tab.rawIDs))
 	}
 	i := tab.add(tab.key("d"), "d", 0)
 	tab.setSeen(i, "d", "billing", "", time.Time{})
