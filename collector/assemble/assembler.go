@@ -1,7 +1,6 @@
 package assemble
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -51,7 +50,7 @@ type Settings struct {
 // records to Next. Memory is bounded by max_traces and max_bytes: beyond, the oldest trace is
 // assembled early with what it has (and counted as evicted).
 //
-// Locking: mu guards the held traces, the deadline heap, the arrival list, the backlog and the
+// Locking: mu guards the held traces, the deadline lists, the arrival list, the backlog and the
 // recently-assembled set. procMu serialises assembly and delivery, which run without mu.
 type Assembler struct {
 	cfg      config.Assembly
@@ -63,7 +62,7 @@ type Assembler struct {
 
 	mu           sync.Mutex
 	traces       map[pcommon.TraceID]*trace
-	deadlines    deadlineHeap
+	deadlines    [numLists]deadlineList
 	oldest       *trace // arrival list, oldest first
 	newest       *trace
 	bytes        int64
@@ -93,7 +92,9 @@ type trace struct {
 	hasRet    bool
 	hasGen    bool
 	deferred  bool
-	heapIdx   int
+	list      int8   // the deadline list holding the trace, or -1
+	dlPrev    *trace // neighbours in that list
+	dlNext    *trace
 	prev      *trace
 	next      *trace
 	evictedBy string
@@ -168,10 +169,9 @@ func (a *Assembler) Add(spans []Span) {
 		}
 		tr := a.traces[s.TraceID]
 		if tr == nil {
-			tr = &trace{id: s.TraceID, first: now, deadline: now.Add(a.cfg.Timeout),
-				spans: make([]Span, 0, min(len(spans)-i, 8))}
+			tr = &trace{id: s.TraceID, first: now, list: -1, spans: make([]Span, 0, min(len(spans)-i, 8))}
 			a.traces[s.TraceID] = tr
-			heap.Push(&a.deadlines, tr)
+			a.schedule(tr, now.Add(a.cfg.Timeout), listTimeout)
 			a.pushNewest(tr)
 			tr.overhead = traceOverhead(tr.spans)
 			tr.bytes = tr.overhead
@@ -199,13 +199,11 @@ func (a *Assembler) Add(spans []Span) {
 			tr.rootSeen = true
 			tr.trueRoot = tr.trueRoot || s.ParentSpanID.IsEmpty()
 			tr.deferred = false
-			tr.deadline = minTime(now.Add(a.cfg.Wait), tr.first.Add(a.cfg.Timeout+a.cfg.Wait))
-			heap.Fix(&a.deadlines, tr.heapIdx)
+			a.schedule(tr, minTime(now.Add(a.cfg.Wait), tr.first.Add(a.cfg.Timeout+a.cfg.Wait)), listWait)
 		case tr.deferred && !wasTurn && tr.hasRet && tr.hasGen:
 			// The half a held trace waited for: assemble once its stragglers are in.
 			tr.deferred = false
-			tr.deadline = now.Add(a.cfg.Wait)
-			heap.Fix(&a.deadlines, tr.heapIdx)
+			a.schedule(tr, now.Add(a.cfg.Wait), listWait)
 		}
 	}
 	for len(a.traces) > a.cfg.MaxTraces {
@@ -255,10 +253,10 @@ func (a *Assembler) evict(tr *trace, reason string) {
 	a.log.Debug("trace evicted", "reason", reason)
 }
 
-// remove takes tr out of the map, the heap and the arrival list. Called with mu held.
+// remove takes tr out of the map, its deadline list and the arrival list. Called with mu held.
 func (a *Assembler) remove(tr *trace) {
 	delete(a.traces, tr.id)
-	heap.Remove(&a.deadlines, tr.heapIdx)
+	a.unschedule(tr)
 	if tr.prev != nil {
 		tr.prev.next = tr.next
 	} else {
@@ -340,15 +338,14 @@ func (a *Assembler) process(ctx context.Context, now time.Time, all bool) error 
 	a.mu.Lock()
 	due := a.backlog
 	a.backlog, a.backlogBytes = nil, 0
-	for a.deadlines.Len() > 0 {
-		tr := a.deadlines[0]
-		if !all && tr.deadline.After(now) {
+	for {
+		tr := a.nextDeadline()
+		if tr == nil || (!all && tr.deadline.After(now)) {
 			break
 		}
 		if !all && a.holdLonger(tr, now) {
 			tr.deferred = true
-			tr.deadline = tr.first.Add(a.cfg.Timeout)
-			heap.Fix(&a.deadlines, 0)
+			a.schedule(tr, tr.first.Add(a.cfg.Timeout), listDeferred)
 			continue
 		}
 		a.remove(tr)
@@ -492,30 +489,75 @@ func hasFeedback(s *Span) bool {
 	return false
 }
 
-// deadlineHeap orders held traces by deadline.
-type deadlineHeap []*trace
+// Held traces wait in deadline order in three intrusive lists, one per kind of deadline, each
+// kept sorted: a new trace's timeout (first arrival + timeout), a wait after a root or after the
+// missing half arrived (now + wait), and a deferral to the timeout. Deadlines of one kind are
+// set in nearly increasing order, so sorted insertion from the tail costs O(1) in practice (a
+// heap cost O(log n) comparisons of scattered traces for every trace). The next due trace is
+// the earliest of the three heads.
+const (
+	listTimeout = iota
+	listWait
+	listDeferred
+	numLists
+)
 
-func (h deadlineHeap) Len() int           { return len(h) }
-func (h deadlineHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
-func (h deadlineHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx = i
-	h[j].heapIdx = j
+type deadlineList struct{ head, tail *trace }
+
+// schedule sets tr's deadline and files it in list, after every trace due no later. Called
+// with mu held.
+func (a *Assembler) schedule(tr *trace, deadline time.Time, list int) {
+	a.unschedule(tr)
+	tr.deadline = deadline
+	l := &a.deadlines[list]
+	p := l.tail
+	for p != nil && p.deadline.After(deadline) {
+		p = p.dlPrev
+	}
+	tr.list = int8(list)
+	tr.dlPrev = p
+	if p == nil {
+		tr.dlNext = l.head
+		l.head = tr
+	} else {
+		tr.dlNext = p.dlNext
+		p.dlNext = tr
+	}
+	if tr.dlNext == nil {
+		l.tail = tr
+	} else {
+		tr.dlNext.dlPrev = tr
+	}
 }
 
-func (h *deadlineHeap) Push(x any) {
-	tr := x.(*trace)
-	tr.heapIdx = len(*h)
-	*h = append(*h, tr)
+// unschedule takes tr out of its deadline list, if any. Called with mu held.
+func (a *Assembler) unschedule(tr *trace) {
+	if tr.list < 0 {
+		return
+	}
+	l := &a.deadlines[tr.list]
+	if tr.dlPrev != nil {
+		tr.dlPrev.dlNext = tr.dlNext
+	} else {
+		l.head = tr.dlNext
+	}
+	if tr.dlNext != nil {
+		tr.dlNext.dlPrev = tr.dlPrev
+	} else {
+		l.tail = tr.dlPrev
+	}
+	tr.dlPrev, tr.dlNext, tr.list = nil, nil, -1
 }
 
-func (h *deadlineHeap) Pop() any {
-	old := *h
-	tr := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	tr.heapIdx = -1
-	return tr
+// nextDeadline returns the held trace due first, or nil. Called with mu held.
+func (a *Assembler) nextDeadline() *trace {
+	var first *trace
+	for i := range a.deadlines {
+		if h := a.deadlines[i].head; h != nil && (first == nil || h.deadline.Before(first.deadline)) {
+			first = h
+		}
+	}
+	return first
 }
 
 // recentSet remembers the ids of recently assembled traces, so that spans arriving after their

@@ -220,3 +220,52 @@ func BenchmarkDecode5Span(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIngestWith40kHeld is BenchmarkIngest5Span while 40,000 other traces wait for their
+// root (a small one-span trace each): the cost of filing and finding due traces among many.
+func BenchmarkIngestWith40kHeld(b *testing.B) {
+	body, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(benchTrace(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := base
+	a, err := New(Settings{
+		Config: config.Assembly{Wait: 0, Timeout: time.Hour, MaxTraces: 100000, MaxBytes: 1 << 30},
+		Next:   record.Discard, Registerer: prometheus.NewRegistry(), Now: func() time.Time { return now },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	filler := make([]Span, 1)
+	for i := range 40000 {
+		now = now.Add(time.Millisecond)
+		filler[0] = Span{TraceID: pcommon.TraceID{2, 15: byte(i), 14: byte(i >> 8), 13: byte(i >> 16)},
+			SpanID: pcommon.SpanID{1}, ParentSpanID: pcommon.SpanID{9}, Name: "retrieve",
+			Attrs: []Attr{{Key: "openinference.span.kind", Value: Str("RETRIEVER")}}}
+		a.Add(filler)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer reportCPU(b)()
+	var n uint64
+	for b.Loop() {
+		n++
+		now = now.Add(time.Microsecond)
+		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		setTraceID(td, n)
+		if err := a.ConsumeTraces(ctx, td); err != nil {
+			b.Fatal(err)
+		}
+		if err := a.process(ctx, now, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if a.Held() != 40000 {
+		b.Fatalf("held %d", a.Held())
+	}
+}
