@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -193,4 +194,33 @@ func TestTableInternsServices(t *testing.T) {
 	if _, service, _, _ := tab.seen(i); service != "billing" || len(tab.svcNames) != 2 {
 		t.Fatalf("service %q, names %v", service, tab.svcNames)
 	}
+}
+
+// FuzzTableIDs: any trace id strings (split at newlines) are each found again, kept exactly,
+// and never confused with one another.
+func FuzzTableIDs(f *testing.F) {
+	f.Add("4bf92f3577b34da6a3ce929d0e0e4736\n4BF92F3577B34DA6A3CE929D0E0E4736\nt1\n\x00\xff")
+	f.Add("00000000000000000000000000000000\n0000000000000000000000000000000\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		tab := newTable(8)
+		var order []string
+		for _, id := range strings.Split(in, "\n") {
+			if slices.Contains(order, id) {
+				if i := tab.find(id); i < 0 || idOf(tab, i) != id {
+					t.Fatalf("find(%q) = %d", id, i)
+				}
+				continue
+			}
+			if i := tab.find(id); i >= 0 {
+				t.Fatalf("find(%q) = %d (%q), want absent", id, i, idOf(tab, i))
+			}
+			if tab.full() {
+				tab.remove(tab.oldest())
+				order = order[1:]
+			}
+			tab.add(tab.key(id), id, 0)
+			order = append(order, id)
+		}
+		checkTable(t, tab, order, nil)
+	})
 }
