@@ -299,9 +299,11 @@ notifiers:
 	mode.Store(judgeFail)
 	errs0, jretries0 := attempts("error"), sum(t, reg, "ragwatch_judge_retries_total")
 	eventually("judge 500s counted", 10*time.Second, func() bool { return attempts("error") >= errs0+5 })
-	if got := sum(t, reg, "ragwatch_judge_retries_total"); got < jretries0+5 {
-		t.Fatalf("judge retries %v, want at least %v (max_retries 1 per failed call)", got, jretries0+5)
-	}
+	// A call that failed its first try before the snapshot counts its error after it: the
+	// retries catch up with the errors, they are not in step at every instant.
+	eventually("judge retries counted (max_retries 1 per failed call)", 10*time.Second, func() bool {
+		return sum(t, reg, "ragwatch_judge_retries_total") >= jretries0+5
+	})
 	ingesting("judge failing", 100)
 	mode.Store(judgeHang)
 	to0 := attempts("timeout")
@@ -316,9 +318,9 @@ notifiers:
 	am.down()
 	failed0, retries0 := notified("failed"), sum(t, reg, "ragwatch_notification_retries_total", "notifier", "am")
 	eventually("notification failures counted", 10*time.Second, func() bool { return notified("failed") >= failed0+2 })
-	if got := sum(t, reg, "ragwatch_notification_retries_total", "notifier", "am"); got < retries0+2 {
-		t.Fatalf("notification retries %v, want at least %v", got, retries0+2)
-	}
+	eventually("notification retries counted", 10*time.Second, func() bool {
+		return sum(t, reg, "ragwatch_notification_retries_total", "notifier", "am") >= retries0+2
+	})
 	ingesting("Alertmanager down", 100)
 	hits0, sent0 := amHits.Load(), notified("sent")
 	am.up(t)
