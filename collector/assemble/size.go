@@ -31,6 +31,25 @@ var sizeClasses = [...]int64{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 
 	8192, 9472, 9728, 10240, 10880, 12288, 13568, 14336, 16384, 18432, 19072, 20480, 21760, 24576,
 	27264, 28672, 32768}
 
+// classOf8 and classOf128 map a size to its class as the runtime does: by 8-byte steps up to
+// 1024 bytes, by 128-byte steps above.
+var classOf8, classOf128 = func() (c8 [1024/8 + 1]uint8, c128 [(32768-1024)/128 + 1]uint8) {
+	c := 0
+	for i := range c8 {
+		for sizeClasses[c] < int64(i*8) {
+			c++
+		}
+		c8[i] = uint8(c)
+	}
+	for i := range c128 {
+		for sizeClasses[c] < int64(1024+i*128) {
+			c++
+		}
+		c128[i] = uint8(c)
+	}
+	return c8, c128
+}()
+
 // allocBytes is the heap an allocation of n bytes takes.
 func allocBytes(n int64, pointers bool) int64 {
 	if n <= 0 {
@@ -39,19 +58,13 @@ func allocBytes(n int64, pointers bool) int64 {
 	if pointers && n > 512 {
 		n += 8 // malloc header
 	}
-	if n > 32768 {
-		return (n + 8191) &^ 8191
+	switch {
+	case n <= 1024:
+		return sizeClasses[classOf8[(n+7)/8]]
+	case n <= 32768:
+		return sizeClasses[classOf128[(n-1024+127)/128]]
 	}
-	lo, hi := 0, len(sizeClasses)-1
-	for lo < hi {
-		m := (lo + hi) / 2
-		if sizeClasses[m] < n {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return sizeClasses[lo]
+	return (n + 8191) &^ 8191
 }
 
 // strBytes is the heap a string of its own allocation takes. Strings under 16 bytes share the
