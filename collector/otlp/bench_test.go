@@ -163,6 +163,38 @@ func benchGRPC(b *testing.B, after func(ptrace.Traces), opts ...grpc.ServerOptio
 	})
 }
 
+// BenchmarkGRPCExportOneTrace is one RPC at a time carrying one five-span trace: what the
+// receiver and gRPC spend per RPC (client included) on top of the decode.
+func BenchmarkGRPCExportOneTrace(b *testing.B) {
+	r, spans := benchReceiver(b, "127.0.0.1:0", "", nil)
+	conn, err := grpc.NewClient(r.GRPCAddr().String(),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(rawCodec{})))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	_, body := benchRequests(b, 1)
+	ctx := context.Background()
+	var out []byte
+	if err := conn.Invoke(ctx, exportMethod, body, &out); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	stop := reportCPU(b)
+	for range b.N {
+		if err := conn.Invoke(ctx, exportMethod, body, &out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	stop()
+	if got := spans.Load(); got != int64(5*(b.N+1)) {
+		b.Fatalf("consumer saw %d spans, want %d", got, 5*(b.N+1))
+	}
+}
+
 // BenchmarkGRPCServerOptions compares gRPC server options that could cut per-RPC costs, each
 // against the receiver's own settings in the same run (-count interleaves them). None helped
 // measurably at 50 traces per request, so the receiver sets none of them.

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc/credentials"
 	_ "google.golang.org/grpc/encoding/gzip" // accept gzip-compressed exports
 	"google.golang.org/grpc/mem"
-	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -24,7 +23,6 @@ import (
 func (r *Receiver) newGRPCServer() *grpc.Server {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(r.limits.MaxRequestBytes),
-		grpc.StatsHandler(&grpcRejects{metrics: r.set.Metrics}),
 		grpc.ChainUnaryInterceptor(r.set.GRPCTokens.UnaryInterceptor(func() {
 			r.set.Metrics.Rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonUnauthenticated)
 		})),
@@ -67,14 +65,15 @@ var traceServiceDesc = grpc.ServiceDesc{
 	Methods: []grpc.MethodDesc{{
 		MethodName: "Export",
 		Handler: func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+			exp := srv.(rawExporter)
 			in := &pooledMessage{}
 			if err := dec(in); err != nil {
+				exp.receiveFailed(err)
 				return nil, err
 			}
-			// The decoded request copies what it keeps, so the bytes go back to gRPC's pool
+			// The decoded request copies what it keeps, so the bytes go back to their pool
 			// when the handler returns, whether the interceptor let the call through or not.
 			defer in.free()
-			exp := srv.(rawExporter)
 			if interceptor == nil {
 				return exp.export(ctx, in.bytes())
 			}
@@ -89,6 +88,7 @@ var traceServiceDesc = grpc.ServiceDesc{
 
 type rawExporter interface {
 	export(ctx context.Context, in []byte) ([]byte, error)
+	receiveFailed(err error)
 }
 
 type grpcTraces struct {
@@ -221,27 +221,12 @@ func (r *Receiver) grpcStatus(err error) error {
 	return st.Err()
 }
 
-// grpcRejects counts requests that gRPC refuses before the handler runs: messages over the
-// size limit (also after decompression).
-type grpcRejects struct {
-	metrics *ingest.Metrics
-}
-
-func (h *grpcRejects) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
-func (h *grpcRejects) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
-	return ctx
-}
-func (h *grpcRejects) HandleConn(context.Context, stats.ConnStats) {}
-
-func (h *grpcRejects) HandleRPC(_ context.Context, s stats.RPCStats) {
-	end, ok := s.(*stats.End)
-	if !ok || end.Error == nil {
-		return
-	}
-	st, _ := status.FromError(end.Error)
-	msg := st.Message()
-	switch {
-	case st.Code() == codes.ResourceExhausted && strings.Contains(msg, "larger than max"):
-		h.metrics.Rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonTooLarge)
+// receiveFailed counts a message gRPC refused while reading it, before the handler had it:
+// one over the size limit (also after decompression). This is where gRPC reads the message,
+// so no stats handler (which costs every RPC its events) is needed to see it.
+func (g *grpcTraces) receiveFailed(err error) {
+	st, _ := status.FromError(err)
+	if st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "larger than max") {
+		g.r.set.Metrics.Rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonTooLarge)
 	}
 }

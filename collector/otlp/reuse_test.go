@@ -13,7 +13,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	grpcgzip "google.golang.org/grpc/encoding/gzip"
+	"google.golang.org/grpc/status"
 
 	"github.com/ragwatch/ragwatch/collector/ingest"
 )
@@ -144,5 +146,29 @@ func TestPooledBuffersKeepRequestsApart(t *testing.T) {
 	}
 	if !slices.Equal(got, sent) {
 		t.Errorf("received spans differ from sent ones: %d vs %d", len(got), len(sent))
+	}
+}
+
+// TestGRPCTooLargeCounted: a message over the limit, on the wire or only once decompressed,
+// is refused by gRPC while it is read and counted as too_large.
+func TestGRPCTooLargeCounted(t *testing.T) {
+	h := start(t, Limits{MaxRequestBytes: 64 << 10})
+	client := ptraceotlp.NewGRPCClient(h.conn)
+	big := traces(1)
+	big.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).SetName(strings.Repeat("n", 70<<10))
+	for i, opts := range [][]grpc.CallOption{nil, {grpc.UseCompressor(grpcgzip.Name)}} {
+		_, err := client.Export(context.Background(), ptraceotlp.NewExportRequestFromTraces(big), opts...)
+		if st, _ := status.FromError(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "larger than max") {
+			t.Errorf("request %d: %v", i, err)
+		}
+		if got := h.rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonTooLarge); got != float64(i+1) {
+			t.Errorf("request %d: rejected too_large = %v, want %d", i, got, i+1)
+		}
+	}
+	if _, err := client.Export(context.Background(), ptraceotlp.NewExportRequestFromTraces(traces(1))); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonTooLarge); got != 2 {
+		t.Errorf("rejected too_large = %v after a valid export, want 2", got)
 	}
 }
