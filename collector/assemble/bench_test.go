@@ -269,3 +269,13 @@ func BenchmarkIngestWith40kHeld(b *testing.B) {
 		b.Fatalf("held %d", a.Held())
 	}
 }
+
+// BenchmarkHold5Span is BenchmarkIngest5Span without the protobuf decode: the assembler's own
+// work per trace (read the decoded spans, hold, assemble when due, deliver, recycle).
+func BenchmarkHold5Span(b *testing.B) {
+	td := benchTrace(b)
+	benchAssembler(b, record.Discard, func(n uint64) ptrace.Traces {
+		setTraceID(td, n)
+		return td
+	})
+}

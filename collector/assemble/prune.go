@@ -76,12 +76,12 @@ func keepEvent(name string) bool {
 
 // eventAttrFilter returns which attributes of an event to keep: of the events that carry span
 // keys (readGenAIEventAttr), those four keys; of every other event, all.
-func eventAttrFilter(name string) func(string) bool {
+func eventAttrFilter(name string) int {
 	switch name {
 	case "gen_ai.content.prompt", "gen_ai.content.completion", "gen_ai.client.inference.operation.details":
-		return keepGenAIEventAttr
+		return filterGenAIEvents
 	}
-	return nil
+	return filterNone
 }
 
 func keepGenAIEventAttr(k string) bool {

@@ -161,6 +161,7 @@ func fromSpan(ps ptrace.Span, service string, buf *attrBuf) Span {
 			}
 			e := Event{Name: name, Time: ev.Timestamp().AsTime()}
 			buf.attrs = appendAttrs(buf.attrs[:0], ev.Attributes(), eventAttrFilter(name))
+			buf.used = max(buf.used, len(buf.attrs))
 			if !keepMessageEvent(&e, buf.attrs) {
 				continue
 			}
@@ -171,7 +172,8 @@ func fromSpan(ps ptrace.Span, service string, buf *attrBuf) Span {
 			s.Events = append(s.Events, e)
 		}
 	}
-	buf.attrs = appendAttrs(buf.attrs[:0], ps.Attributes(), keepAttr)
+	buf.attrs = appendAttrs(buf.attrs[:0], ps.Attributes(), filterSpan)
+	buf.used = max(buf.used, len(buf.attrs))
 	buf.attrs = pruneSpanAttrs(buf.attrs, &s, &buf.msgs)
 	s.Attrs = buf.take()
 	if links := ps.Links(); links.Len() > 0 {
@@ -184,15 +186,28 @@ func fromSpan(ps ptrace.Span, service string, buf *attrBuf) Span {
 	return s
 }
 
-// appendAttrs appends the attributes keep accepts (all when keep is nil), at most
-// maxAttrsPerSpan.
-func appendAttrs(out []Attr, m pcommon.Map, keep func(string) bool) []Attr {
+// Attribute filters of appendAttrs.
+const (
+	filterNone        = iota // every attribute
+	filterSpan               // keepAttr
+	filterGenAIEvents        // keepGenAIEventAttr
+)
+
+// appendAttrs appends the attributes filter accepts, at most maxAttrsPerSpan.
+func appendAttrs(out []Attr, m pcommon.Map, filter int) []Attr {
 	if m.Len() == 0 {
 		return out
 	}
 	for k, v := range m.All() {
-		if keep != nil && !keep(k) {
-			continue
+		switch filter {
+		case filterSpan:
+			if !keepAttr(k) {
+				continue
+			}
+		case filterGenAIEvents:
+			if !keepGenAIEventAttr(k) {
+				continue
+			}
 		}
 		if len(out) == maxAttrsPerSpan {
 			break
@@ -206,13 +221,14 @@ func appendAttrs(out []Attr, m pcommon.Map, keep func(string) bool) []Attr {
 // slice of exactly their number, so a held span keeps no spare capacity.
 type attrBuf struct {
 	attrs []Attr
+	used  int       // attrs[:used] may hold references: cleared on release
 	msgs  []message // pruneSpanAttrs' scratch
 }
 
 var attrBufs = sync.Pool{New: func() any { return &attrBuf{attrs: make([]Attr, 0, 64)} }}
 
 // take returns a copy of the gathered attributes in a slice of their exact length (nil when
-// none) and clears the scratch.
+// none) and empties the scratch.
 func (b *attrBuf) take() []Attr {
 	n := len(b.attrs)
 	if n == 0 {
@@ -220,7 +236,6 @@ func (b *attrBuf) take() []Attr {
 	}
 	out := getAttrs(n)
 	copy(out, b.attrs)
-	clear(b.attrs)
 	b.attrs = b.attrs[:0]
 	return out
 }
@@ -229,6 +244,8 @@ func (b *attrBuf) release() {
 	if cap(b.attrs) > 1024 {
 		return // a hostile span's scratch is not kept
 	}
+	clear(b.attrs[:b.used]) // no strings of this request stay reachable from the pool
+	b.used = 0
 	attrBufs.Put(b)
 }
 
