@@ -144,13 +144,23 @@ func (a *Assembler) Held() int {
 // ConsumeTraces takes the spans of td into the held traces. It copies what it reads (td may be
 // reused), never calls downstream consumers and returns quickly.
 func (a *Assembler) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
-	spans := FromTraces(td, make([]Span, 0, td.SpanCount()))
-	if len(spans) == 0 {
-		return nil
+	buf := spanBufs.Get().(*[]Span)
+	spans := FromTraces(td, (*buf)[:0])
+	if len(spans) > 0 {
+		a.Add(spans) // copies each span into its trace
 	}
-	a.Add(spans)
+	if cap(spans) <= maxPooledSpanBuf {
+		clear(spans)
+		*buf = spans[:0]
+		spanBufs.Put(buf)
+	}
 	return nil
 }
+
+// spanBufs holds ConsumeTraces' scratch []Span (Add copies the spans it files).
+var spanBufs = sync.Pool{New: func() any { return new([]Span) }}
+
+const maxPooledSpanBuf = 1024
 
 // Add takes spans already read (FromTraces, or the offline path) into the held traces.
 func (a *Assembler) Add(spans []Span) {
