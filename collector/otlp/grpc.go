@@ -21,11 +21,11 @@ import (
 )
 
 func (r *Receiver) newGRPCServer() *grpc.Server {
-	opts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(r.limits.MaxRequestBytes),
-		grpc.ChainUnaryInterceptor(r.set.GRPCTokens.UnaryInterceptor(func() {
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(r.limits.MaxRequestBytes)}
+	if r.set.GRPCTokens != nil { // without tokens the interceptor would only cost every RPC
+		opts = append(opts, grpc.ChainUnaryInterceptor(r.set.GRPCTokens.UnaryInterceptor(func() {
 			r.set.Metrics.Rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonUnauthenticated)
-		})),
+		})))
 	}
 	if r.set.GRPCTLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(r.set.GRPCTLS)))

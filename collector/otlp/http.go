@@ -54,7 +54,7 @@ func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 		writeStatus(w, mt, http.StatusServiceUnavailable, codes.Unavailable, "ragwatch is over its memory limit, retry later")
 		return
 	}
-	mediaType, _, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	mediaType, err := parseContentType(req.Header.Get("Content-Type"))
 	if err != nil || (mediaType != ctProtobuf && mediaType != ctJSON) {
 		r.set.Metrics.Rejected(rcv, ingest.ReasonContentType)
 		writeStatus(w, ctJSON, http.StatusUnsupportedMediaType, codes.InvalidArgument,
@@ -135,6 +135,16 @@ func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 	w.Header().Set("Content-Type", mediaType)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(out)
+}
+
+// parseContentType is mime.ParseMediaType's media type, without parsing (and allocating) for
+// the two values exporters send.
+func parseContentType(ct string) (string, error) {
+	if ct == ctProtobuf || ct == ctJSON {
+		return ct, nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return mt, err
 }
 
 // readBody reads the whole body, decompressing gzip, within MaxRequestBytes after
