@@ -23,6 +23,8 @@ var fuzzKeys = []string{
 	"traceloop.entity.input", "traceloop.entity.output", "traceloop.association.properties.session_id",
 	"rag.query", "rag.answer", "rag.documents", "rag.citations", "rag.relevance", "rag.feedback",
 	"annotations.0.annotation.score", "annotations.0.annotation.label", "evaluations.2.evaluation.label",
+	"llm.input_messages.0.message.role", "llm.input_messages.1.message.content", "llm.input_messages.1.message.role",
+	"gen_ai.prompt.0.role", "gen_ai.prompt", "llm.input_messages.0.message.contents.0.message_content.text",
 }
 
 func FuzzConsumeTraces(f *testing.F) {
@@ -74,6 +76,12 @@ func FuzzConsumeTraces(f *testing.F) {
 			ev.Attributes().PutStr("gen_ai.output.messages", a)
 			ev.Attributes().PutStr("gen_ai.evaluation.score.label", kind)
 			ev.Attributes().PutStr("db.search.result.entity", b)
+		}
+		// What FromTraces drops is never read: the pruned spans assemble as all of them do.
+		pruned, _ := json.Marshal(Assemble(FromTraces(td, nil)))
+		full, _ := json.Marshal(Assemble(unpruned(td)))
+		if string(pruned) != string(full) {
+			t.Fatalf("pruned spans give\n%s\nall attributes give\n%s", pruned, full)
 		}
 		var got []*record.Record
 		a2, err := New(Settings{Config: defaultCfg(), Next: record.ConsumerFunc(func(_ context.Context, r *record.Record) error {
