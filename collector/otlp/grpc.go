@@ -148,7 +148,7 @@ func (m *pooledMessage) set(data mem.BufferSlice) {
 	m.body = getBody()
 	n := data.Len()
 	if cap(*m.body) < n {
-		*m.body = make([]byte, n)
+		*m.body = make([]byte, n, bodyCap(n))
 	}
 	*m.body = (*m.body)[:n]
 	data.CopyTo(*m.body)

@@ -202,7 +202,7 @@ func (r *Receiver) readBody(req *http.Request) (*[]byte, int, string) {
 func readAll(dst []byte, src io.Reader, hint int) ([]byte, error) {
 	dst = dst[:0]
 	if hint > 0 && cap(dst) < hint+1 { // +1: the read that sees io.EOF needs room too
-		dst = make([]byte, 0, hint+1)
+		dst = make([]byte, 0, bodyCap(hint+1))
 	}
 	for {
 		if len(dst) == cap(dst) {
@@ -222,6 +222,10 @@ func readAll(dst []byte, src io.Reader, hint int) ([]byte, error) {
 // maxPooledBody is the largest body buffer kept for reuse, so that a rare huge export is not
 // held; typical exports (a batch of 50 RAG traces is ≈ 350 KB) are well below it.
 const maxPooledBody = 4 << 20
+
+// bodyCap is the capacity of a new body buffer for n bytes: a quarter more, so that a pooled
+// buffer also fits the next export that is a little larger instead of being replaced.
+func bodyCap(n int) int { return n + n/4 }
 
 // bodyPool holds *[]byte request body buffers.
 var bodyPool sync.Pool
