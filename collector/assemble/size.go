@@ -103,7 +103,7 @@ func attrsSize(as []Attr) int64 {
 	}
 	n := allocBytes(int64(cap(as))*attrBytes, true)
 	for i := range as {
-		n += strBytes(as[i].Key) + strBytes(as[i].Value.Str)
+		n += keyBytes(as[i].Key) + strBytes(as[i].Value.Str)
 		if as[i].Value.Raw != nil {
 			n += rawSize(as[i].Value.Raw, 0)
 		}

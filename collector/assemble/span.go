@@ -204,6 +204,7 @@ func appendAttrs(out []Attr, m pcommon.Map, filter int) []Attr {
 			if !keepAttr(k) {
 				continue
 			}
+			k = sharedKey(k)
 		case filterGenAIEvents:
 			if !keepGenAIEventAttr(k) {
 				continue

@@ -1,0 +1,323 @@
+package assemble
+
+import (
+	"strconv"
+	"strings"
+	"unsafe"
+)
+
+// Held attributes share one copy of each well-known key instead of keeping the key string
+// pdata allocated for every attribute of every span (e.g. 20 "retrieval.documents.{i}.document.*"
+// keys of 48 bytes per retriever span, each a heap object for the collector to mark). The
+// shared keys are slices of one string, so sizing recognises them by address.
+
+// sharedKeyIndex bounds the {i} of the indexed keys that are shared.
+const sharedKeyIndex = 16
+
+// sharedFixedKeys are the keys without index that readers read (keepAttr); fixedKey maps each
+// to its shared copy by position.
+var sharedFixedKeys = [...]string{
+	"openinference.span.kind",
+	"input.value",
+	"input.mime_type",
+	"output.value",
+	"output.mime_type",
+	"session.id",
+	"user.id",
+	"enduser.id",
+	"metadata",
+	"reranker.query",
+	"db.vector.query.top_k",
+	"db.vector.query.result_count",
+	"llm.prompts",
+	"llm.model_name",
+	"llm.request.model_name",
+	"llm.response.model_name",
+	"llm.token_count.prompt",
+	"llm.usage.prompt_tokens",
+	"llm.token_count.completion",
+	"llm.usage.completion_tokens",
+	"llm.request.type",
+	"gen_ai.operation.name",
+	"gen_ai.retrieval.query.text",
+	"gen_ai.retrieval.documents",
+	"gen_ai.data_source.id",
+	"gen_ai.request.model",
+	"gen_ai.response.model",
+	"gen_ai.usage.input_tokens",
+	"gen_ai.usage.output_tokens",
+	"gen_ai.usage.prompt_tokens",
+	"gen_ai.usage.completion_tokens",
+	"gen_ai.conversation.id",
+	"gen_ai.input.messages",
+	"gen_ai.output.messages",
+	"gen_ai.prompt",
+	"gen_ai.completion",
+	"traceloop.span.kind",
+	"traceloop.entity.input",
+	"traceloop.entity.output",
+	"traceloop.workflow.name",
+	"traceloop.association.properties.session_id",
+	"traceloop.association.properties.session.id",
+	"traceloop.association.properties.conversation_id",
+	"traceloop.association.properties.user_id",
+	"traceloop.association.properties.user.id",
+	"traceloop.association.properties.route",
+	"rag.query",
+	"rag.answer",
+	"rag.documents",
+	"rag.citations",
+	"rag.reference",
+	"rag.relevance",
+	"rag.feedback",
+	"rag.route",
+	"rag.session_id",
+	"rag.session.id",
+	"rag.user_id",
+	"rag.user.id",
+}
+
+var (
+	docFields    = []string{"document.id", "document.score", "document.content", "document.metadata"}
+	msgFields    = []string{"message.role", "message.content"}
+	legacyFields = []string{"role", "content"}
+)
+
+// The shared copies: sharedFixed[i] is sharedFixedKeys[i]; the indexed tables hold
+// prefix + {i} + "." + field.
+var (
+	sharedFixed                                      [len(sharedFixedKeys)]string
+	sharedRetrieval, sharedRerankIn, sharedRerankOut [sharedKeyIndex][]string
+	sharedInMessages, sharedOutMessages              [sharedKeyIndex][]string
+	sharedPrompt, sharedCompletion                   [sharedKeyIndex][]string
+	sharedArena                                      string
+)
+
+func init() {
+	var b strings.Builder
+	for _, k := range sharedFixedKeys {
+		b.WriteString(k)
+	}
+	type family struct {
+		prefix string
+		fields []string
+		table  *[sharedKeyIndex][]string
+	}
+	families := []family{
+		{"retrieval.documents.", docFields, &sharedRetrieval},
+		{"reranker.input_documents.", docFields, &sharedRerankIn},
+		{"reranker.output_documents.", docFields, &sharedRerankOut},
+		{"llm.input_messages.", msgFields, &sharedInMessages},
+		{"llm.output_messages.", msgFields, &sharedOutMessages},
+		{"gen_ai.prompt.", legacyFields, &sharedPrompt},
+		{"gen_ai.completion.", legacyFields, &sharedCompletion},
+	}
+	for _, f := range families {
+		for i := range sharedKeyIndex {
+			for _, field := range f.fields {
+				b.WriteString(f.prefix + strconv.Itoa(i) + "." + field)
+			}
+		}
+	}
+	sharedArena = b.String()
+	at := 0
+	next := func(n int) string {
+		s := sharedArena[at : at+n]
+		at += n
+		return s
+	}
+	for i, k := range sharedFixedKeys {
+		sharedFixed[i] = next(len(k))
+	}
+	for _, f := range families {
+		for i := range sharedKeyIndex {
+			f.table[i] = make([]string, len(f.fields))
+			for j, field := range f.fields {
+				f.table[i][j] = next(len(f.prefix) + len(strconv.Itoa(i)) + 1 + len(field))
+			}
+		}
+	}
+}
+
+// sharedKey returns the shared copy of k when it is a well-known key, else k.
+func sharedKey(k string) string {
+	if len(k) > 0 {
+		switch k[0] {
+		case 'r':
+			switch {
+			case strings.HasPrefix(k, "retrieval.documents."):
+				return indexedKey(k, len("retrieval.documents."), docFields, &sharedRetrieval)
+			case strings.HasPrefix(k, "reranker.input_documents."):
+				return indexedKey(k, len("reranker.input_documents."), docFields, &sharedRerankIn)
+			case strings.HasPrefix(k, "reranker.output_documents."):
+				return indexedKey(k, len("reranker.output_documents."), docFields, &sharedRerankOut)
+			}
+		case 'l':
+			switch {
+			case strings.HasPrefix(k, "llm.input_messages."):
+				return indexedKey(k, len("llm.input_messages."), msgFields, &sharedInMessages)
+			case strings.HasPrefix(k, "llm.output_messages."):
+				return indexedKey(k, len("llm.output_messages."), msgFields, &sharedOutMessages)
+			}
+		case 'g':
+			switch {
+			case strings.HasPrefix(k, "gen_ai.prompt."):
+				return indexedKey(k, len("gen_ai.prompt."), legacyFields, &sharedPrompt)
+			case strings.HasPrefix(k, "gen_ai.completion."):
+				return indexedKey(k, len("gen_ai.completion."), legacyFields, &sharedCompletion)
+			}
+		}
+	}
+	return fixedKey(k)
+}
+
+func indexedKey(k string, prefix int, fields []string, table *[sharedKeyIndex][]string) string {
+	i, field, ok := splitIndex(k[prefix:], sharedKeyIndex)
+	digits := 1
+	if i >= 10 {
+		digits = 2 // sharedKeyIndex <= 100
+	}
+	if !ok || len(k)-prefix != digits+1+len(field) {
+		return k // "01", "1" without field: not the canonical spelling
+	}
+	for j, f := range fields {
+		if field == f {
+			return table[i][j]
+		}
+	}
+	return k
+}
+
+func fixedKey(k string) string {
+	switch k {
+	case "openinference.span.kind":
+		return sharedFixed[0]
+	case "input.value":
+		return sharedFixed[1]
+	case "input.mime_type":
+		return sharedFixed[2]
+	case "output.value":
+		return sharedFixed[3]
+	case "output.mime_type":
+		return sharedFixed[4]
+	case "session.id":
+		return sharedFixed[5]
+	case "user.id":
+		return sharedFixed[6]
+	case "enduser.id":
+		return sharedFixed[7]
+	case "metadata":
+		return sharedFixed[8]
+	case "reranker.query":
+		return sharedFixed[9]
+	case "db.vector.query.top_k":
+		return sharedFixed[10]
+	case "db.vector.query.result_count":
+		return sharedFixed[11]
+	case "llm.prompts":
+		return sharedFixed[12]
+	case "llm.model_name":
+		return sharedFixed[13]
+	case "llm.request.model_name":
+		return sharedFixed[14]
+	case "llm.response.model_name":
+		return sharedFixed[15]
+	case "llm.token_count.prompt":
+		return sharedFixed[16]
+	case "llm.usage.prompt_tokens":
+		return sharedFixed[17]
+	case "llm.token_count.completion":
+		return sharedFixed[18]
+	case "llm.usage.completion_tokens":
+		return sharedFixed[19]
+	case "llm.request.type":
+		return sharedFixed[20]
+	case "gen_ai.operation.name":
+		return sharedFixed[21]
+	case "gen_ai.retrieval.query.text":
+		return sharedFixed[22]
+	case "gen_ai.retrieval.documents":
+		return sharedFixed[23]
+	case "gen_ai.data_source.id":
+		return sharedFixed[24]
+	case "gen_ai.request.model":
+		return sharedFixed[25]
+	case "gen_ai.response.model":
+		return sharedFixed[26]
+	case "gen_ai.usage.input_tokens":
+		return sharedFixed[27]
+	case "gen_ai.usage.output_tokens":
+		return sharedFixed[28]
+	case "gen_ai.usage.prompt_tokens":
+		return sharedFixed[29]
+	case "gen_ai.usage.completion_tokens":
+		return sharedFixed[30]
+	case "gen_ai.conversation.id":
+		return sharedFixed[31]
+	case "gen_ai.input.messages":
+		return sharedFixed[32]
+	case "gen_ai.output.messages":
+		return sharedFixed[33]
+	case "gen_ai.prompt":
+		return sharedFixed[34]
+	case "gen_ai.completion":
+		return sharedFixed[35]
+	case "traceloop.span.kind":
+		return sharedFixed[36]
+	case "traceloop.entity.input":
+		return sharedFixed[37]
+	case "traceloop.entity.output":
+		return sharedFixed[38]
+	case "traceloop.workflow.name":
+		return sharedFixed[39]
+	case "traceloop.association.properties.session_id":
+		return sharedFixed[40]
+	case "traceloop.association.properties.session.id":
+		return sharedFixed[41]
+	case "traceloop.association.properties.conversation_id":
+		return sharedFixed[42]
+	case "traceloop.association.properties.user_id":
+		return sharedFixed[43]
+	case "traceloop.association.properties.user.id":
+		return sharedFixed[44]
+	case "traceloop.association.properties.route":
+		return sharedFixed[45]
+	case "rag.query":
+		return sharedFixed[46]
+	case "rag.answer":
+		return sharedFixed[47]
+	case "rag.documents":
+		return sharedFixed[48]
+	case "rag.citations":
+		return sharedFixed[49]
+	case "rag.reference":
+		return sharedFixed[50]
+	case "rag.relevance":
+		return sharedFixed[51]
+	case "rag.feedback":
+		return sharedFixed[52]
+	case "rag.route":
+		return sharedFixed[53]
+	case "rag.session_id":
+		return sharedFixed[54]
+	case "rag.session.id":
+		return sharedFixed[55]
+	case "rag.user_id":
+		return sharedFixed[56]
+	case "rag.user.id":
+		return sharedFixed[57]
+	}
+	return k
+}
+
+// keyBytes is the heap a held attribute's key keeps: nothing for a shared key.
+func keyBytes(k string) int64 {
+	if len(k) > 0 {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(k)))
+		lo := uintptr(unsafe.Pointer(unsafe.StringData(sharedArena)))
+		if p >= lo && p < lo+uintptr(len(sharedArena)) {
+			return 0
+		}
+	}
+	return strBytes(k)
+}

@@ -1,0 +1,43 @@
+package assemble
+
+import (
+	"strconv"
+	"testing"
+)
+
+// TestSharedKeys checks that sharedKey never changes a key's text, shares every key readers
+// read (fixed and indexed below sharedKeyIndex), and shares nothing else.
+func TestSharedKeys(t *testing.T) {
+	shared := func(k string) bool {
+		s := sharedKey(k)
+		if s != k {
+			t.Fatalf("sharedKey(%q) = %q", k, s)
+		}
+		return keyBytes(s) == 0
+	}
+	for _, k := range sharedFixedKeys {
+		if !keepAttr(k) || !shared(k) {
+			t.Errorf("%q: kept %v, shared %v", k, keepAttr(k), shared(k))
+		}
+	}
+	for i := range sharedKeyIndex + 2 {
+		n := strconv.Itoa(i)
+		for _, k := range []string{"retrieval.documents." + n + ".document.content", "reranker.output_documents." + n + ".document.id",
+			"reranker.input_documents." + n + ".document.score", "llm.input_messages." + n + ".message.role",
+			"llm.output_messages." + n + ".message.content", "gen_ai.prompt." + n + ".content", "gen_ai.completion." + n + ".role"} {
+			if got, want := shared(k), i < sharedKeyIndex; got != want {
+				t.Errorf("%q: shared %v, want %v", k, got, want)
+			}
+		}
+	}
+	for _, k := range []string{"r", "retrieval.documents.", "retrieval.documents.1", "retrieval.documents.01.document.id",
+		"retrieval.documents.1.document.ids", "llm.input_messages.2.message.contents.0.message_content.text",
+		"gen_ai.prompt.1", "llm.model", "tag.x", "input.valu", "rag.other"} {
+		if shared(k) {
+			t.Errorf("%q is shared", k)
+		}
+	}
+	if shared(string([]byte("input.value"))) != true {
+		t.Error("a heap copy of a known key is not shared")
+	}
+}
