@@ -167,18 +167,25 @@ func (a *Assembler) Add(spans []Span) {
 	now := a.now()
 	kick := false
 	a.mu.Lock()
+	// A request usually carries a trace's spans one after another: tr stays the trace of the
+	// previous span while the id repeats, so a run of spans costs one lookup. A held trace is
+	// never in the recently-assembled set (an id enters it only when its trace leaves the map),
+	// so the set is asked only about ids that are not held.
+	var tr *trace
 	for i := range spans {
 		s := &spans[i]
-		if a.done.has(s.TraceID) {
-			a.m.late.Inc()
-			if hasFeedback(s) && len(a.lateFeedback) < a.cfg.MaxTraces {
-				a.lateFeedback = append(a.lateFeedback, *s)
-				kick = true
-			}
-			continue
+		if tr == nil || tr.id != s.TraceID {
+			tr = a.traces[s.TraceID]
 		}
-		tr := a.traces[s.TraceID]
 		if tr == nil {
+			if a.done.has(s.TraceID) {
+				a.m.late.Inc()
+				if hasFeedback(s) && len(a.lateFeedback) < a.cfg.MaxTraces {
+					a.lateFeedback = append(a.lateFeedback, *s)
+					kick = true
+				}
+				continue
+			}
 			tr = &trace{id: s.TraceID, first: now, list: -1, spans: make([]Span, 0, min(len(spans)-i, 8))}
 			a.traces[s.TraceID] = tr
 			a.schedule(tr, now.Add(a.cfg.Timeout), listTimeout)
@@ -190,6 +197,7 @@ func (a *Assembler) Add(spans []Span) {
 		if len(tr.spans) == maxSpansPerTrace {
 			// A trace this large is assembled now; its further spans count as late.
 			a.evict(tr, EvictMaxSpans)
+			tr = nil // no longer held: the next span of its id is found in the set
 			kick = true
 			a.m.late.Inc()
 			continue
@@ -436,40 +444,57 @@ func (a *Assembler) deliverFeedback(ctx context.Context, fbs []*record.Record) e
 // quickKind says whether a span is a retrieval or a generation by the cheap signs only (span
 // kinds, operation names, the presence of result keys); readFacts decides at assembly.
 func quickKind(s *Span) (ret, gen bool) {
+	// Dispatched on the first byte: most keys of a span are none of these, and a retriever's
+	// many document keys cost one comparison each once ret is known.
 	for i := range s.Attrs {
 		k := s.Attrs[i].Key
-		switch k {
-		case "openinference.span.kind":
-			switch strings.ToUpper(s.Attrs[i].Value.Str) {
-			case "RETRIEVER", "RERANKER":
+		if len(k) < len("rag.answer") {
+			continue // shorter than every key below
+		}
+		switch k[0] {
+		case 'o':
+			if k == "openinference.span.kind" {
+				switch strings.ToUpper(s.Attrs[i].Value.Str) {
+				case "RETRIEVER", "RERANKER":
+					ret = true
+				case "LLM":
+					gen = true
+				}
+			}
+		case 'g':
+			switch k {
+			case "gen_ai.operation.name":
+				switch strings.ToLower(s.Attrs[i].Value.Str) {
+				case "retrieval", "vector_db_retrieve":
+					ret = true
+				case "chat", "text_completion", "generate_content", "completion":
+					gen = true
+				}
+			case "gen_ai.retrieval.documents":
 				ret = true
-			case "LLM":
+			case "gen_ai.output.messages":
 				gen = true
+			default:
+				gen = gen || strings.HasPrefix(k, "gen_ai.completion.")
 			}
-		case "gen_ai.operation.name":
-			switch strings.ToLower(s.Attrs[i].Value.Str) {
-			case "retrieval", "vector_db_retrieve":
-				ret = true
-			case "chat", "text_completion", "generate_content", "completion":
+		case 'l':
+			if k == "llm.request.type" {
+				switch s.Attrs[i].Value.Str {
+				case "chat", "completion":
+					gen = true
+				}
+			} else if !gen {
+				gen = strings.HasPrefix(k, "llm.output_messages.") || strings.HasPrefix(k, "llm.choices.")
+			}
+		case 'r':
+			if k == "rag.answer" {
 				gen = true
+			} else if !ret {
+				ret = k == "rag.documents" || strings.HasPrefix(k, "retrieval.documents.") ||
+					strings.HasPrefix(k, "reranker.output_documents.")
 			}
-		case "llm.request.type":
-			switch s.Attrs[i].Value.Str {
-			case "chat", "completion":
-				gen = true
-			}
-		case "rag.documents", "gen_ai.retrieval.documents", "db.vector.query.top_k", "db.vector.query.result_count":
-			ret = true
-		case "rag.answer", "gen_ai.output.messages":
-			gen = true
-		default:
-			switch {
-			case strings.HasPrefix(k, "retrieval.documents."), strings.HasPrefix(k, "reranker.output_documents."):
-				ret = true
-			case strings.HasPrefix(k, "llm.output_messages."), strings.HasPrefix(k, "llm.choices."),
-				strings.HasPrefix(k, "gen_ai.completion."):
-				gen = true
-			}
+		case 'd':
+			ret = ret || k == "db.vector.query.top_k" || k == "db.vector.query.result_count"
 		}
 	}
 	for i := range s.Events {

@@ -168,7 +168,46 @@ func sharedKey(k string) string {
 			}
 		}
 	}
-	return fixedKey(k)
+	s, _ := fixedKey(k)
+	return s
+}
+
+// keptKey is keepAttr and sharedKey at once: whether the span attribute k is kept, and its
+// shared copy (k itself when it is not well-known). The keys of a RAG span are mostly
+// well-known, each found by one switch instead of by keepAttr's and then sharedKey's.
+func keptKey(k string) (string, bool) {
+	if len(k) > 0 {
+		// Every key of these families is kept (keepAttr); the canonical ones are shared.
+		switch k[0] {
+		case 'r':
+			switch {
+			case strings.HasPrefix(k, "retrieval.documents."):
+				return indexedKey(k, len("retrieval.documents."), docFields, &sharedRetrieval), true
+			case strings.HasPrefix(k, "reranker.input_documents."):
+				return indexedKey(k, len("reranker.input_documents."), docFields, &sharedRerankIn), true
+			case strings.HasPrefix(k, "reranker.output_documents."):
+				return indexedKey(k, len("reranker.output_documents."), docFields, &sharedRerankOut), true
+			}
+		case 'l':
+			switch {
+			case strings.HasPrefix(k, "llm.input_messages."):
+				return indexedKey(k, len("llm.input_messages."), msgFields, &sharedInMessages), true
+			case strings.HasPrefix(k, "llm.output_messages."):
+				return indexedKey(k, len("llm.output_messages."), msgFields, &sharedOutMessages), true
+			}
+		case 'g':
+			switch {
+			case strings.HasPrefix(k, "gen_ai.prompt."):
+				return indexedKey(k, len("gen_ai.prompt."), legacyFields, &sharedPrompt), true
+			case strings.HasPrefix(k, "gen_ai.completion."):
+				return indexedKey(k, len("gen_ai.completion."), legacyFields, &sharedCompletion), true
+			}
+		}
+	}
+	if s, ok := fixedKey(k); ok {
+		return s, true // every fixed key is kept
+	}
+	return k, keepAttr(k)
 }
 
 func indexedKey(k string, prefix int, fields []string, table *[sharedKeyIndex][]string) string {
@@ -188,126 +227,127 @@ func indexedKey(k string, prefix int, fields []string, table *[sharedKeyIndex][]
 	return k
 }
 
-func fixedKey(k string) string {
+// fixedKey returns the shared copy of k when it is one of sharedFixedKeys.
+func fixedKey(k string) (string, bool) {
 	switch k {
 	case "openinference.span.kind":
-		return sharedFixed[0]
+		return sharedFixed[0], true
 	case "input.value":
-		return sharedFixed[1]
+		return sharedFixed[1], true
 	case "input.mime_type":
-		return sharedFixed[2]
+		return sharedFixed[2], true
 	case "output.value":
-		return sharedFixed[3]
+		return sharedFixed[3], true
 	case "output.mime_type":
-		return sharedFixed[4]
+		return sharedFixed[4], true
 	case "session.id":
-		return sharedFixed[5]
+		return sharedFixed[5], true
 	case "user.id":
-		return sharedFixed[6]
+		return sharedFixed[6], true
 	case "enduser.id":
-		return sharedFixed[7]
+		return sharedFixed[7], true
 	case "metadata":
-		return sharedFixed[8]
+		return sharedFixed[8], true
 	case "reranker.query":
-		return sharedFixed[9]
+		return sharedFixed[9], true
 	case "db.vector.query.top_k":
-		return sharedFixed[10]
+		return sharedFixed[10], true
 	case "db.vector.query.result_count":
-		return sharedFixed[11]
+		return sharedFixed[11], true
 	case "llm.prompts":
-		return sharedFixed[12]
+		return sharedFixed[12], true
 	case "llm.model_name":
-		return sharedFixed[13]
+		return sharedFixed[13], true
 	case "llm.request.model_name":
-		return sharedFixed[14]
+		return sharedFixed[14], true
 	case "llm.response.model_name":
-		return sharedFixed[15]
+		return sharedFixed[15], true
 	case "llm.token_count.prompt":
-		return sharedFixed[16]
+		return sharedFixed[16], true
 	case "llm.usage.prompt_tokens":
-		return sharedFixed[17]
+		return sharedFixed[17], true
 	case "llm.token_count.completion":
-		return sharedFixed[18]
+		return sharedFixed[18], true
 	case "llm.usage.completion_tokens":
-		return sharedFixed[19]
+		return sharedFixed[19], true
 	case "llm.request.type":
-		return sharedFixed[20]
+		return sharedFixed[20], true
 	case "gen_ai.operation.name":
-		return sharedFixed[21]
+		return sharedFixed[21], true
 	case "gen_ai.retrieval.query.text":
-		return sharedFixed[22]
+		return sharedFixed[22], true
 	case "gen_ai.retrieval.documents":
-		return sharedFixed[23]
+		return sharedFixed[23], true
 	case "gen_ai.data_source.id":
-		return sharedFixed[24]
+		return sharedFixed[24], true
 	case "gen_ai.request.model":
-		return sharedFixed[25]
+		return sharedFixed[25], true
 	case "gen_ai.response.model":
-		return sharedFixed[26]
+		return sharedFixed[26], true
 	case "gen_ai.usage.input_tokens":
-		return sharedFixed[27]
+		return sharedFixed[27], true
 	case "gen_ai.usage.output_tokens":
-		return sharedFixed[28]
+		return sharedFixed[28], true
 	case "gen_ai.usage.prompt_tokens":
-		return sharedFixed[29]
+		return sharedFixed[29], true
 	case "gen_ai.usage.completion_tokens":
-		return sharedFixed[30]
+		return sharedFixed[30], true
 	case "gen_ai.conversation.id":
-		return sharedFixed[31]
+		return sharedFixed[31], true
 	case "gen_ai.input.messages":
-		return sharedFixed[32]
+		return sharedFixed[32], true
 	case "gen_ai.output.messages":
-		return sharedFixed[33]
+		return sharedFixed[33], true
 	case "gen_ai.prompt":
-		return sharedFixed[34]
+		return sharedFixed[34], true
 	case "gen_ai.completion":
-		return sharedFixed[35]
+		return sharedFixed[35], true
 	case "traceloop.span.kind":
-		return sharedFixed[36]
+		return sharedFixed[36], true
 	case "traceloop.entity.input":
-		return sharedFixed[37]
+		return sharedFixed[37], true
 	case "traceloop.entity.output":
-		return sharedFixed[38]
+		return sharedFixed[38], true
 	case "traceloop.workflow.name":
-		return sharedFixed[39]
+		return sharedFixed[39], true
 	case "traceloop.association.properties.session_id":
-		return sharedFixed[40]
+		return sharedFixed[40], true
 	case "traceloop.association.properties.session.id":
-		return sharedFixed[41]
+		return sharedFixed[41], true
 	case "traceloop.association.properties.conversation_id":
-		return sharedFixed[42]
+		return sharedFixed[42], true
 	case "traceloop.association.properties.user_id":
-		return sharedFixed[43]
+		return sharedFixed[43], true
 	case "traceloop.association.properties.user.id":
-		return sharedFixed[44]
+		return sharedFixed[44], true
 	case "traceloop.association.properties.route":
-		return sharedFixed[45]
+		return sharedFixed[45], true
 	case "rag.query":
-		return sharedFixed[46]
+		return sharedFixed[46], true
 	case "rag.answer":
-		return sharedFixed[47]
+		return sharedFixed[47], true
 	case "rag.documents":
-		return sharedFixed[48]
+		return sharedFixed[48], true
 	case "rag.citations":
-		return sharedFixed[49]
+		return sharedFixed[49], true
 	case "rag.reference":
-		return sharedFixed[50]
+		return sharedFixed[50], true
 	case "rag.relevance":
-		return sharedFixed[51]
+		return sharedFixed[51], true
 	case "rag.feedback":
-		return sharedFixed[52]
+		return sharedFixed[52], true
 	case "rag.route":
-		return sharedFixed[53]
+		return sharedFixed[53], true
 	case "rag.session_id":
-		return sharedFixed[54]
+		return sharedFixed[54], true
 	case "rag.session.id":
-		return sharedFixed[55]
+		return sharedFixed[55], true
 	case "rag.user_id":
-		return sharedFixed[56]
+		return sharedFixed[56], true
 	case "rag.user.id":
-		return sharedFixed[57]
+		return sharedFixed[57], true
 	}
-	return k
+	return k, false
 }
 
 // keyBytes is the heap a held attribute's key keeps: nothing for a shared key.

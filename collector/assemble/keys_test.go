@@ -3,6 +3,7 @@ package assemble
 import (
 	"strconv"
 	"testing"
+	"unsafe"
 )
 
 // TestSharedKeys checks that sharedKey never changes a key's text, shares every key readers
@@ -39,5 +40,36 @@ func TestSharedKeys(t *testing.T) {
 	}
 	if shared(string([]byte("input.value"))) != true {
 		t.Error("a heap copy of a known key is not shared")
+	}
+}
+
+// TestKeptKey checks that keptKey answers as keepAttr and sharedKey do, sharing the same copies.
+func TestKeptKey(t *testing.T) {
+	keys := append([]string{"", "r", "l", "g", "retrieval.documents.", "retrieval.documents.1",
+		"retrieval.documents.01.document.id", "retrieval.documents.1.document.ids",
+		"llm.input_messages.2.message.contents.0.message_content.text", "gen_ai.prompt.1", "gen_ai.prompt",
+		"gen_ai.completion", "llm.model", "llm.provider", "llm.invocation_parameters", "llm.token_count.total",
+		"llm.prompts.0", "llm.choices.0.text", "tag.x", "input.valu", "rag.other", "rag.", "annotations.",
+		"annotations.helpful", "evaluations.x", "traceloop.other", "db.system", "metadata.x", "enduser.role",
+		"reranker.model_name", "reranker.query", "reranker.top_k", "gen_ai.system", "x.input.value"},
+		sharedFixedKeys[:]...)
+	for i := range sharedKeyIndex + 2 {
+		n := strconv.Itoa(i)
+		keys = append(keys, "retrieval.documents."+n+".document.content", "reranker.output_documents."+n+".document.id",
+			"reranker.input_documents."+n+".document.score", "reranker.input_documents."+n+".document.other",
+			"llm.input_messages."+n+".message.role", "llm.output_messages."+n+".message.content",
+			"gen_ai.prompt."+n+".content", "gen_ai.completion."+n+".role", "gen_ai.completion."+n+".x")
+	}
+	for _, k := range keys {
+		got, kept := keptKey(k)
+		if kept != keepAttr(k) {
+			t.Errorf("keptKey(%q) kept %v, keepAttr %v", k, kept, keepAttr(k))
+		}
+		if !kept {
+			continue
+		}
+		if want := sharedKey(k); got != want || unsafe.StringData(got) != unsafe.StringData(want) {
+			t.Errorf("keptKey(%q) = %q, not sharedKey's copy", k, got)
+		}
 	}
 }

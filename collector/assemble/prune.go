@@ -121,6 +121,9 @@ func pruneSpanAttrs(as []Attr, s *Span, msgs *[]message) []Attr {
 	var oiIn, legacyIn, plainPrompt bool
 	for i := range as {
 		k := as[i].Key
+		if len(k) < len("gen_ai.prompt") || (k[0] != 'l' && k[0] != 'g') {
+			continue // neither case below
+		}
 		switch {
 		case len(k) > 19 && k[:19] == "llm.input_messages.":
 			oiIn = true
@@ -217,6 +220,14 @@ func onlyGeneration(as []Attr, s *Span) bool {
 	llm := false
 	for i := range as {
 		k := as[i].Key
+		if len(k) < len("reranker.") {
+			continue // shorter than every key below
+		}
+		switch k[0] {
+		case 'o', 'g', 'l', 'r', 'd':
+		default:
+			continue // no key below starts otherwise
+		}
 		switch k {
 		case "openinference.span.kind":
 			v := &as[i].Value

@@ -201,10 +201,10 @@ func appendAttrs(out []Attr, m pcommon.Map, filter int) []Attr {
 	for k, v := range m.All() {
 		switch filter {
 		case filterSpan:
-			if !keepAttr(k) {
+			var keep bool
+			if k, keep = keptKey(k); !keep {
 				continue
 			}
-			k = sharedKey(k)
 		case filterGenAIEvents:
 			if !keepGenAIEventAttr(k) {
 				continue
