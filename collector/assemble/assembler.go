@@ -186,7 +186,7 @@ func (a *Assembler) Add(spans []Span) {
 				}
 				continue
 			}
-			tr = &trace{id: s.TraceID, first: now, list: -1, spans: make([]Span, 0, min(len(spans)-i, 8))}
+			tr = &trace{id: s.TraceID, first: now, list: -1, spans: make([]Span, 0, spanCapHint(spans[i:]))}
 			a.traces[s.TraceID] = tr
 			a.schedule(tr, now.Add(a.cfg.Timeout), listTimeout)
 			a.pushNewest(tr)
@@ -241,6 +241,22 @@ func (a *Assembler) Add(spans []Span) {
 		default:
 		}
 	}
+}
+
+// spanCapHint is the capacity of a new trace's []Span, for its first span spans[0]: the run of
+// spans of its id that start spans, when the request carries several of them together (the
+// request then holds the trace, or this part of it, whole: a 5-span trace keeps 5 slots, not
+// 8); else room for the rest of the request, at most 8 spans, as spans arriving one by one
+// between other traces' are likely to be followed by more.
+func spanCapHint(spans []Span) int {
+	run := 1
+	for run < 8 && run < len(spans) && spans[run].TraceID == spans[0].TraceID {
+		run++
+	}
+	if run > 1 {
+		return run
+	}
+	return min(len(spans), 8)
 }
 
 // evictOldest moves the oldest trace to the backlog, to be assembled early by the worker. The

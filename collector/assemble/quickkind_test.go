@@ -90,3 +90,25 @@ func quickKindRef(s *Span) (ret, gen bool) {
 	}
 	return ret, gen
 }
+
+// TestSpanCapHint checks the capacity given to a new trace's spans: its run when the request
+// carries several of its spans together, else room for the rest of the request up to 8.
+func TestSpanCapHint(t *testing.T) {
+	a, b := Span{TraceID: [16]byte{1}}, Span{TraceID: [16]byte{2}}
+	for _, c := range []struct {
+		spans []Span
+		want  int
+	}{
+		{[]Span{a}, 1},
+		{[]Span{a, a}, 2},
+		{[]Span{a, a, a, a, a, b, b, b, b, b}, 5},
+		{[]Span{a, b, a, b, a, b}, 6},
+		{[]Span{a, b, b, b, b, b, b, b, b, b, b}, 8},
+		{[]Span{a, a, a, a, a, a, a, a, a, a, b}, 8},
+		{[]Span{a, a, b, a, a}, 2},
+	} {
+		if got := spanCapHint(c.spans); got != c.want {
+			t.Errorf("spanCapHint(%d spans) = %d, want %d", len(c.spans), got, c.want)
+		}
+	}
+}
