@@ -118,13 +118,16 @@ func keepMessageEvent(e *Event, attrs []Attr) bool {
 // certainly a generation and not a retrieval (only retrievals' and non-generation turns' input
 // is read; OpenInference puts an LLM call's whole request there). msgs is scratch.
 func pruneSpanAttrs(as []Attr, s *Span, msgs *[]message) []Attr {
-	var oiIn, legacyIn, plainPrompt bool
+	var oiIn, legacyIn, plainPrompt, llm bool
 	for i := range as {
 		k := as[i].Key
-		if len(k) < len("gen_ai.prompt") || (k[0] != 'l' && k[0] != 'g') {
-			continue // neither case below
+		if len(k) < len("gen_ai.prompt") || (k[0] != 'l' && k[0] != 'g' && k[0] != 'o') {
+			continue // none of the cases below
 		}
 		switch {
+		case k == "openinference.span.kind":
+			v := &as[i].Value
+			llm = v.Type == TypeStr && len(v.Str) == 3 && strings.ToUpper(v.Str) == "LLM" // as onlyGeneration reads it
 		case len(k) > 19 && k[:19] == "llm.input_messages.":
 			oiIn = true
 		case strings.HasPrefix(k, "gen_ai.prompt"):
@@ -137,7 +140,8 @@ func pruneSpanAttrs(as []Attr, s *Span, msgs *[]message) []Attr {
 	}
 	// gen_ai.prompt appends to the same list as gen_ai.prompt.{i}.*: pruned only alone.
 	legacyIn = legacyIn && !plainPrompt
-	onlyGen := onlyGeneration(as, s)
+	// onlyGeneration is true only if the last span kind read is LLM: most spans are spared it.
+	onlyGen := llm && onlyGeneration(as, s)
 	if !oiIn && !legacyIn && !onlyGen {
 		return as
 	}
