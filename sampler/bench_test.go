@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/collector/record"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/benchcpu"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/sampler/decide"
 )
@@ -56,7 +56,7 @@ func BenchmarkStageConsumeRecord(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
-			defer reportCPU(b)()
+			defer benchcpu.Report(b)()
 			for i := 0; i < b.N; i++ {
 				_ = s.ConsumeRecord(ctx, recs[i%len(recs)])
 			}
@@ -121,23 +121,4 @@ func (m *runtimeMem) read() {
 	var s runtime.MemStats
 	runtime.ReadMemStats(&s)
 	m.heap = int64(s.HeapAlloc)
-}
-
-// reportCPU reports the process's CPU time (user + system, getrusage) per op as cpu-ns/op:
-// on a shared machine it varies less than wall-clock ns/op.
-func reportCPU(b *testing.B) func() {
-	start := cpuTime()
-	return func() {
-		if b.N > 0 {
-			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
-		}
-	}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/ragwatch/ragwatch/collector/record"
 	"github.com/ragwatch/ragwatch/collector/signals"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/benchcpu"
 )
 
 // benchTrace is a typical 5-span LangChain RAG trace through OpenInference: a chain, a
@@ -65,25 +65,6 @@ func benchTrace(tb testing.TB) ptrace.Traces {
 	)
 }
 
-// reportCPU reports the process CPU time (user+system, all threads, GC included) per operation
-// as cpu-ns/op: on a shared machine wall-clock ns/op measures the neighbours too.
-func reportCPU(b *testing.B) func() {
-	start := cpuTime()
-	return func() {
-		if b.N > 0 {
-			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
-		}
-	}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // setTraceID gives every span of td the trace id n, so that each iteration is a new trace.
 func setTraceID(td ptrace.Traces, n uint64) {
 	var id pcommon.TraceID
@@ -117,7 +98,7 @@ func BenchmarkAssemble5Span(b *testing.B) {
 	spans := make([]Span, 0, 8)
 	b.ReportAllocs()
 	b.ResetTimer()
-	defer reportCPU(b)()
+	defer benchcpu.Report(b)()
 	for b.Loop() {
 		spans = FromTraces(td, spans[:0])
 		res := Assemble(spans)
@@ -184,7 +165,7 @@ func benchAssembler(b *testing.B, next record.Consumer, trace func(n uint64) ptr
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
-	stop := reportCPU(b)
+	stop := benchcpu.Report(b)
 	var n uint64
 	for b.Loop() {
 		n++
@@ -212,7 +193,7 @@ func BenchmarkDecode5Span(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	defer reportCPU(b)()
+	defer benchcpu.Report(b)()
 	for b.Loop() {
 		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(body)
 		if err != nil || td.SpanCount() != 5 {
@@ -247,7 +228,7 @@ func BenchmarkIngestWith40kHeld(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
-	defer reportCPU(b)()
+	defer benchcpu.Report(b)()
 	var n uint64
 	for b.Loop() {
 		n++
@@ -302,7 +283,7 @@ func BenchmarkConsume50x5(b *testing.B) {
 	var n uint64
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := cpuTime()
+	start := benchcpu.Now()
 	for b.Loop() {
 		rss := td.ResourceSpans()
 		for i := 0; i < rss.Len(); i++ {
@@ -329,5 +310,5 @@ func BenchmarkConsume50x5(b *testing.B) {
 		}
 		a.mu.Unlock()
 	}
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/50, "cpu-ns/trace")
+	b.ReportMetric(float64(benchcpu.Now()-start)/float64(b.N)/50, "cpu-ns/trace")
 }

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/internal/benchcpu"
 )
 
 // otlpTraceID returns a fresh trace id string as the assembler makes them (32 lowercase hex
@@ -73,7 +73,7 @@ func BenchmarkJoinConsumeRecord(b *testing.B) {
 		dropped0 := dropped()
 		b.ReportAllocs()
 		b.ResetTimer()
-		defer reportCPU(b)()
+		defer benchcpu.Report(b)()
 		if start {
 			defer func() { b.ReportMetric((dropped()-dropped0)/float64(b.N), "dropped/op") }()
 		}
@@ -141,23 +141,4 @@ func BenchmarkJoinMemory(b *testing.B) {
 			}
 		})
 	}
-}
-
-// reportCPU reports the process CPU time (user+system, all threads, GC included) per operation
-// as cpu-ns/op: on a shared machine wall-clock ns/op measures the neighbours too.
-func reportCPU(b *testing.B) func() {
-	start := cpuTime()
-	return func() {
-		if b.N > 0 {
-			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
-		}
-	}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

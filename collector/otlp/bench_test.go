@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ragwatch/ragwatch/collector/ingest"
+	"github.com/ragwatch/ragwatch/internal/benchcpu"
 	"github.com/ragwatch/ragwatch/internal/synth"
 )
 
@@ -108,7 +108,7 @@ func runBench(b *testing.B, spans *atomic.Int64, send func(body []byte) error) {
 	)
 	b.ReportAllocs()
 	b.ResetTimer()
-	stop := reportCPU(b)
+	stop := benchcpu.Report(b)
 	for range benchInFlight {
 		wg.Go(func() {
 			for {
@@ -182,7 +182,7 @@ func BenchmarkGRPCExportOneTrace(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	stop := reportCPU(b)
+	stop := benchcpu.Report(b)
 	for range b.N {
 		if err := conn.Invoke(ctx, exportMethod, body, &out); err != nil {
 			b.Fatal(err)
@@ -282,29 +282,10 @@ func BenchmarkLimitsCheck(b *testing.B) {
 	l := Limits{}.WithDefaults()
 	b.ReportAllocs()
 	b.ResetTimer()
-	defer reportCPU(b)()
+	defer benchcpu.Report(b)()
 	for b.Loop() {
 		if n, rej := l.check(td); rej != nil || n != 5*benchBatch {
 			b.Fatal(n, rej)
 		}
 	}
-}
-
-// reportCPU reports the process CPU time (user+system, all threads, GC included) per operation
-// as cpu-ns/op: on a shared machine wall-clock ns/op measures the neighbours too.
-func reportCPU(b *testing.B) func() {
-	start := cpuTime()
-	return func() {
-		if b.N > 0 {
-			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
-		}
-	}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ragwatch/ragwatch/collector/record"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/benchcpu"
 )
 
 // benchRecord is a typical record: 5 documents of 1 KB with scores, an answer of ~60 words,
@@ -84,7 +84,7 @@ func benchConsume(b *testing.B, s *Signals) {
 	r := benchRecord()
 	ctx := context.Background()
 	b.ReportAllocs()
-	cpu0 := cpuTime(b)
+	cpu0 := benchcpu.Now()
 	n := 0
 	for b.Loop() {
 		if err := s.ConsumeRecord(ctx, r); err != nil {
@@ -92,13 +92,5 @@ func benchConsume(b *testing.B, s *Signals) {
 		}
 		n++
 	}
-	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(n), "cpu-ns/op")
-}
-
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(benchcpu.Now()-cpu0)/float64(n), "cpu-ns/op")
 }
