@@ -139,42 +139,9 @@ func init() {
 	}
 }
 
-// sharedKey returns the shared copy of k when it is a well-known key, else k.
-func sharedKey(k string) string {
-	if len(k) > 0 {
-		switch k[0] {
-		case 'r':
-			switch {
-			case strings.HasPrefix(k, "retrieval.documents."):
-				return indexedKey(k, len("retrieval.documents."), docFields, &sharedRetrieval)
-			case strings.HasPrefix(k, "reranker.input_documents."):
-				return indexedKey(k, len("reranker.input_documents."), docFields, &sharedRerankIn)
-			case strings.HasPrefix(k, "reranker.output_documents."):
-				return indexedKey(k, len("reranker.output_documents."), docFields, &sharedRerankOut)
-			}
-		case 'l':
-			switch {
-			case strings.HasPrefix(k, "llm.input_messages."):
-				return indexedKey(k, len("llm.input_messages."), msgFields, &sharedInMessages)
-			case strings.HasPrefix(k, "llm.output_messages."):
-				return indexedKey(k, len("llm.output_messages."), msgFields, &sharedOutMessages)
-			}
-		case 'g':
-			switch {
-			case strings.HasPrefix(k, "gen_ai.prompt."):
-				return indexedKey(k, len("gen_ai.prompt."), legacyFields, &sharedPrompt)
-			case strings.HasPrefix(k, "gen_ai.completion."):
-				return indexedKey(k, len("gen_ai.completion."), legacyFields, &sharedCompletion)
-			}
-		}
-	}
-	s, _ := fixedKey(k)
-	return s
-}
-
-// keptKey is keepAttr and sharedKey at once: whether the span attribute k is kept, and its
-// shared copy (k itself when it is not well-known). The keys of a RAG span are mostly
-// well-known, each found by one switch instead of by keepAttr's and then sharedKey's.
+// keptKey reports whether the span attribute k is kept (keepAttr), and returns its shared copy
+// (k itself when it is not well-known). The keys of a RAG span are mostly well-known, each found
+// by one switch before keepAttr is asked.
 func keptKey(k string) (string, bool) {
 	if len(k) > 0 {
 		// Every key of these families is kept (keepAttr); the canonical ones are shared.
