@@ -98,10 +98,12 @@ func BenchmarkJoinConsumeRecord(b *testing.B) {
 	}
 }
 
-// BenchmarkJoinMemory measures the heap the join holds per remembered record at its bound:
+// BenchmarkJoinMemory measures the memory the join holds per remembered record at its bound:
 // max_entries records as the assembler makes them (fresh 32-hex trace id strings, a fresh
-// service string, a UTC time), then as many again so each evicts the oldest. bytes/entry is
-// HeapAlloc after a forced GC, minus the same before the join was made, over max_entries.
+// service string, a UTC time), then as many again so each evicts the oldest. heap-B/entry is
+// HeapAlloc after a forced GC, minus the same before the join was made, over max_entries;
+// offheap-B/entry the slab slots and index cells in use outside the heap (internal/offheap);
+// bytes/entry their sum.
 // rawids: trace ids not in OTLP's hex form (records from NATS may carry any), kept as given.
 func BenchmarkJoinMemory(b *testing.B) {
 	const n = 100000
@@ -136,7 +138,11 @@ func BenchmarkJoinMemory(b *testing.B) {
 				}
 				runtime.GC()
 				runtime.ReadMemStats(&after)
-				b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n, "bytes/entry")
+				heap := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+				off := float64(j.tab.offHeapBytes()) / n
+				b.ReportMetric(heap, "heap-B/entry")
+				b.ReportMetric(off, "offheap-B/entry")
+				b.ReportMetric(heap+off, "bytes/entry")
 				runtime.KeepAlive(j)
 			}
 		})

@@ -1,0 +1,5 @@
+package offheap
+
+import "syscall"
+
+const mapNoReserve = syscall.MAP_NORESERVE
