@@ -611,39 +611,6 @@ func (a *Assembler) nextDeadline() *trace {
 	return first
 }
 
-// recentSet remembers the ids of recently assembled traces, so that spans arriving after their
-// trace was assembled are counted as late instead of starting a new partial trace.
-type recentSet struct {
-	ring []pcommon.TraceID
-	next int
-	full bool
-	ids  map[pcommon.TraceID]struct{}
-}
-
-func newRecentSet(n int) recentSet {
-	return recentSet{ring: make([]pcommon.TraceID, n), ids: make(map[pcommon.TraceID]struct{}, n)}
-}
-
-func (r *recentSet) has(id pcommon.TraceID) bool {
-	_, ok := r.ids[id]
-	return ok
-}
-
-func (r *recentSet) add(id pcommon.TraceID) {
-	if r.has(id) {
-		return
-	}
-	if r.full {
-		delete(r.ids, r.ring[r.next])
-	}
-	r.ring[r.next] = id
-	r.ids[id] = struct{}{}
-	r.next++
-	if r.next == len(r.ring) {
-		r.next, r.full = 0, true
-	}
-}
-
 type metrics struct {
 	records        *prometheus.CounterVec
 	evicted        *prometheus.CounterVec
