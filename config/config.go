@@ -28,6 +28,7 @@ type Config struct {
 	Alerting  Alerting   `yaml:"alerting"`
 
 	Redaction Redaction `yaml:"redaction"`
+	Runtime   Runtime   `yaml:"runtime"`
 
 	// Limits holds memory_limit_mib and the limits section (limits.go).
 	Limits Limits `yaml:",inline"`
@@ -61,6 +62,7 @@ func Default() *Config {
 		Alerting: defaultAlerting(),
 
 		Redaction: defaultRedaction(),
+		Runtime:   defaultRuntime(),
 		Limits:    defaultLimits(),
 	}
 }
