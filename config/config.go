@@ -47,10 +47,11 @@ func Default() *Config {
 			OTLP:   OTLPMetrics{Protocol: "grpc", Interval: 15 * time.Second, Timeout: 10 * time.Second},
 		},
 		Assembly: Assembly{
-			Wait:      2 * time.Second,
-			Timeout:   60 * time.Second,
-			MaxTraces: 50000,
-			MaxBytes:  256 << 20,
+			Wait:         2 * time.Second,
+			CompleteWait: 250 * time.Millisecond,
+			Timeout:      60 * time.Second,
+			MaxTraces:    50000,
+			MaxBytes:     256 << 20,
 		},
 		Signals:  Signals{MaxServices: 50},
 		Log:      Log{Level: "info", Format: "text"},
@@ -196,10 +197,16 @@ func (o OTLPMetrics) Validate() error {
 
 // Assembly configures how spans of one trace are grouped into records.
 type Assembly struct {
-	Wait      time.Duration `yaml:"wait"`
-	Timeout   time.Duration `yaml:"timeout"`
-	MaxTraces int           `yaml:"max_traces"`
-	MaxBytes  int64         `yaml:"max_bytes"`
+	// Wait is how long a trace is held after a local root span arrived, for stragglers.
+	Wait time.Duration `yaml:"wait"`
+	// CompleteWait replaces Wait for a trace that is visibly complete when its true root (no
+	// parent) arrives: it holds a retrieval and a generation and every held span's parent is
+	// held. Only stragglers of reordered exports are expected then. Equal to Wait: no early
+	// release.
+	CompleteWait time.Duration `yaml:"complete_wait"`
+	Timeout      time.Duration `yaml:"timeout"`
+	MaxTraces    int           `yaml:"max_traces"`
+	MaxBytes     int64         `yaml:"max_bytes"`
 }
 
 // Validate implements Validator.
@@ -207,6 +214,11 @@ func (a Assembly) Validate() error {
 	var errs []error
 	if a.Wait < 0 {
 		errs = append(errs, Invalid("wait", "must not be negative"))
+	}
+	if a.CompleteWait < 0 {
+		errs = append(errs, Invalid("complete_wait", "must not be negative"))
+	} else if a.Wait >= 0 && a.CompleteWait > a.Wait {
+		errs = append(errs, Invalid("complete_wait", "must not be larger than `wait` (%s)", a.Wait))
 	}
 	if a.Timeout <= 0 {
 		errs = append(errs, Invalid("timeout", "must be positive"))
@@ -220,6 +232,16 @@ func (a Assembly) Validate() error {
 		errs = append(errs, Invalid("max_bytes", "must be positive"))
 	}
 	return joinErrs(errs)
+}
+
+// followWait lowers a complete_wait left at its default to a file's lower wait: a file written
+// before complete_wait existed, with `wait: 100ms`, keeps validating and means what it said (no
+// trace waits longer than 100ms). A complete_wait the file sets is checked as written. set says
+// which key paths the file holds.
+func (a *Assembly) followWait(set func(key string) bool) {
+	if set("assembly.wait") && !set("assembly.complete_wait") && a.Wait >= 0 && a.CompleteWait > a.Wait {
+		a.CompleteWait = a.Wait
+	}
 }
 
 // Signals configures the online signals.

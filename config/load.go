@@ -87,6 +87,7 @@ func Parse(data []byte) (*Config, error) {
 	if len(errs) > 0 {
 		return nil, joinSorted(errs)
 	}
+	c.Assembly.followWait(func(key string) bool { _, ok := lines[key]; return ok })
 	if err := c.validate(lines); err != nil {
 		return nil, err
 	}

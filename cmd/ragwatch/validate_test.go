@@ -35,7 +35,7 @@ func TestValidateCommand(t *testing.T) {
 				bad + ": line 5: `log.level` must be debug, info, warn or error, got \"loud\"\n" +
 				"2 problems found\n"},
 		{"unknown key", []string{"--config", unknown}, 1,
-			unknown + ": line 2: `assembly.max_trace` is not a known key; expected one of: max_bytes, max_traces, timeout, wait\n1 problem found\n"},
+			unknown + ": line 2: `assembly.max_trace` is not a known key; expected one of: complete_wait, max_bytes, max_traces, timeout, wait\n1 problem found\n"},
 		{"no file", []string{}, 2, ""},
 	}
 	for _, c := range cases {
@@ -58,7 +58,8 @@ func TestValidateDefaults(t *testing.T) {
 	if _, err := config.Parse(stdout.Bytes()); err != nil {
 		t.Fatalf("printed defaults do not load: %v\n%s", err, stdout.String())
 	}
-	if !bytes.Contains(stdout.Bytes(), []byte("receivers:\n  otlp:\n    grpc:\n      endpoint: 127.0.0.1:4317\n")) {
+	if !bytes.Contains(stdout.Bytes(), []byte("receivers:\n  otlp:\n    grpc:\n      endpoint: 127.0.0.1:4317\n")) ||
+		!bytes.Contains(stdout.Bytes(), []byte("assembly:\n  wait: 2s\n  complete_wait: 250ms\n")) {
 		t.Errorf("defaults:\n%s", stdout.String())
 	}
 }

@@ -36,9 +36,22 @@ const (
 // maxSpansPerTrace bounds one trace: beyond, it is assembled with what it has.
 const maxSpansPerTrace = 10000
 
+// maxTrackedSpans bounds the traces whose dangling parents are tracked (each span added scans
+// the spans held before it): a larger trace is never released early and waits assembly.wait.
+const maxTrackedSpans = 64
+
+// Reasons of ragwatch_assembly_released_total: what took a held trace out for assembly
+// (evictions are counted in ragwatch_traces_evicted_total instead).
+const (
+	ReleaseComplete = "complete" // complete_wait after the trace was visibly complete
+	ReleaseWait     = "wait"     // wait after a local root, or after the missing half arrived
+	ReleaseTimeout  = "timeout"  // timeout after the first span: no root, or a half that never came
+	ReleaseShutdown = "shutdown" // still held at shutdown
+)
+
 // Settings configures an Assembler.
 type Settings struct {
-	Config     config.Assembly         // wait, timeout, max_traces, max_bytes
+	Config     config.Assembly         // wait, complete_wait, timeout, max_traces, max_bytes
 	Next       record.Consumer         // receives each assembled record
 	Feedback   record.FeedbackConsumer // feedback found in a trace that holds no turn (may be nil)
 	Registerer prometheus.Registerer   // nil: metrics are not registered
@@ -59,6 +72,9 @@ type Assembler struct {
 	log      *slog.Logger
 	now      func() time.Time
 	m        *metrics
+	// early is set when complete_wait is shorter than wait: complete traces are tracked and
+	// released at complete_wait. Unset, assembly runs exactly as before complete_wait existed.
+	early bool
 
 	mu           sync.Mutex
 	traces       map[pcommon.TraceID]*trace
@@ -81,18 +97,21 @@ type Assembler struct {
 }
 
 type trace struct {
-	id        pcommon.TraceID
-	spans     []Span
-	bytes     int64 // what the trace keeps alive (size.go), overhead included
-	overhead  int64 // traceOverhead(spans) when last counted
-	first     time.Time
-	deadline  time.Time
-	rootSeen  bool
-	trueRoot  bool // a span without parent arrived
-	hasRet    bool
-	hasGen    bool
-	deferred  bool
-	list      int8   // the deadline list holding the trace, or -1
+	id       pcommon.TraceID
+	spans    []Span
+	bytes    int64 // what the trace keeps alive (size.go), overhead included
+	overhead int64 // traceOverhead(spans) when last counted
+	first    time.Time
+	deadline time.Time
+	rootSeen bool
+	trueRoot bool // a span without parent arrived
+	hasRet   bool
+	hasGen   bool
+	deferred bool
+	list     int8 // the deadline list holding the trace, or -1
+	// dangling counts held spans whose parent span is not held (trackParent); -1 once the
+	// trace outgrew maxTrackedSpans. Tracked only when the Assembler is early.
+	dangling  int8
 	dlPrev    *trace // neighbours in that list
 	dlNext    *trace
 	prev      *trace
@@ -120,6 +139,7 @@ func New(s Settings) (*Assembler, error) {
 		log:      s.Logger,
 		now:      s.Now,
 		m:        m,
+		early:    s.Config.CompleteWait < s.Config.Wait,
 		traces:   make(map[pcommon.TraceID]*trace),
 		done:     newRecentSet(min(max(s.Config.MaxTraces, 1024), 1<<17)),
 		kick:     make(chan struct{}, 1),
@@ -202,6 +222,9 @@ func (a *Assembler) Add(spans []Span) {
 			a.m.late.Inc()
 			continue
 		}
+		if a.early {
+			tr.trackParent(s)
+		}
 		tr.spans = append(tr.spans, *s)
 		oh := traceOverhead(tr.spans)
 		size := s.size() + oh - tr.overhead
@@ -217,7 +240,22 @@ func (a *Assembler) Add(spans []Span) {
 			tr.rootSeen = true
 			tr.trueRoot = tr.trueRoot || s.ParentSpanID.IsEmpty()
 			tr.deferred = false
-			a.schedule(tr, minTime(now.Add(a.cfg.Wait), tr.first.Add(a.cfg.Timeout+a.cfg.Wait)), listWait)
+			if a.early && tr.complete() {
+				a.schedule(tr, minTime(now.Add(a.cfg.CompleteWait), tr.first.Add(a.cfg.Timeout+a.cfg.Wait)), listComplete)
+			} else {
+				a.schedule(tr, minTime(now.Add(a.cfg.Wait), tr.first.Add(a.cfg.Timeout+a.cfg.Wait)), listWait)
+			}
+		case a.early && tr.complete() != (tr.list == listComplete):
+			tr.deferred = false
+			if tr.list != listComplete {
+				// Complete after its true root (the root came first, or the missing half came
+				// later): released at complete_wait, never later than it was due.
+				a.schedule(tr, minTime(now.Add(a.cfg.CompleteWait), tr.deadline), listComplete)
+			} else {
+				// No longer complete (a span names a parent not held, or the trace outgrew
+				// maxTrackedSpans): more spans are on their way, wait as after a root.
+				a.schedule(tr, minTime(now.Add(a.cfg.Wait), tr.first.Add(a.cfg.Timeout+a.cfg.Wait)), listWait)
+			}
 		case tr.deferred && !wasTurn && tr.hasRet && tr.hasGen:
 			// The half a held trace waited for: assemble once its stragglers are in.
 			tr.deferred = false
@@ -240,6 +278,45 @@ func (a *Assembler) Add(spans []Span) {
 		case a.kick <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// complete reports whether the trace looks whole: its true root (no parent) arrived, it holds a
+// retrieval and a generation, and every held span's parent is held. Exporters send spans as
+// they end and children end before their parent, so only stragglers of reordered exports (or
+// spans of other processes whose parents are held) can still come.
+func (tr *trace) complete() bool {
+	return tr.trueRoot && tr.hasRet && tr.hasGen && tr.dangling == 0
+}
+
+// trackParent updates tr.dangling for s, about to be appended to tr.spans: s dangles unless it
+// has no parent or its parent is held; the held spans whose parent is s stop dangling, unless
+// a span with s's id was held already (a duplicate: they never dangled). One pass over the
+// spans held, no allocation; beyond maxTrackedSpans spans the trace is no longer tracked.
+func (tr *trace) trackParent(s *Span) {
+	if tr.dangling < 0 {
+		return
+	}
+	if len(tr.spans) >= maxTrackedSpans {
+		tr.dangling = -1
+		return
+	}
+	parentHeld := s.ParentSpanID.IsEmpty()
+	dup := false
+	var children int8
+	for i := range tr.spans {
+		h := &tr.spans[i]
+		parentHeld = parentHeld || h.SpanID == s.ParentSpanID
+		dup = dup || h.SpanID == s.SpanID
+		if h.ParentSpanID == s.SpanID {
+			children++
+		}
+	}
+	if !parentHeld {
+		tr.dangling++
+	}
+	if !dup && !s.SpanID.IsEmpty() {
+		tr.dangling -= children
 	}
 }
 
@@ -330,10 +407,14 @@ func (a *Assembler) Start(ctx context.Context) error {
 	return nil
 }
 
-// tickInterval bounds how late a due trace is assembled: a quarter of wait, between 10 ms and
-// 250 ms.
+// tickInterval bounds how late a due trace is assembled: a quarter of wait (of complete_wait
+// when complete traces are released early), between 10 ms and 250 ms.
 func (a *Assembler) tickInterval() time.Duration {
-	return min(max(a.cfg.Wait/4, 10*time.Millisecond), 250*time.Millisecond)
+	d := a.cfg.Wait
+	if a.early {
+		d = a.cfg.CompleteWait
+	}
+	return min(max(d/4, 10*time.Millisecond), 250*time.Millisecond)
 }
 
 func (a *Assembler) loop(stop <-chan struct{}, every time.Duration) {
@@ -382,6 +463,7 @@ func (a *Assembler) process(ctx context.Context, now time.Time, all bool) error 
 			a.schedule(tr, tr.first.Add(a.cfg.Timeout), listDeferred)
 			continue
 		}
+		a.m.released[releaseReason(tr, all)].Inc()
 		a.remove(tr)
 		a.done.add(tr.id)
 		due = append(due, tr)
@@ -401,6 +483,30 @@ func (a *Assembler) process(ctx context.Context, now time.Time, all bool) error 
 		errs = append(errs, a.deliverFeedback(ctx, res.Feedback))
 	}
 	return errors.Join(errs...)
+}
+
+// Indices of releaseReasons (and metrics.released).
+const (
+	relComplete = iota
+	relWait
+	relTimeout
+	relShutdown
+)
+
+var releaseReasons = [...]string{relComplete: ReleaseComplete, relWait: ReleaseWait, relTimeout: ReleaseTimeout, relShutdown: ReleaseShutdown}
+
+// releaseReason says what releases tr now: its deadline list, or shutdown (all). Called with
+// mu held.
+func releaseReason(tr *trace, all bool) int {
+	switch {
+	case all:
+		return relShutdown
+	case tr.list == listComplete:
+		return relComplete
+	case tr.list == listWait:
+		return relWait
+	}
+	return relTimeout // listTimeout, listDeferred
 }
 
 // holdLonger reports whether a trace whose root+wait deadline came should wait on until its
@@ -540,15 +646,16 @@ func hasFeedback(s *Span) bool {
 	return false
 }
 
-// Held traces wait in deadline order in three intrusive lists, one per kind of deadline, each
+// Held traces wait in deadline order in four intrusive lists, one per kind of deadline, each
 // kept sorted: a new trace's timeout (first arrival + timeout), a wait after a root or after the
-// missing half arrived (now + wait), and a deferral to the timeout. Deadlines of one kind are
-// set in nearly increasing order, so sorted insertion from the tail costs O(1) in practice (a
-// heap cost O(log n) comparisons of scattered traces for every trace). The next due trace is
-// the earliest of the three heads.
+// missing half arrived (now + wait), a complete trace's complete_wait (now + complete_wait),
+// and a deferral to the timeout. Deadlines of one kind are set in nearly increasing order, so
+// sorted insertion from the tail costs O(1) in practice (a heap cost O(log n) comparisons of
+// scattered traces for every trace). The next due trace is the earliest of the four heads.
 const (
 	listTimeout = iota
 	listWait
+	listComplete
 	listDeferred
 	numLists
 )
@@ -618,6 +725,8 @@ type metrics struct {
 	deliveryErrors *prometheus.CounterVec
 	held           prometheus.Gauge
 	heldBytes      prometheus.Gauge
+	releasedVec    *prometheus.CounterVec
+	released       [len(releaseReasons)]prometheus.Counter // by releaseReason, resolved once
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -646,6 +755,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ragwatch_assembly_held_bytes",
 			Help: "Heap bytes the traces held for assembly keep alive (spans, their attributes, events and strings, per-trace overhead): what assembly.max_bytes bounds.",
 		}),
+		releasedVec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_assembly_released_total",
+			Help: "Held traces taken out for assembly, by what released them: complete (assembly.complete_wait after the trace was visibly complete), wait (assembly.wait after a local root or the missing half), timeout (assembly.timeout: no root, or a half that never came), shutdown. Evictions are counted in ragwatch_traces_evicted_total.",
+		}, []string{"reason"}),
+	}
+	for i, r := range releaseReasons {
+		m.released[i] = m.releasedVec.WithLabelValues(r)
 	}
 	for _, o := range []string{OutcomeAssembled, OutcomePartial, OutcomeNotRAG, OutcomeFeedback, OutcomeDropped} {
 		m.records.WithLabelValues(o)
@@ -659,7 +775,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.records, m.evicted, m.late, m.deliveryErrors, m.held, m.heldBytes} {
+	for _, c := range []prometheus.Collector{m.records, m.evicted, m.late, m.deliveryErrors, m.held, m.heldBytes, m.releasedVec} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -82,8 +82,12 @@ func newHarness(t *testing.T, cfg config.Assembly) *harness {
 	return h
 }
 
+// defaultCfg is the default assembly config (wait 2s, complete_wait 250ms, timeout 60s) with
+// small bounds.
 func defaultCfg() config.Assembly {
-	return config.Assembly{Wait: 2 * time.Second, Timeout: 60 * time.Second, MaxTraces: 100, MaxBytes: 64 << 20}
+	c := config.Default().Assembly
+	c.MaxTraces, c.MaxBytes = 100, 64<<20
+	return c
 }
 
 // consumeAt delivers spans at clock offset d.
@@ -132,8 +136,12 @@ func llmSpan(start, end time.Duration) sp {
 	}}
 }
 
+// A complete trace waits complete_wait after its root (TestCompleteWait); with complete_wait
+// equal to wait it waits wait, as every trace did before complete_wait existed.
 func TestRootPlusWait(t *testing.T) {
-	h := newHarness(t, defaultCfg())
+	cfg := defaultCfg()
+	cfg.CompleteWait = cfg.Wait
+	h := newHarness(t, cfg)
 	h.consumeAt(t, 0, build(t, 1, "s", retrieverSpan(), llmSpan(ms(60), ms(900))))
 	h.consumeAt(t, time.Second, build(t, 1, "s", rootSpan(ms(950))))
 	h.processAt(t, 3*time.Second-time.Nanosecond)
@@ -182,12 +190,13 @@ func TestSlowLLMAfterRetriever(t *testing.T) {
 	if recs, _ := h.out.got(); len(recs) != 0 {
 		t.Fatal("assembled a retrieval alone")
 	}
+	// The trace is complete with its root: it leaves complete_wait later.
 	h.consumeAt(t, 20*time.Second, build(t, 1, "s", llmSpan(ms(60), 20*time.Second), rootSpan(20*time.Second)))
-	h.processAt(t, 22*time.Second-time.Nanosecond)
+	h.processAt(t, 20250*time.Millisecond-time.Nanosecond)
 	if recs, _ := h.out.got(); len(recs) != 0 {
-		t.Fatal("assembled before wait")
+		t.Fatal("assembled before complete_wait")
 	}
-	h.processAt(t, 22*time.Second)
+	h.processAt(t, 20250*time.Millisecond)
 	recs, _ := h.out.got()
 	if len(recs) != 1 || recs[0].Answer != "a" || len(recs[0].Documents) != 1 {
 		t.Fatalf("records: %s", js(recs))
@@ -195,7 +204,8 @@ func TestSlowLLMAfterRetriever(t *testing.T) {
 }
 
 // The local root and the retriever arrive but the generation runs in another process and comes
-// later: the trace is held past root+wait until the generation arrives (plus wait).
+// later: the trace is held past root+wait until the generation arrives, then complete_wait (its
+// parent is held: the trace is complete).
 func TestGenerationFromAnotherProcess(t *testing.T) {
 	h := newHarness(t, defaultCfg())
 	h.consumeAt(t, 0, build(t, 1, "s", rootSpan(ms(900)), retrieverSpan()))
@@ -207,11 +217,11 @@ func TestGenerationFromAnotherProcess(t *testing.T) {
 	remote.kind = ptrace.SpanKindServer
 	remote.remote = true
 	h.consumeAt(t, 10*time.Second, build(t, 1, "llm-gateway", remote))
-	h.processAt(t, 12*time.Second-time.Nanosecond)
+	h.processAt(t, 10250*time.Millisecond-time.Nanosecond)
 	if recs, _ := h.out.got(); len(recs) != 0 {
-		t.Fatal("assembled before the generation's wait")
+		t.Fatal("assembled before the generation's complete_wait")
 	}
-	h.processAt(t, 12*time.Second)
+	h.processAt(t, 10250*time.Millisecond)
 	recs, _ := h.out.got()
 	if len(recs) != 1 || recs[0].Answer != "a" || recs[0].Service != "s" {
 		t.Fatalf("records: %s", js(recs))
@@ -331,7 +341,7 @@ func TestConsumerErrorsAreCounted(t *testing.T) {
 // The background worker assembles on its own; Start→Shutdown→Start works and leaks nothing.
 func TestWorkerLifecycle(t *testing.T) {
 	cfg := defaultCfg()
-	cfg.Wait = 0
+	cfg.Wait, cfg.CompleteWait = 0, 0
 	out := &sink{}
 	a, err := New(Settings{Config: cfg, Next: out, Registerer: prometheus.NewRegistry()})
 	if err != nil {
@@ -473,7 +483,7 @@ func TestConsumeTracesCopies(t *testing.T) {
 // Many receivers feed the assembler at once while its worker runs (run with -race).
 func TestConcurrentConsume(t *testing.T) {
 	cfg := defaultCfg()
-	cfg.Wait = 0
+	cfg.Wait, cfg.CompleteWait = 0, 0
 	out := &sink{}
 	a, err := New(Settings{Config: cfg, Next: out, Registerer: prometheus.NewRegistry()})
 	if err != nil {

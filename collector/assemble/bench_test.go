@@ -146,6 +146,13 @@ func BenchmarkAssembleAndRecord(b *testing.B) {
 	})
 }
 
+// benchConfig is the default wait with a complete_wait of 0: the bench trace is complete
+// (a true root, a retrieval, a generation, no dangling parent), so it is due as soon as it is
+// held, on the path the defaults take, and each iteration's process call assembles it.
+func benchConfig(timeout time.Duration, maxTraces int, maxBytes int64) config.Assembly {
+	return config.Assembly{Wait: 2 * time.Second, CompleteWait: 0, Timeout: timeout, MaxTraces: maxTraces, MaxBytes: maxBytes}
+}
+
 func benchAssembler(b *testing.B, next record.Consumer, trace func(n uint64) ptrace.Traces) {
 	var got int
 	var last *record.Record
@@ -156,7 +163,7 @@ func benchAssembler(b *testing.B, next record.Consumer, trace func(n uint64) ptr
 	})
 	now := base
 	a, err := New(Settings{
-		Config: config.Assembly{Wait: 0, Timeout: time.Minute, MaxTraces: 50000, MaxBytes: 256 << 20},
+		Config: benchConfig(time.Minute, 50000, 256<<20),
 		Next:   count, Registerer: prometheus.NewRegistry(), Now: func() time.Time { return now },
 	})
 	if err != nil {
@@ -211,7 +218,7 @@ func BenchmarkIngestWith40kHeld(b *testing.B) {
 	}
 	now := base
 	a, err := New(Settings{
-		Config: config.Assembly{Wait: 0, Timeout: time.Hour, MaxTraces: 100000, MaxBytes: 1 << 30},
+		Config: benchConfig(time.Hour, 100000, 1<<30),
 		Next:   record.Discard, Registerer: prometheus.NewRegistry(), Now: func() time.Time { return now },
 	})
 	if err != nil {
@@ -273,7 +280,7 @@ func BenchmarkConsume50x5(b *testing.B) {
 	}
 	now := base
 	a, err := New(Settings{
-		Config: config.Assembly{Wait: 0, Timeout: time.Minute, MaxTraces: 50000, MaxBytes: 256 << 20},
+		Config: benchConfig(time.Minute, 50000, 256<<20),
 		Next:   record.Discard, Registerer: prometheus.NewRegistry(), Now: func() time.Time { return now },
 	})
 	if err != nil {

@@ -94,6 +94,7 @@ func FuzzConsumeTraces(f *testing.F) {
 		if err := a2.ConsumeTraces(context.Background(), td); err != nil {
 			t.Fatal(err)
 		}
+		checkDangling(t, a2)
 		if err := a2.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}

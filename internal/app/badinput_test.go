@@ -161,6 +161,7 @@ func TestBadInput(t *testing.T) {
 func TestShutdownDrains(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Assembly.Wait = time.Hour
+	cfg.Assembly.CompleteWait = time.Hour // the trace sent is complete
 	cfg.Assembly.Timeout = 2 * time.Hour
 	e := startEnv(t, cfg)
 	addrs := e.app.Addrs()

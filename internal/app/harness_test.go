@@ -218,7 +218,7 @@ type env struct {
 	base    string // http://host:port of ragwatch's HTTP server
 }
 
-// testConfig is the defaults on free loopback ports with a short assembly wait; the embedded
+// testConfig is the defaults on free loopback ports with short assembly waits; the embedded
 // NATS server stores in a temporary directory.
 func testConfig(t *testing.T) *config.Config {
 	cfg := config.Default()
@@ -228,6 +228,7 @@ func testConfig(t *testing.T) *config.Config {
 	cfg.Receivers.OTLP.HTTP.Endpoint = "127.0.0.1:0"
 	cfg.HTTP.Endpoint = "127.0.0.1:0"
 	cfg.Assembly.Wait = 50 * time.Millisecond
+	cfg.Assembly.CompleteWait = 20 * time.Millisecond // complete traces take the early release
 	cfg.Assembly.Timeout = 10 * time.Second
 	return cfg
 }
