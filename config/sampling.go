@@ -182,7 +182,10 @@ type ScoringQueue struct {
 	// MaxBytes and MaxAge bound the stream; when full, new samples are refused (queue_full).
 	MaxBytes int64         `yaml:"max_bytes"`
 	MaxAge   time.Duration `yaml:"max_age"`
-	// DedupWindow is how long a record key is remembered so the same record is queued once.
+	// DedupWindow is how long a record key is remembered so the same record is queued once:
+	// long enough for the publisher's resends (seconds) and the redelivery of a record read
+	// from a JetStream intake after a crash (nats.consume.ack_wait, 30s, plus the restart). The
+	// embedded server keeps each key in memory (100-200 bytes) for the whole window.
 	DedupWindow time.Duration `yaml:"dedup_window"`
 	// AckWait is how long a worker may hold a record before it is redelivered.
 	AckWait time.Duration `yaml:"ack_wait"`
@@ -208,7 +211,7 @@ func defaultScoringRuntime() ScoringRuntime {
 			Consumer:            "ragwatch-scorers",
 			MaxBytes:            1 << 30,
 			MaxAge:              24 * time.Hour,
-			DedupWindow:         10 * time.Minute,
+			DedupWindow:         2 * time.Minute,
 			AckWait:             6 * time.Minute,
 			MaxDeliver:          5,
 			Backoff:             []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute},

@@ -122,6 +122,95 @@ func TestPublisherQueuesOnceByKey(t *testing.T) {
 	}
 }
 
+// A record offered again within scoring.queue.dedup_window is not queued again; after the
+// window it is (the server forgets the key), which is why the window must outlast every way a
+// record can come back (docs/sampling.md).
+func TestPublisherDedupWindow(t *testing.T) {
+	s := runServer(t, t.TempDir())
+	_, js := connect(t, s)
+	ctx := context.Background()
+	cfg := testQueueConfig()
+	cfg.DedupWindow = time.Second
+	if _, err := Setup(ctx, js, cfg, 1); err != nil {
+		t.Fatal(err)
+	}
+	p := NewPublisher(js, cfg, 10, prometheus.NewRegistry(), nil)
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Shutdown(ctx) }()
+	r := &record.Record{TraceID: fmt.Sprintf("%032x", 7), Query: "q", Sampling: &record.Sampling{Probability: 0.1, Reason: "rate"}}
+	if err := p.Offer(r); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the first copy", func() bool { return streamMsgs(t, js, cfg.Stream) == 1 })
+	first := time.Now()
+	waitFor(t, 10*time.Second, "a copy offered after the window", func() bool {
+		if err := p.Offer(r); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		return streamMsgs(t, js, cfg.Stream) == 2
+	})
+	if d := time.Since(first); d < 900*time.Millisecond {
+		t.Fatalf("queued again %v after the first copy, inside the 1s window", d)
+	}
+}
+
+// The publisher reuses a message once its publish is acknowledged; every stored message must
+// still be its own record, whole, under its own Nats-Msg-Id (a buffer reused too early would
+// store one record's bytes under another's id, or a mix).
+func TestPublisherStoresEachRecordIntact(t *testing.T) {
+	s := runServer(t, t.TempDir())
+	_, js := connect(t, s)
+	ctx := context.Background()
+	cfg := testQueueConfig()
+	if _, err := Setup(ctx, js, cfg, 1); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	p := NewPublisher(js, cfg, n, prometheus.NewRegistry(), nil)
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	content := func(i int) string { return strings.Repeat(fmt.Sprintf("doc of record %d. ", i), 1+i%300) }
+	for i := range n {
+		r := &record.Record{TraceID: fmt.Sprintf("%032x", i), Query: "q", Documents: []record.Document{{ID: "d", Content: content(i)}},
+			Sampling: &record.Sampling{Probability: 0.1, Reason: "rate"}}
+		if err := p.Offer(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := streamMsgs(t, js, cfg.Stream); got != n {
+		t.Fatalf("stream holds %d records, want %d", got, n)
+	}
+	st, err := js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for seq := uint64(1); seq <= n; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got record.Record
+		if err := json.Unmarshal(m.Data, &got); err != nil {
+			t.Fatalf("message %d: %v", seq, err)
+		}
+		var i int
+		if _, err := fmt.Sscanf(got.TraceID, "%x", &i); err != nil || m.Header.Get(jetstream.MsgIDHeader) != got.TraceID ||
+			len(got.Documents) != 1 || got.Documents[0].Content != content(i) || seen[got.TraceID] {
+			t.Fatalf("message %d: record %s under id %q, content intact %v, seen before %v", seq, got.TraceID,
+				m.Header.Get(jetstream.MsgIDHeader), len(got.Documents) == 1 && got.Documents[0].Content == content(i), seen[got.TraceID])
+		}
+		seen[got.TraceID] = true
+	}
+}
+
 func TestPublisherDropsWhenBufferOrStreamFull(t *testing.T) {
 	s := runServer(t, t.TempDir())
 	_, js := connect(t, s)
