@@ -127,7 +127,7 @@ func buildOpenAI(b config.LLMBackend, metrics []string, opts func(config.LLMBack
 		return nil, err
 	}
 	be := openai.New(openai.Config{BaseURL: b.BaseURL, Model: b.Model, APIKey: key,
-		EmbeddingsModel: b.EmbeddingsModel, HTTPClient: &http.Client{}})
+		EmbeddingsModel: b.EmbeddingsModel, HTTPClient: judgeClient(b.MaxConcurrency)})
 	return llm.NewScorer(llm.NewJudge(be, o), llm.ScorerOptions{Metrics: metrics, Embedder: be.Embedder()})
 }
 
@@ -143,6 +143,19 @@ func buildAnthropic(b config.LLMBackend, metrics []string, opts func(config.LLMB
 	if err != nil {
 		return nil, err
 	}
-	be := anthropic.New(anthropic.Config{BaseURL: b.BaseURL, Model: b.Model, APIKey: key, HTTPClient: &http.Client{}})
+	be := anthropic.New(anthropic.Config{BaseURL: b.BaseURL, Model: b.Model, APIKey: key, HTTPClient: judgeClient(b.MaxConcurrency)})
 	return llm.NewScorer(llm.NewJudge(be, o), llm.ScorerOptions{Metrics: metrics})
+}
+
+// judgeClient is the HTTP client of one judge backend: its own transport keeping as many idle
+// connections to the judge as the backend has calls in flight (max_concurrency). With the
+// default of 2, the replies of a burst of calls (a judge answering its queue, or 503s after
+// the same delay) close all but two connections, and the retries and next calls open new ones,
+// each with its TLS handshake.
+func judgeClient(maxConcurrency int) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if maxConcurrency > t.MaxIdleConnsPerHost {
+		t.MaxIdleConnsPerHost = maxConcurrency
+	}
+	return &http.Client{Transport: t}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,7 +15,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
@@ -233,5 +236,54 @@ func TestMetricsDocExample(t *testing.T) {
 	got := fmt.Sprintln(s.MetricBackend("rubric_accuracy"), s.MetricBackend("faithfulness"), s.MetricBackend("answer_similarity"), s.MetricBackend("context_recall"))
 	if got != "anthropic nli builtin builtin\n" {
 		t.Fatalf("routing %s", got)
+	}
+}
+
+// The judge's connections are kept between bursts of max_concurrency calls: rounds of 4
+// parallel calls answered together open 4 connections, not 4 + 2 per later round (the default
+// transport keeps 2 idle).
+func TestJudgeKeepsItsConnections(t *testing.T) {
+	var conns sync.Map
+	var opened, requests atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		time.Sleep(50 * time.Millisecond) // the round's calls are in flight together
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,`+
+			`"message":{"role":"assistant","content":"{\"reasoning\":\"ok\",\"score\":5}"},"finish_reason":"stop"}],`+
+			`"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			if _, dup := conns.LoadOrStore(c, true); !dup {
+				opened.Add(1)
+			}
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	ss, err := Build(parse(t, fmt.Sprintf("scoring:\n  backend: openai\n  openai: {base_url: %s/v1/, model: m, max_concurrency: 4}\n  metrics: [rubric_accuracy]\n", srv.URL)),
+		prometheus.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 4
+	for round := 0; round < rounds; round++ {
+		var wg sync.WaitGroup
+		for i := 0; i < 4; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := ss[0].Score(context.Background(), rec()); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		time.Sleep(20 * time.Millisecond) // the transport puts the connections back
+	}
+	if requests.Load() != 4*rounds || opened.Load() > 5 {
+		t.Fatalf("%d requests opened %d connections, want 4 (at most 5)", requests.Load(), opened.Load())
 	}
 }

@@ -140,6 +140,10 @@ func (u *Usage) add(o Usage) {
 type OutcomeError struct {
 	Outcome string
 	Err     error
+	// Unavailable is set when the backend still failed after its retries with a failure that
+	// retrying may fix (429, 408, 409, 5xx, a network error, a timed-out attempt): the next
+	// question would most likely fail the same way, so the Scorer asks no more for the record.
+	Unavailable bool
 }
 
 // Error gives the cause; the outcome travels separately (score.MetricError prints it).
@@ -267,8 +271,10 @@ func (j *Judge) call(ctx context.Context, req Request) (Response, Usage, error) 
 		case errors.As(err, &ae) && ae.Status == 429:
 			outcome = score.OutcomeRateLimited
 		}
-		lastErr = &OutcomeError{Outcome: outcome, Err: fmt.Errorf("%s: %w", j.b.Name(), err)}
-		if ctx.Err() != nil || !(timedOut || Retryable(err)) || n >= j.opts.MaxRetries {
+		retryable := timedOut || Retryable(err)
+		lastErr = &OutcomeError{Outcome: outcome, Err: fmt.Errorf("%s: %w", j.b.Name(), err),
+			Unavailable: retryable && ctx.Err() == nil}
+		if ctx.Err() != nil || !retryable || n >= j.opts.MaxRetries {
 			return Response{}, Usage{}, lastErr
 		}
 		wait := j.opts.Backoff(n + 1)

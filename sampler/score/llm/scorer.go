@@ -98,14 +98,16 @@ type verdict struct {
 }
 
 // Score implements score.Scorer. Metrics the record cannot support (no reference, no
-// documents, no citations) are left out; failed metrics come back in a score.Failure.
+// documents, no citations) are left out; failed metrics come back in a score.Failure. Once a
+// question fails with the backend unavailable (its retries spent on 429, 5xx, network errors
+// or timeouts), the record's remaining metrics are not asked: they fail with the same outcome.
 func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, error) {
 	var out []score.Result
 	var failed score.Failure
 	st := &recordState{}
 	for _, m := range s.metrics {
-		var u Usage
-		v, err := s.scoreMetric(ctx, m, r, &u, st)
+		u := &call{st: st}
+		v, err := s.scoreMetric(ctx, m, r, u, st)
 		if err != nil {
 			failed = append(failed, score.MetricError{Metric: m, Outcome: Outcome(err), Err: err})
 			if ctx.Err() != nil {
@@ -147,9 +149,32 @@ type recordState struct {
 	citeDone bool
 	supports []bool
 	citeErr  error
+	// down is set once a question failed with the backend unavailable (OutcomeError.Unavailable):
+	// the record's later questions are not sent and fail with it. A failed attempt's results are
+	// thrown away (the worker scores the whole record again after its backoff), so asking the
+	// other metrics of a failing judge only costs calls, and with a slow judge holds the worker
+	// for every metric's retries instead of one's.
+	down *OutcomeError
 }
 
-func (s *Scorer) scoreMetric(ctx context.Context, m string, r *record.Record, u *Usage, st *recordState) (verdict, error) {
+// call is what one metric's questions share: the usage they add up and the record's state.
+type call struct {
+	Usage
+	st *recordState
+}
+
+// notAsked is the error for a question not sent because the backend was unavailable for an
+// earlier one of the record, nil while it is not.
+func (u *call) notAsked() error {
+	d := u.st.down
+	if d == nil {
+		return nil
+	}
+	return &OutcomeError{Outcome: d.Outcome, Unavailable: true,
+		Err: fmt.Errorf("not asked, the judge was unavailable for an earlier metric: %w", d.Err)}
+}
+
+func (s *Scorer) scoreMetric(ctx context.Context, m string, r *record.Record, u *call, st *recordState) (verdict, error) {
 	switch m {
 	case Faithfulness:
 		return s.faithfulness(ctx, r, u)
@@ -168,10 +193,18 @@ func (s *Scorer) scoreMetric(ctx context.Context, m string, r *record.Record, u 
 	}
 }
 
-// ask is Judge.Ask adding usage into u.
-func (s *Scorer) ask(ctx context.Context, u *Usage, q Question, out any) error {
+// ask is Judge.Ask adding usage into u; once the backend was unavailable for the record it
+// asks nothing and returns that failure.
+func (s *Scorer) ask(ctx context.Context, u *call, q Question, out any) error {
+	if err := u.notAsked(); err != nil {
+		return err
+	}
 	used, err := s.j.Ask(ctx, q, out)
 	u.add(used)
+	var oe *OutcomeError
+	if errors.As(err, &oe) && oe.Unavailable {
+		u.st.down = oe
+	}
 	return err
 }
 
@@ -240,7 +273,7 @@ func checkIndexes(vs []indexed, n int) error {
 	return nil
 }
 
-func (s *Scorer) claims(ctx context.Context, u *Usage, metric, question, answer string) ([]string, error) {
+func (s *Scorer) claims(ctx context.Context, u *call, metric, question, answer string) ([]string, error) {
 	var split struct {
 		Claims []string `json:"claims"`
 	}
@@ -260,7 +293,7 @@ func (s *Scorer) claims(ctx context.Context, u *Usage, metric, question, answer 
 	return out, err
 }
 
-func (s *Scorer) faithfulness(ctx context.Context, r *record.Record, u *Usage) (verdict, error) {
+func (s *Scorer) faithfulness(ctx context.Context, r *record.Record, u *call) (verdict, error) {
 	if strings.TrimSpace(r.Answer) == "" || len(r.Documents) == 0 {
 		return verdict{skip: true}, nil
 	}
@@ -317,7 +350,7 @@ type rating struct {
 	Score     int    `json:"score"`
 }
 
-func (s *Scorer) answerRelevancy(ctx context.Context, r *record.Record, u *Usage) (verdict, error) {
+func (s *Scorer) answerRelevancy(ctx context.Context, r *record.Record, u *call) (verdict, error) {
 	if strings.TrimSpace(r.Query) == "" || strings.TrimSpace(r.Answer) == "" {
 		return verdict{skip: true}, nil
 	}
@@ -381,7 +414,7 @@ func cosine(a, b []float64) (float64, error) {
 
 // ---- context precision and recall (RAGAS) ----
 
-func (s *Scorer) contextPrecision(ctx context.Context, r *record.Record, u *Usage) (verdict, error) {
+func (s *Scorer) contextPrecision(ctx context.Context, r *record.Record, u *call) (verdict, error) {
 	ground, groundName := r.Reference, "REFERENCE"
 	if strings.TrimSpace(ground) == "" {
 		ground, groundName = r.Answer, "ANSWER"
@@ -431,7 +464,7 @@ func AveragePrecision(useful []bool) (float64, int) {
 	return sum / float64(hits), hits
 }
 
-func (s *Scorer) contextRecall(ctx context.Context, r *record.Record, u *Usage) (verdict, error) {
+func (s *Scorer) contextRecall(ctx context.Context, r *record.Record, u *call) (verdict, error) {
 	docs := s.docs(r)
 	if strings.TrimSpace(r.Reference) == "" || len(docs) == 0 {
 		return verdict{skip: true}, nil
@@ -604,7 +637,7 @@ func CitationScore(metric string, statements int, pairStmt []int, supports []boo
 	return v.value, v.explanation, true
 }
 
-func (s *Scorer) citation(ctx context.Context, metric string, r *record.Record, u *Usage, st *recordState) (verdict, error) {
+func (s *Scorer) citation(ctx context.Context, metric string, r *record.Record, u *call, st *recordState) (verdict, error) {
 	if strings.TrimSpace(r.Answer) == "" || len(r.Documents) == 0 {
 		return verdict{skip: true}, nil
 	}
@@ -670,7 +703,7 @@ func citationScores(metric string, statements int, pairs []citationPair, support
 		explanation: fmt.Sprintf("%d of %d statements have a supporting citation", n, statements)}
 }
 
-func (s *Scorer) supportPairs(ctx context.Context, u *Usage, stmts []Statement, pairs []citationPair) ([]bool, error) {
+func (s *Scorer) supportPairs(ctx context.Context, u *call, stmts []Statement, pairs []citationPair) ([]bool, error) {
 	supports := make([]bool, len(pairs))
 	var ask []int // pairs whose cited document exists
 	var b strings.Builder
@@ -708,13 +741,16 @@ func (s *Scorer) supportPairs(ctx context.Context, u *Usage, stmts []Statement, 
 
 // ---- answer similarity ----
 
-func (s *Scorer) answerSimilarity(ctx context.Context, r *record.Record, u *Usage) (verdict, error) {
+func (s *Scorer) answerSimilarity(ctx context.Context, r *record.Record, u *call) (verdict, error) {
 	if strings.TrimSpace(r.Reference) == "" || strings.TrimSpace(r.Answer) == "" {
 		return verdict{skip: true}, nil
 	}
 	if s.embed == nil {
 		return s.rate(ctx, u, AnswerSimilarity, "how closely the ANSWER matches the meaning of the REFERENCE answer",
 			rubricSimilarity, block("QUESTION", "", s.cut(r.Query))+block("REFERENCE", "", s.cut(r.Reference))+block("ANSWER", "", s.cut(r.Answer)))
+	}
+	if err := u.notAsked(); err != nil {
+		return verdict{}, err
 	}
 	vecs, tok, err := s.embed.Embed(ctx, []string{s.cut(r.Answer), s.cut(r.Reference)})
 	u.InputTokens += tok
@@ -768,7 +804,7 @@ var rubrics = map[string]struct{ criterion, scale, blocks string }{
 1: no citations, or citations that do not support the statements.`, "qad"},
 }
 
-func (s *Scorer) rubric(ctx context.Context, m string, r *record.Record, u *Usage) (verdict, error) {
+func (s *Scorer) rubric(ctx context.Context, m string, r *record.Record, u *call) (verdict, error) {
 	rb, ok := rubrics[m]
 	if !ok {
 		return verdict{}, &OutcomeError{Outcome: score.OutcomeError, Err: fmt.Errorf("unknown metric %q", m)}
@@ -792,7 +828,7 @@ func (s *Scorer) rubric(ctx context.Context, m string, r *record.Record, u *Usag
 }
 
 // rate asks for a 1..5 score with reasoning first (G-Eval's evaluation steps) and normalises it.
-func (s *Scorer) rate(ctx context.Context, u *Usage, metric, criterion, scale, blocks string) (verdict, error) {
+func (s *Scorer) rate(ctx context.Context, u *call, metric, criterion, scale, blocks string) (verdict, error) {
 	var resp rating
 	err := s.ask(ctx, u, Question{Metric: metric,
 		System: "You are a strict evaluator of answers from a retrieval-augmented assistant. " + dataRules,

@@ -607,3 +607,67 @@ func TestFallsBackToJSONObjectWhenSchemaRejected(t *testing.T) {
 		t.Fatalf("response formats %v waits %v", types, sl.d)
 	}
 }
+
+// A judge still failing after its retries is not asked the record's other metrics: they fail
+// with the same outcome, without a request (the worker scores the whole record again later).
+func TestUnavailableJudgeIsNotAskedTheOtherMetrics(t *testing.T) {
+	down := `{"error":{"message":"overloaded"}}`
+	tests := []struct {
+		name    string
+		chat    []reply
+		opts    llm.JudgeOptions
+		outcome string
+	}{
+		{"503", []reply{{status: 503, body: down}, {status: 503, body: down}}, llm.JudgeOptions{MaxRetries: 1}, "error"},
+		{"429", []reply{{status: 429, header: map[string]string{"Retry-After": "1"}, body: down}}, llm.JudgeOptions{}, "rate_limited"},
+		{"timeout", []reply{{block: true}, {block: true}}, llm.JudgeOptions{Timeout: 50 * time.Millisecond, MaxRetries: 1}, "timeout"},
+		{"network", []reply{{hangup: true}}, llm.JudgeOptions{}, "error"},
+	}
+	metrics := []string{"rubric_relevance", "context_precision", "faithfulness", "answer_similarity"}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t)
+			srv.chat = tt.chat
+			sc, _ := newScorer(t, srv, metrics, tt.opts, true)
+			res, err := sc.Score(context.Background(), rec())
+			if len(res) != 0 {
+				t.Fatalf("results %+v", res)
+			}
+			got := failure(t, err)
+			for _, m := range metrics {
+				if got[m] != tt.outcome {
+					t.Fatalf("outcomes %v, want %s for each", got, tt.outcome)
+				}
+			}
+			if n := len(srv.requests()); n != len(tt.chat) {
+				t.Fatalf("%d requests, want %d: the first metric's attempts only", n, len(tt.chat))
+			}
+			var f score.Failure
+			errors.As(err, &f)
+			for _, e := range f[1:] {
+				if !strings.Contains(e.Err.Error(), "not asked") {
+					t.Errorf("%s: %v", e.Metric, e.Err)
+				}
+			}
+		})
+	}
+}
+
+// A failure that is about one question (a 4xx, an unparsable reply) does not stop the others.
+func TestQuestionFailureDoesNotStopTheOtherMetrics(t *testing.T) {
+	srv := newServer(t)
+	srv.chat = []reply{
+		{status: 400, body: `{"error":{"message":"prompt too long"}}`},
+		{status: 200, body: `<html>gateway</html>`},
+		completion(`{"reasoning":"ok","score":5}`, 1, 1),
+	}
+	sc, _ := newScorer(t, srv, []string{"rubric_relevance", "rubric_completeness", "rubric_accuracy"}, llm.JudgeOptions{MaxRetries: 3}, false)
+	res, err := sc.Score(context.Background(), rec())
+	got := failure(t, err)
+	if got["rubric_relevance"] != "error" || got["rubric_completeness"] != "error" || len(got) != 2 {
+		t.Fatalf("outcomes %v", got)
+	}
+	if len(res) != 1 || res[0].Metric != "rubric_accuracy" || res[0].Value != 1 || len(srv.requests()) != 3 {
+		t.Fatalf("res %+v requests %d", res, len(srv.requests()))
+	}
+}
