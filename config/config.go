@@ -28,7 +28,6 @@ type Config struct {
 	Alerting  Alerting   `yaml:"alerting"`
 
 	Redaction Redaction `yaml:"redaction"`
-	Runtime   Runtime   `yaml:"runtime"`
 
 	// Limits holds memory_limit_mib and the limits section (limits.go).
 	Limits Limits `yaml:",inline"`
@@ -63,7 +62,6 @@ func Default() *Config {
 		Alerting: defaultAlerting(),
 
 		Redaction: defaultRedaction(),
-		Runtime:   defaultRuntime(),
 		Limits:    defaultLimits(),
 	}
 }

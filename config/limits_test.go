@@ -32,15 +32,3 @@ func TestLimitsInvalid(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 }
-
-func TestRuntime(t *testing.T) {
-	cfg, err := Parse([]byte("runtime:\n  gogc: 75\n"))
-	if err != nil || cfg.Runtime != (Runtime{GOGC: 75}) {
-		t.Fatalf("runtime = %+v, %v", cfg.Runtime, err)
-	}
-	_, err = Parse([]byte("log: {level: info}\nruntime:\n  gogc: 0\n"))
-	want := "line 3: `runtime.gogc` must be positive (set the GOGC environment variable to \"off\" to disable the collector), got 0"
-	if err == nil || err.Error() != want {
-		t.Fatalf("error = %v, want %q", err, want)
-	}
-}

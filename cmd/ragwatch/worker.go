@@ -88,7 +88,6 @@ func newWorkerLogger(c config.Log, w io.Writer) *slog.Logger {
 
 // serveWorker runs until ctx ends, then drains: in-flight records are nak'ed for another worker.
 func serveWorker(ctx context.Context, cfg *config.Config, logger *slog.Logger) (err error) {
-	app.ApplyRuntime(cfg.Runtime, logger)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 

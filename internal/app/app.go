@@ -156,8 +156,6 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 		}
 	}()
 
-	ApplyRuntime(cfg.Runtime, logger)
-
 	// NATS first: added first, it starts first and closes last, after every stage that
 	// publishes or keeps state in it.
 	nctx, cancel := context.WithTimeout(context.Background(), cfg.NATS.ConnectTimeout+5*time.Second)

@@ -26,7 +26,6 @@ var reloadable = map[string]map[string]bool{
 	"sampling":  {"rate": true, "rules": true, "max_per_minute": true, "budget": true},
 	"alerting":  {"resolved_retention": true, "trace_url_template": true, "dashboard_url": true},
 	"log":       {"level": true},
-	"runtime":   nil,
 }
 
 // WithConfigSource sets how Reload reads the config again: `ragwatch run` loads its file and
@@ -178,7 +177,6 @@ func (a *App) reloadLocked() (*ReloadResult, error) {
 		}
 		return nil, rejected(err)
 	}
-	ApplyRuntime(next.Runtime, a.log)
 	a.Sampler.Decider.Update(next.Sampling)
 	a.Sampler.Budget.Update(next.Sampling.Budget)
 	if a.reload.opts.level != nil {

@@ -184,7 +184,7 @@ func TestReloadAppliesAValidConfig(t *testing.T) {
 	// restart (the HTTP address, the evaluation interval).
 	e.clock.Add(int64(time.Minute))
 	next := fmt.Sprintf(reloadConfig, "1", "0.1", "alerting: {evaluation_interval: 1m}\n")
-	next = strings.Replace(next, "log: {level: info}", "log: {level: debug}\nruntime: {gogc: 80}", 1)
+	next = strings.Replace(next, "log: {level: info}", "log: {level: debug}", 1)
 	e.write(t, strings.Replace(next, `http: {endpoint: "127.0.0.1:0"}`, `http: {endpoint: "127.0.0.1:1"}`, 1))
 	code, body := e.reload(t)
 	want := map[string][]string{"status": {"success"}, "errors": nil, "restart_required": {"http", "alerting.evaluation_interval"}}
@@ -198,9 +198,6 @@ func TestReloadAppliesAValidConfig(t *testing.T) {
 	}
 	if e.level.Level() != slog.LevelDebug {
 		t.Fatalf("log level %v after reload", e.level.Level())
-	}
-	if got := scrape(t, e.base)["go_gc_gogc_percent"]; got != 80 || e.app.Config().Runtime.GOGC != 80 {
-		t.Fatalf("go_gc_gogc_percent %v, runtime.gogc in force %d after reload; want 80", got, e.app.Config().Runtime.GOGC)
 	}
 	e.feed(t, 20, 4)
 	m = scrape(t, e.base)
