@@ -155,13 +155,14 @@ func TestReleasedAtShutdown(t *testing.T) {
 	}
 }
 
-// The worker ticks at a quarter of complete_wait when complete traces leave early, so that
-// they leave about complete_wait after their root, not a wait-sized tick late.
+// The worker ticks every complete_wait when complete traces leave early, so that they leave
+// within twice complete_wait of their root, not a wait-sized tick late.
 func TestTickInterval(t *testing.T) {
 	for _, tc := range []struct {
 		wait, complete, want time.Duration
 	}{
-		{2 * time.Second, 250 * time.Millisecond, 62500 * time.Microsecond},
+		{2 * time.Second, 250 * time.Millisecond, 250 * time.Millisecond},
+		{2 * time.Second, 40 * time.Millisecond, 40 * time.Millisecond},
 		{2 * time.Second, 2 * time.Second, 250 * time.Millisecond},
 		{2 * time.Second, 0, 10 * time.Millisecond},
 		{100 * time.Millisecond, 100 * time.Millisecond, 25 * time.Millisecond},
