@@ -14,9 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/collector/record"
@@ -79,25 +76,7 @@ func BenchmarkIngestWithJudge(b *testing.B) {
 	}
 	for _, mode := range []string{"none", "ok", "slow", "dead"} {
 		b.Run("judge="+mode, func(b *testing.B) {
-			srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
-				StoreDir: b.TempDir(), NoLog: true, NoSigs: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			go srv.Start()
-			if !srv.ReadyForConnections(10 * time.Second) {
-				b.Fatal("nats-server not ready")
-			}
-			defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-			nc, err := nats.Connect(srv.ClientURL())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				b.Fatal(err)
-			}
+			_, _, js := runJetStream(b)
 
 			cfg := config.Default()            // sampling.rate 0.1, 4 workers, max_retries 3
 			cfg.Sampling.Buffer = b.N/5 + 1024 // the stage never drops: every sampled record is published

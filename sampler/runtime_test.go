@@ -35,21 +35,7 @@ func (fixedScorer) Score(_ context.Context, r *record.Record) ([]score.Result, e
 // The whole in-process path: records in, a rule-weighted consistent sample scored by
 // in-process workers, results read back through the scores subjects with their weights.
 func TestRuntimeEndToEnd(t *testing.T) {
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("not ready")
-	}
-	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	_, nc, js := runJetStream(t)
 
 	cfg := config.Default()
 	cfg.Sampling.Rate = 0.25

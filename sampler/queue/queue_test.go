@@ -157,9 +157,10 @@ func TestPublisherDedupWindow(t *testing.T) {
 	}
 }
 
-// The publisher reuses a message once its publish is acknowledged; every stored message must
-// still be its own record, whole, under its own Nats-Msg-Id (a buffer reused too early would
-// store one record's bytes under another's id, or a mix).
+// Many records of varied sizes published asynchronously, up to the publisher's outstanding-ack
+// bound: every stored message must be its own record, whole, under its own Nats-Msg-Id (a
+// buffer shared or reused before its ack would store one record's bytes under another's id,
+// or a mix).
 func TestPublisherStoresEachRecordIntact(t *testing.T) {
 	s := runServer(t, t.TempDir())
 	_, js := connect(t, s)
