@@ -18,7 +18,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 
-	"github.com/ragwatch/ragwatch/internal/dashboard"
+	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/dashboard"
 	"github.com/ragwatch/ragwatch/internal/synth"
 )
 

@@ -16,13 +16,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ragwatch/ragwatch/collector/record"
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/benchcpu"
 	"github.com/ragwatch/ragwatch/internal/labels"
-	"github.com/ragwatch/ragwatch/sampler/score"
-	"github.com/ragwatch/ragwatch/sampler/score/llm"
-	"github.com/ragwatch/ragwatch/sampler/score/llm/openai"
+	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/sampler/scorers/llm"
+	"github.com/ragwatch/ragwatch/sampler/scorers/llm/openai"
+	"github.com/ragwatch/ragwatch/scripts/benchcpu"
 )
 
 // benchJudge is an OpenAI-compatible judge on a real listener: "ok" answers a rubric verdict

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/internal/record"
 )
 
 // entryBytes is what one entry costs without content: its 32-byte slot in the ring and its

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/internal/record"
 )
 
 // model is the recent cache written the plain way: a slice of entries, oldest first, searched

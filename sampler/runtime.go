@@ -12,9 +12,9 @@ import (
 
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler/decide"
 	"github.com/ragwatch/ragwatch/sampler/queue"
-	"github.com/ragwatch/ragwatch/sampler/score"
 	"github.com/ragwatch/ragwatch/sampler/worker"
 )
 

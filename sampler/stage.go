@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/ragwatch/ragwatch/collector/record"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/sampler/decide"
 )
 

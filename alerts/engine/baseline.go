@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ragwatch/ragwatch/alerts/drift"
-	"github.com/ragwatch/ragwatch/collector/record"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/record"
 )
 
 // EachSignal calls fn with every signal value a record carries (the names in Signals).

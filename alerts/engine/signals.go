@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/internal/record"
 )
 
 // Signals are the per-request values an SLO or drift detector can watch besides eval metrics.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ragwatch/ragwatch/internal/dashboard"
+	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/dashboard"
 )
 
 func init() {

@@ -8,7 +8,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/ragwatch/ragwatch/internal/demo"
+	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/demo"
 )
 
 func init() {

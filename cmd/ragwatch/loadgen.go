@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ragwatch/ragwatch/internal/loadgen"
+	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/loadgen"
 )
 
 func init() {

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/app"
 )
 
 func init() {
@@ -72,15 +72,15 @@ func runCommand(ctx context.Context, args []string, _, stderr io.Writer) int {
 		}
 		return c, err
 	}
-	opts := []app.Option{app.WithConfigSource(load)}
+	opts := []service.Option{service.WithConfigSource(load)}
 	if logLevel == "" {
-		opts = append(opts, app.WithLogLevel(level))
+		opts = append(opts, service.WithLogLevel(level))
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	a, err := app.New(cfg, logger, opts...)
+	a, err := service.New(cfg, logger, opts...)
 	if err != nil {
 		logger.Error("cannot build the pipeline", "err", err)
 		return 1
@@ -104,7 +104,7 @@ func runCommand(ctx context.Context, args []string, _, stderr io.Writer) int {
 
 // reloadOnSignal reloads the config on every signal from hup until ctx ends. Reload logs its
 // outcome (errors at error level) and keeps the running config when the new one is bad.
-func reloadOnSignal(ctx context.Context, a *app.App, hup <-chan os.Signal, logger *slog.Logger) {
+func reloadOnSignal(ctx context.Context, a *service.App, hup <-chan os.Signal, logger *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():

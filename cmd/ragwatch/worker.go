@@ -17,13 +17,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/app"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/natsconn"
+	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler/decide"
 	"github.com/ragwatch/ragwatch/sampler/queue"
-	"github.com/ragwatch/ragwatch/sampler/score"
 	"github.com/ragwatch/ragwatch/sampler/scorers"
 	"github.com/ragwatch/ragwatch/sampler/worker"
 )
@@ -100,15 +100,15 @@ func serveWorker(ctx context.Context, cfg *config.Config, logger *slog.Logger) (
 	defer conn.Close()
 
 	// Judge prompts and explanations leave the process: redact them as the sidecar does.
-	redactor, err := app.NewRedactor(cfg, reg)
+	redactor, err := service.NewRedactor(cfg, reg)
 	if err != nil {
 		return err
 	}
-	active, err := scorers.Build(cfg.Scoring, reg, logger.With("component", "scorers"), app.JudgeRedaction(redactor)...)
+	active, err := scorers.Build(cfg.Scoring, reg, logger.With("component", "scorers"), service.JudgeRedaction(redactor)...)
 	if err != nil {
 		return fmt.Errorf("build scorers: %w", err)
 	}
-	active = app.RedactScorers(active, redactor)
+	active = service.RedactScorers(active, redactor)
 	if len(active) == 0 {
 		return errors.New("no scorers are enabled (scoring.metrics / scoring.retrieval_k)")
 	}

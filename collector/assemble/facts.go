@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/internal/record"
 )
 
 // facts is what one span says, read in one pass over its attributes and events. Heavy JSON

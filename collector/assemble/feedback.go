@@ -3,7 +3,7 @@ package assemble
 import (
 	"strings"
 
-	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/internal/record"
 )
 
 // annotation is one OpenInference annotations.{i}.annotation.* (or evaluations.{i}.evaluation.*).

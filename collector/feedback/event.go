@@ -8,7 +8,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/internal/record"
 )
 
 // Event is user feedback as it arrives on NATS (`ragwatch.feedback.>`) and on

@@ -7,8 +7,8 @@ import (
 	"mime"
 	"net/http"
 
-	"github.com/ragwatch/ragwatch/collector/ingest"
-	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/record"
 )
 
 // MaxBodyBytes bounds a POST /api/v1/feedback body.

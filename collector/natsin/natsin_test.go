@@ -23,11 +23,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/collector/feedback"
-	"github.com/ragwatch/ragwatch/collector/ingest"
-	"github.com/ragwatch/ragwatch/collector/record"
 	"github.com/ragwatch/ragwatch/collector/signals"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/natsconn"
+	"github.com/ragwatch/ragwatch/internal/record"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

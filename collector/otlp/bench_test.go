@@ -18,9 +18,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/ragwatch/ragwatch/collector/ingest"
-	"github.com/ragwatch/ragwatch/internal/benchcpu"
+	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/synth"
+	"github.com/ragwatch/ragwatch/scripts/benchcpu"
 )
 
 // The loadgen's request shape (ragwatch loadgen --spans 5 --documents 5 --doc-bytes 1024

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/ragwatch/ragwatch/collector/ingest"
+	"github.com/ragwatch/ragwatch/internal/ingest"
 )
 
 func (r *Receiver) newGRPCServer() *grpc.Server {

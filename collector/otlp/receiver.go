@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"google.golang.org/grpc"
 
-	"github.com/ragwatch/ragwatch/collector/ingest"
-	"github.com/ragwatch/ragwatch/internal/secure"
+	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/tlsauth"
 )
 
 // TracesConsumer takes decoded, validated spans. It must not keep td after returning unless it
@@ -45,7 +45,7 @@ type Settings struct {
 	// GRPCTLS and HTTPTLS serve TLS when set (mTLS when they require client certificates).
 	GRPCTLS, HTTPTLS *tls.Config
 	// GRPCTokens and HTTPTokens, when set, require a bearer token on every export.
-	GRPCTokens, HTTPTokens *secure.Tokens
+	GRPCTokens, HTTPTokens *tlsauth.Tokens
 	// Refuse, when set, is asked before an export is read (the memory limit): true answers
 	// gRPC RESOURCE_EXHAUSTED with RetryInfo and HTTP 503 with Retry-After, both
 	// RefuseRetryAfter (default RetryAfter), counted as reason "overloaded".

@@ -17,7 +17,7 @@ import (
 	grpcgzip "google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/grpc/status"
 
-	"github.com/ragwatch/ragwatch/collector/ingest"
+	"github.com/ragwatch/ragwatch/internal/ingest"
 )
 
 // TestSuccessResponseBytes pins the exact bytes of a fully accepted export's response, now

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragwatch/ragwatch/collector/record"
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/benchcpu"
+	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/scripts/benchcpu"
 )
 
 // benchRecord is a typical record: 5 documents of 1 KB with scores, an answer of ~60 words,

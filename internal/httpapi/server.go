@@ -21,9 +21,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/ragwatch/ragwatch/collector/ingest"
-	"github.com/ragwatch/ragwatch/collector/record"
-	"github.com/ragwatch/ragwatch/internal/secure"
+	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/tlsauth"
 )
 
 // DefaultMaxBodyBytes bounds a POST body when Settings.MaxBodyBytes is zero.
@@ -50,7 +50,7 @@ type Settings struct {
 	// TLS serves HTTPS when set.
 	TLS *tls.Config
 	// Tokens, when set, guard every /api/v1/ route.
-	Tokens *secure.Tokens
+	Tokens *tlsauth.Tokens
 	// Refuse, when set, is asked before a POST to an /api/ route is read (the memory limit):
 	// true answers 503 with Retry-After (RefuseRetryAfter, default 5s), counted as reason
 	// "overloaded".

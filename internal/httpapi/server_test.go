@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
-	"github.com/ragwatch/ragwatch/collector/ingest"
-	"github.com/ragwatch/ragwatch/collector/record"
+	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/record"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

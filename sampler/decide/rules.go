@@ -3,8 +3,8 @@ package decide
 import (
 	"slices"
 
-	"github.com/ragwatch/ragwatch/collector/record"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/record"
 )
 
 // Reasons used as the `reason` label besides rule names.

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragwatch/ragwatch/collector/record"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/record"
 )
 
 func TestUpdateSwapsPolicyAndBudget(t *testing.T) {

@@ -3,7 +3,7 @@ package decide
 import (
 	"math"
 
-	"github.com/ragwatch/ragwatch/sampler/score"
+	"github.com/ragwatch/ragwatch/internal/score"
 )
 
 // WeightedMean estimates a population mean from sampled values, each weighted by 1/p (its

@@ -17,8 +17,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ragwatch/ragwatch/collector/record"
-	"github.com/ragwatch/ragwatch/sampler/score"
+	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/score"
 )
 
 // MaxLineBytes bounds one JSONL line (a record with its documents).

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/ragwatch/ragwatch/sampler/score"
+	"github.com/ragwatch/ragwatch/internal/score"
 )
 
 // FuzzDecodeResult: whatever arrives on ragwatch.scores.* never crashes the decoder, and

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/ragwatch/ragwatch/collector/record"
-	"github.com/ragwatch/ragwatch/sampler/score"
+	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/score"
 )
 
 func streamMsgs(t *testing.T, js jetstream.JetStream, name string) uint64 {

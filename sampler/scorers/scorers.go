@@ -13,13 +13,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/sampler/score"
-	"github.com/ragwatch/ragwatch/sampler/score/builtin"
-	"github.com/ragwatch/ragwatch/sampler/score/llm"
-	"github.com/ragwatch/ragwatch/sampler/score/llm/anthropic"
-	"github.com/ragwatch/ragwatch/sampler/score/llm/openai"
-	"github.com/ragwatch/ragwatch/sampler/score/nli"
-	"github.com/ragwatch/ragwatch/sampler/score/retrieval"
+	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/sampler/scorers/builtin"
+	"github.com/ragwatch/ragwatch/sampler/scorers/llm"
+	"github.com/ragwatch/ragwatch/sampler/scorers/llm/anthropic"
+	"github.com/ragwatch/ragwatch/sampler/scorers/llm/openai"
+	"github.com/ragwatch/ragwatch/sampler/scorers/nli"
+	"github.com/ragwatch/ragwatch/sampler/scorers/retrieval"
 )
 
 // Option adjusts Build.

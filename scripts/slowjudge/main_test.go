@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragwatch/ragwatch/collector/record"
-	"github.com/ragwatch/ragwatch/sampler/score"
-	"github.com/ragwatch/ragwatch/sampler/score/llm"
-	"github.com/ragwatch/ragwatch/sampler/score/llm/openai"
+	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/sampler/scorers/llm"
+	"github.com/ragwatch/ragwatch/sampler/scorers/llm/openai"
 )
 
 func serve(t *testing.T, j *judge) *httptest.Server {

@@ -1,0 +1,98 @@
+package service_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
+	"github.com/ragwatch/ragwatch/config"
+)
+
+// TestJudgeNeverSeesPersonalData runs a record full of personal data through the whole
+// pipeline to an LLM judge (an OpenAI-protocol httptest server): the prompts the judge receives
+// hold redaction markers for the built-in detectors and for a custom pattern from the config,
+// counted per detector, and none of the data.
+func TestJudgeNeverSeesPersonalData(t *testing.T) {
+	var mu sync.Mutex
+	var prompts []string
+	judge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		prompts = append(prompts, string(b))
+		mu.Unlock()
+		content, _ := json.Marshal(`{"reasoning":"fine","score":4}`)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1700000000,"model":"judge-1",
+"choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],
+"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`, content)
+	}))
+	defer judge.Close()
+	t.Setenv("S1_JUDGE_KEY", "sk-test")
+	cfg, err := config.Parse([]byte(`
+receivers: {otlp: {grpc: {endpoint: ""}, http: {endpoint: ""}}}
+http: {endpoint: "127.0.0.1:0"}
+sampling: {rate: 1}
+scoring:
+  backend: openai
+  metrics: [rubric_relevance]
+  openai: {base_url: "` + judge.URL + `/v1/", model: judge-1, api_key_env: S1_JUDGE_KEY}
+redaction:
+  patterns: [{name: ticket, regex: 'TCK-[0-9]{8}'}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NATS.StoreDir = t.TempDir()
+	cfg.NATS.Embedded.Endpoint = "127.0.0.1:-1"
+	a, err := service.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
+
+	const pii = "I'm jane.doe@example.com (ticket TCK-20261129), card 4111-1111-1111-1111, IBAN DE89370400440532013000."
+	body := `{"trace_id":"abab0000000000000000000000000001","service":"bank","query":"Why was I charged twice? ` + pii +
+		`","answer":"The second charge on 4111-1111-1111-1111 is refunded to DE89370400440532013000."}`
+	resp, err := http.Post("http://"+a.Addrs().HTTP+"/api/v1/records", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST = %d", resp.StatusCode)
+	}
+	waitFor(t, "the judge call", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(prompts) > 0
+	})
+	mu.Lock()
+	sent := strings.Join(prompts, "\n")
+	mu.Unlock()
+	for _, p := range []string{"jane.doe@example.com", "TCK-20261129", "4111-1111-1111-1111", "DE89370400440532013000"} {
+		if strings.Contains(sent, p) {
+			t.Errorf("the judge received %q", p)
+		}
+	}
+	for _, m := range []string{"[REDACTED:email]", "[REDACTED:ticket]", "[REDACTED:card]", "[REDACTED:iban]", "charged twice"} {
+		if !strings.Contains(sent, m) {
+			t.Errorf("the judge's prompt lacks %q:\n%s", m, sent)
+		}
+	}
+	for d, want := range map[string]float64{"email": 1, "ticket": 1, "card": 2, "iban": 2} {
+		if got := counterValue(t, a, "ragwatch_redactions_total", "detector", d); got != want {
+			t.Errorf("redactions{detector=%q} = %v, want %v", d, got, want)
+		}
+	}
+}

@@ -1,0 +1,255 @@
+package service
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/httpapi"
+	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/redact"
+	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/tlsauth"
+	"github.com/ragwatch/ragwatch/sampler/scorers"
+)
+
+// security is the resolved TLS configs and bearer tokens of the listeners.
+type security struct {
+	grpcTLS, otlpHTTPTLS, httpTLS          *tls.Config
+	grpcTokens, otlpHTTPTokens, httpTokens *tlsauth.Tokens
+}
+
+func buildSecurity(cfg *config.Config) (security, error) {
+	var s security
+	var err error
+	o := cfg.Receivers.OTLP
+	if s.grpcTLS, err = tlsauth.ServerTLS(o.GRPC.TLS, "h2"); err != nil {
+		return s, fmt.Errorf("receivers.otlp.grpc.tls: %w", err)
+	}
+	if s.otlpHTTPTLS, err = tlsauth.ServerTLS(o.HTTP.TLS, "h2", "http/1.1"); err != nil {
+		return s, fmt.Errorf("receivers.otlp.http.tls: %w", err)
+	}
+	if s.httpTLS, err = tlsauth.ServerTLS(cfg.HTTP.TLS, "h2", "http/1.1"); err != nil {
+		return s, fmt.Errorf("http.tls: %w", err)
+	}
+	if s.grpcTokens, err = tlsauth.NewTokens(o.GRPC.Auth); err != nil {
+		return s, fmt.Errorf("receivers.otlp.grpc.auth: %w", err)
+	}
+	if s.otlpHTTPTokens, err = tlsauth.NewTokens(o.HTTP.Auth); err != nil {
+		return s, fmt.Errorf("receivers.otlp.http.auth: %w", err)
+	}
+	if s.httpTokens, err = tlsauth.NewTokens(cfg.HTTP.Auth); err != nil {
+		return s, fmt.Errorf("http.auth: %w", err)
+	}
+	return s, nil
+}
+
+// buildRedactor builds the one redactor of the process from cfg.Redaction; nil when disabled
+// (a nil *redact.Redactor leaves text unchanged).
+func buildRedactor(cfg *config.Config, reg prometheus.Registerer) (*redact.Redactor, error) {
+	if !cfg.Redaction.Enabled {
+		return nil, nil
+	}
+	var custom []redact.Pattern
+	for _, p := range cfg.Redaction.Patterns {
+		custom = append(custom, redact.Pattern{Name: p.Name, Regex: p.Regex})
+	}
+	r, err := redact.New(cfg.Redaction.Detectors, custom, reg)
+	if err != nil {
+		return nil, fmt.Errorf("redaction: %w", err)
+	}
+	return r, nil
+}
+
+// redactScorers wraps every scorer so that the explanations of its results are redacted at
+// the source: they are published on ragwatch.scores.<service> and served by /api/v1/scores.
+func redactScorers(scorers []score.Scorer, r *redact.Redactor) []score.Scorer {
+	if r == nil {
+		return scorers
+	}
+	out := make([]score.Scorer, len(scorers))
+	for i, s := range scorers {
+		out[i] = redactingScorer{Scorer: s, r: r}
+	}
+	return out
+}
+
+type redactingScorer struct {
+	score.Scorer
+	r *redact.Redactor
+}
+
+// Score implements score.Scorer.
+func (s redactingScorer) Score(ctx context.Context, rec *record.Record) ([]score.Result, error) {
+	res, err := s.Scorer.Score(ctx, rec)
+	for i := range res {
+		res[i].Explanation = s.r.String(res[i].Explanation)
+	}
+	return res, err
+}
+
+// configHandler serves GET /api/v1/config: the effective config as JSON with every value that
+// can be a credential replaced by "<redacted>". Secrets proper are env/file references (kept:
+// they name where a secret is, not what it is); what is redacted is values that are
+// credentials themselves: exporter headers, user:password in URLs, webhook URLs' paths and
+// queries (Slack and webhook URLs embed their token), and any key naming a token, password or
+// secret directly.
+func configHandler(cfg *config.Config) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		v, err := redactedConfig(cfg)
+		if err != nil {
+			httpapi.WriteError(w, http.StatusInternalServerError, "encode config: "+err.Error())
+			return
+		}
+		httpapi.WriteJSON(w, http.StatusOK, v)
+	})
+}
+
+const redactedValue = "<redacted>"
+
+func redactedConfig(cfg *config.Config) (any, error) {
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var tree map[string]any
+	if err := yaml.Unmarshal(data, &tree); err != nil {
+		return nil, err
+	}
+	return redactTree("", tree), nil
+}
+
+func redactTree(key string, v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if key == "headers" {
+			for k := range x {
+				x[k] = redactedValue
+			}
+			return x
+		}
+		for k, val := range x {
+			x[k] = redactTree(k, val)
+		}
+		return x
+	case []any:
+		for i := range x {
+			x[i] = redactTree(key, x[i])
+		}
+		return x
+	case string:
+		if x == "" || strings.HasSuffix(key, "_env") || strings.HasSuffix(key, "_file") {
+			return x
+		}
+		switch {
+		case secretKey(key):
+			return redactedValue
+		case key == "url" || key == "urls" || key == "base_url":
+			return redactURLs(x)
+		}
+		return x
+	}
+	return v
+}
+
+func secretKey(key string) bool {
+	k := strings.ToLower(key)
+	for _, s := range []string{"token", "password", "secret", "api_key", "apikey", "routing_key", "credential"} {
+		if strings.Contains(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// redactURLs keeps the scheme and host of each comma-separated URL and replaces user info,
+// path and query, where tokens live.
+func redactURLs(s string) string {
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		u, err := url.Parse(strings.TrimSpace(p))
+		if err != nil || u.Host == "" {
+			parts[i] = redactedValue
+			continue
+		}
+		out := u.Scheme + "://"
+		if u.User != nil {
+			out += redactedValue + "@"
+		}
+		out += u.Host
+		if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			out += "/" + redactedValue
+		}
+		parts[i] = out
+	}
+	return strings.Join(parts, ",")
+}
+
+// NewRedactor builds the redactor of cfg.Redaction (nil when disabled), counting in reg. Build
+// one per process: `ragwatch worker` uses it with JudgeRedaction and RedactScorers so worker
+// pods redact exactly like the sidecar's in-process workers.
+func NewRedactor(cfg *config.Config, reg prometheus.Registerer) (*redact.Redactor, error) {
+	return buildRedactor(cfg, reg)
+}
+
+// RedactScorers wraps scorers so the explanations of their results are redacted by r (nil
+// leaves them as they are).
+func RedactScorers(scorers []score.Scorer, r *redact.Redactor) []score.Scorer {
+	return redactScorers(scorers, r)
+}
+
+// JudgeRedaction is the scorers.Build option that makes LLM judges redact their prompts with r
+// (custom patterns, counted). With r nil (redaction disabled) judges keep their built-in
+// default: prompts to an external judge are redacted regardless.
+func JudgeRedaction(r *redact.Redactor) []scorers.Option {
+	if r == nil {
+		return nil
+	}
+	return []scorers.Option{scorers.WithRedact(r.String)}
+}
+
+// recentSink is what the /api/v1/scores ring takes: scores and, with include_content, records.
+type recentSink interface {
+	score.Consumer
+	record.Consumer
+}
+
+// redactingRecent redacts what reaches the ring behind GET /api/v1/scores: explanations of
+// results from any worker (pods too) and the query and answer previews of records.
+type redactingRecent struct {
+	next recentSink
+	r    *redact.Redactor
+}
+
+func redactRecent(next recentSink, r *redact.Redactor) recentSink {
+	if r == nil {
+		return next
+	}
+	return redactingRecent{next: next, r: r}
+}
+
+// ConsumeScores implements score.Consumer on copies: the results are shared with other
+// consumers.
+func (s redactingRecent) ConsumeScores(ctx context.Context, results []score.Result) error {
+	out := make([]score.Result, len(results))
+	for i, res := range results {
+		res.Explanation = s.r.String(res.Explanation)
+		out[i] = res
+	}
+	return s.next.ConsumeScores(ctx, out)
+}
+
+// ConsumeRecord implements record.Consumer with a shallow copy whose query and answer are
+// redacted; the record itself goes on unchanged to the other stages.
+func (s redactingRecent) ConsumeRecord(ctx context.Context, rec *record.Record) error {
+	c := *rec
+	c.Query, c.Answer = s.r.String(rec.Query), s.r.String(rec.Answer)
+	return s.next.ConsumeRecord(ctx, &c)
+}

@@ -1,0 +1,112 @@
+package builtin
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/sampler/scorers/builtin/quality"
+)
+
+// sharedData finds ../shared/data beside the repository root (as CI lays it out).
+func sharedData(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test directory")
+		}
+		dir = parent
+	}
+	data := filepath.Join(dir, "..", "shared", "data")
+	if _, err := os.Stat(data); os.IsNotExist(err) {
+		t.Skipf("%s is missing: quality regression not run", data)
+	}
+	return data
+}
+
+// TestQualityRegression pins the agreement of faithfulness with human labels (see
+// docs/scorer-quality.md for the figures): a change to claim splitting or support that loses
+// more than a small margin of ROC AUC fails here.
+func TestQualityRegression(t *testing.T) {
+	splits, err := quality.LoadAll(sharedData(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	floors := map[string]float64{ // measured figure minus 0.01
+		"begin-wow":        0.923,
+		"begin-cmu":        0.927,
+		"ragtruth-summary": 0.716,
+	}
+	for _, sp := range splits {
+		// One pass: faithfulness is the mean support of the weakest quarter of the claims (1
+		// when nothing can be judged, as in the scorer-quality command), and the supports are
+		// judged per claim.
+		scores := make([]float64, len(sp.Examples))
+		overlap := make([]float64, len(sp.Examples))
+		var claims []quality.Example
+		var support []float64
+		for i, e := range sp.Examples {
+			docs := []record.Document{{ID: "context", Content: e.Context}}
+			texts, sup := ClaimSupports(e.Answer, docs)
+			scores[i] = 1
+			if len(sup) > 0 {
+				scores[i] = weakestQuarter(slices.Clone(sup))
+			}
+			if v, _, ok := Faithfulness(e.Answer, docs); ok && v != scores[i] && i < 50 {
+				t.Fatalf("%s[%d]: Faithfulness %v != weakest-quarter support %v", sp.Name, i, v, scores[i])
+			}
+			overlap[i] = WordOverlap(e.Answer, docs)
+			labelled, _ := quality.LabelClaims(e, texts)
+			for k, c := range labelled {
+				claims = append(claims, quality.Example{Hallucinated: c.Hallucinated})
+				support = append(support, sup[k])
+			}
+		}
+		r := quality.Compare(sp.Examples, scores, DefaultThreshold)
+		base := quality.Compare(sp.Examples, overlap, DefaultThreshold)
+		t.Logf("%s: n=%d hallucinated=%d AUC %.3f (word overlap %.3f) P %.3f R %.3f F1 %.3f",
+			sp.Name, r.N, r.Hallucinated, r.AUC, base.AUC, r.Precision, r.Recall, r.F1)
+		if r.AUC < floors[sp.Name] {
+			t.Errorf("%s: faithfulness ROC AUC %.3f fell below %.3f", sp.Name, r.AUC, floors[sp.Name])
+		}
+		if sp.Name != "ragtruth-summary" {
+			continue
+		}
+		if r.AUC <= base.AUC {
+			t.Errorf("%s: faithfulness ROC AUC %.3f does not beat word overlap %.3f", sp.Name, r.AUC, base.AUC)
+		}
+		// The halves by source passage: the method was developed on dev only.
+		for _, half := range []struct {
+			name  string
+			floor float64
+			dev   bool
+		}{{"dev", 0.700, true}, {"held-out", 0.742, false}} {
+			var ex []quality.Example
+			var s []float64
+			for i, e := range sp.Examples {
+				if quality.IsDev(e) == half.dev {
+					ex, s = append(ex, e), append(s, scores[i])
+				}
+			}
+			if h := quality.Compare(ex, s, DefaultThreshold); h.AUC < half.floor {
+				t.Errorf("%s/%s: faithfulness ROC AUC %.3f fell below %.3f", sp.Name, half.name, h.AUC, half.floor)
+			}
+		}
+		// Claim level: each claim labelled by the human spans it overlaps.
+		c := quality.Compare(claims, support, DefaultThreshold)
+		t.Logf("%s claims: n=%d hallucinated=%d AUC %.3f", sp.Name, c.N, c.Hallucinated, c.AUC)
+		if floor := 0.738; c.AUC < floor {
+			t.Errorf("%s claims: support ROC AUC %.3f fell below %.3f", sp.Name, c.AUC, floor)
+		}
+	}
+}

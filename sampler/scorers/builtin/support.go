@@ -1,0 +1,273 @@
+package builtin
+
+import (
+	"math"
+	"slices"
+
+	"github.com/ragwatch/ragwatch/internal/record"
+)
+
+// index is the retrieved context prepared for claim verification: its passage windows (each
+// sentence of each document; a long sentence is cut into overlapping windows of windowTerms
+// content terms), a vocabulary of stems, and inverse sentence frequencies computed from the
+// context itself, so that a claim's distinctive words weigh more than words every passage
+// repeats.
+type index struct {
+	vocab   map[string]int32
+	idf     []float64 // by term id
+	novel   float64   // weight of a claim term found nowhere in the context
+	windows []window
+	docWin  [][2]int // document index → its windows, ix.windows[from:to]
+}
+
+// Limits that bound the cost of one record whatever its size: context beyond maxContextBytes
+// (over all documents, in order) is not indexed, and only the first maxClaims claims of a text
+// are judged. Explanations say when a limit applied.
+const (
+	maxContextBytes = 1 << 20
+	maxClaims       = 256
+)
+
+type window struct {
+	terms []int32 // sorted unique ids of content stems (and antonym-bearing function words)
+	neg   bool    // holds a negation cue
+}
+
+// Support parameters; docs/scorer-quality.md explains each and how it was chosen.
+const (
+	windowTerms    = 40   // a sentence longer than this many terms is cut into windows
+	windowWeight   = 0.5  // share of a claim's support from its best window (the rest: whole context)
+	missingNumber  = 0.35 // factor per claim number found nowhere in the context
+	strayNumber    = 0.8  // factor per claim number in the context but not in the best window
+	missingEntity  = 0.6  // factor per capitalised claim word found nowhere in the context
+	negationFactor = 0.6  // claim and its closely matching window disagree on negation
+	negationCover  = 0.7  // how closely (weighted coverage) a window must match for that check
+	antonymFactor  = 0.6  // claim uses a word whose antonym (and not the word) is in the window
+)
+
+// newIndex builds the index over docs.
+func newIndex(docs []record.Document) *index {
+	ix := &index{vocab: map[string]int32{}}
+	var df []int
+	nSent := 0
+	budget := maxContextBytes
+	ix.docWin = make([][2]int, len(docs))
+	for d := range docs {
+		ix.docWin[d][0] = len(ix.windows)
+		content := docs[d].Content
+		if len(content) > budget {
+			content = content[:budget]
+		}
+		budget -= len(content)
+		for _, text := range splitSentences(content) {
+			var ids []int32
+			neg := false
+			for _, t := range tokenize(text) {
+				if t.neg {
+					neg = true
+				}
+				if t.stop && !t.num && antonyms[t.stem] == nil {
+					continue
+				}
+				id, ok := ix.vocab[t.stem]
+				if !ok {
+					id = int32(len(ix.vocab))
+					ix.vocab[t.stem] = id
+					df = append(df, 0)
+				}
+				ids = append(ids, id)
+			}
+			if len(ids) == 0 {
+				continue
+			}
+			nSent++
+			uniq := slices.Clone(ids)
+			slices.Sort(uniq)
+			uniq = slices.Compact(uniq)
+			for _, id := range uniq {
+				df[id]++
+			}
+			if len(ids) <= windowTerms {
+				ix.windows = append(ix.windows, window{terms: uniq, neg: neg})
+				continue
+			}
+			// A run-on sentence (a table row, an unpunctuated chunk): overlapping windows.
+			for start := 0; start < len(ids); start += windowTerms / 2 {
+				w := slices.Clone(ids[start:min(start+windowTerms, len(ids))])
+				slices.Sort(w)
+				ix.windows = append(ix.windows, window{terms: slices.Compact(w), neg: neg})
+				if start+windowTerms >= len(ids) {
+					break
+				}
+			}
+		}
+		ix.docWin[d][1] = len(ix.windows)
+	}
+	n := float64(max(nSent, 1))
+	ix.idf = make([]float64, len(df))
+	for id, f := range df {
+		ix.idf[id] = math.Log(1 + n/float64(f))
+	}
+	ix.novel = math.Log(1 + n/0.5)
+	return ix
+}
+
+// claimTerm is one distinct content term of a claim.
+type claimTerm struct {
+	id     int32 // -1 when absent from the context
+	weight float64
+	num    bool
+	cap    bool
+}
+
+// support scores how well the context supports one claim, in [0, 1], and names the main
+// reason when a penalty applied. docs limits the windows to those documents (nil: all).
+//
+// The score mixes the claim's weighted term coverage by its best window with its coverage by
+// the whole context (a claim may fuse two sentences), then multiplies penalties: numbers and
+// capitalised names must occur in the context (numbers preferably in the best window), a
+// negation the best window lacks (or the reverse) and an antonym in place of the claim's word
+// signal a contradiction.
+func (ix *index) support(toks []token, docs map[int]bool) (float64, string) {
+	v, why, _ := ix.supportWindow(toks, docs)
+	return v, why
+}
+
+// supportWindow is support, and the index of the claim's best window (-1: none).
+func (ix *index) supportWindow(toks []token, docs map[int]bool) (float64, string, int) {
+	var terms []claimTerm
+	seen := map[string]bool{}
+	claimNeg := false
+	var hints []string // stems that have antonyms
+	for _, t := range toks {
+		if t.neg {
+			claimNeg = true
+		}
+		if antonyms[t.stem] != nil {
+			hints = append(hints, t.stem)
+		}
+		if (t.stop && !t.num) || t.meta || seen[t.stem] {
+			continue
+		}
+		seen[t.stem] = true
+		ct := claimTerm{id: -1, weight: math.Sqrt(ix.novel), num: t.num, cap: t.cap}
+		if id, ok := ix.vocab[t.stem]; ok && (docs == nil || ix.inDocs(id, docs)) {
+			ct.id = id
+			ct.weight = math.Sqrt(ix.idf[id])
+		}
+		terms = append(terms, ct)
+	}
+	if len(terms) == 0 {
+		return 1, "", -1
+	}
+	total, global := 0.0, 0.0
+	for _, ct := range terms {
+		total += ct.weight
+		if ct.id >= 0 {
+			global += ct.weight
+		}
+	}
+	best, bestCov := -1, -1.0
+	ix.eachWindow(docs, func(w int) bool {
+		win := &ix.windows[w]
+		cov := 0.0
+		for _, ct := range terms {
+			if ct.id >= 0 && has(win.terms, ct.id) {
+				cov += ct.weight
+			}
+		}
+		if cov > bestCov {
+			best, bestCov = w, cov
+		}
+		return true
+	})
+	if best < 0 {
+		return 0, "no context", -1
+	}
+	win := &ix.windows[best]
+	score := (windowWeight*bestCov + (1-windowWeight)*global) / total
+	why := ""
+	note := func(s string) {
+		if why == "" {
+			why = s
+		}
+	}
+	for _, ct := range terms {
+		switch {
+		case ct.num && ct.id < 0:
+			score *= missingNumber
+			note("number not in context")
+		case ct.num && !has(win.terms, ct.id):
+			score *= strayNumber
+			note("number not in best passage")
+		case ct.cap && ct.id < 0:
+			score *= missingEntity
+			note("name not in context")
+		}
+	}
+	if bestCov/total >= negationCover && claimNeg != win.neg {
+		score *= negationFactor
+		note("negation differs from passage")
+	}
+	for _, h := range hints {
+		if id, ok := ix.vocab[h]; ok && has(win.terms, id) {
+			continue
+		}
+		for _, a := range antonyms[h] {
+			if aid, ok := ix.vocab[a]; ok && has(win.terms, aid) {
+				score *= antonymFactor
+				note("contradicting word in passage")
+				break
+			}
+		}
+	}
+	return clamp01(score), why, best
+}
+
+// eachWindow calls f with the index of every window of docs (nil: all) in order, until f
+// returns false.
+func (ix *index) eachWindow(docs map[int]bool, f func(w int) bool) {
+	if docs == nil {
+		for w := range ix.windows {
+			if !f(w) {
+				return
+			}
+		}
+		return
+	}
+	for d := range ix.docWin {
+		if !docs[d] {
+			continue
+		}
+		for w := ix.docWin[d][0]; w < ix.docWin[d][1]; w++ {
+			if !f(w) {
+				return
+			}
+		}
+	}
+}
+
+// inDocs reports whether term id occurs in a window of one of docs.
+func (ix *index) inDocs(id int32, docs map[int]bool) bool {
+	found := false
+	ix.eachWindow(docs, func(w int) bool {
+		found = has(ix.windows[w].terms, id)
+		return !found
+	})
+	return found
+}
+
+func has(sorted []int32, id int32) bool {
+	_, ok := slices.BinarySearch(sorted, id)
+	return ok
+}
+
+func clamp01(v float64) float64 {
+	switch {
+	case math.IsNaN(v) || v < 0:
+		return 0
+	case v > 1:
+		return 1
+	}
+	return v
+}
