@@ -1,6 +1,9 @@
 # ragwatch — build, test and benchmark. `make test` is the one command the README and CI use.
 
 GO       ?= go
+# The toolchain every build and test uses. Machines start on an older Go with GOTOOLCHAIN=local
+# (which ignores go.mod's toolchain line), so it is exported here; the module proxy serves it.
+export GOTOOLCHAIN := go1.27.3
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 # grpcnotrace keeps golang.org/x/net/trace (and with it html/template, whose reflective method
@@ -10,11 +13,19 @@ TAGS     ?= grpcnotrace
 FUZZTIME ?= 5s
 BENCH    ?= .
 
-.PHONY: build test vet unit e2e fuzz bench fmt fmt-check clean
+.PHONY: build run demo test vet unit e2e e2e-deps fuzz bench fmt fmt-check clean
 
 ## build: static binary in bin/ragwatch
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o bin/ragwatch ./cmd/ragwatch
+
+## run: ragwatch on its embedded defaults (no config file); Ctrl-C stops it
+run:
+	$(GO) run -tags "$(TAGS)" ./cmd/ragwatch run
+
+## demo: ragwatch plus a synthetic RAG app that degrades and recovers, with a live view
+demo:
+	$(GO) run -tags "$(TAGS)" ./cmd/ragwatch demo
 
 ## test: everything CI runs — vet, the unit and integration tests with the race detector, the
 ## end-to-end suite
@@ -27,8 +38,12 @@ unit:
 	$(GO) test -race ./...
 
 ## e2e: the end-to-end suite against real Prometheus and Alertmanager (see e2e/doc.go)
-e2e:
+e2e: e2e-deps
 	$(GO) test -race -timeout 30m -tags e2e ./e2e/...
+
+## e2e-deps: install Prometheus and Alertmanager (Debian packages) when they are missing
+e2e-deps:
+	scripts/e2e-deps.sh
 
 ## fuzz: run every fuzz target for FUZZTIME each (CI uses a short time); see scripts/fuzz.sh
 fuzz:

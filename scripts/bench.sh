@@ -9,6 +9,7 @@
 #   LOAD        loadgen duration (default 15s); 0 skips the ingest run
 #   plus everything scripts/ingest.sh reads (LOADGEN_ARGS, CONFIG_EXTRA, ...)
 set -euo pipefail
+export GOTOOLCHAIN=go1.27.3 # the project's toolchain; machines start on an older Go with GOTOOLCHAIN=local
 cd "$(dirname "$0")/.."
 
 BENCH=${BENCH:-.}

@@ -6,6 +6,7 @@
 # is written. Such a run is reported as a flake and retried once; a run that fails any other way,
 # or writes a new failing input under testdata/fuzz/, fails this script.
 set -uo pipefail
+export GOTOOLCHAIN=go1.27.3 # the project's toolchain; machines start on an older Go with GOTOOLCHAIN=local
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-5s}

@@ -17,6 +17,7 @@
 #   HEAP_PROFILE  save ragwatch's heap profile (/debug/pprof/heap, after a GC) to this file the
 #                 moment the load ends, before held traces drain (read with `go tool pprof`)
 set -euo pipefail
+export GOTOOLCHAIN=go1.27.3 # the project's toolchain; machines start on an older Go with GOTOOLCHAIN=local
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)

@@ -10,6 +10,7 @@
 # Environment: RW (ragwatch binary; default: built by ingest.sh each run), ROUNDS (default 4),
 # DURATION (default 15s), RATES (default "8000 0").
 set -euo pipefail
+export GOTOOLCHAIN=go1.27.3 # the project's toolchain; machines start on an older Go with GOTOOLCHAIN=local
 here=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=${ROUNDS:-4} DURATION=${DURATION:-15s} RATES=${RATES:-"8000 0"}
 tmp=$(mktemp -d)

@@ -52,7 +52,7 @@ func keepAttr(k string) bool {
 		return false
 	case "rag":
 		// ragwatch's own namespace is held whole: an application that sets rag.* means it for
-		// ragwatch (and internal/app's TestMemoryFloodStaysBounded floods the assembler with it).
+		// ragwatch (and the service's TestMemoryFloodStaysBounded floods the assembler with it).
 		return true
 	case "db":
 		return rest == "vector.query.top_k" || rest == "vector.query.result_count"

@@ -3,7 +3,7 @@
 // word-overlap baseline: ROC AUC, and precision / recall / F1 for "hallucinated" (faithfulness
 // below the threshold). Run it from the repository root:
 //
-//	go run ./internal/cmd/scorer-quality -data ../shared/data
+//	go run ./scripts/scorer-quality -data ../shared/data
 //
 // docs/scorer-quality.md quotes its output.
 package main
