@@ -4,9 +4,12 @@ package text
 type abbrevKind uint8
 
 const (
-	// continues: the stop never ends a sentence; a title or reference word is followed by what
-	// it introduces (Dr. Smith, e.g. tea, Fig. 3, vs. them).
+	// continues: the stop never ends a sentence; a title is followed by what it introduces
+	// (Dr. Smith, e.g. tea, vs. them).
 	continues abbrevKind = iota + 1
+	// numbering: a reference word continues before a number or a lower-case word (No. 5,
+	// Fig. 3, approx. five) and ends a sentence otherwise ("The answer is no. It closed.").
+	numbering
 	// ambiguous: the word often ends a sentence too (Acme Inc., at 9 am., and so on etc.); the
 	// stop ends one only when a sentence opener follows ("... Acme Inc. The firm grew.").
 	ambiguous
@@ -18,10 +21,13 @@ var abbreviations = func() map[string]abbrevKind {
 	m := map[string]abbrevKind{}
 	for _, w := range []string{
 		"mr", "mrs", "ms", "dr", "prof", "sen", "rep", "gov", "gen", "lt", "col", "capt", "sgt",
-		"rev", "st", "mt", "ft", "hon", "pres", "messrs", "mme", "mlle", "vs", "v", "approx",
-		"dept", "est", "fig", "no", "nos", "vol", "pp", "cf", "ca", "al", "e.g", "i.e",
+		"rev", "st", "mt", "ft", "hon", "pres", "messrs", "mme", "mlle", "vs", "v", "dept", "cf",
+		"al", "e.g", "i.e",
 	} {
 		m[w] = continues
+	}
+	for _, w := range []string{"no", "nos", "vol", "fig", "pp", "approx", "ca", "est"} {
+		m[w] = numbering
 	}
 	for _, w := range []string{
 		"inc", "ltd", "co", "corp", "jr", "sr", "etc", "bros", "llc", "plc", "jan", "feb", "mar",

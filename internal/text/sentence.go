@@ -17,10 +17,11 @@ func Sentences(s string) []string { return AppendSentences(nil, s) }
 // "…") followed by white space or the end of the line; the stop keeps the closing quotes and
 // brackets and the further stops right after it (`done."`, `really?!`, `(see above.)`), and the
 // citation markers that trail it (`It rises. [1]`). A full stop does not end a sentence inside a
-// number or a name (3.5, U.S.A, example.com), after an abbreviation that introduces what
-// follows (Dr. Smith, e.g. tea, Fig. 3) or an initial (J. K. Rowling); after an ambiguous
-// abbreviation (Inc., etc., U.S.) it ends one only when a sentence opener follows ("... Acme Inc.
-// The firm grew."). An ellipsis followed by a lower-case word does not end a sentence.
+// number or a name (3.5, U.S.A, example.com), after a title or an initial (Dr. Smith, e.g. tea,
+// J. K. Rowling), or after a reference word before a number or a lower-case word (No. 5, fig. 3,
+// but "The answer is no. It closed." is two); after an ambiguous abbreviation (Inc., etc., U.S.)
+// it ends one only when a sentence opener follows ("... Acme Inc. The firm grew."). An ellipsis
+// followed by a lower-case word does not end a sentence. The abbreviations are in one list.
 func AppendSentences(dst []string, s string) []string {
 	for len(s) > 0 {
 		line := s
@@ -164,6 +165,9 @@ func endsSentence(before, next string) bool {
 		return false
 	case ambiguous:
 		return opensSentence(next)
+	case numbering:
+		r, _ := utf8.DecodeRuneInString(next)
+		return !unicode.IsDigit(r) && !unicode.IsLower(r)
 	}
 	if r, size := utf8.DecodeRuneInString(word); size == len(word) && unicode.IsUpper(r) {
 		return false // an initial: J. K. Rowling
