@@ -127,7 +127,7 @@ func skipMarkers(line string, j int) int {
 			return j
 		}
 		end := strings.IndexByte(line[k:], ']')
-		if end < 0 || !IsMarkerShaped(line[k+1:k+end]) {
+		if end < 0 || !markerShaped(line[k+1:k+end]) {
 			return j
 		}
 		j = k + end + 1
@@ -135,10 +135,10 @@ func skipMarkers(line string, j int) int {
 	return j
 }
 
-// IsMarkerShaped reports whether inner, the text between brackets, has the shape of a citation
+// markerShaped reports whether inner, the text between brackets, has the shape of a citation
 // marker: a comma-separated list of items, each without white space inside ("1", "2, 3",
 // "doc-id"). Whether the items resolve to documents is the caller's business.
-func IsMarkerShaped(inner string) bool {
+func markerShaped(inner string) bool {
 	if len(inner) > 256 {
 		return false
 	}
