@@ -98,7 +98,7 @@ func skipClosers(line string, j int) int {
 		for _, c := range closers {
 			if strings.HasPrefix(line[j:], c) {
 				if c == "]" || c == "'" || c == "’" {
-					// Only a closing one: "It rose.]" but not "It rose. 'Tis".
+					// Only a closing one (`rose.']`), not the start of more text (`the U.S.'s`).
 					if j+len(c) < len(line) && !spaceAt(line, j+len(c)) && stopLen(line, j+len(c)) == 0 {
 						return j
 					}
