@@ -21,6 +21,7 @@ func TestSentences(t *testing.T) {
 			[]string{"Some fruit, e.g. apples, keep.", "Some, i.e. The Few, stay."}},
 		{"U.S. before a lower-case word", "He moved to the U.S. in 2001. He stayed.", []string{"He moved to the U.S. in 2001.", "He stayed."}},
 		{"U.S. before a sentence opener", "He moved to the U.S. The rest followed.", []string{"He moved to the U.S.", "The rest followed."}},
+		{"U.S. with a possessive", "He praised the U.S.'s economy. It grew.", []string{"He praised the U.S.'s economy.", "It grew."}},
 		{"U.S. at the end", "He moved to the U.S.", []string{"He moved to the U.S."}},
 		{"decimals and versions", "It costs 3.5 dollars. Version 1.2.3 is out.", []string{"It costs 3.5 dollars.", "Version 1.2.3 is out."}},
 		{"a number ends a sentence", "Sales reached 3.5. Prices fell.", []string{"Sales reached 3.5.", "Prices fell."}},
