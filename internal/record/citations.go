@@ -3,12 +3,14 @@ package record
 import (
 	"strconv"
 	"strings"
+
+	"github.com/ragwatch/ragwatch/internal/text"
 )
 
 // ParseCitations extracts citations from an answer that did not carry them explicitly. A marker
 // is a bracketed list: `[1]`, `[2,3]` or `[2, 3]` are 1-based positions in docs; `[doc-id]` is
-// a document id. Each sentence holding markers gives one citation: the sentence without its
-// markers as the claim, and the cited document ids in order of first mention. Markers that
+// a document id. Each sentence (as internal/text splits them) holding markers gives one
+// citation: the sentence without its markers as the claim, and the cited document ids in order of first mention. Markers that
 // resolve to no document are ignored, so `[sic]` or a number past the list cite nothing.
 func ParseCitations(answer string, docs []Document) []Citation {
 	if strings.IndexByte(answer, '[') < 0 {
@@ -17,7 +19,7 @@ func ParseCitations(answer string, docs []Document) []Citation {
 	var out []Citation
 	var sentences [16]string
 	var claimBuf [256]byte
-	for _, sentence := range splitSentences(sentences[:0], answer) {
+	for _, sentence := range text.AppendSentences(sentences[:0], answer) {
 		if strings.IndexByte(sentence, '[') < 0 {
 			continue // no marker: no citation
 		}
@@ -90,35 +92,6 @@ func cleanClaim(claim []byte) string {
 // "days."); cleanClaim's path for non-ASCII text.
 var punctuationSpace = strings.NewReplacer(" .", ".", " !", "!", " ?", "?", " ,", ",", " ;", ";", " :", ":")
 
-// abbreviations end with a full stop that does not end a sentence.
-var abbreviations = map[string]bool{"e.g": true, "i.e": true, "vs": true, "cf": true, "dr": true, "mr": true, "mrs": true, "ms": true, "fig": true, "approx": true}
-
-// isAbbreviation reports whether the word ending at text[:dot] is a known abbreviation.
-func isAbbreviation(text string, dot int) bool {
-	start := strings.LastIndexAny(text[:dot], " \n([") + 1
-	word := text[start:dot]
-	var lower [8]byte
-	if len(word) > len(lower) {
-		for i := 0; i < len(word); i++ {
-			if word[i] >= 0x80 {
-				return abbreviations[strings.ToLower(word)] // non-ASCII may lower to fewer bytes
-			}
-		}
-		return false // longer than every abbreviation
-	}
-	for i := 0; i < len(word); i++ {
-		c := word[i]
-		if c >= 0x80 {
-			return abbreviations[strings.ToLower(word)]
-		}
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		lower[i] = c
-	}
-	return abbreviations[string(lower[:len(word)])]
-}
-
 // resolveMarker returns the document ids a marker's inner text cites, or nil when it is not a
 // citation marker.
 // The ids are appended to ids (a caller's buffer).
@@ -168,54 +141,4 @@ func appendUnique(ids []string, id string) []string {
 		}
 	}
 	return append(ids, id)
-}
-
-// splitSentences appends to out the sentences of text: it cuts after '.', '!', '?' or a newline
-// when followed by white space or the end, keeping a marker that trails the full stop
-// ("... rises. [1]") with its sentence.
-func splitSentences(out []string, text string) []string {
-	start := 0
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		if c == '\n' {
-			if s := strings.TrimSpace(text[start:i]); s != "" {
-				out = append(out, s)
-			}
-			start = i + 1
-			continue
-		}
-		if c != '.' && c != '!' && c != '?' {
-			continue
-		}
-		if c == '.' && isAbbreviation(text, i) {
-			continue
-		}
-		j := i + 1
-		// A marker right after the stop belongs to this sentence.
-		for j < len(text) {
-			k := j
-			for k < len(text) && text[k] == ' ' {
-				k++
-			}
-			if k < len(text) && text[k] == '[' {
-				if e := strings.IndexByte(text[k:], ']'); e > 0 {
-					j = k + e + 1
-					continue
-				}
-			}
-			break
-		}
-		if j < len(text) && text[j] != ' ' && text[j] != '\n' {
-			continue // "3.5", "e.g.x": not a sentence end
-		}
-		if s := strings.TrimSpace(text[start:j]); s != "" {
-			out = append(out, s)
-		}
-		start = j
-		i = j - 1
-	}
-	if s := strings.TrimSpace(text[start:]); s != "" {
-		out = append(out, s)
-	}
-	return out
 }

@@ -6,17 +6,20 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ragwatch/ragwatch/internal/text"
 )
 
 // The reference: ParseCitations as it was before its allocation-free rewrite. The rewrite must
-// give the same citations for every answer.
+// give the same citations for every answer. Both split sentences with internal/text, whose
+// rules its own tests pin; the reference checks the marker and claim handling.
 
 func ParseCitationsRef(answer string, docs []Document) []Citation {
 	if strings.IndexByte(answer, '[') < 0 {
 		return nil
 	}
 	var out []Citation
-	for _, sentence := range splitSentencesRef(answer) {
+	for _, sentence := range text.Sentences(answer) {
 		var ids []string
 		var claim strings.Builder
 		rest := sentence
@@ -56,12 +59,6 @@ func ParseCitationsRef(answer string, docs []Document) []Citation {
 // punctuationSpaceRef closes the gap a removed marker leaves before punctuation ("days [1]." →
 // "days.").
 var punctuationSpaceRef = strings.NewReplacer(" .", ".", " !", "!", " ?", "?", " ,", ",", " ;", ";", " :", ":")
-
-// isAbbreviationRef reports whether the word ending at text[:dot] is a known abbreviation.
-func isAbbreviationRef(text string, dot int) bool {
-	start := strings.LastIndexAny(text[:dot], " \n([") + 1
-	return abbreviations[strings.ToLower(text[start:dot])]
-}
 
 // resolveMarkerRef returns the document ids a marker's inner text cites, or nil when it is not a
 // citation marker.
@@ -111,56 +108,6 @@ func appendUniqueRef(ids []string, id string) []string {
 		}
 	}
 	return append(ids, id)
-}
-
-// splitSentencesRef cuts text after '.', '!', '?' or a newline when followed by white space or the
-// end, keeping a marker that trails the full stop ("... rises. [1]") with its sentence.
-func splitSentencesRef(text string) []string {
-	var out []string
-	start := 0
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		if c == '\n' {
-			if s := strings.TrimSpace(text[start:i]); s != "" {
-				out = append(out, s)
-			}
-			start = i + 1
-			continue
-		}
-		if c != '.' && c != '!' && c != '?' {
-			continue
-		}
-		if c == '.' && isAbbreviationRef(text, i) {
-			continue
-		}
-		j := i + 1
-		// A marker right after the stop belongs to this sentence.
-		for j < len(text) {
-			k := j
-			for k < len(text) && text[k] == ' ' {
-				k++
-			}
-			if k < len(text) && text[k] == '[' {
-				if e := strings.IndexByte(text[k:], ']'); e > 0 {
-					j = k + e + 1
-					continue
-				}
-			}
-			break
-		}
-		if j < len(text) && text[j] != ' ' && text[j] != '\n' {
-			continue // "3.5", "e.g.x": not a sentence end
-		}
-		if s := strings.TrimSpace(text[start:j]); s != "" {
-			out = append(out, s)
-		}
-		start = j
-		i = j - 1
-	}
-	if s := strings.TrimSpace(text[start:]); s != "" {
-		out = append(out, s)
-	}
-	return out
 }
 
 func checkSameCitations(t *testing.T, answer string, docs []Document) {

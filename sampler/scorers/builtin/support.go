@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/text"
 )
 
 // index is the retrieved context prepared for claim verification: its passage windows (each
@@ -59,10 +60,10 @@ func newIndex(docs []record.Document) *index {
 			content = content[:budget]
 		}
 		budget -= len(content)
-		for _, text := range splitSentences(content) {
+		for _, sent := range text.Sentences(content) {
 			var ids []int32
 			neg := false
-			for _, t := range tokenize(text) {
+			for _, t := range tokenize(sent) {
 				if t.neg {
 					neg = true
 				}

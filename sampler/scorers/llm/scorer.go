@@ -11,6 +11,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/text"
 )
 
 // Metric names an LLM judge scores.
@@ -505,8 +506,8 @@ type Statement struct {
 }
 
 // Statements returns the answer's statements for the citation metrics: the record's citations
-// (explicit, or parsed from markers), then every other sentence of three words or more,
-// uncited. The NLI scorer uses the same statements.
+// (explicit, or parsed from markers), then every other sentence (internal/text) of three words
+// or more, uncited. The NLI scorer uses the same statements.
 func Statements(r *record.Record) []Statement {
 	var out []Statement
 	var cited []string
@@ -518,7 +519,7 @@ func Statements(r *record.Record) []Statement {
 		out = append(out, Statement{Text: c.Text, DocumentIDs: c.DocumentIDs})
 		cited = append(cited, t)
 	}
-	for _, sent := range SplitSentences(r.Answer) {
+	for _, sent := range text.Sentences(r.Answer) {
 		n := normText(sent)
 		if n == "" || len(strings.Fields(n)) < 3 {
 			continue
@@ -557,60 +558,6 @@ func normText(s string) string {
 		}
 	}
 	return strings.Join(strings.Fields(b.String()), " ")
-}
-
-// SplitSentences cuts text after '.', '!' or '?' followed by white space, or at a newline,
-// keeping "e.g." style abbreviations and decimals whole.
-func SplitSentences(text string) []string {
-	var out []string
-	start := 0
-	rs := []rune(text)
-	for i := 0; i < len(rs); i++ {
-		c := rs[i]
-		end := false
-		switch {
-		case c == '\n':
-			end = true
-		case c == '.' || c == '!' || c == '?':
-			j := i + 1
-			for j < len(rs) && rs[j] == ']' || j < len(rs) && rs[j] == '"' {
-				j++
-			}
-			if j == len(rs) || rs[j] == ' ' || rs[j] == '\n' {
-				word := lastWord(rs[start:i])
-				if c != '.' || !isAbbrev(word) {
-					end = true
-					i = j - 1
-				}
-			}
-		}
-		if end {
-			if s := strings.TrimSpace(string(rs[start : i+1])); s != "" {
-				out = append(out, s)
-			}
-			start = i + 1
-		}
-	}
-	if s := strings.TrimSpace(string(rs[start:])); s != "" {
-		out = append(out, s)
-	}
-	return out
-}
-
-func lastWord(rs []rune) string {
-	s := strings.TrimSpace(string(rs))
-	if i := strings.LastIndexAny(s, " \n\t("); i >= 0 {
-		s = s[i+1:]
-	}
-	return strings.ToLower(s)
-}
-
-func isAbbrev(w string) bool {
-	switch w {
-	case "e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "prof", "st", "no", "fig", "approx", "inc", "ltd", "jr", "sr":
-		return true
-	}
-	return len(w) == 1 // initials: "J. Smith"
 }
 
 type citationPair struct {

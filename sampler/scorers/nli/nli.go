@@ -19,6 +19,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/text"
 	"github.com/ragwatch/ragwatch/sampler/scorers/llm"
 )
 
@@ -239,7 +240,7 @@ func (s *Scorer) cut(t string) string {
 // supported when some document entails it with probability >= threshold.
 func (s *Scorer) faithfulness(ctx context.Context, r *record.Record) (float64, string, bool, error) {
 	var claims []string
-	for _, sent := range llm.SplitSentences(r.Answer) {
+	for _, sent := range text.Sentences(r.Answer) {
 		c := stripMarkers(sent)
 		if len(strings.Fields(c)) >= 3 {
 			claims = append(claims, c)
