@@ -57,7 +57,7 @@ var NLIMetrics = []string{"faithfulness", "citation_precision", "citation_recall
 // (`mrr` has no k).
 var RetrievalMetrics = []string{"precision@k", "recall@k", "mrr", "ndcg@k", "hit@k"}
 
-// ScoringEngine chooses the scorers and their backends (issue 5).
+// ScoringEngine chooses the scorers and their backends.
 type ScoringEngine struct {
 	// Backend scores every enabled metric unless Overrides or NLI say otherwise.
 	Backend   string     `yaml:"backend"` // builtin | openai | anthropic

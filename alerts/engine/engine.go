@@ -473,14 +473,6 @@ func (e *Engine) Load(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// SetStore sets where window state persists, for wiring that opens the store after New (the
-// NATS connection). Call it before Start.
-func (e *Engine) SetStore(s Store) {
-	e.stateMu.Lock()
-	defer e.stateMu.Unlock()
-	e.store = s
-}
-
 // Start loads saved state and starts the evaluation and save loop. It returns quickly.
 func (e *Engine) Start(ctx context.Context) error {
 	e.stateMu.Lock()

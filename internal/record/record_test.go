@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// issueExample is the record's JSON form as the product brief and docs/record.md show it.
-const issueExample = `{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","service":"support-bot","session_id":"s-1",
+// docExample is the record's JSON form as docs/record.md shows it.
+const docExample = `{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","service":"support-bot","session_id":"s-1",
  "user_id":"u-9","time":"2026-11-29T12:00:00Z","query":"How long do refunds take?",
  "documents":[{"id":"d1","score":0.82,"content":"Refunds take 5 days.","metadata":{"source":"faq.md"}}],
  "answer":"Five days.","citations":[{"text":"a claim","document_ids":["d1"]}],
@@ -22,7 +22,7 @@ const issueExample = `{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","service":"
  "attributes":{"route":"faq"}}`
 
 func TestJSONForm(t *testing.T) {
-	recs, err := DecodeJSON([]byte(issueExample), time.Time{})
+	recs, err := DecodeJSON([]byte(docExample), time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestFanout(t *testing.T) {
 // FuzzDecodeJSON feeds arbitrary bodies to the decoder the API and NATS use: it never panics,
 // and what it accepts is valid, normalized and round-trips through JSON.
 func FuzzDecodeJSON(f *testing.F) {
-	f.Add([]byte(issueExample))
+	f.Add([]byte(docExample))
 	f.Add([]byte(`[{"trace_id":"a","query":"q"},{"trace_id":"b","answer":"x [1]","documents":[{"id":"d"}]}]`))
 	f.Add([]byte(`[null]`))
 	f.Add([]byte(`{"trace_id":"t","documents":[{"id":"d","score":1e400}]}`))
