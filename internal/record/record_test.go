@@ -119,6 +119,27 @@ func TestValidateLimits(t *testing.T) {
 	}
 }
 
+// Feedback handed on alone names its request; attached to a record, its JSON is the record's
+// `feedback` object of docs/record.md, without those ids.
+func TestFeedbackJSONLeavesIDsToTheRecord(t *testing.T) {
+	f := Feedback{TraceID: "t", SpanID: "s", Service: "web", Score: -1, Comment: "wrong", Time: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	b, err := json.Marshal(Record{TraceID: "t", Time: f.Time, Query: "q", Feedback: &f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"trace_id":"t","time":"2026-11-29T12:00:00Z","query":"q","usage":{},"latency_ms":{},"feedback":{"score":-1,"comment":"wrong","time":"2026-11-29T12:00:00Z"}}`
+	if string(b) != want {
+		t.Fatalf("got  %s\nwant %s", b, want)
+	}
+	recs, err := DecodeJSON([]byte(`{"trace_id":"a","query":"q","feedback":{"score":1,"trace_id":"b"}}`), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := *recs[0].Feedback; got != (Feedback{Score: 1}) {
+		t.Fatalf("decoded feedback %+v: ids come from the record only", got)
+	}
+}
+
 func TestRecordHelpers(t *testing.T) {
 	a, b := 0.5, 0.25
 	r := &Record{TraceID: "t", Documents: []Document{{ID: "1", Score: &a}, {ID: "2"}, {ID: "3", Score: &b}}}

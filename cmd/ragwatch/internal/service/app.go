@@ -489,10 +489,10 @@ func addrString(a net.Addr) string {
 type feedbackFanout []record.FeedbackConsumer
 
 // ConsumeFeedback implements record.FeedbackConsumer.
-func (f *feedbackFanout) ConsumeFeedback(ctx context.Context, r *record.Record) error {
+func (f *feedbackFanout) ConsumeFeedback(ctx context.Context, fb record.Feedback) error {
 	var errs []error
 	for _, c := range *f {
-		if err := c.ConsumeFeedback(ctx, r); err != nil {
+		if err := c.ConsumeFeedback(ctx, fb); err != nil {
 			errs = append(errs, err)
 		}
 	}
