@@ -33,7 +33,7 @@ const (
 	NotifierWebhook      = "webhook"
 )
 
-// SLO is one service-level objective on a signal or eval metric (issue 6, docs/alerts.md).
+// SLO is one service-level objective on a signal or eval metric (docs/alerts.md).
 //
 // A threshold SLO fires when the 95% confidence interval of the weighted (1/p) mean over Window
 // lies entirely on the wrong side of AlertBelow/AlertAbove for For. A burn-rate SLO classifies

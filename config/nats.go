@@ -11,7 +11,6 @@ import (
 
 // NATS configures the embedded server or the connection to an external cluster, the subjects
 // ragwatch reads records, OTLP traces and feedback from, and how it consumes them.
-// Owned by the NATS work (issue 3).
 type NATS struct {
 	// URL lists the servers of an external cluster, comma-separated ("nats://a:4222,nats://b:4222").
 	// "" starts the embedded server.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ragwatch/ragwatch/internal/score"
 )
 
 // Scoring configures the scoring queue and workers (ScoringRuntime, sampling.go) and the
@@ -39,25 +41,25 @@ const (
 
 // LLMMetrics are the metrics an LLM judge backend can score.
 var LLMMetrics = []string{
-	"faithfulness", "answer_relevancy", "context_precision", "context_recall",
-	"citation_precision", "citation_recall", "answer_similarity",
-	"rubric_relevance", "rubric_completeness", "rubric_accuracy", "rubric_citation_quality",
+	score.Faithfulness, score.AnswerRelevancy, score.ContextPrecision, score.ContextRecall,
+	score.CitationPrecision, score.CitationRecall, score.AnswerSimilarity,
+	score.RubricRelevance, score.RubricCompleteness, score.RubricAccuracy, score.RubricCitationQuality,
 }
 
 // BuiltinMetrics are the metrics the built-in (no network) scorer covers.
 var BuiltinMetrics = []string{
-	"faithfulness", "answer_relevancy", "context_precision", "context_recall",
-	"citation_precision", "citation_recall", "answer_similarity",
+	score.Faithfulness, score.AnswerRelevancy, score.ContextPrecision, score.ContextRecall,
+	score.CitationPrecision, score.CitationRecall, score.AnswerSimilarity,
 }
 
 // NLIMetrics are the claim-verification metrics an NLI model server can score.
-var NLIMetrics = []string{"faithfulness", "citation_precision", "citation_recall"}
+var NLIMetrics = []string{score.Faithfulness, score.CitationPrecision, score.CitationRecall}
 
 // RetrievalMetrics are computed for every record with relevance labels, per configured k
 // (`mrr` has no k).
-var RetrievalMetrics = []string{"precision@k", "recall@k", "mrr", "ndcg@k", "hit@k"}
+var RetrievalMetrics = []string{score.PrecisionAt + "k", score.RecallAt + "k", score.MRR, score.NDCGAt + "k", score.HitAt + "k"}
 
-// ScoringEngine chooses the scorers and their backends (issue 5).
+// ScoringEngine chooses the scorers and their backends.
 type ScoringEngine struct {
 	// Backend scores every enabled metric unless Overrides or NLI say otherwise.
 	Backend   string     `yaml:"backend"` // builtin | openai | anthropic
@@ -125,7 +127,7 @@ func defaultScoringEngine() ScoringEngine {
 
 // IsRetrievalMetric reports whether name is a retrieval metric name such as "ndcg@10" or "mrr".
 func IsRetrievalMetric(name string) bool {
-	if name == "mrr" {
+	if name == score.MRR {
 		return true
 	}
 	base, k, ok := strings.Cut(name, "@")

@@ -91,7 +91,7 @@ func BenchmarkIngestWithJudge(b *testing.B) {
 				defer tr.CloseIdleConnections()
 				be := openai.New(openai.Config{BaseURL: hs.URL + "/v1", Model: "judge", HTTPClient: &http.Client{Transport: tr}})
 				sc, err := llm.NewScorer(llm.NewJudge(be, llm.JudgeOptions{MaxRetries: cfg.Scoring.OpenAI.MaxRetries}),
-					llm.ScorerOptions{Metrics: []string{llm.RubricRelevance, llm.RubricCompleteness, llm.RubricAccuracy}})
+					llm.ScorerOptions{Metrics: []string{score.RubricRelevance, score.RubricCompleteness, score.RubricAccuracy}})
 				if err != nil {
 					b.Fatal(err)
 				}

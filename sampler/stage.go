@@ -82,7 +82,12 @@ func (s *Stage) ConsumeRecord(_ context.Context, r *record.Record) error {
 // feedback when the feedback raises its probability (a negative_feedback rule): with the same
 // trace-id randomness, a record sampled at the higher probability p has inclusion probability
 // p overall, so the weight stays exact. It always returns nil.
-func (s *Stage) ConsumeFeedback(_ context.Context, r *record.Record) error {
+func (s *Stage) ConsumeFeedback(_ context.Context, f record.Feedback) error {
+	// What is known of the request without the cache: its ids and the feedback, which the
+	// record carries without ids of its own, as it does when feedback comes with the record.
+	fb := f
+	fb.TraceID, fb.SpanID, fb.Service = "", "", ""
+	r := &record.Record{TraceID: f.TraceID, SpanID: f.SpanID, Service: f.Service, Feedback: &fb}
 	now := s.now()
 	prev, known := s.recent.get(r, now)
 	if known && prev.sampled {

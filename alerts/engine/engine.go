@@ -176,16 +176,13 @@ func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
 
 // ConsumeFeedback implements record.FeedbackConsumer: negative_feedback_rate and
 // feedback_score.
-func (e *Engine) ConsumeFeedback(_ context.Context, r *record.Record) error {
-	if r.Feedback == nil {
-		return nil
-	}
+func (e *Engine) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 	now := e.now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var err error
-	eachFeedbackSignal(r.Feedback, func(name string, v float64) {
-		if e2 := e.observe(name, r.Service, v, 1, slo.Sample{TraceID: r.TraceID, SpanID: r.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
+	eachFeedbackSignal(&f, func(name string, v float64) {
+		if e2 := e.observe(name, f.Service, v, 1, slo.Sample{TraceID: f.TraceID, SpanID: f.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
 			err = e2
 		}
 	})
@@ -471,14 +468,6 @@ func (e *Engine) Load(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// SetStore sets where window state persists, for wiring that opens the store after New (the
-// NATS connection). Call it before Start.
-func (e *Engine) SetStore(s Store) {
-	e.stateMu.Lock()
-	defer e.stateMu.Unlock()
-	e.store = s
 }
 
 // Start loads saved state and starts the evaluation and save loop. It returns quickly.

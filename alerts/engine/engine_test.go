@@ -621,7 +621,7 @@ drift: {detectors: []}
 		if i%2 == 0 {
 			s = -1
 		}
-		if err := h.e.ConsumeFeedback(context.Background(), &record.Record{TraceID: fmt.Sprint(i), Service: "search", Feedback: &record.Feedback{Score: s}}); err != nil {
+		if err := h.e.ConsumeFeedback(context.Background(), record.Feedback{TraceID: fmt.Sprint(i), Service: "search", Score: s}); err != nil {
 			t.Fatal(err)
 		}
 	}

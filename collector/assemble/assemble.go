@@ -16,9 +16,9 @@ import (
 type Result struct {
 	// Records holds one record per turn, in turn start order.
 	Records []*record.Record
-	// Feedback holds feedback found in a trace that holds no turn: TraceID (the linked trace
-	// when the feedback span links to one), Service, Time and Feedback are set.
-	Feedback []*record.Record
+	// Feedback holds feedback found in a trace that holds no turn, with TraceID (the linked
+	// trace when the feedback span links to one), Service and Time set.
+	Feedback []record.Feedback
 	// RAG is false when the trace has no retrieval and no generation at all (outcome not_rag).
 	RAG bool
 }
@@ -444,8 +444,8 @@ func (b *builder) feedbackByTurn(turns []int) []*record.Feedback {
 }
 
 // orphanFeedback returns the feedback of a trace without turns, one per span that carries it.
-func (t *tree) orphanFeedback(traceID pcommon.TraceID) []*record.Record {
-	var out []*record.Record
+func (t *tree) orphanFeedback(traceID pcommon.TraceID) []record.Feedback {
+	var out []record.Feedback
 	for i := 0; i < t.n; i++ {
 		nd := &t.nodes[i]
 		if nd.f.feedback == nil {
@@ -459,12 +459,8 @@ func (t *tree) orphanFeedback(traceID pcommon.TraceID) []*record.Record {
 		if fb.Time.IsZero() {
 			fb.Time = nd.end
 		}
-		out = append(out, &record.Record{
-			TraceID:  tid.String(),
-			Service:  nd.span.Service,
-			Time:     fb.Time,
-			Feedback: &fb,
-		})
+		fb.TraceID, fb.Service = tid.String(), nd.span.Service
+		out = append(out, fb)
 	}
 	return out
 }

@@ -549,17 +549,17 @@ func (a *Assembler) finish(ctx context.Context, tr *trace) error {
 	return errors.Join(errs...)
 }
 
-func (a *Assembler) deliverFeedback(ctx context.Context, fbs []*record.Record) error {
+func (a *Assembler) deliverFeedback(ctx context.Context, fbs []record.Feedback) error {
 	var errs []error
-	for _, r := range fbs {
+	for _, f := range fbs {
 		if a.feedback == nil {
 			a.m.records.WithLabelValues(OutcomeDropped).Inc()
 			continue
 		}
 		a.m.records.WithLabelValues(OutcomeFeedback).Inc()
-		if err := a.feedback.ConsumeFeedback(ctx, r); err != nil {
+		if err := a.feedback.ConsumeFeedback(ctx, f); err != nil {
 			a.m.deliveryErrors.WithLabelValues("feedback").Inc()
-			a.log.Warn("feedback consumer failed", "trace_id", r.TraceID, "err", err)
+			a.log.Warn("feedback consumer failed", "trace_id", f.TraceID, "err", err)
 			errs = append(errs, err)
 		}
 	}

@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type sink struct {
 	mu       sync.Mutex
 	records  []*record.Record
-	feedback []*record.Record
+	feedback []record.Feedback
 	err      error
 }
 
@@ -33,17 +33,17 @@ func (s *sink) ConsumeRecord(_ context.Context, r *record.Record) error {
 	return s.err
 }
 
-func (s *sink) ConsumeFeedback(_ context.Context, r *record.Record) error {
+func (s *sink) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.feedback = append(s.feedback, r)
+	s.feedback = append(s.feedback, f)
 	return nil
 }
 
-func (s *sink) got() ([]*record.Record, []*record.Record) {
+func (s *sink) got() ([]*record.Record, []record.Feedback) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]*record.Record(nil), s.records...), append([]*record.Record(nil), s.feedback...)
+	return append([]*record.Record(nil), s.records...), append([]record.Feedback(nil), s.feedback...)
 }
 
 type clock struct {
@@ -317,8 +317,8 @@ func TestLateFeedbackIsForwarded(t *testing.T) {
 	}}))
 	h.processAt(t, 30*time.Second)
 	_, fbs := h.out.got()
-	want := []*record.Record{{TraceID: tidHex(1), Service: "s", Time: base.Add(30 * time.Second), Feedback: &record.Feedback{Score: -1, Time: base.Add(30 * time.Second)}}}
-	if len(fbs) != 1 || fbs[0].TraceID != want[0].TraceID || fbs[0].Service != "s" || !fbs[0].Time.Equal(want[0].Time) || !fbs[0].Feedback.Time.Equal(want[0].Feedback.Time) || fbs[0].Feedback.Score != -1 {
+	want := []record.Feedback{{TraceID: tidHex(1), Service: "s", Score: -1, Time: base.Add(30 * time.Second)}}
+	if len(fbs) != 1 || fbs[0].TraceID != want[0].TraceID || fbs[0].Service != "s" || !fbs[0].Time.Equal(want[0].Time) || fbs[0].Score != -1 {
 		t.Fatalf("feedback: %s", js(fbs))
 	}
 	if h.count("late", "") != 1 || h.count("records", OutcomeFeedback) != 1 {

@@ -70,10 +70,13 @@ func TestOrphanFeedback(t *testing.T) {
 	if res.RAG || len(res.Records) != 0 {
 		t.Fatalf("result %s", js(res))
 	}
-	want := &record.Record{TraceID: tidHex(7), Service: "web", Time: base.Add(ms(3)),
-		Feedback: &record.Feedback{Score: 1, Comment: "thanks", Time: base.Add(ms(3))}}
-	if len(res.Feedback) != 1 || js(res.Feedback[0]) != js(want) {
-		t.Fatalf("feedback %s, want %s", js(res.Feedback), js(want))
+	want := record.Feedback{TraceID: tidHex(7), Service: "web", Score: 1, Comment: "thanks", Time: base.Add(ms(3))}
+	if len(res.Feedback) != 1 || !res.Feedback[0].Time.Equal(want.Time) {
+		t.Fatalf("feedback %+v, want %+v", res.Feedback, want)
+	}
+	if got := res.Feedback[0]; got.TraceID != want.TraceID || got.SpanID != "" || got.Service != want.Service ||
+		got.Score != want.Score || got.Comment != want.Comment {
+		t.Fatalf("feedback %+v, want %+v", got, want)
 	}
 }
 

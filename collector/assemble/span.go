@@ -88,9 +88,6 @@ func Bool(b bool) Value {
 	return v
 }
 
-// RawValue makes a structured Value from []any or map[string]any.
-func RawValue(x any) Value { return Value{Type: TypeRaw, Raw: x} }
-
 // Local-root rule flags of the OTLP Span.flags field.
 const (
 	flagHasIsRemote = 0x100

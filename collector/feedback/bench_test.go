@@ -38,7 +38,7 @@ func BenchmarkJoinConsumeRecord(b *testing.B) {
 		reg := prometheus.NewRegistry()
 		const maxEntries = 1 << 15 // ids repeat after 1<<16 records, long evicted by then
 		j, err := New(Settings{Retention: time.Hour, MaxEntries: maxEntries, Next: record.Discard,
-			NextFeedback: record.FeedbackConsumerFunc(func(context.Context, *record.Record) error { return nil }),
+			NextFeedback: record.FeedbackConsumerFunc(func(context.Context, record.Feedback) error { return nil }),
 			KV:           kv, PersistSeen: kv != nil, Registerer: reg})
 		if err != nil {
 			b.Fatal(err)
@@ -120,7 +120,7 @@ func BenchmarkJoinMemory(b *testing.B) {
 				runtime.GC()
 				runtime.ReadMemStats(&before)
 				j, err := New(Settings{Retention: time.Hour, MaxEntries: n, Next: record.Discard,
-					NextFeedback: record.FeedbackConsumerFunc(func(context.Context, *record.Record) error { return nil }),
+					NextFeedback: record.FeedbackConsumerFunc(func(context.Context, record.Feedback) error { return nil }),
 					Registerer:   prometheus.NewRegistry()})
 				if err != nil {
 					b.Fatal(err)

@@ -11,9 +11,10 @@ import (
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
-// Event is user feedback as it arrives on NATS (`ragwatch.feedback.>`) and on
-// POST /api/v1/feedback: exactly one of Score (-1..1) or Thumbs ("up" = 1, "down" = -1).
-type Event struct {
+// event is the JSON form of feedback on NATS (`ragwatch.feedback.>`) and on
+// POST /api/v1/feedback: exactly one of Score (-1..1) or Thumbs ("up" = 1, "down" = -1). It
+// exists only to decode and validate that form; DecodeEvents turns it into record.Feedback.
+type event struct {
 	TraceID string   `json:"trace_id"`
 	SpanID  string   `json:"span_id,omitempty"` // optional: the turn, when a trace holds several
 	Score   *float64 `json:"score,omitempty"`
@@ -28,8 +29,8 @@ type Event struct {
 // MaxCommentBytes bounds a feedback comment.
 const MaxCommentBytes = 4096
 
-// Validate returns every problem with the event.
-func (e *Event) Validate() error {
+// validate returns every problem with the event.
+func (e *event) validate() error {
 	var errs []error
 	switch {
 	case e.TraceID == "":
@@ -59,9 +60,9 @@ func (e *Event) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Feedback returns the record form; a zero Time becomes now.
-func (e *Event) Feedback(now time.Time) record.Feedback {
-	f := record.Feedback{Comment: e.Comment, Time: e.Time}
+// feedback returns the record form; a zero Time stays zero (the join sets it on arrival).
+func (e *event) feedback() record.Feedback {
+	f := record.Feedback{TraceID: e.TraceID, SpanID: e.SpanID, Service: e.Service, Comment: e.Comment, Time: e.Time}
 	switch {
 	case e.Score != nil:
 		f.Score = *e.Score
@@ -70,15 +71,12 @@ func (e *Event) Feedback(now time.Time) record.Feedback {
 	case e.Thumbs == "down":
 		f.Score = -1
 	}
-	if f.Time.IsZero() {
-		f.Time = now
-	}
 	return f
 }
 
-// DecodeEvents decodes one event or a JSON array of events, strictly (unknown keys are errors),
-// and validates each. Errors name the array index.
-func DecodeEvents(data []byte) ([]Event, error) {
+// DecodeEvents decodes the JSON form of feedback: one event or an array of them, strictly
+// (unknown keys are errors), validating each. Errors name the array index.
+func DecodeEvents(data []byte) ([]record.Feedback, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
 		return nil, errors.New("empty body")
@@ -88,7 +86,7 @@ func DecodeEvents(data []byte) ([]Event, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var evs []Event
+	var evs []event
 	if data[0] == '[' {
 		if err := dec.Decode(&evs); err != nil {
 			return nil, fmt.Errorf("invalid JSON: %w", err)
@@ -97,18 +95,18 @@ func DecodeEvents(data []byte) ([]Event, error) {
 			return nil, errors.New("empty array")
 		}
 	} else {
-		var e Event
+		var e event
 		if err := dec.Decode(&e); err != nil {
 			return nil, fmt.Errorf("invalid JSON: %w", err)
 		}
-		evs = []Event{e}
+		evs = []event{e}
 	}
 	if dec.More() {
 		return nil, errors.New("invalid JSON: trailing data after the value")
 	}
 	var errs []error
 	for i := range evs {
-		if err := evs[i].Validate(); err != nil {
+		if err := evs[i].validate(); err != nil {
 			if len(evs) > 1 {
 				err = prefixErrs(fmt.Sprintf("[%d].", i), err)
 			}
@@ -118,7 +116,11 @@ func DecodeEvents(data []byte) ([]Event, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return evs, nil
+	out := make([]record.Feedback, len(evs))
+	for i := range evs {
+		out[i] = evs[i].feedback()
+	}
+	return out, nil
 }
 
 func prefixErrs(prefix string, err error) error {

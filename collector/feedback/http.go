@@ -70,8 +70,8 @@ func (j *Join) Handler(metrics *ingest.Metrics) http.Handler {
 			reject(w, http.StatusBadRequest, reason, "invalid feedback", reasons)
 			return
 		}
-		for _, ev := range evs {
-			if err := j.Submit(r.Context(), ev); err != nil {
+		for _, f := range evs {
+			if err := j.ConsumeFeedback(r.Context(), f); err != nil {
 				// Validation passed; a downstream consumer failed. The feedback is recorded.
 				j.log.Warn("feedback consumer failed", "err", err)
 			}

@@ -109,6 +109,8 @@ type entry struct {
 	Expires    time.Time `json:"exp"`
 }
 
+// pending is feedback waiting for its record, in the form persisted to the KV bucket: the
+// feedback's own ids are empty, the trace id being the entry's.
 type pending struct {
 	Feedback record.Feedback `json:"f"`
 	SpanID   string          `json:"span,omitempty"`
@@ -333,38 +335,31 @@ func (j *Join) ConsumeRecord(ctx context.Context, r *record.Record) error {
 	}
 	errs := []error{j.s.Next.ConsumeRecord(ctx, out)}
 	for _, p := range late {
-		errs = append(errs, j.s.NextFeedback.ConsumeFeedback(ctx, feedbackRecord(r.TraceID, r.SpanID, r.Service, r.Time, p.Feedback)))
+		errs = append(errs, j.s.NextFeedback.ConsumeFeedback(ctx, p.joined(r.TraceID, r.SpanID, r.Service)))
 	}
 	errs = append(errs, j.forwardOrphans(ctx, evicted))
 	return errors.Join(errs...)
 }
 
-// ConsumeFeedback accepts feedback found in a trace (OTLP annotations, feedback spans). r
-// carries at least TraceID and Feedback.
-func (j *Join) ConsumeFeedback(ctx context.Context, r *record.Record) error {
-	if r == nil || r.Feedback == nil {
-		return errors.New("feedback: record without feedback")
+// ConsumeFeedback accepts feedback from NATS or the HTTP API (DecodeEvents validated it) or
+// found in a trace (OTLP annotations, feedback spans). f must carry its TraceID; a zero Time
+// becomes now.
+func (j *Join) ConsumeFeedback(ctx context.Context, f record.Feedback) error {
+	if f.TraceID == "" {
+		return errors.New("feedback: no trace_id")
 	}
-	return j.add(ctx, r.TraceID, pending{Feedback: *r.Feedback, SpanID: r.SpanID, Service: r.Service}, r)
+	traceID := f.TraceID
+	p := pending{SpanID: f.SpanID, Service: f.Service}
+	f.TraceID, f.SpanID, f.Service = "", "", "" // held by pending and the table, not twice
+	p.Feedback = f
+	return j.add(ctx, traceID, p)
 }
 
-// Submit accepts feedback from NATS or the HTTP API. The event is validated first.
-func (j *Join) Submit(ctx context.Context, ev Event) error {
-	if err := ev.Validate(); err != nil {
-		return err
-	}
-	return j.add(ctx, ev.TraceID, pending{Feedback: ev.Feedback(j.now()), SpanID: ev.SpanID, Service: ev.Service}, nil)
-}
-
-// add joins feedback to a seen record (forwarding it) or keeps it pending. from is the OTLP
-// record the feedback came with, if any, to keep its extra fields.
-func (j *Join) add(ctx context.Context, traceID string, p pending, from *record.Record) error {
+// add joins feedback to a seen record (forwarding it) or keeps it pending.
+func (j *Join) add(ctx context.Context, traceID string, p pending) error {
 	now := j.now()
 	if p.Feedback.Time.IsZero() {
 		p.Feedback.Time = now
-	}
-	if from != nil && p.Service == "" {
-		p.Service = from.Service
 	}
 	j.mu.Lock()
 	j.expireLocked(now)
@@ -411,7 +406,7 @@ func (j *Join) add(ctx context.Context, traceID string, p pending, from *record.
 // forwardLateUnlock sends feedback for the seen record in slot i on as late feedback. Called
 // with j.mu held; releases it.
 func (j *Join) forwardLateUnlock(ctx context.Context, traceID string, i int, p pending) error {
-	_, service, spanID, t := j.tab.seen(i)
+	_, service, spanID, _ := j.tab.seen(i)
 	j.mu.Unlock()
 	if p.SpanID != "" {
 		spanID = p.SpanID
@@ -420,7 +415,7 @@ func (j *Join) forwardLateUnlock(ctx context.Context, traceID string, i int, p p
 		service = p.Service
 	}
 	j.joined.Inc()
-	return j.s.NextFeedback.ConsumeFeedback(ctx, feedbackRecord(traceID, spanID, service, t, p.Feedback))
+	return j.s.NextFeedback.ConsumeFeedback(ctx, p.joined(traceID, spanID, service))
 }
 
 // lookupSeen reads the record-seen state another ragwatch (or an earlier run) wrote to the
@@ -474,7 +469,7 @@ func (j *Join) joinRemote(ctx context.Context, st entry, extra *pending) error {
 			spanID = p.SpanID
 		}
 		j.joined.Inc()
-		errs = append(errs, j.s.NextFeedback.ConsumeFeedback(ctx, feedbackRecord(st.TraceID, spanID, st.Service, st.RecordTime, p.Feedback)))
+		errs = append(errs, j.s.NextFeedback.ConsumeFeedback(ctx, p.joined(st.TraceID, spanID, st.Service)))
 	}
 	return errors.Join(errs...)
 }
@@ -549,7 +544,7 @@ func (j *Join) forwardOrphans(ctx context.Context, orphans []orphan) error {
 		}
 		j.orphaned.Inc()
 		j.log.Debug("feedback orphaned: no record within retention", "trace_id", o.traceID)
-		errs = append(errs, j.s.NextFeedback.ConsumeFeedback(ctx, feedbackRecord(o.traceID, o.p.SpanID, o.p.Service, o.p.Feedback.Time, o.p.Feedback)))
+		errs = append(errs, j.s.NextFeedback.ConsumeFeedback(ctx, o.p.joined(o.traceID, o.p.SpanID, o.p.Service)))
 	}
 	return errors.Join(errs...)
 }
@@ -623,12 +618,11 @@ const (
 	pendPrefix = "pend."
 )
 
-func feedbackRecord(traceID, spanID, service string, t time.Time, f record.Feedback) *record.Record {
-	if t.IsZero() {
-		t = f.Time
-	}
-	fb := f
-	return &record.Record{TraceID: traceID, SpanID: spanID, Service: service, Time: t, Feedback: &fb}
+// joined is the feedback as it goes on, naming the request it judges.
+func (p pending) joined(traceID, spanID, service string) record.Feedback {
+	f := p.Feedback
+	f.TraceID, f.SpanID, f.Service = traceID, spanID, service
+	return f
 }
 
 // kvKey maps a trace id to a valid KV key: ids made of safe characters are kept (readable with

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type sink struct {
 	mu       sync.Mutex
 	records  []record.Record
-	feedback []record.Record
+	feedback []record.Feedback
 }
 
 func (s *sink) ConsumeRecord(_ context.Context, r *record.Record) error {
@@ -36,10 +36,10 @@ func (s *sink) ConsumeRecord(_ context.Context, r *record.Record) error {
 	return nil
 }
 
-func (s *sink) ConsumeFeedback(_ context.Context, r *record.Record) error {
+func (s *sink) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.feedback = append(s.feedback, *r)
+	s.feedback = append(s.feedback, f)
 	return nil
 }
 
@@ -117,7 +117,7 @@ func TestFeedbackBeforeRecordIsAttached(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	j, s := newJoin(t, nil, clk, reg)
 	ctx := context.Background()
-	if err := j.Submit(ctx, Event{TraceID: "t1", Thumbs: "down", Comment: "wrong", Time: t0.Add(time.Second)}); err != nil {
+	if err := j.ConsumeFeedback(ctx, record.Feedback{TraceID: "t1", Score: -1, Comment: "wrong", Time: t0.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.feedback) != 0 || j.Pending() != 1 {
@@ -153,11 +153,10 @@ func TestFeedbackAfterRecordIsForwarded(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Add(30 * time.Minute)
-	if err := j.Submit(ctx, Event{TraceID: "t2", Score: ptr(0.5)}); err != nil {
+	if err := j.ConsumeFeedback(ctx, record.Feedback{TraceID: "t2", Score: 0.5}); err != nil {
 		t.Fatal(err)
 	}
-	want := record.Record{TraceID: "t2", SpanID: "00f067aa0ba902b7", Service: "support-bot", Time: t0,
-		Feedback: &record.Feedback{Score: 0.5, Time: t0.Add(30 * time.Minute)}}
+	want := record.Feedback{TraceID: "t2", SpanID: "00f067aa0ba902b7", Service: "support-bot", Score: 0.5, Time: t0.Add(30 * time.Minute)}
 	if len(s.feedback) != 1 || !reflect.DeepEqual(s.feedback[0], want) {
 		t.Fatalf("feedback = %+v, want %+v", s.feedback, want)
 	}
@@ -175,7 +174,7 @@ func TestFeedbackWithTraceFromOTLP(t *testing.T) {
 	j, s := newJoin(t, nil, clk, reg)
 	ctx := context.Background()
 	// The assembler hands the annotation first, then the record of the same trace.
-	if err := j.ConsumeFeedback(ctx, &record.Record{TraceID: "t3", Service: "support-bot", Feedback: &record.Feedback{Score: 1, Time: t0}}); err != nil {
+	if err := j.ConsumeFeedback(ctx, record.Feedback{TraceID: "t3", Service: "support-bot", Score: 1, Time: t0}); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.ConsumeRecord(ctx, rec("t3")); err != nil {
@@ -185,13 +184,13 @@ func TestFeedbackWithTraceFromOTLP(t *testing.T) {
 	if err := j.ConsumeRecord(ctx, rec("t4")); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.ConsumeFeedback(ctx, &record.Record{TraceID: "t4", SpanID: "1111111111111111", Feedback: &record.Feedback{Score: 0, Time: t0}}); err != nil {
+	if err := j.ConsumeFeedback(ctx, record.Feedback{TraceID: "t4", SpanID: "1111111111111111", Score: 0, Time: t0}); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.records) != 2 || s.records[0].Feedback == nil || s.records[0].Feedback.Score != 1 || s.records[1].Feedback != nil {
 		t.Fatalf("records = %+v", s.records)
 	}
-	want := record.Record{TraceID: "t4", SpanID: "1111111111111111", Service: "support-bot", Time: t0, Feedback: &record.Feedback{Score: 0, Time: t0}}
+	want := record.Feedback{TraceID: "t4", SpanID: "1111111111111111", Service: "support-bot", Score: 0, Time: t0}
 	if len(s.feedback) != 1 || !reflect.DeepEqual(s.feedback[0], want) {
 		t.Fatalf("feedback = %+v, want %+v", s.feedback, want)
 	}
@@ -205,7 +204,7 @@ func TestOrphanedAfterRetention(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	j, s := newJoin(t, nil, clk, reg)
 	ctx := context.Background()
-	if err := j.Submit(ctx, Event{TraceID: "lost", Thumbs: "up", Service: "search"}); err != nil {
+	if err := j.ConsumeFeedback(ctx, record.Feedback{TraceID: "lost", Score: 1, Service: "search"}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Add(time.Hour - time.Second)
@@ -219,7 +218,7 @@ func TestOrphanedAfterRetention(t *testing.T) {
 		t.Fatalf("after retention: joined=%v orphaned=%v pending=%d", jn, or, j.Pending())
 	}
 	// Orphaned feedback is still counted once downstream, without a record.
-	want := record.Record{TraceID: "lost", Service: "search", Time: t0, Feedback: &record.Feedback{Score: 1, Time: t0}}
+	want := record.Feedback{TraceID: "lost", Service: "search", Score: 1, Time: t0}
 	if len(s.feedback) != 1 || !reflect.DeepEqual(s.feedback[0], want) {
 		t.Fatalf("feedback = %+v, want %+v", s.feedback, want)
 	}
@@ -245,7 +244,7 @@ func TestBoundedEntriesOrphanOldest(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, id := range []string{"a", "b", "c"} {
-		if err := j.Submit(ctx, Event{TraceID: id, Thumbs: "down"}); err != nil {
+		if err := j.ConsumeFeedback(ctx, record.Feedback{TraceID: id, Score: -1}); err != nil {
 			t.Fatal(err)
 		}
 		clk.Add(time.Second)
@@ -258,7 +257,7 @@ func TestBoundedEntriesOrphanOldest(t *testing.T) {
 	}
 	// Many feedback events for one missing trace are bounded too: c holds 1 + 19, keeps 16.
 	for range MaxPendingPerTrace + 3 {
-		if err := j.Submit(ctx, Event{TraceID: "c", Thumbs: "up"}); err != nil {
+		if err := j.ConsumeFeedback(ctx, record.Feedback{TraceID: "c", Score: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -287,12 +286,12 @@ func TestEachFeedbackCountedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(j.Submit(ctx, Event{TraceID: "before", Thumbs: "down"}))                         // early
-	must(j.Submit(ctx, Event{TraceID: "before", Score: ptr(-0.5)}))                       // early, second
-	must(j.ConsumeRecord(ctx, rec("before")))                                             // joins both
-	must(j.ConsumeRecord(ctx, rec("after")))                                              //
-	must(j.Submit(ctx, Event{TraceID: "after", Thumbs: "up"}))                            // late
-	must(j.Submit(ctx, Event{TraceID: "nobody", Thumbs: "down", Service: "support-bot"})) // orphan
+	must(j.ConsumeFeedback(ctx, record.Feedback{TraceID: "before", Score: -1}))                         // early
+	must(j.ConsumeFeedback(ctx, record.Feedback{TraceID: "before", Score: -0.5}))                       // early, second
+	must(j.ConsumeRecord(ctx, rec("before")))                                                           // joins both
+	must(j.ConsumeRecord(ctx, rec("after")))                                                            //
+	must(j.ConsumeFeedback(ctx, record.Feedback{TraceID: "after", Score: 1}))                           // late
+	must(j.ConsumeFeedback(ctx, record.Feedback{TraceID: "nobody", Score: -1, Service: "support-bot"})) // orphan
 	inline := rec("inline")
 	inline.Feedback = &record.Feedback{Score: 0}
 	must(j.ConsumeRecord(ctx, inline)) // feedback inside the record
@@ -347,10 +346,10 @@ func TestStatePersistsAcrossRestart(t *testing.T) {
 	clk := &clock{t: t0}
 
 	j1, s1 := newJoin(t, kv, clk, prometheus.NewRegistry())
-	if err := j1.Submit(ctx, Event{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Thumbs: "down"}); err != nil {
+	if err := j1.ConsumeFeedback(ctx, record.Feedback{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Score: -1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := j1.Submit(ctx, Event{TraceID: "never/arrives", Thumbs: "up"}); err != nil { // hashed key
+	if err := j1.ConsumeFeedback(ctx, record.Feedback{TraceID: "never/arrives", Score: 1}); err != nil { // hashed key
 		t.Fatal(err)
 	}
 	if err := j1.ConsumeRecord(ctx, rec("seen-before-restart")); err != nil {
@@ -373,10 +372,10 @@ func TestStatePersistsAcrossRestart(t *testing.T) {
 	if len(s2.records) != 1 || s2.records[0].Feedback == nil || s2.records[0].Feedback.Score != -1 {
 		t.Fatalf("pending feedback must join after restart: %+v", s2.records)
 	}
-	if err := j2.Submit(ctx, Event{TraceID: "seen-before-restart", Thumbs: "up"}); err != nil {
+	if err := j2.ConsumeFeedback(ctx, record.Feedback{TraceID: "seen-before-restart", Score: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if len(s2.feedback) != 1 || s2.feedback[0].Service != "support-bot" || s2.feedback[0].SpanID != "00f067aa0ba902b7" || !s2.feedback[0].Time.Equal(t0) {
+	if len(s2.feedback) != 1 || s2.feedback[0].Service != "support-bot" || s2.feedback[0].SpanID != "00f067aa0ba902b7" || !s2.feedback[0].Time.Equal(clk.Now()) {
 		t.Fatalf("late feedback for a record seen before the restart: %+v", s2.feedback)
 	}
 	clk.Add(time.Hour)
@@ -398,11 +397,15 @@ func TestDecodeEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Event{{TraceID: "abc", Thumbs: "up", Comment: "nice", Time: t0}}; !reflect.DeepEqual(good, want) {
+	if want := []record.Feedback{{TraceID: "abc", Score: 1, Comment: "nice", Time: t0}}; !reflect.DeepEqual(good, want) {
 		t.Fatalf("got %+v", good)
 	}
-	if f := good[0].Feedback(t0.Add(time.Hour)); f != (record.Feedback{Score: 1, Comment: "nice", Time: t0}) {
-		t.Fatalf("feedback = %+v", f)
+	scored, err := DecodeEvents([]byte(`[{"trace_id":"abc","span_id":"00f067aa0ba902b7","service":"web","score":-0.5},{"trace_id":"abc","thumbs":"down"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []record.Feedback{{TraceID: "abc", SpanID: "00f067aa0ba902b7", Service: "web", Score: -0.5}, {TraceID: "abc", Score: -1}}; !reflect.DeepEqual(scored, want) {
+		t.Fatalf("got %+v", scored)
 	}
 	tests := []struct{ in, want string }{
 		{``, "empty body"},
@@ -434,10 +437,10 @@ func FuzzDecodeEvents(f *testing.F) {
 			return
 		}
 		for _, e := range evs {
-			if e.Validate() != nil {
+			if e.TraceID == "" || len(e.TraceID) > record.MaxIDLength || len(e.Comment) > MaxCommentBytes {
 				t.Fatalf("decoded an invalid event %+v", e)
 			}
-			if s := e.Feedback(t0).Score; s < -1 || s > 1 {
+			if s := e.Score; s < -1 || s > 1 {
 				t.Fatalf("score %v out of range", s)
 			}
 		}
@@ -478,16 +481,16 @@ func TestSidecarsShareTheBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStored("after")
-	if err := b.Submit(ctx, Event{TraceID: "after", Thumbs: "down"}); err != nil {
+	if err := b.ConsumeFeedback(ctx, record.Feedback{TraceID: "after", Score: -1}); err != nil {
 		t.Fatal(err)
 	}
-	want := record.Record{TraceID: "after", SpanID: "00f067aa0ba902b7", Service: "support-bot", Time: t0, Feedback: &record.Feedback{Score: -1, Time: t0}}
+	want := record.Feedback{TraceID: "after", SpanID: "00f067aa0ba902b7", Service: "support-bot", Score: -1, Time: t0}
 	if len(sb.feedback) != 1 || !reflect.DeepEqual(sb.feedback[0], want) {
 		t.Fatalf("B forwarded %+v, want %+v", sb.feedback, want)
 	}
 
 	// Before: B holds the feedback, then A sees the record; B's next sweep joins it.
-	if err := b.Submit(ctx, Event{TraceID: "before", Score: ptr(0.5)}); err != nil {
+	if err := b.ConsumeFeedback(ctx, record.Feedback{TraceID: "before", Score: 0.5}); err != nil {
 		t.Fatal(err)
 	}
 	if b.Pending() != 1 {
@@ -499,7 +502,7 @@ func TestSidecarsShareTheBucket(t *testing.T) {
 	waitStored("before")
 	clk.Add(time.Minute)
 	b.Sweep(ctx)
-	if b.Pending() != 0 || len(sb.feedback) != 2 || sb.feedback[1].Service != "support-bot" || sb.feedback[1].Feedback.Score != 0.5 {
+	if b.Pending() != 0 || len(sb.feedback) != 2 || sb.feedback[1].Service != "support-bot" || sb.feedback[1].Score != 0.5 {
 		t.Fatalf("B pending=%d forwarded %+v", b.Pending(), sb.feedback)
 	}
 	if _, err := kv.Get(ctx, "pend.before"); err == nil {
@@ -542,7 +545,7 @@ func TestSeenRecordsStayInMemoryByDefault(t *testing.T) {
 	if err := j.ConsumeRecord(ctx, rec("seen-only-in-memory")); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Submit(ctx, Event{TraceID: "waiting-for-its-record", Thumbs: "down"}); err != nil {
+	if err := j.ConsumeFeedback(ctx, record.Feedback{TraceID: "waiting-for-its-record", Score: -1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Shutdown(ctx); err != nil {
@@ -576,7 +579,7 @@ func TestLateFeedbackKeepsRecordIDs(t *testing.T) {
 		}
 	}
 	for _, r := range recs {
-		if err := j.Submit(ctx, Event{TraceID: r.TraceID, Thumbs: "down"}); err != nil {
+		if err := j.ConsumeFeedback(ctx, record.Feedback{TraceID: r.TraceID, Score: -1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -584,7 +587,7 @@ func TestLateFeedbackKeepsRecordIDs(t *testing.T) {
 		t.Fatalf("forwarded %d feedback, want %d", len(s.feedback), len(recs))
 	}
 	for i, r := range recs {
-		want := record.Record{TraceID: r.TraceID, SpanID: r.SpanID, Service: r.Service, Time: r.Time, Feedback: &record.Feedback{Score: -1, Time: t0}}
+		want := record.Feedback{TraceID: r.TraceID, SpanID: r.SpanID, Service: r.Service, Score: -1, Time: t0}
 		if !reflect.DeepEqual(s.feedback[i], want) {
 			t.Errorf("feedback %d = %+v, want %+v", i, s.feedback[i], want)
 		}

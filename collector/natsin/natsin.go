@@ -38,11 +38,6 @@ func (f TracesConsumerFunc) ConsumeTraces(ctx context.Context, td ptrace.Traces)
 	return f(ctx, td)
 }
 
-// FeedbackSubmitter takes feedback events; *feedback.Join implements it.
-type FeedbackSubmitter interface {
-	Submit(ctx context.Context, ev feedback.Event) error
-}
-
 // Message kinds, the `kind` label of ragwatch_nats_messages_total.
 const (
 	KindRecords  = "records"
@@ -67,7 +62,7 @@ type Settings struct {
 
 	Records  record.Consumer
 	Traces   TracesConsumer
-	Feedback FeedbackSubmitter
+	Feedback record.FeedbackConsumer
 
 	// Metrics is the process's shared intake counters (receiver "nats").
 	Metrics *ingest.Metrics
@@ -447,8 +442,8 @@ func (s *Subscriber) handleFeedback(ctx context.Context, data []byte, info msgIn
 		return result{duplicates: 1}
 	}
 	var errs []error
-	for _, ev := range evs {
-		if err := s.s.Feedback.Submit(ctx, ev); err != nil {
+	for _, f := range evs {
+		if err := s.s.Feedback.ConsumeFeedback(ctx, f); err != nil {
 			errs = append(errs, err)
 		}
 	}

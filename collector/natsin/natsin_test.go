@@ -411,12 +411,12 @@ func TestJetStreamBadMessagesTerminatedAndFailuresRetried(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	im := ingest.NewMetrics(reg)
 	sink := &countingSink{counts: map[string]int{}, failID: "flaky"}
-	var got []feedback.Event
+	var got []record.Feedback
 	var mu sync.Mutex
-	fbSink := submitFunc(func(_ context.Context, ev feedback.Event) error {
+	fbSink := record.FeedbackConsumerFunc(func(_ context.Context, f record.Feedback) error {
 		mu.Lock()
 		defer mu.Unlock()
-		got = append(got, ev)
+		got = append(got, f)
 		return nil
 	})
 	s, err := New(Settings{NC: conn.NC, JS: conn.JS, Config: cfg, Records: sink, Feedback: fbSink, Metrics: im, Registerer: reg})
@@ -468,16 +468,11 @@ func TestJetStreamBadMessagesTerminatedAndFailuresRetried(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	score := -0.25
-	want := []feedback.Event{{TraceID: "f1", Score: &score, Time: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}}
+	want := []record.Feedback{{TraceID: "f1", Score: -0.25, Time: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("feedback = %+v", got)
 	}
 }
-
-type submitFunc func(context.Context, feedback.Event) error
-
-func (f submitFunc) Submit(ctx context.Context, ev feedback.Event) error { return f(ctx, ev) }
 
 func TestShutdownWithoutStartAndRestart(t *testing.T) {
 	conn, app, cfg := embedded(t)

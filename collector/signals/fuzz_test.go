@@ -38,7 +38,7 @@ func FuzzConsumeRecord(f *testing.F) {
 		if err := s.ConsumeRecord(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.ConsumeFeedback(context.Background(), r); err != nil {
+		if err := s.ConsumeFeedback(context.Background(), record.Feedback{TraceID: traceID, SpanID: spanID, Service: service, Score: feedback}); err != nil {
 			t.Fatal(err)
 		}
 		mfs, err := reg.Gather()

@@ -254,15 +254,8 @@ func (s *Signals) ConsumeRecord(ctx context.Context, r *record.Record) error {
 }
 
 // ConsumeFeedback records feedback joined after its record: only the feedback signals.
-func (s *Signals) ConsumeFeedback(ctx context.Context, r *record.Record) error {
-	if r == nil {
-		return errors.New("signals: nil record")
-	}
-	if r.Feedback == nil {
-		return errors.New("signals: feedback record without feedback")
-	}
-	o := s.observe(r)
-	s.record(ctx, o)
+func (s *Signals) ConsumeFeedback(ctx context.Context, f record.Feedback) error {
+	s.record(ctx, s.observeFeedback(f.Service, f.TraceID, f.SpanID, &f))
 	return nil
 }
 
@@ -280,14 +273,19 @@ func (s *Signals) record(ctx context.Context, o Observation) {
 
 // observe fills the label, the exemplar ids and the feedback.
 func (s *Signals) observe(r *record.Record) Observation {
-	o := Observation{Service: s.services.Label(r.Service)}
-	if exemplarID(r.TraceID) {
-		o.TraceID = r.TraceID
-		if exemplarID(r.SpanID) {
-			o.SpanID = r.SpanID
+	return s.observeFeedback(r.Service, r.TraceID, r.SpanID, r.Feedback)
+}
+
+// observeFeedback fills the label, the exemplar ids and the feedback f (nil: none).
+func (s *Signals) observeFeedback(service, traceID, spanID string, f *record.Feedback) Observation {
+	o := Observation{Service: s.services.Label(service)}
+	if exemplarID(traceID) {
+		o.TraceID = traceID
+		if exemplarID(spanID) {
+			o.SpanID = spanID
 		}
 	}
-	if f := r.Feedback; f != nil && f.Score == f.Score { // NaN is not feedback
+	if f != nil && f.Score == f.Score { // NaN is not feedback
 		o.HasFeedback = true
 		o.FeedbackScore = min(max(f.Score, -1), 1)
 		switch {

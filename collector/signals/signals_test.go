@@ -149,11 +149,8 @@ func TestPrometheusCounters(t *testing.T) {
 	search := recordB()
 	search.Service = "search"
 	consume(t, s, recordA(), recordB(), search, other)
-	if err := s.ConsumeFeedback(context.Background(), &record.Record{TraceID: traceB, Service: "support-bot", Feedback: &record.Feedback{Score: -1}}); err != nil {
+	if err := s.ConsumeFeedback(context.Background(), record.Feedback{TraceID: traceB, Service: "support-bot", Score: -1}); err != nil {
 		t.Fatal(err)
-	}
-	if err := s.ConsumeFeedback(context.Background(), &record.Record{TraceID: traceB, Service: "support-bot"}); err == nil {
-		t.Error("ConsumeFeedback without feedback: want an error")
 	}
 	if err := s.ConsumeRecord(context.Background(), nil); err == nil {
 		t.Error("ConsumeRecord(nil): want an error")

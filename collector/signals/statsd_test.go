@@ -177,7 +177,7 @@ func TestStatsdFeedbackOnly(t *testing.T) {
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ConsumeFeedback(ctx, &record.Record{TraceID: traceA, Service: "support-bot", Feedback: &record.Feedback{Score: 0.5}}); err != nil {
+	if err := s.ConsumeFeedback(ctx, record.Feedback{TraceID: traceA, Service: "support-bot", Score: 0.5}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Shutdown(ctx); err != nil {
@@ -201,12 +201,12 @@ func TestStatsdFlushBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Shutdown(ctx)
-	if err := s.ConsumeFeedback(ctx, &record.Record{TraceID: traceA, Feedback: &record.Feedback{Score: 1}}); err != nil {
+	if err := s.ConsumeFeedback(ctx, record.Feedback{TraceID: traceA, Score: 1}); err != nil {
 		t.Fatal(err)
 	}
 	// The first feedback buffers "rag.user_feedback:1|g\nrag.feedback:1|c\n" (39 bytes < 40); the
 	// second one's first line would pass 40, so the buffer goes out as one packet right away.
-	if err := s.ConsumeFeedback(ctx, &record.Record{TraceID: traceA, Feedback: &record.Feedback{Score: 1}}); err != nil {
+	if err := s.ConsumeFeedback(ctx, record.Feedback{TraceID: traceA, Score: 1}); err != nil {
 		t.Fatal(err)
 	}
 	got := readPackets(t, conn, 1)
@@ -314,7 +314,7 @@ func TestStatsdHostName(t *testing.T) {
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ConsumeFeedback(ctx, &record.Record{TraceID: traceA, Service: "a", Feedback: &record.Feedback{Score: 0}}); err != nil {
+	if err := s.ConsumeFeedback(ctx, record.Feedback{TraceID: traceA, Service: "a", Score: 0}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Shutdown(ctx); err != nil {
@@ -339,7 +339,7 @@ func TestZeroDurationsUseDefaults(t *testing.T) {
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ConsumeFeedback(ctx, &record.Record{TraceID: traceA, Feedback: &record.Feedback{Score: 1}}); err != nil {
+	if err := s.ConsumeFeedback(ctx, record.Feedback{TraceID: traceA, Score: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Shutdown(ctx); err != nil {
@@ -370,7 +370,7 @@ func TestStatsdTagSanitized(t *testing.T) {
 			if err := s.Start(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.ConsumeFeedback(ctx, &record.Record{TraceID: traceA, Service: "a|b:c,d\n#e=f;g", Feedback: &record.Feedback{Score: 1}}); err != nil {
+			if err := s.ConsumeFeedback(ctx, record.Feedback{TraceID: traceA, Service: "a|b:c,d\n#e=f;g", Score: 1}); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Shutdown(ctx); err != nil {

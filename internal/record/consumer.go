@@ -37,15 +37,18 @@ var Discard Consumer = ConsumerFunc(func(context.Context, *Record) error { retur
 
 var _ Consumer = Fanout(nil)
 
-// FeedbackConsumer receives user feedback once it is joined to its record. r carries at least
-// TraceID, SpanID, Service, Time and Feedback; it carries the content too when the record was
-// still held, so that negative feedback can send the request to scoring.
+// FeedbackConsumer receives feedback on its own: feedback from NATS or the HTTP API, found in
+// a trace without a turn, or joined after its record went by. f carries TraceID and, when
+// known, SpanID and Service; a zero Time means when it was received. Feedback that arrives
+// with its record rides on Record.Feedback instead and goes to the record Consumer.
 type FeedbackConsumer interface {
-	ConsumeFeedback(ctx context.Context, r *Record) error
+	ConsumeFeedback(ctx context.Context, f Feedback) error
 }
 
 // FeedbackConsumerFunc adapts a function to FeedbackConsumer.
-type FeedbackConsumerFunc func(ctx context.Context, r *Record) error
+type FeedbackConsumerFunc func(ctx context.Context, f Feedback) error
 
-// ConsumeFeedback calls f.
-func (f FeedbackConsumerFunc) ConsumeFeedback(ctx context.Context, r *Record) error { return f(ctx, r) }
+// ConsumeFeedback calls fn.
+func (fn FeedbackConsumerFunc) ConsumeFeedback(ctx context.Context, f Feedback) error {
+	return fn(ctx, f)
+}

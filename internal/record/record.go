@@ -67,8 +67,16 @@ type Latency struct {
 	Total      float64 `json:"total,omitempty"`
 }
 
-// Feedback is the user's verdict on the answer: Score in [-1, 1] (thumbs down = -1, up = 1).
+// Feedback is a user's verdict on one answer: Score in [-1, 1] (thumbs down = -1, up = 1), an
+// optional comment, and when it was given. It is the one form feedback takes inside ragwatch:
+// attached to its Record, and handed alone to a FeedbackConsumer, where TraceID, SpanID (the
+// turn, when a trace holds several) and Service name the request it judges. Those three never
+// appear in the record's JSON `feedback` object (docs/record.md): there the record says whose
+// feedback it is.
 type Feedback struct {
+	TraceID string    `json:"-"`
+	SpanID  string    `json:"-"`
+	Service string    `json:"-"`
 	Score   float64   `json:"score"`
 	Comment string    `json:"comment,omitempty"`
 	Time    time.Time `json:"time,omitzero"`

@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// issueExample is the record's JSON form as the product brief and docs/record.md show it.
-const issueExample = `{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","service":"support-bot","session_id":"s-1",
+// docExample is the record's JSON form as docs/record.md shows it.
+const docExample = `{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","service":"support-bot","session_id":"s-1",
  "user_id":"u-9","time":"2026-11-29T12:00:00Z","query":"How long do refunds take?",
  "documents":[{"id":"d1","score":0.82,"content":"Refunds take 5 days.","metadata":{"source":"faq.md"}}],
  "answer":"Five days.","citations":[{"text":"a claim","document_ids":["d1"]}],
@@ -22,7 +22,7 @@ const issueExample = `{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","service":"
  "attributes":{"route":"faq"}}`
 
 func TestJSONForm(t *testing.T) {
-	recs, err := DecodeJSON([]byte(issueExample), time.Time{})
+	recs, err := DecodeJSON([]byte(docExample), time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +119,27 @@ func TestValidateLimits(t *testing.T) {
 	}
 }
 
+// Feedback handed on alone names its request; attached to a record, its JSON is the record's
+// `feedback` object of docs/record.md, without those ids.
+func TestFeedbackJSONLeavesIDsToTheRecord(t *testing.T) {
+	f := Feedback{TraceID: "t", SpanID: "s", Service: "web", Score: -1, Comment: "wrong", Time: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	b, err := json.Marshal(Record{TraceID: "t", Time: f.Time, Query: "q", Feedback: &f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"trace_id":"t","time":"2026-11-29T12:00:00Z","query":"q","usage":{},"latency_ms":{},"feedback":{"score":-1,"comment":"wrong","time":"2026-11-29T12:00:00Z"}}`
+	if string(b) != want {
+		t.Fatalf("got  %s\nwant %s", b, want)
+	}
+	recs, err := DecodeJSON([]byte(`{"trace_id":"a","query":"q","feedback":{"score":1,"trace_id":"b"}}`), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := *recs[0].Feedback; got != (Feedback{Score: 1}) {
+		t.Fatalf("decoded feedback %+v: ids come from the record only", got)
+	}
+}
+
 func TestRecordHelpers(t *testing.T) {
 	a, b := 0.5, 0.25
 	r := &Record{TraceID: "t", Documents: []Document{{ID: "1", Score: &a}, {ID: "2"}, {ID: "3", Score: &b}}}
@@ -159,7 +180,7 @@ func TestFanout(t *testing.T) {
 // FuzzDecodeJSON feeds arbitrary bodies to the decoder the API and NATS use: it never panics,
 // and what it accepts is valid, normalized and round-trips through JSON.
 func FuzzDecodeJSON(f *testing.F) {
-	f.Add([]byte(issueExample))
+	f.Add([]byte(docExample))
 	f.Add([]byte(`[{"trace_id":"a","query":"q"},{"trace_id":"b","answer":"x [1]","documents":[{"id":"d"}]}]`))
 	f.Add([]byte(`[null]`))
 	f.Add([]byte(`{"trace_id":"t","documents":[{"id":"d","score":1e400}]}`))

@@ -115,9 +115,6 @@ func (p *Publisher) Offer(r *record.Record) error {
 	}
 }
 
-// Buffered returns how many records wait in the in-memory buffer.
-func (p *Publisher) Buffered() int { return len(p.buf) }
-
 func (p *Publisher) publishLoop() {
 	defer close(p.pending)
 	for r := range p.buf {

@@ -108,14 +108,14 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 			Explanation: why, Time: now,
 		})
 	}
-	add(MetricFaithfulness, func() (float64, string, bool) { return j.faithfulness(r.Answer) })
-	add(MetricAnswerRelevancy, func() (float64, string, bool) { return j.answerRelevancy(r.Query, r.Answer) })
-	add(MetricContextPrecision, func() (float64, string, bool) {
+	add(score.Faithfulness, func() (float64, string, bool) { return j.faithfulness(r.Answer) })
+	add(score.AnswerRelevancy, func() (float64, string, bool) { return j.answerRelevancy(r.Query, r.Answer) })
+	add(score.ContextPrecision, func() (float64, string, bool) {
 		return j.contextPrecision(r.Relevance, r.Answer, r.Reference)
 	})
-	add(MetricContextRecall, func() (float64, string, bool) { return j.contextRecall(r.Reference) })
-	add(MetricCitationPrecision, func() (float64, string, bool) { return j.citationPrecision(r.Citations) })
-	add(MetricCitationRecall, func() (float64, string, bool) { return j.citationRecall(r.Answer, r.Citations) })
-	add(MetricAnswerSimilarity, func() (float64, string, bool) { return AnswerSimilarity(r.Answer, r.Reference) })
+	add(score.ContextRecall, func() (float64, string, bool) { return j.contextRecall(r.Reference) })
+	add(score.CitationPrecision, func() (float64, string, bool) { return j.citationPrecision(r.Citations) })
+	add(score.CitationRecall, func() (float64, string, bool) { return j.citationRecall(r.Answer, r.Citations) })
+	add(score.AnswerSimilarity, func() (float64, string, bool) { return AnswerSimilarity(r.Answer, r.Reference) })
 	return out, nil
 }

@@ -7,27 +7,17 @@ import (
 	"strings"
 
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/score"
 )
 
 // DefaultThreshold is the support a claim needs to count as supported, and the faithfulness
 // below which the quality command counts an answer as hallucinated.
 const DefaultThreshold = 0.5
 
-// Metric names, exactly as they appear in results.
-const (
-	MetricFaithfulness      = "faithfulness"
-	MetricAnswerRelevancy   = "answer_relevancy"
-	MetricContextPrecision  = "context_precision"
-	MetricContextRecall     = "context_recall"
-	MetricCitationPrecision = "citation_precision"
-	MetricCitationRecall    = "citation_recall"
-	MetricAnswerSimilarity  = "answer_similarity"
-)
-
 // MetricNames lists every metric the builtin scorer can produce, in the order it reports them.
 var MetricNames = []string{
-	MetricFaithfulness, MetricAnswerRelevancy, MetricContextPrecision, MetricContextRecall,
-	MetricCitationPrecision, MetricCitationRecall, MetricAnswerSimilarity,
+	score.Faithfulness, score.AnswerRelevancy, score.ContextPrecision, score.ContextRecall,
+	score.CitationPrecision, score.CitationRecall, score.AnswerSimilarity,
 }
 
 // judge holds what the metrics of one record share: the context index and the threshold.

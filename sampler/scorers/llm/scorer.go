@@ -14,24 +14,9 @@ import (
 	"github.com/ragwatch/ragwatch/internal/text"
 )
 
-// Metric names an LLM judge scores.
-const (
-	Faithfulness          = "faithfulness"
-	AnswerRelevancy       = "answer_relevancy"
-	ContextPrecision      = "context_precision"
-	ContextRecall         = "context_recall"
-	CitationPrecision     = "citation_precision"
-	CitationRecall        = "citation_recall"
-	AnswerSimilarity      = "answer_similarity"
-	RubricRelevance       = "rubric_relevance"
-	RubricCompleteness    = "rubric_completeness"
-	RubricAccuracy        = "rubric_accuracy"
-	RubricCitationQuality = "rubric_citation_quality"
-)
-
 // MetricNames lists every metric a judge can score, in scoring order.
-var MetricNames = []string{Faithfulness, AnswerRelevancy, ContextPrecision, ContextRecall, CitationPrecision,
-	CitationRecall, AnswerSimilarity, RubricRelevance, RubricCompleteness, RubricAccuracy, RubricCitationQuality}
+var MetricNames = []string{score.Faithfulness, score.AnswerRelevancy, score.ContextPrecision, score.ContextRecall, score.CitationPrecision,
+	score.CitationRecall, score.AnswerSimilarity, score.RubricRelevance, score.RubricCompleteness, score.RubricAccuracy, score.RubricCitationQuality}
 
 // ScorerOptions configures a Scorer.
 type ScorerOptions struct {
@@ -177,17 +162,17 @@ func (u *call) notAsked() error {
 
 func (s *Scorer) scoreMetric(ctx context.Context, m string, r *record.Record, u *call, st *recordState) (verdict, error) {
 	switch m {
-	case Faithfulness:
+	case score.Faithfulness:
 		return s.faithfulness(ctx, r, u)
-	case AnswerRelevancy:
+	case score.AnswerRelevancy:
 		return s.answerRelevancy(ctx, r, u)
-	case ContextPrecision:
+	case score.ContextPrecision:
 		return s.contextPrecision(ctx, r, u)
-	case ContextRecall:
+	case score.ContextRecall:
 		return s.contextRecall(ctx, r, u)
-	case CitationPrecision, CitationRecall:
+	case score.CitationPrecision, score.CitationRecall:
 		return s.citation(ctx, m, r, u, st)
-	case AnswerSimilarity:
+	case score.AnswerSimilarity:
 		return s.answerSimilarity(ctx, r, u)
 	default:
 		return s.rubric(ctx, m, r, u)
@@ -298,7 +283,7 @@ func (s *Scorer) faithfulness(ctx context.Context, r *record.Record, u *call) (v
 	if strings.TrimSpace(r.Answer) == "" || len(r.Documents) == 0 {
 		return verdict{skip: true}, nil
 	}
-	claims, err := s.claims(ctx, u, Faithfulness, r.Query, r.Answer)
+	claims, err := s.claims(ctx, u, score.Faithfulness, r.Query, r.Answer)
 	if err != nil {
 		return verdict{}, err
 	}
@@ -312,7 +297,7 @@ func (s *Scorer) faithfulness(ctx context.Context, r *record.Record, u *call) (v
 	var resp struct {
 		Verdicts []indexed `json:"verdicts"`
 	}
-	err = s.ask(ctx, u, Question{Metric: Faithfulness,
+	err = s.ask(ctx, u, Question{Metric: score.Faithfulness,
 		System: "You check whether claims are supported by retrieved documents, like a careful fact checker. " + dataRules,
 		User: s.docBlocks(s.docs(r)) + claimBlocks.String() +
 			"For each CLAIM decide, using only the DOCUMENTs and no outside knowledge: " +
@@ -356,7 +341,7 @@ func (s *Scorer) answerRelevancy(ctx context.Context, r *record.Record, u *call)
 		return verdict{skip: true}, nil
 	}
 	if s.embed == nil {
-		return s.rate(ctx, u, AnswerRelevancy, "how directly and fully the ANSWER addresses the QUESTION",
+		return s.rate(ctx, u, score.AnswerRelevancy, "how directly and fully the ANSWER addresses the QUESTION",
 			rubricRelevancy, block("QUESTION", "", s.cut(r.Query))+block("ANSWER", "", s.cut(r.Answer)))
 	}
 	// RAGAS: generate the questions the answer answers, compare them with the real one.
@@ -364,7 +349,7 @@ func (s *Scorer) answerRelevancy(ctx context.Context, r *record.Record, u *call)
 		Questions    []string `json:"questions"`
 		Noncommittal bool     `json:"noncommittal"`
 	}
-	err := s.ask(ctx, u, Question{Metric: AnswerRelevancy,
+	err := s.ask(ctx, u, Question{Metric: score.AnswerRelevancy,
 		System: "You infer which question an answer was written for. " + dataRules,
 		User: block("ANSWER", "", s.cut(r.Answer)) +
 			"Write 3 different questions that the ANSWER answers. Set noncommittal to true when the answer is evasive, " +
@@ -429,7 +414,7 @@ func (s *Scorer) contextPrecision(ctx context.Context, r *record.Record, u *call
 	}
 	schema := object(map[string]any{"verdicts": arrayOf(map[string]any(object(map[string]any{
 		"index": integer(0, len(docs)-1), "useful": boolean(), "reason": str()})), len(docs), len(docs))})
-	err := s.ask(ctx, u, Question{Metric: ContextPrecision,
+	err := s.ask(ctx, u, Question{Metric: score.ContextPrecision,
 		System: "You judge which retrieved documents were useful for answering a question. " + dataRules,
 		User: block("QUESTION", "", s.cut(r.Query)) + block(groundName, "", s.cut(ground)) + s.docBlocks(docs) +
 			"For each DOCUMENT decide whether it was useful in arriving at the " + groundName + " for the QUESTION. " +
@@ -478,7 +463,7 @@ func (s *Scorer) contextRecall(ctx context.Context, r *record.Record, u *call) (
 	}
 	schema := object(map[string]any{"statements": arrayOf(map[string]any(object(map[string]any{
 		"statement": str(), "attributed": boolean()})), 1, 30)})
-	err := s.ask(ctx, u, Question{Metric: ContextRecall,
+	err := s.ask(ctx, u, Question{Metric: score.ContextRecall,
 		System: "You check whether a reference answer can be found in retrieved documents. " + dataRules,
 		User: block("QUESTION", "", s.cut(r.Query)) + block("REFERENCE", "", s.cut(r.Reference)) + s.docBlocks(docs) +
 			"Split the REFERENCE into its factual statements (at most 30) and, for each, decide whether the DOCUMENTs " +
@@ -573,7 +558,7 @@ type citationPair struct {
 // least one supporting citation over all statements. ok is false when the metric is undefined
 // (precision without citations, recall without statements).
 func CitationScore(metric string, statements int, pairStmt []int, supports []bool) (value float64, explanation string, ok bool) {
-	if statements == 0 || (metric == CitationPrecision && len(pairStmt) == 0) {
+	if statements == 0 || (metric == score.CitationPrecision && len(pairStmt) == 0) {
 		return 0, "", false
 	}
 	pairs := make([]citationPair, len(pairStmt))
@@ -606,7 +591,7 @@ func (s *Scorer) citation(ctx context.Context, metric string, r *record.Record, 
 		pairs = pairs[:50]
 	}
 	switch {
-	case metric == CitationPrecision && len(pairs) == 0:
+	case metric == score.CitationPrecision && len(pairs) == 0:
 		return verdict{skip: true}, nil // no citations: precision is undefined
 	case len(stmts) == 0:
 		return verdict{skip: true}, nil
@@ -624,7 +609,7 @@ func (s *Scorer) citation(ctx context.Context, metric string, r *record.Record, 
 // citationScores computes citation precision (supporting (statement, document) pairs over all
 // pairs) or recall (statements with at least one supporting citation over all statements).
 func citationScores(metric string, statements int, pairs []citationPair, supports []bool) verdict {
-	if metric == CitationPrecision {
+	if metric == score.CitationPrecision {
 		n := 0
 		for _, ok := range supports {
 			if ok {
@@ -693,7 +678,7 @@ func (s *Scorer) answerSimilarity(ctx context.Context, r *record.Record, u *call
 		return verdict{skip: true}, nil
 	}
 	if s.embed == nil {
-		return s.rate(ctx, u, AnswerSimilarity, "how closely the ANSWER matches the meaning of the REFERENCE answer",
+		return s.rate(ctx, u, score.AnswerSimilarity, "how closely the ANSWER matches the meaning of the REFERENCE answer",
 			rubricSimilarity, block("QUESTION", "", s.cut(r.Query))+block("REFERENCE", "", s.cut(r.Reference))+block("ANSWER", "", s.cut(r.Answer)))
 	}
 	if err := u.notAsked(); err != nil {
@@ -730,20 +715,20 @@ const (
 )
 
 var rubrics = map[string]struct{ criterion, scale, blocks string }{
-	RubricRelevance: {"relevance: how well the ANSWER addresses the QUESTION", rubricRelevancy, "qa"},
-	RubricCompleteness: {"completeness: whether the ANSWER covers every part of the QUESTION (and the key points of the REFERENCE when one is given)",
+	score.RubricRelevance: {"relevance: how well the ANSWER addresses the QUESTION", rubricRelevancy, "qa"},
+	score.RubricCompleteness: {"completeness: whether the ANSWER covers every part of the QUESTION (and the key points of the REFERENCE when one is given)",
 		`5: every part of the question answered with the necessary detail.
 4: all main parts answered; a minor detail missing.
 3: some parts answered, at least one important part missing.
 2: only a small part of the question answered.
 1: none of the question answered.`, "qar"},
-	RubricAccuracy: {"accuracy: whether every statement in the ANSWER is correct according to the DOCUMENTs (and the REFERENCE when one is given)",
+	score.RubricAccuracy: {"accuracy: whether every statement in the ANSWER is correct according to the DOCUMENTs (and the REFERENCE when one is given)",
 		`5: every statement correct and supported.
 4: correct overall; one minor unsupported or imprecise detail.
 3: a mix of correct statements and unsupported or wrong ones.
 2: mostly unsupported or wrong.
 1: wrong on the main point or contradicts the documents.`, "qadr"},
-	RubricCitationQuality: {"citation quality: whether the ANSWER cites documents (markers like [1] or [doc-id]) for its factual statements and whether each cited document supports the statement it is attached to",
+	score.RubricCitationQuality: {"citation quality: whether the ANSWER cites documents (markers like [1] or [doc-id]) for its factual statements and whether each cited document supports the statement it is attached to",
 		`5: every factual statement cited, and every citation supports its statement.
 4: nearly all statements cited correctly; one missing or weak citation.
 3: some statements cited; several missing or unsupportive citations.

@@ -24,7 +24,7 @@ import (
 )
 
 // Metrics the NLI scorer covers.
-var Metrics = []string{llm.Faithfulness, llm.CitationPrecision, llm.CitationRecall}
+var Metrics = []string{score.Faithfulness, score.CitationPrecision, score.CitationRecall}
 
 // DefaultThreshold is the entailment probability at which a premise supports a claim.
 const DefaultThreshold = 0.7
@@ -152,16 +152,16 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 		}
 		failed = append(failed, score.MetricError{Metric: metric, Outcome: outcome, Err: err})
 	}
-	if contains(s.c.Metrics, llm.Faithfulness) {
+	if contains(s.c.Metrics, score.Faithfulness) {
 		v, expl, ok, err := s.faithfulness(ctx, r)
 		switch {
 		case err != nil:
-			fail(llm.Faithfulness, err)
+			fail(score.Faithfulness, err)
 		case ok:
-			add(llm.Faithfulness, v, expl)
+			add(score.Faithfulness, v, expl)
 		}
 	}
-	wantP, wantR := contains(s.c.Metrics, llm.CitationPrecision), contains(s.c.Metrics, llm.CitationRecall)
+	wantP, wantR := contains(s.c.Metrics, score.CitationPrecision), contains(s.c.Metrics, score.CitationRecall)
 	if wantP || wantR {
 		stmts := llm.Statements(r)
 		var pairs [][2]string
@@ -183,10 +183,10 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 		probs, err := s.Predict(ctx, pairs)
 		if err != nil {
 			if wantP {
-				fail(llm.CitationPrecision, err)
+				fail(score.CitationPrecision, err)
 			}
 			if wantR {
-				fail(llm.CitationRecall, err)
+				fail(score.CitationRecall, err)
 			}
 		} else {
 			supports := make([]bool, len(pairStmt))
@@ -197,8 +197,8 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 					k++
 				}
 			}
-			for _, m := range []string{llm.CitationPrecision, llm.CitationRecall} {
-				if (m == llm.CitationPrecision && !wantP) || (m == llm.CitationRecall && !wantR) {
+			for _, m := range []string{score.CitationPrecision, score.CitationRecall} {
+				if (m == score.CitationPrecision && !wantP) || (m == score.CitationRecall && !wantR) {
 					continue
 				}
 				if v, expl, ok := llm.CitationScore(m, len(stmts), pairStmt, supports); ok {

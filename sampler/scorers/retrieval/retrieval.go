@@ -114,16 +114,16 @@ func countRelevant(qrels map[string]int) int {
 // Compute returns every retrieval metric for one ranking, keyed by metric name ("precision@3",
 // "mrr", ...). recall@k and ndcg@k are left out when no labelled document is relevant.
 func Compute(ranked []string, qrels map[string]int, ks []int) map[string]float64 {
-	out := map[string]float64{"mrr": MRR(ranked, qrels)}
+	out := map[string]float64{score.MRR: MRR(ranked, qrels)}
 	for _, k := range ks {
 		s := strconv.Itoa(k)
-		out["precision@"+s] = Precision(ranked, qrels, k)
-		out["hit@"+s] = Hit(ranked, qrels, k)
+		out[score.PrecisionAt+s] = Precision(ranked, qrels, k)
+		out[score.HitAt+s] = Hit(ranked, qrels, k)
 		if v, ok := Recall(ranked, qrels, k); ok {
-			out["recall@"+s] = v
+			out[score.RecallAt+s] = v
 		}
 		if v, ok := NDCG(ranked, qrels, k); ok {
-			out["ndcg@"+s] = v
+			out[score.NDCGAt+s] = v
 		}
 	}
 	return out

@@ -43,7 +43,6 @@ type options struct {
 	sinks    []record.Consumer
 	now      func() time.Time
 	reload   reloadOptions // reload.go
-	scorers  []score.Scorer
 	// heap and heapInterval replace the memory guard's heap reader (limits.go).
 	heap         func() uint64
 	heapInterval time.Duration
@@ -57,12 +56,6 @@ func WithRegistry(reg *prometheus.Registry) Option { return func(o *options) { o
 // assembler or the API produces, after every other stage.
 func WithRecordSink(c record.Consumer) Option {
 	return func(o *options) { o.sinks = append(o.sinks, c) }
-}
-
-// WithScorers makes the in-process workers run scorers instead of those built from the
-// scoring section (tests, custom scorers).
-func WithScorers(scorers ...score.Scorer) Option {
-	return func(o *options) { o.scorers = scorers }
 }
 
 // WithClock sets the clock of the stages that take one.
@@ -229,10 +222,8 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	recentIn := redactRecent(recent, redactor) // API output: explanations and previews redacted
 	var active []score.Scorer
 	if cfg.Scoring.Workers > 0 {
-		if active = o.scorers; active == nil {
-			if active, err = scorers.Build(cfg.Scoring, reg, logger.With("component", "scorers"), JudgeRedaction(redactor)...); err != nil {
-				return nil, fmt.Errorf("build scorers: %w", err)
-			}
+		if active, err = scorers.Build(cfg.Scoring, reg, logger.With("component", "scorers"), JudgeRedaction(redactor)...); err != nil {
+			return nil, fmt.Errorf("build scorers: %w", err)
 		}
 		active = redactScorers(active, redactor) // explanations leave on NATS and the API
 	}
@@ -498,10 +489,10 @@ func addrString(a net.Addr) string {
 type feedbackFanout []record.FeedbackConsumer
 
 // ConsumeFeedback implements record.FeedbackConsumer.
-func (f *feedbackFanout) ConsumeFeedback(ctx context.Context, r *record.Record) error {
+func (f *feedbackFanout) ConsumeFeedback(ctx context.Context, fb record.Feedback) error {
 	var errs []error
 	for _, c := range *f {
-		if err := c.ConsumeFeedback(ctx, r); err != nil {
+		if err := c.ConsumeFeedback(ctx, fb); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler/scorers/llm"
 )
 
@@ -31,7 +32,7 @@ func TestJudgePromptsAreRedactedByDefault(t *testing.T) {
 			s := newServer(t)
 			s.chat = []reply{completion(`{"reasoning":"fine","score":4}`, 10, 5)}
 			b := New(Config{BaseURL: s.URL + "/v1/", Model: "judge-1"})
-			sc, err := llm.NewScorer(llm.NewJudge(b, llm.JudgeOptions{Redact: tc.redact}), llm.ScorerOptions{Metrics: []string{llm.RubricRelevance}})
+			sc, err := llm.NewScorer(llm.NewJudge(b, llm.JudgeOptions{Redact: tc.redact}), llm.ScorerOptions{Metrics: []string{score.RubricRelevance}})
 			if err != nil {
 				t.Fatal(err)
 			}
