@@ -536,7 +536,7 @@ func TestDriftFireHoldResolve(t *testing.T) {
 
 func TestDriftAgainstPinnedBaseline(t *testing.T) {
 	c := parse(t, driftCfg)
-	b := drift.NewBuilder(c.Drift.Detectors, "test", t0)
+	b := drift.NewBuilder(driftDetectors(c.Drift.Detectors), "test", t0)
 	for i := 0; i < 300; i++ {
 		b.Add("retrieved_documents", "search", float64(4+i%3), 1)
 	}

@@ -45,6 +45,7 @@ type rule struct {
 	keep      time.Duration
 
 	sloCfg config.SLO
+	pairs  []slo.Pair // sloCfg.BurnRates for the slo package
 	th     slo.Threshold
 	good   slo.Good
 	fineW  time.Duration // bucket widths and spans
@@ -53,6 +54,7 @@ type rule struct {
 	coarsS time.Duration
 
 	det         config.DriftDetector
+	detector    drift.Detector // det for the drift package
 	edges       []float64
 	driftWindow time.Duration
 	refWindow   time.Duration
@@ -80,12 +82,12 @@ func newSLORule(s config.SLO, dashboard string) (*rule, error) {
 	}
 	switch s.Kind {
 	case config.SLOBurnRate:
-		g, err := slo.NewGood(s.GoodWhen)
+		g, err := goodWhen(s.GoodWhen)
 		if err != nil {
 			return nil, fmt.Errorf("slo %s: %w", s.Name, err)
 		}
-		r.kind, r.good = alerts.KindBurnRate, g
-		r.fineW, r.fineS, r.coarsW, r.coarsS = slo.Resolutions(s.BurnRates, s.Period)
+		r.kind, r.good, r.pairs = alerts.KindBurnRate, g, burnPairs(s.BurnRates)
+		r.fineW, r.fineS, r.coarsW, r.coarsS = slo.Resolutions(r.pairs, s.Period)
 	default:
 		r.th = slo.Threshold{MinSamples: int64(s.MinSamples), Hysteresis: s.Hysteresis}
 		if s.AlertBelow != nil {
@@ -101,7 +103,8 @@ func newSLORule(s config.SLO, dashboard string) (*rule, error) {
 func newDriftRule(d config.DriftDetector, cfg config.Drift, dashboard string) *rule {
 	r := &rule{kind: alerts.KindDrift, name: d.Name, metric: d.Signal, service: d.Service, labels: d.Labels,
 		notifiers: d.Notifiers, runbook: d.RunbookURL, dashboard: d.DashboardURL, forDur: d.For, keep: d.KeepFiringFor,
-		det: d, edges: drift.Edges(d), driftWindow: cfg.Window, refWindow: cfg.ReferenceWindow, instances: map[string]*instance{}}
+		det: d, detector: driftDetector(d), driftWindow: cfg.Window, refWindow: cfg.ReferenceWindow, instances: map[string]*instance{}}
+	r.edges = r.detector.Edges()
 	if r.dashboard == "" {
 		r.dashboard = dashboard
 	}
@@ -305,7 +308,7 @@ func (r *rule) evalBurn(e *Engine, service string, in *instance, now time.Time) 
 	bySev := map[string]*best{}
 	var sevs []string
 	burnSeen := map[time.Duration]bool{}
-	for i, p := range s.BurnRates {
+	for i, p := range r.pairs {
 		long := r.windowSums(in, now, p.LongWindow)
 		short := r.windowSums(in, now, p.ShortWindow)
 		pv := slo.EvaluatePair(p, long, short, obj, int64(s.MinSamples))
@@ -372,7 +375,7 @@ func (r *rule) evalDrift(e *Engine, service string, in *instance, now time.Time)
 		cur.Merge(b.H)
 		exBuckets = append(exBuckets, b.Ex)
 	})
-	ref, pinned := e.baseline.Reference(r.det, service)
+	ref, pinned := e.baseline.Reference(r.detector, service)
 	refText := "the pinned baseline"
 	if !pinned {
 		ref = drift.NewHist(len(r.edges) + 1)
@@ -387,7 +390,7 @@ func (r *rule) evalDrift(e *Engine, service string, in *instance, now time.Time)
 	enough := cur.N >= int64(r.det.MinSamples) && ref.N >= int64(r.det.MinReferenceSamples)
 	score := 0.0
 	if enough {
-		score = drift.Score(r.det.Method, cur, ref)
+		score = drift.Score(r.detector.Method, cur, ref)
 		e.m.drift.WithLabelValues(r.name, service).Set(score)
 	}
 	a := r.baseAlert(alerts.NameDrift, service, r.det.Severity)
