@@ -119,7 +119,7 @@ func New(o Options) (*Engine, error) {
 	}
 	e := &Engine{now: o.Now, logger: o.Logger, store: o.Store, sink: o.Sink, services: o.Services, baseline: o.Baseline,
 		traceTmpl: c.Alerting.TraceURLTemplate, interval: c.Alerting.EvaluationInterval, saveEvery: c.Alerting.SaveInterval,
-		retention: c.Alerting.ResolvedRetention, m: m, byMetric: map[string][]*rule{}, stopOnce: &sync.Once{}}
+		retention: time.Duration(c.Alerting.ResolvedRetention), m: m, byMetric: map[string][]*rule{}, stopOnce: &sync.Once{}}
 	for _, s := range c.SLOs {
 		r, err := newSLORule(s, c.Alerting.DashboardURL)
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/ragwatch/ragwatch/alerts"
 	"github.com/ragwatch/ragwatch/alerts/drift"
 	"github.com/ragwatch/ragwatch/alerts/internal/ring"
@@ -75,7 +77,7 @@ type instance struct {
 
 func newSLORule(s config.SLO, dashboard string) (*rule, error) {
 	r := &rule{kind: alerts.KindThreshold, name: s.Name, metric: s.Metric, service: s.Service, labels: s.Labels,
-		notifiers: s.Notifiers, runbook: s.RunbookURL, dashboard: s.DashboardURL, forDur: s.For, keep: s.KeepFiringFor,
+		notifiers: s.Notifiers, runbook: s.RunbookURL, dashboard: s.DashboardURL, forDur: time.Duration(s.For), keep: time.Duration(s.KeepFiringFor),
 		sloCfg: s, instances: map[string]*instance{}}
 	if r.dashboard == "" {
 		r.dashboard = dashboard
@@ -87,7 +89,7 @@ func newSLORule(s config.SLO, dashboard string) (*rule, error) {
 			return nil, fmt.Errorf("slo %s: %w", s.Name, err)
 		}
 		r.kind, r.good, r.pairs = alerts.KindBurnRate, g, burnPairs(s.BurnRates)
-		r.fineW, r.fineS, r.coarsW, r.coarsS = slo.Resolutions(r.pairs, s.Period)
+		r.fineW, r.fineS, r.coarsW, r.coarsS = slo.Resolutions(r.pairs, time.Duration(s.Period))
 	default:
 		r.th = slo.Threshold{MinSamples: int64(s.MinSamples), Hysteresis: s.Hysteresis}
 		if s.AlertBelow != nil {
@@ -95,21 +97,21 @@ func newSLORule(s config.SLO, dashboard string) (*rule, error) {
 		} else {
 			r.th.Limit = *s.AlertAbove
 		}
-		r.fineW, r.fineS = slo.ThresholdWidth(s.Window), s.Window
+		r.fineW, r.fineS = slo.ThresholdWidth(time.Duration(s.Window)), time.Duration(s.Window)
 	}
 	return r, nil
 }
 
 func newDriftRule(d config.DriftDetector, cfg config.Drift, dashboard string) *rule {
 	r := &rule{kind: alerts.KindDrift, name: d.Name, metric: d.Signal, service: d.Service, labels: d.Labels,
-		notifiers: d.Notifiers, runbook: d.RunbookURL, dashboard: d.DashboardURL, forDur: d.For, keep: d.KeepFiringFor,
-		det: d, detector: driftDetector(d), driftWindow: cfg.Window, refWindow: cfg.ReferenceWindow, instances: map[string]*instance{}}
+		notifiers: d.Notifiers, runbook: d.RunbookURL, dashboard: d.DashboardURL, forDur: time.Duration(d.For), keep: time.Duration(d.KeepFiringFor),
+		det: d, detector: driftDetector(d), driftWindow: time.Duration(cfg.Window), refWindow: time.Duration(cfg.ReferenceWindow), instances: map[string]*instance{}}
 	r.edges = r.detector.Edges()
 	if r.dashboard == "" {
 		r.dashboard = dashboard
 	}
-	r.fineW = max(time.Second, (cfg.Window / 12).Truncate(time.Second))
-	r.fineS = cfg.Window + cfg.ReferenceWindow
+	r.fineW = max(time.Second, (r.driftWindow / 12).Truncate(time.Second))
+	r.fineS = r.driftWindow + r.refWindow
 	return r
 }
 
@@ -266,14 +268,14 @@ func (r *rule) evaluate(e *Engine, service string, in *instance, now time.Time) 
 }
 
 func (r *rule) evalThreshold(e *Engine, service string, in *instance, now time.Time) []evaluation {
-	sums, worst := r.fineSums(in, now, r.sloCfg.Window)
+	sums, worst := r.fineSums(in, now, time.Duration(r.sloCfg.Window))
 	v := r.th.Evaluate(sums)
 	e.m.value.WithLabelValues(r.name, service).Set(slo.Finite(v.Value))
 	e.m.bound.WithLabelValues(r.name, service, "lower").Set(slo.Finite(v.Lower))
 	e.m.bound.WithLabelValues(r.name, service, "upper").Set(slo.Finite(v.Upper))
 
 	a := r.baseAlert(alerts.NameThreshold, service, r.sloCfg.Severity)
-	a.Value, a.Threshold, a.Window, a.N = slo.Finite(v.Value), r.th.Limit, alerts.Duration(r.sloCfg.Window), v.N
+	a.Value, a.Threshold, a.Window, a.N = slo.Finite(v.Value), r.th.Limit, r.sloCfg.Window, v.N
 	side := "above"
 	a.Comparator = ">"
 	if r.th.Below {
@@ -297,7 +299,7 @@ func (r *rule) evalThreshold(e *Engine, service string, in *instance, now time.T
 func (r *rule) evalBurn(e *Engine, service string, in *instance, now time.Time) []evaluation {
 	s := r.sloCfg
 	obj := s.Objective
-	period := r.windowSums(in, now, s.Period)
+	period := r.windowSums(in, now, time.Duration(s.Period))
 	budget := slo.BudgetRemaining(period, obj)
 	e.m.budget.WithLabelValues(r.name, service).Set(budget)
 
@@ -318,7 +320,7 @@ func (r *rule) evalBurn(e *Engine, service string, in *instance, now time.Time) 
 		for w, b := range map[time.Duration]float64{p.LongWindow: pv.LongBurn, p.ShortWindow: pv.ShortBurn} {
 			if !burnSeen[w] {
 				burnSeen[w] = true
-				e.m.burn.WithLabelValues(r.name, service, alerts.FormatDuration(w)).Set(b)
+				e.m.burn.WithLabelValues(r.name, service, model.Duration(w).String()).Set(b)
 			}
 		}
 		cur, ok := bySev[p.Severity]
@@ -341,7 +343,7 @@ func (r *rule) evalBurn(e *Engine, service string, in *instance, now time.Time) 
 		pv := b.v
 		a := r.baseAlert(alerts.NameBurnRate, service, sev)
 		a.Value, a.Threshold, a.Comparator = pv.LongBurn, pv.Pair.Factor, ">"
-		a.Window, a.N = alerts.Duration(pv.Pair.LongWindow), pv.LongN
+		a.Window, a.N = model.Duration(pv.Pair.LongWindow), pv.LongN
 		bud := budget
 		a.BudgetRemaining = &bud
 		evWindow := pv.Pair.ShortWindow
@@ -351,11 +353,11 @@ func (r *rule) evalBurn(e *Engine, service string, in *instance, now time.Time) 
 		_, worst := r.fineSums(in, now, evWindow)
 		a.Evidence = r.evidence(slo.MergeWorst(worst, r.good.Badness), service, e.traceTmpl)
 		a.Summary = fmt.Sprintf("SLO %s: error budget burning %sx over %s for %s (alert above %sx)", r.name,
-			alerts.FormatValue(pv.LongBurn), alerts.FormatDuration(pv.Pair.LongWindow), service, alerts.FormatValue(pv.Pair.Factor))
+			alerts.FormatValue(pv.LongBurn), model.Duration(pv.Pair.LongWindow), service, alerts.FormatValue(pv.Pair.Factor))
 		a.Description = fmt.Sprintf("%s of service %s is good when %s %s; objective %s over %s. Bad ratio %s over %s (burn %sx, %d samples) and %s over %s (burn %sx, %d samples); %s of the error budget remains.",
-			r.metric, service, r.good.Op, alerts.FormatValue(r.good.Value), alerts.FormatValue(obj), alerts.FormatDuration(s.Period),
-			alerts.FormatValue(pv.LongErrorRatio), alerts.FormatDuration(pv.Pair.LongWindow), alerts.FormatValue(pv.LongBurn), pv.LongN,
-			alerts.FormatValue(pv.ShortErrorRatio), alerts.FormatDuration(pv.Pair.ShortWindow), alerts.FormatValue(pv.ShortBurn), pv.ShortN,
+			r.metric, service, r.good.Op, alerts.FormatValue(r.good.Value), alerts.FormatValue(obj), s.Period,
+			alerts.FormatValue(pv.LongErrorRatio), model.Duration(pv.Pair.LongWindow), alerts.FormatValue(pv.LongBurn), pv.LongN,
+			alerts.FormatValue(pv.ShortErrorRatio), model.Duration(pv.Pair.ShortWindow), alerts.FormatValue(pv.ShortBurn), pv.ShortN,
 			alerts.FormatValue(budget))
 		out = append(out, evaluation{severity: sev, breach: b.found, recovered: !b.found, alert: a})
 	}
@@ -385,7 +387,7 @@ func (r *rule) evalDrift(e *Engine, service string, in *instance, now time.Time)
 				ref.Merge(b.H)
 			}
 		})
-		refText = "the trailing " + alerts.FormatDuration(r.refWindow)
+		refText = "the trailing " + model.Duration(r.refWindow).String()
 	}
 	enough := cur.N >= int64(r.det.MinSamples) && ref.N >= int64(r.det.MinReferenceSamples)
 	score := 0.0
@@ -394,7 +396,7 @@ func (r *rule) evalDrift(e *Engine, service string, in *instance, now time.Time)
 		e.m.drift.WithLabelValues(r.name, service).Set(score)
 	}
 	a := r.baseAlert(alerts.NameDrift, service, r.det.Severity)
-	a.Value, a.Threshold, a.Comparator, a.Window, a.N = score, r.det.Threshold, ">", alerts.Duration(r.driftWindow), cur.N
+	a.Value, a.Threshold, a.Comparator, a.Window, a.N = score, r.det.Threshold, ">", model.Duration(r.driftWindow), cur.N
 	if bin := drift.MostOverRepresented(cur, ref); enough && bin >= 0 {
 		var samples []slo.Sample
 		for i := len(exBuckets) - 1; i >= 0 && len(samples) < slo.MaxEvidence; i-- {

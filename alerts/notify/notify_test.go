@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/model"
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/alerts"
@@ -53,7 +54,7 @@ const (
 // notifierConfig returns a config of the type pointing at url, with secrets from the env.
 func notifierConfig(t *testing.T, typ, url string) config.Notifier {
 	c := config.Notifier{Name: "n-" + typ, Type: typ, Timeout: 5 * time.Second, RatePerMinute: 600,
-		MaxRetries: 3, RetryBackoff: time.Second, RepeatInterval: time.Minute}
+		MaxRetries: 3, RetryBackoff: time.Second, RepeatInterval: model.Duration(time.Minute)}
 	switch typ {
 	case config.NotifierPagerDuty:
 		t.Setenv("TEST_PD_KEY", secretKey)

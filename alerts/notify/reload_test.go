@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/ragwatch/ragwatch/alerts"
 	"github.com/ragwatch/ragwatch/alerts/internal/fixture"
 	"github.com/ragwatch/ragwatch/config"
@@ -38,7 +39,7 @@ func TestUpdate(t *testing.T) {
 	}
 	send(1, 1)
 	// A changed notifier is a new worker with no memory of what was sent.
-	ca.RepeatInterval = 2 * time.Minute
+	ca.RepeatInterval = model.Duration(2 * time.Minute)
 	if err := h.d.Update([]config.Notifier{ca, cb}); err != nil {
 		t.Fatal(err)
 	}

@@ -27,5 +27,5 @@ func NewConfig(c config.Notifier) (Config, error) {
 		}
 		u = s
 	}
-	return Config{Name: c.Name, URL: u, RepeatInterval: c.RepeatInterval}, nil
+	return Config{Name: c.Name, URL: u, RepeatInterval: time.Duration(c.RepeatInterval)}, nil
 }
