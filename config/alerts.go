@@ -354,12 +354,14 @@ func (d DriftDetector) Validate() error {
 	return joinErrs(errs)
 }
 
-// Notifier is one alert delivery target. Secrets are named by environment variable and read
-// when the notifier is built; they never live in the config file.
+// Notifier is one alert delivery target. Its credentials are best named by environment
+// variable (url_env, secret_env, routing_key_env) and read when the notifier is built; a URL
+// written in the file is a SecretURL and prints redacted.
 type Notifier struct {
 	Name string `yaml:"name"`
 	Type string `yaml:"type"` // alertmanager | pagerduty | slack | webhook
-	URL  string `yaml:"url"`
+	// URL is where alerts go. Slack and webhook URLs embed their token, so it is a SecretURL.
+	URL SecretURL `yaml:"url"`
 	// URLEnv names a variable holding the URL, for URLs that are credentials (Slack webhooks).
 	URLEnv        string `yaml:"url_env"`
 	SecretEnv     string `yaml:"secret_env"`      // webhook: HMAC-SHA256 key
@@ -414,7 +416,7 @@ func (n Notifier) Validate() error {
 		errs = append(errs, Invalid("type", "must be alertmanager, pagerduty, slack or webhook, got %q", n.Type))
 	}
 	if n.URL != "" {
-		if u, err := url.Parse(n.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if u, err := url.Parse(n.URL.Reveal()); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, Invalid("url", "must be an http(s) URL"))
 		}
 	}

@@ -58,15 +58,15 @@ func notifierConfig(t *testing.T, typ, url string) config.Notifier {
 	switch typ {
 	case config.NotifierPagerDuty:
 		t.Setenv("TEST_PD_KEY", secretKey)
-		c.URL, c.RoutingKeyEnv = url, "TEST_PD_KEY"
+		c.URL, c.RoutingKeyEnv = config.SecretURL(url), "TEST_PD_KEY"
 	case config.NotifierSlack:
 		t.Setenv("TEST_SLACK_URL", url+"/services/"+secretPath)
 		c.URLEnv = "TEST_SLACK_URL"
 	case config.NotifierWebhook:
 		t.Setenv("TEST_HMAC", secretHMAC)
-		c.URL, c.SecretEnv = url, "TEST_HMAC"
+		c.URL, c.SecretEnv = config.SecretURL(url), "TEST_HMAC"
 	default:
-		c.URL = url
+		c.URL = config.SecretURL(url)
 	}
 	return c
 }

@@ -45,7 +45,7 @@ func TestUpdate(t *testing.T) {
 	}
 	send(2, 1)
 	// One that cannot be built rejects the whole update.
-	bad := config.Notifier{Name: "pd", Type: config.NotifierPagerDuty, URL: a.URL, RoutingKeyEnv: "RAGWATCH_TEST_UNSET_KEY",
+	bad := config.Notifier{Name: "pd", Type: config.NotifierPagerDuty, URL: config.SecretURL(a.URL), RoutingKeyEnv: "RAGWATCH_TEST_UNSET_KEY",
 		Timeout: time.Second, RatePerMinute: 60}
 	if err := h.d.Update([]config.Notifier{bad}); err == nil || !strings.Contains(err.Error(), "RAGWATCH_TEST_UNSET_KEY") {
 		t.Fatalf("bad update: %v", err)

@@ -19,7 +19,7 @@ type Config struct {
 
 // NewConfig reads the target from the notifier config (url, or url_env).
 func NewConfig(c config.Notifier) (Config, error) {
-	u := config.Secret(c.URL)
+	u := config.Secret(c.URL.Reveal())
 	if c.URLEnv != "" {
 		s, err := config.ReadSecret(c.URLEnv, "")
 		if err != nil {
