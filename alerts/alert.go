@@ -4,8 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -91,13 +92,8 @@ func (a *Alert) Firing() bool { return a.Status == StatusFiring }
 // Fingerprint is a stable hash of a label set: the same alert gets the same fingerprint in
 // every replica and across restarts (PagerDuty dedup_key, webhook id).
 func Fingerprint(labels map[string]string) string {
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	h := sha256.New()
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		h.Write([]byte(k))
 		h.Write([]byte{0})
 		h.Write([]byte(labels[k]))

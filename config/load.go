@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -255,12 +257,7 @@ func yamlName(f reflect.StructField) string {
 }
 
 func suggest(key string, fields map[string]reflect.Type) string {
-	names := make([]string, 0, len(fields))
-	for k := range fields {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return "; expected one of: " + strings.Join(names, ", ")
+	return "; expected one of: " + strings.Join(slices.Sorted(maps.Keys(fields)), ", ")
 }
 
 // typeErrors turns the decoder's messages into one error per problem. yaml.v3 already says

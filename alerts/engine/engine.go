@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -267,7 +269,7 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 	var out, resend []alerts.Alert
 	firing := map[[2]string]int{}
 	for _, r := range e.rules {
-		for _, service := range sortedKeys(r.instances) {
+		for _, service := range slices.Sorted(maps.Keys(r.instances)) {
 			in := r.instances[service]
 			for _, ev := range r.evaluate(e, service, in, now) {
 				m := in.Machines[ev.severity]
@@ -393,7 +395,7 @@ func (e *Engine) Save(ctx context.Context) error {
 	var errs []error
 	e.mu.Lock()
 	for _, r := range e.rules {
-		for _, service := range sortedKeys(r.instances) {
+		for _, service := range slices.Sorted(maps.Keys(r.instances)) {
 			in := r.instances[service]
 			r.stripOldExemplars(in, now)
 			data, err := json.Marshal(persisted{Version: 1, Service: service, Instance: in})

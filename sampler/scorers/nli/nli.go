@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -74,7 +75,7 @@ func New(c Config) (*Scorer, error) {
 		c.Metrics = Metrics
 	}
 	for _, m := range c.Metrics {
-		if !contains(Metrics, m) {
+		if !slices.Contains(Metrics, m) {
 			return nil, fmt.Errorf("nli cannot score metric %q", m)
 		}
 	}
@@ -117,15 +118,6 @@ func New(c Config) (*Scorer, error) {
 	return s, nil
 }
 
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // Name implements score.Scorer.
 func (s *Scorer) Name() string { return "nli" }
 
@@ -151,7 +143,7 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 		}
 		failed = append(failed, score.MetricError{Metric: metric, Outcome: outcome, Err: err})
 	}
-	if contains(s.c.Metrics, llm.Faithfulness) {
+	if slices.Contains(s.c.Metrics, llm.Faithfulness) {
 		v, expl, ok, err := s.faithfulness(ctx, r)
 		switch {
 		case err != nil:
@@ -160,7 +152,7 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 			add(llm.Faithfulness, v, expl)
 		}
 	}
-	wantP, wantR := contains(s.c.Metrics, llm.CitationPrecision), contains(s.c.Metrics, llm.CitationRecall)
+	wantP, wantR := slices.Contains(s.c.Metrics, llm.CitationPrecision), slices.Contains(s.c.Metrics, llm.CitationRecall)
 	if wantP || wantR {
 		stmts := llm.Statements(r)
 		var pairs [][2]string
