@@ -3,13 +3,15 @@ package alerts
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/common/model"
 )
 
 // Alert kinds.
@@ -63,13 +65,13 @@ type Alert struct {
 	Summary     string `json:"summary"`
 	Description string `json:"description"`
 
-	Metric     string    `json:"metric"`
-	Value      float64   `json:"value"`
-	Interval   *Interval `json:"interval,omitempty"`
-	Threshold  float64   `json:"threshold"`
-	Comparator string    `json:"comparator"` // "<" or ">": fires when Value is on this side
-	Window     Duration  `json:"window"`
-	N          int64     `json:"n"`
+	Metric     string         `json:"metric"`
+	Value      float64        `json:"value"`
+	Interval   *Interval      `json:"interval,omitempty"`
+	Threshold  float64        `json:"threshold"`
+	Comparator string         `json:"comparator"` // "<" or ">": fires when Value is on this side
+	Window     model.Duration `json:"window"`     // "15m", "6h", "3d", "1w"
+	N          int64          `json:"n"`
 	// BudgetRemaining is the burn-rate SLO's error budget left over its period (1 = untouched).
 	BudgetRemaining *float64 `json:"error_budget_remaining,omitempty"`
 
@@ -87,77 +89,11 @@ type Alert struct {
 // Firing reports whether the alert is firing.
 func (a *Alert) Firing() bool { return a.Status == StatusFiring }
 
-// Duration marshals as a Go duration string ("15m0s" is written "15m").
-type Duration time.Duration
-
-// String gives "15m", "1h", "3d" style text.
-func (d Duration) String() string { return FormatDuration(time.Duration(d)) }
-
-// MarshalJSON implements json.Marshaler.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	v, err := ParseDuration(s)
-	*d = Duration(v)
-	return err
-}
-
-// FormatDuration writes d the way Prometheus does: "5m", "1h30m", "3d".
-func FormatDuration(d time.Duration) string {
-	if d == 0 {
-		return "0s"
-	}
-	var b strings.Builder
-	if d < 0 {
-		b.WriteByte('-')
-		d = -d
-	}
-	units := []struct {
-		s string
-		d time.Duration
-	}{{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}, {"ms", time.Millisecond}}
-	for _, u := range units {
-		if d >= u.d {
-			b.WriteString(strconv.FormatInt(int64(d/u.d), 10))
-			b.WriteString(u.s)
-			d %= u.d
-		}
-	}
-	return b.String()
-}
-
-// ParseDuration accepts Go durations and a leading day count ("3d", "1d12h").
-func ParseDuration(s string) (time.Duration, error) {
-	if i := strings.IndexByte(s, 'd'); i > 0 {
-		days, err := strconv.Atoi(s[:i])
-		if err == nil {
-			rest := time.Duration(0)
-			if s[i+1:] != "" {
-				if rest, err = time.ParseDuration(s[i+1:]); err != nil {
-					return 0, err
-				}
-			}
-			return time.Duration(days)*24*time.Hour + rest, nil
-		}
-	}
-	return time.ParseDuration(s)
-}
-
 // Fingerprint is a stable hash of a label set: the same alert gets the same fingerprint in
 // every replica and across restarts (PagerDuty dedup_key, webhook id).
 func Fingerprint(labels map[string]string) string {
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	h := sha256.New()
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		h.Write([]byte(k))
 		h.Write([]byte{0})
 		h.Write([]byte(labels[k]))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -51,13 +52,13 @@ type SLO struct {
 	Hysteresis float64 `yaml:"hysteresis"`
 
 	GoodWhen  string           `yaml:"good_when"` // burn_rate: ">= 0.5", "< 2.5", ...
-	Period    time.Duration    `yaml:"period"`    // burn_rate: the error budget's period
+	Period    model.Duration   `yaml:"period"`    // burn_rate: the error budget's period
 	BurnRates []BurnRateWindow `yaml:"burn_rates"`
 
-	Window        time.Duration `yaml:"window"`
-	MinSamples    int           `yaml:"min_samples"`
-	For           time.Duration `yaml:"for"`
-	KeepFiringFor time.Duration `yaml:"keep_firing_for"`
+	Window        model.Duration `yaml:"window"`
+	MinSamples    int            `yaml:"min_samples"`
+	For           model.Duration `yaml:"for"`
+	KeepFiringFor model.Duration `yaml:"keep_firing_for"`
 
 	Severity     string            `yaml:"severity"` // page | ticket | info
 	Labels       map[string]string `yaml:"labels"`
@@ -69,30 +70,23 @@ type SLO struct {
 // BurnRateWindow is one alert of the multi-window multi-burn-rate scheme: it fires when the
 // error budget burns faster than Factor over both LongWindow and ShortWindow.
 type BurnRateWindow struct {
-	Severity    string        `yaml:"severity"`
-	LongWindow  time.Duration `yaml:"long_window"`
-	ShortWindow time.Duration `yaml:"short_window"`
-	Factor      float64       `yaml:"factor"`
+	Severity    string         `yaml:"severity"`
+	LongWindow  model.Duration `yaml:"long_window"`
+	ShortWindow model.Duration `yaml:"short_window"`
+	Factor      float64        `yaml:"factor"`
 }
 
 // DefaultBurnRates are the SRE workbook's alerts for a 30-day budget.
 func DefaultBurnRates() []BurnRateWindow {
 	return []BurnRateWindow{
-		{Severity: "page", LongWindow: time.Hour, ShortWindow: 5 * time.Minute, Factor: 14.4},
-		{Severity: "page", LongWindow: 6 * time.Hour, ShortWindow: 30 * time.Minute, Factor: 6},
-		{Severity: "ticket", LongWindow: 72 * time.Hour, ShortWindow: 6 * time.Hour, Factor: 1},
+		{Severity: "page", LongWindow: model.Duration(time.Hour), ShortWindow: model.Duration(5 * time.Minute), Factor: 14.4},
+		{Severity: "page", LongWindow: model.Duration(6 * time.Hour), ShortWindow: model.Duration(30 * time.Minute), Factor: 6},
+		{Severity: "ticket", LongWindow: model.Duration(72 * time.Hour), ShortWindow: model.Duration(6 * time.Hour), Factor: 1},
 	}
 }
 
-var sloKeysWithDays = map[string]bool{
-	"window": true, "for": true, "keep_firing_for": true, "period": true,
-	"long_window": true, "short_window": true, "reference_window": true,
-	"repeat_interval": true, "resolved_retention": true,
-}
-
-// UnmarshalYAML fills defaults before decoding and accepts day durations ("30d").
+// UnmarshalYAML fills defaults before decoding.
 func (s *SLO) UnmarshalYAML(n *yaml.Node) error {
-	fixDays(n)
 	type plain SLO
 	p := plain{Kind: SLOThreshold, MinSamples: 30, Severity: "page"}
 	if err := n.Decode(&p); err != nil {
@@ -104,16 +98,16 @@ func (s *SLO) UnmarshalYAML(n *yaml.Node) error {
 			p.Window = 0
 		}
 		if !has["period"] {
-			p.Period = 30 * 24 * time.Hour
+			p.Period = model.Duration(30 * 24 * time.Hour)
 		}
 		if !has["burn_rates"] {
 			p.BurnRates = DefaultBurnRates()
 		}
 	} else if !has["window"] {
-		p.Window = 15 * time.Minute
+		p.Window = model.Duration(15 * time.Minute)
 	}
 	if !has["keep_firing_for"] {
-		p.KeepFiringFor = max(p.For, time.Minute)
+		p.KeepFiringFor = max(p.For, model.Duration(time.Minute))
 	}
 	*s = SLO(p)
 	return nil
@@ -221,8 +215,8 @@ func ParseGoodWhen(s string) (op string, v float64, err error) {
 // Window with a reference, either the trailing ReferenceWindow before it or a pinned baseline
 // written by `ragwatch baseline` (BaselineFile).
 type Drift struct {
-	Window          time.Duration   `yaml:"window"`
-	ReferenceWindow time.Duration   `yaml:"reference_window"`
+	Window          model.Duration  `yaml:"window"`
+	ReferenceWindow model.Duration  `yaml:"reference_window"`
 	BaselineFile    string          `yaml:"baseline_file"` // set: the reference is this snapshot
 	Detectors       []DriftDetector `yaml:"detectors"`
 }
@@ -237,8 +231,8 @@ type DriftDetector struct {
 	Buckets             []float64         `yaml:"buckets"`   // bin edges; default per signal
 	MinSamples          int               `yaml:"min_samples"`
 	MinReferenceSamples int               `yaml:"min_reference_samples"`
-	For                 time.Duration     `yaml:"for"`
-	KeepFiringFor       time.Duration     `yaml:"keep_firing_for"`
+	For                 model.Duration    `yaml:"for"`
+	KeepFiringFor       model.Duration    `yaml:"keep_firing_for"`
 	Severity            string            `yaml:"severity"`
 	Labels              map[string]string `yaml:"labels"`
 	RunbookURL          string            `yaml:"runbook_url"`
@@ -261,15 +255,16 @@ func DefaultDriftThreshold(method string) float64 {
 func defaultDetector(name, signal string) DriftDetector {
 	return DriftDetector{
 		Name: name, Signal: signal, Method: DriftPSI, Threshold: 0.2,
-		MinSamples: 100, MinReferenceSamples: 200, For: 5 * time.Minute, KeepFiringFor: 5 * time.Minute,
+		MinSamples: 100, MinReferenceSamples: 200,
+		For: model.Duration(5 * time.Minute), KeepFiringFor: model.Duration(5 * time.Minute),
 		Severity: "ticket",
 	}
 }
 
 func defaultDrift() Drift {
 	return Drift{
-		Window:          time.Hour,
-		ReferenceWindow: 24 * time.Hour,
+		Window:          model.Duration(time.Hour),
+		ReferenceWindow: model.Duration(24 * time.Hour),
 		Detectors: []DriftDetector{
 			defaultDetector("retrieval-score-psi", "retrieval_score"),
 			defaultDetector("retrieved-documents-psi", "retrieved_documents"),
@@ -278,16 +273,8 @@ func defaultDrift() Drift {
 	}
 }
 
-// UnmarshalYAML accepts day durations.
-func (d *Drift) UnmarshalYAML(n *yaml.Node) error {
-	fixDays(n)
-	type plain Drift
-	return n.Decode((*plain)(d))
-}
-
 // UnmarshalYAML fills defaults before decoding.
 func (d *DriftDetector) UnmarshalYAML(n *yaml.Node) error {
-	fixDays(n)
 	type plain DriftDetector
 	p := plain(defaultDetector("", ""))
 	if err := n.Decode(&p); err != nil {
@@ -298,7 +285,7 @@ func (d *DriftDetector) UnmarshalYAML(n *yaml.Node) error {
 		p.Threshold = DefaultDriftThreshold(p.Method)
 	}
 	if !has["keep_firing_for"] && has["for"] {
-		p.KeepFiringFor = max(p.For, time.Minute)
+		p.KeepFiringFor = max(p.For, model.Duration(time.Minute))
 	}
 	*d = DriftDetector(p)
 	return nil
@@ -367,27 +354,28 @@ func (d DriftDetector) Validate() error {
 	return joinErrs(errs)
 }
 
-// Notifier is one alert delivery target. Secrets are named by environment variable and read
-// when the notifier is built; they never live in the config file.
+// Notifier is one alert delivery target. Its credentials are best named by environment
+// variable (url_env, secret_env, routing_key_env) and read when the notifier is built; a URL
+// written in the file is a SecretURL and prints redacted.
 type Notifier struct {
 	Name string `yaml:"name"`
 	Type string `yaml:"type"` // alertmanager | pagerduty | slack | webhook
-	URL  string `yaml:"url"`
+	// URL is where alerts go. Slack and webhook URLs embed their token, so it is a SecretURL.
+	URL SecretURL `yaml:"url"`
 	// URLEnv names a variable holding the URL, for URLs that are credentials (Slack webhooks).
 	URLEnv        string `yaml:"url_env"`
 	SecretEnv     string `yaml:"secret_env"`      // webhook: HMAC-SHA256 key
 	RoutingKeyEnv string `yaml:"routing_key_env"` // pagerduty: integration key
 
-	Timeout        time.Duration `yaml:"timeout"`
-	RepeatInterval time.Duration `yaml:"repeat_interval"` // 0 = only on changes
-	RatePerMinute  float64       `yaml:"rate_per_minute"`
-	MaxRetries     int           `yaml:"max_retries"`
-	RetryBackoff   time.Duration `yaml:"retry_backoff"`
+	Timeout        time.Duration  `yaml:"timeout"`
+	RepeatInterval model.Duration `yaml:"repeat_interval"` // 0 = only on changes
+	RatePerMinute  float64        `yaml:"rate_per_minute"`
+	MaxRetries     int            `yaml:"max_retries"`
+	RetryBackoff   time.Duration  `yaml:"retry_backoff"`
 }
 
 // UnmarshalYAML fills the defaults of the notifier's type.
 func (n *Notifier) UnmarshalYAML(node *yaml.Node) error {
-	fixDays(node)
 	type plain Notifier
 	p := plain{Timeout: 10 * time.Second, RatePerMinute: 60, MaxRetries: 5, RetryBackoff: time.Second}
 	if err := node.Decode(&p); err != nil {
@@ -397,9 +385,9 @@ func (n *Notifier) UnmarshalYAML(node *yaml.Node) error {
 	if !has["repeat_interval"] {
 		switch p.Type {
 		case NotifierAlertmanager:
-			p.RepeatInterval = time.Minute
+			p.RepeatInterval = model.Duration(time.Minute)
 		case NotifierSlack, NotifierWebhook:
-			p.RepeatInterval = 4 * time.Hour
+			p.RepeatInterval = model.Duration(4 * time.Hour)
 		}
 	}
 	if p.Type == NotifierPagerDuty && !has["url"] {
@@ -428,7 +416,7 @@ func (n Notifier) Validate() error {
 		errs = append(errs, Invalid("type", "must be alertmanager, pagerduty, slack or webhook, got %q", n.Type))
 	}
 	if n.URL != "" {
-		if u, err := url.Parse(n.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if u, err := url.Parse(n.URL.Reveal()); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, Invalid("url", "must be an http(s) URL"))
 		}
 	}
@@ -460,7 +448,7 @@ func (n Notifier) Validate() error {
 type Alerting struct {
 	EvaluationInterval time.Duration `yaml:"evaluation_interval"`
 	// ResolvedRetention is how long /api/v1/alerts lists a resolved alert.
-	ResolvedRetention time.Duration `yaml:"resolved_retention"`
+	ResolvedRetention model.Duration `yaml:"resolved_retention"`
 	// TraceURLTemplate links evidence to a trace viewer; {trace_id} and {service} are replaced
 	// (query-escaped), e.g. http://grafana:3000/explore?...{trace_id}...
 	TraceURLTemplate string `yaml:"trace_url_template"`
@@ -475,17 +463,10 @@ type Alerting struct {
 func defaultAlerting() Alerting {
 	return Alerting{
 		EvaluationInterval: 15 * time.Second,
-		ResolvedRetention:  24 * time.Hour,
+		ResolvedRetention:  model.Duration(24 * time.Hour),
 		StateBucket:        "ragwatch_alerts",
 		SaveInterval:       30 * time.Second,
 	}
-}
-
-// UnmarshalYAML accepts day durations.
-func (a *Alerting) UnmarshalYAML(n *yaml.Node) error {
-	fixDays(n)
-	type plain Alerting
-	return n.Decode((*plain)(a))
 }
 
 var bucketRE = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
@@ -566,42 +547,6 @@ func checkAlertURL(key, s string) []error {
 		return []error{Invalid(key, "must be an absolute URL")}
 	}
 	return nil
-}
-
-var daysRE = regexp.MustCompile(`^(\d+)d(.*)$`)
-
-// fixDays rewrites day durations ("30d", "1d12h") under duration keys into hours, which
-// time.Duration understands. Only scalar values of known duration keys are touched.
-func fixDays(n *yaml.Node) {
-	if n == nil {
-		return
-	}
-	if n.Kind == yaml.MappingNode {
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if v.Kind == yaml.ScalarNode && sloKeysWithDays[k.Value] {
-				if m := daysRE.FindStringSubmatch(v.Value); m != nil {
-					days, err := strconv.Atoi(m[1])
-					rest := time.Duration(0)
-					if m[2] != "" {
-						rest, err = time.ParseDuration(m[2])
-					}
-					if err == nil && days < 1e6 {
-						v.Value = (time.Duration(days)*24*time.Hour + rest).String()
-						v.Tag = "!!str"
-					}
-				}
-			}
-			if v.Kind == yaml.SequenceNode || v.Kind == yaml.MappingNode {
-				fixDays(v)
-			}
-		}
-	}
-	if n.Kind == yaml.SequenceNode {
-		for _, c := range n.Content {
-			fixDays(c)
-		}
-	}
 }
 
 func mappingKeys(n *yaml.Node) map[string]bool {

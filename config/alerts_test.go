@@ -5,9 +5,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/model"
 )
 
 func f64(v float64) *float64 { return &v }
+
+// md is a model.Duration literal.
+func md(d time.Duration) model.Duration { return model.Duration(d) }
 
 func TestAlertsDefaults(t *testing.T) {
 	c, err := Parse(nil)
@@ -17,16 +22,16 @@ func TestAlertsDefaults(t *testing.T) {
 	if len(c.SLOs) != 0 || len(c.Notifiers) != 0 {
 		t.Fatalf("no SLOs or notifiers by default, got %d, %d", len(c.SLOs), len(c.Notifiers))
 	}
-	want := Alerting{EvaluationInterval: 15 * time.Second, ResolvedRetention: 24 * time.Hour,
+	want := Alerting{EvaluationInterval: 15 * time.Second, ResolvedRetention: md(24 * time.Hour),
 		StateBucket: "ragwatch_alerts", SaveInterval: 30 * time.Second}
 	if !reflect.DeepEqual(c.Alerting, want) {
 		t.Fatalf("alerting defaults:\n got %+v\nwant %+v", c.Alerting, want)
 	}
-	if c.Drift.Window != time.Hour || c.Drift.ReferenceWindow != 24*time.Hour || len(c.Drift.Detectors) != 3 {
+	if c.Drift.Window != md(time.Hour) || c.Drift.ReferenceWindow != md(24*time.Hour) || len(c.Drift.Detectors) != 3 {
 		t.Fatalf("drift defaults: %+v", c.Drift)
 	}
 	wantDet := DriftDetector{Name: "retrieval-score-psi", Signal: "retrieval_score", Method: "psi", Threshold: 0.2,
-		MinSamples: 100, MinReferenceSamples: 200, For: 5 * time.Minute, KeepFiringFor: 5 * time.Minute, Severity: "ticket"}
+		MinSamples: 100, MinReferenceSamples: 200, For: md(5 * time.Minute), KeepFiringFor: md(5 * time.Minute), Severity: "ticket"}
 	if !reflect.DeepEqual(c.Drift.Detectors[0], wantDet) {
 		t.Fatalf("detector default:\n got %+v\nwant %+v", c.Drift.Detectors[0], wantDet)
 	}
@@ -94,22 +99,22 @@ alerting:
 		t.Fatal(err)
 	}
 	want0 := SLO{Name: "citation-precision", Kind: "threshold", Metric: "citation_precision", Objective: 0.85,
-		AlertBelow: f64(0.70), Window: 15 * time.Minute, MinSamples: 30, For: 2 * time.Minute,
-		KeepFiringFor: 2 * time.Minute, Severity: "page", Labels: map[string]string{"team": "search"},
+		AlertBelow: f64(0.70), Window: md(15 * time.Minute), MinSamples: 30, For: md(2 * time.Minute),
+		KeepFiringFor: md(2 * time.Minute), Severity: "page", Labels: map[string]string{"team": "search"},
 		RunbookURL: "https://runbooks.example/citations", Notifiers: []string{"oncall"}}
 	if !reflect.DeepEqual(c.SLOs[0], want0) {
 		t.Fatalf("slo 0:\n got %+v\nwant %+v", c.SLOs[0], want0)
 	}
 	want1 := SLO{Name: "faithful-requests", Kind: "burn_rate", Metric: "faithfulness", GoodWhen: ">= 0.5",
-		Objective: 0.95, Period: 28 * 24 * time.Hour, BurnRates: DefaultBurnRates(), MinSamples: 30,
-		KeepFiringFor: time.Minute, Severity: "page"}
+		Objective: 0.95, Period: md(28 * 24 * time.Hour), BurnRates: DefaultBurnRates(), MinSamples: 30,
+		KeepFiringFor: md(time.Minute), Severity: "page"}
 	if !reflect.DeepEqual(c.SLOs[1], want1) {
 		t.Fatalf("slo 1:\n got %+v\nwant %+v", c.SLOs[1], want1)
 	}
-	if c.SLOs[2].Window != 15*time.Minute || *c.SLOs[2].AlertAbove != 2.5 || c.SLOs[2].Hysteresis != 0.1 {
+	if c.SLOs[2].Window != md(15*time.Minute) || *c.SLOs[2].AlertAbove != 2.5 || c.SLOs[2].Hysteresis != 0.1 {
 		t.Fatalf("slo 2: %+v", c.SLOs[2])
 	}
-	if c.Drift.ReferenceWindow != 7*24*time.Hour || len(c.Drift.Detectors) != 1 {
+	if c.Drift.ReferenceWindow != md(7*24*time.Hour) || len(c.Drift.Detectors) != 1 {
 		t.Fatalf("drift: %+v", c.Drift)
 	}
 	d := c.Drift.Detectors[0]
@@ -118,12 +123,12 @@ alerting:
 	}
 	wantN := []Notifier{
 		{Name: "oncall", Type: "alertmanager", URL: "http://alertmanager:9093", Timeout: 10 * time.Second,
-			RepeatInterval: time.Minute, RatePerMinute: 60, MaxRetries: 5, RetryBackoff: time.Second},
+			RepeatInterval: md(time.Minute), RatePerMinute: 60, MaxRetries: 5, RetryBackoff: time.Second},
 		{Name: "audit", Type: "webhook", URL: "https://hooks.example.internal/ragwatch", SecretEnv: "RAGWATCH_WEBHOOK_SECRET",
-			Timeout: 10 * time.Second, RepeatInterval: 4 * time.Hour, RatePerMinute: 60, MaxRetries: 5, RetryBackoff: time.Second},
+			Timeout: 10 * time.Second, RepeatInterval: md(4 * time.Hour), RatePerMinute: 60, MaxRetries: 5, RetryBackoff: time.Second},
 		{Name: "pd", Type: "pagerduty", URL: "https://events.pagerduty.com/v2/enqueue", RoutingKeyEnv: "PD_KEY",
-			Timeout: 10 * time.Second, RepeatInterval: 24 * time.Hour, RatePerMinute: 60, MaxRetries: 5, RetryBackoff: time.Second},
-		{Name: "chat", Type: "slack", URLEnv: "SLACK_URL", Timeout: 10 * time.Second, RepeatInterval: 4 * time.Hour,
+			Timeout: 10 * time.Second, RepeatInterval: md(24 * time.Hour), RatePerMinute: 60, MaxRetries: 5, RetryBackoff: time.Second},
+		{Name: "chat", Type: "slack", URLEnv: "SLACK_URL", Timeout: 10 * time.Second, RepeatInterval: md(4 * time.Hour),
 			RatePerMinute: 60, MaxRetries: 5, RetryBackoff: time.Second},
 	}
 	if !reflect.DeepEqual(c.Notifiers, wantN) {
@@ -168,7 +173,7 @@ notifiers:
 		"line 8: `slos[0].labels.slo` is set by ragwatch and cannot be overridden\n" +
 		"line 12: `slos[1].good_when` must be an operator (>=, >, <=, <) and a number, got \"about 0.5\"\n" +
 		"line 13: `slos[1].objective` must be between 0 and 1 (exclusive) for a burn_rate SLO, got 1.5\n" +
-		"line 15: `slos[1].burn_rates[0].short_window` must be shorter than long_window (5m0s)\n" +
+		"line 15: `slos[1].burn_rates[0].short_window` must be shorter than long_window (5m)\n" +
 		"line 15: `slos[1].burn_rates[0].factor` must be positive\n" +
 		"line 16: `slos[2].alert_below` set exactly one of alert_below or alert_above\n" +
 		"line 21: `notifiers[0].type` must be alertmanager, pagerduty, slack or webhook, got \"email\"\n" +
@@ -243,5 +248,79 @@ func TestGoodWhen(t *testing.T) {
 	}
 	if _, _, err := ParseGoodWhen("== 1"); err == nil {
 		t.Error("== must be rejected")
+	}
+}
+
+// TestAlertDurations covers the keys that take Prometheus durations: day and week units, the
+// Go spellings files used before ("1.5h", "720h0m0s"), and errors that name the key and line.
+func TestAlertDurations(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"30d", 30 * 24 * time.Hour},
+		{"1w", 7 * 24 * time.Hour},
+		{"1d12h", 36 * time.Hour},
+		{"2w3d", 17 * 24 * time.Hour},
+		{"90m", 90 * time.Minute},
+		{"1h30m", 90 * time.Minute},
+		{"720h0m0s", 30 * 24 * time.Hour},
+		{"1.5h", 90 * time.Minute},
+		{"2.5s", 2500 * time.Millisecond},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			c, err := Parse([]byte(`
+slos:
+  - {name: s, metric: m, alert_below: 1, window: 1h, for: "` + tc.in + `", keep_firing_for: "` + tc.in + `"}
+  - {name: b, kind: burn_rate, metric: m, good_when: ">= 0.5", objective: 0.9, period: 400d,
+     burn_rates: [{severity: page, long_window: 300d, short_window: "` + tc.in + `", factor: 2}]}
+drift: {window: 1h, reference_window: 300d, detectors: [{name: d, signal: x, for: "` + tc.in + `"}]}
+notifiers: [{name: n, type: alertmanager, url: "http://am:9093", repeat_interval: "` + tc.in + `"}]
+alerting: {resolved_retention: "` + tc.in + `"}
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := md(tc.want)
+			got := []model.Duration{c.SLOs[0].For, c.SLOs[0].KeepFiringFor, c.SLOs[1].BurnRates[0].ShortWindow,
+				c.Drift.Detectors[0].For, c.Notifiers[0].RepeatInterval, c.Alerting.ResolvedRetention}
+			for i, g := range got {
+				if g != want {
+					t.Errorf("value %d = %v, want %v", i, g, want)
+				}
+			}
+			if c.SLOs[1].Period != md(400*24*time.Hour) || c.Drift.ReferenceWindow != md(300*24*time.Hour) {
+				t.Errorf("period %v, reference_window %v", c.SLOs[1].Period, c.Drift.ReferenceWindow)
+			}
+		})
+	}
+
+	for _, zero := range []string{"0", "0s", "0m"} {
+		c, err := Parse([]byte(`{slos: [{name: s, metric: m, alert_below: 1, for: ` + zero + `, keep_firing_for: ` + zero + `}]}`))
+		if err != nil || c.SLOs[0].For != 0 || c.SLOs[0].KeepFiringFor != 0 {
+			t.Fatalf("for: %s: %v %+v", zero, err, c)
+		}
+	}
+
+	_, err := Parse([]byte(`
+slos:
+  - name: s
+    metric: m
+    alert_below: 1
+    window: 15x
+    for: -5m
+    keep_firing_for: 100us
+drift:
+  reference_window: 1m1d
+notifiers:
+  - {name: n, type: alertmanager, url: "http://am:9093", repeat_interval: soon}
+`))
+	want := "line 6: `slos[0].window` must be a duration such as 90s, 15m, 1h30m, 7d or 1w, got \"15x\"\n" +
+		"line 7: `slos[0].for` must not be negative, got \"-5m\"\n" +
+		"line 8: `slos[0].keep_firing_for` must be a duration such as 90s, 15m, 1h30m, 7d or 1w, got \"100us\"\n" +
+		"line 10: `drift.reference_window` must be a duration such as 90s, 15m, 1h30m, 7d or 1w, got \"1m1d\"\n" +
+		"line 12: `notifiers[0].repeat_interval` must be a duration such as 90s, 15m, 1h30m, 7d or 1w, got \"soon\""
+	if err == nil || err.Error() != want {
+		t.Fatalf("got\n%v\nwant\n%s", err, want)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Config is the whole of ragwatch's configuration. Each section lives in its own file.
@@ -31,6 +33,16 @@ type Config struct {
 
 	// Limits holds memory_limit_mib and the limits section (limits.go).
 	Limits Limits `yaml:",inline"`
+}
+
+// String is the config as YAML with every credential redacted: Secret and SecretURL fields
+// marshal hidden, so the text is safe for logs and the API.
+func (c *Config) String() string {
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return fmt.Sprintf("<config: %v>", err)
+	}
+	return string(b)
 }
 
 // Default returns the embedded defaults: what `ragwatch run` uses with no file.
@@ -173,7 +185,16 @@ type OTLPMetrics struct {
 	Insecure bool              `yaml:"insecure"`
 	Interval time.Duration     `yaml:"interval"`
 	Timeout  time.Duration     `yaml:"timeout"`
-	Headers  map[string]string `yaml:"headers"`
+	Headers  map[string]Secret `yaml:"headers"` // e.g. an API key; values never print
+}
+
+// RevealHeaders returns the headers to send with each export.
+func (o OTLPMetrics) RevealHeaders() map[string]string {
+	out := make(map[string]string, len(o.Headers))
+	for k, v := range o.Headers {
+		out[k] = v.Reveal()
+	}
+	return out
 }
 
 // Validate implements Validator.

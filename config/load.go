@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -204,6 +207,12 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[string]int) 
 			}
 			errs = append(errs, checkKeys(n.Content[i+1], ft, k, lines)...)
 		}
+	case yaml.ScalarNode:
+		if t == durationType {
+			if err := checkDuration(n); err != nil {
+				errs = append(errs, &FieldError{Key: path, Line: n.Line, Msg: err.Error()})
+			}
+		}
 	case yaml.SequenceNode:
 		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
 			return nil
@@ -248,12 +257,7 @@ func yamlName(f reflect.StructField) string {
 }
 
 func suggest(key string, fields map[string]reflect.Type) string {
-	names := make([]string, 0, len(fields))
-	for k := range fields {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return "; expected one of: " + strings.Join(names, ", ")
+	return "; expected one of: " + strings.Join(slices.Sorted(maps.Keys(fields)), ", ")
 }
 
 // typeErrors turns the decoder's messages into one error per problem. yaml.v3 already says
@@ -340,4 +344,29 @@ func lineOf(err error) int {
 		}
 	}
 	return 1 << 30
+}
+
+var durationType = reflect.TypeOf(model.Duration(0))
+
+// checkDuration checks a model.Duration value here, where the key and line are known: the
+// decoder would report its error without either. Prometheus durations ("90s", "1h30m", "7d",
+// "1w") are taken as written. Go durations that Prometheus's syntax cannot spell ("1.5h") were
+// valid in these keys before they took day units, so they are rewritten to the same value in
+// Prometheus's syntax; only sub-millisecond precision has no spelling and is refused.
+func checkDuration(n *yaml.Node) error {
+	if n.Tag == "!!null" {
+		return nil
+	}
+	if _, err := model.ParseDuration(n.Value); err == nil {
+		return nil
+	}
+	d, err := time.ParseDuration(n.Value)
+	switch {
+	case err == nil && d < 0:
+		return fmt.Errorf("must not be negative, got %q", n.Value)
+	case err == nil && d%time.Millisecond == 0:
+		n.Value, n.Tag = model.Duration(d).String(), "!!str"
+		return nil
+	}
+	return fmt.Errorf("must be a duration such as 90s, 15m, 1h30m, 7d or 1w, got %q", n.Value)
 }

@@ -14,7 +14,7 @@ import (
 type NATS struct {
 	// URL lists the servers of an external cluster, comma-separated ("nats://a:4222,nats://b:4222").
 	// "" starts the embedded server.
-	URL      string       `yaml:"url"`
+	URL      SecretURL    `yaml:"url"`       // may hold user:password
 	StoreDir string       `yaml:"store_dir"` // embedded JetStream storage
 	Embedded NATSEmbedded `yaml:"embedded"`
 
@@ -129,12 +129,12 @@ func defaultNATS() NATS {
 }
 
 // IsEmbedded reports whether ragwatch starts its own server.
-func (n NATS) IsEmbedded() bool { return strings.TrimSpace(n.URL) == "" }
+func (n NATS) IsEmbedded() bool { return strings.TrimSpace(n.URL.Reveal()) == "" }
 
 // Servers returns the server URLs of an external cluster.
 func (n NATS) Servers() []string {
 	var out []string
-	for _, s := range strings.Split(n.URL, ",") {
+	for _, s := range strings.Split(n.URL.Reveal(), ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			out = append(out, s)
 		}

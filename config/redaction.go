@@ -31,7 +31,7 @@ func (r Redaction) Validate() error {
 		switch d {
 		case "email", "card", "iban", "ip", "phone":
 		default:
-			errs = append(errs, Invalid("detectors["+itoa(i)+"]", "must be one of email, card, iban, ip, phone, got %q", d))
+			errs = append(errs, Invalid("detectors["+strconv.Itoa(i)+"]", "must be one of email, card, iban, ip, phone, got %q", d))
 		}
 	}
 	return joinErrs(errs)
@@ -48,5 +48,3 @@ func (p RedactionPattern) Validate() error {
 	}
 	return joinErrs(errs)
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

@@ -78,10 +78,10 @@ type ScoringEngine struct {
 
 // LLMBackend configures one LLM judge backend (OpenAI-compatible or Anthropic).
 type LLMBackend struct {
-	BaseURL    string `yaml:"base_url"` // "" uses the vendor's public API
-	Model      string `yaml:"model"`
-	APIKeyEnv  string `yaml:"api_key_env"`
-	APIKeyFile string `yaml:"api_key_file"`
+	BaseURL    SecretURL `yaml:"base_url"` // "" uses the vendor's public API
+	Model      string    `yaml:"model"`
+	APIKeyEnv  string    `yaml:"api_key_env"`
+	APIKeyFile string    `yaml:"api_key_file"`
 	// EmbeddingsModel enables embeddings (OpenAI-compatible only) for answer_relevancy and
 	// answer_similarity.
 	EmbeddingsModel string        `yaml:"embeddings_model"`
@@ -98,7 +98,7 @@ type LLMBackend struct {
 type NLI struct {
 	// Backend is builtin, judge or http; "" follows scoring.backend (judge for an LLM backend).
 	Backend   string        `yaml:"backend"`
-	URL       string        `yaml:"url"` // the model server's base URL; /predict is appended
+	URL       SecretURL     `yaml:"url"` // the model server's base URL; /predict is appended
 	Threshold float64       `yaml:"threshold"`
 	Timeout   time.Duration `yaml:"timeout"`
 }
@@ -269,7 +269,7 @@ func (s ScoringEngine) Validate() error {
 		}
 	}
 	if used[BackendNLI] || s.NLI.Backend == NLIHTTP {
-		if err := checkURL(s.NLI.URL); err != nil {
+		if err := checkURL(s.NLI.URL.Reveal()); err != nil {
 			errs = append(errs, Invalid("nli.url", "%v (needed by the http NLI backend)", err))
 		}
 	}
@@ -296,7 +296,7 @@ func (b LLMBackend) validate(embeddings bool) []error {
 		errs = append(errs, Invalid("model", "is required"))
 	}
 	if b.BaseURL != "" {
-		if err := checkURL(b.BaseURL); err != nil {
+		if err := checkURL(b.BaseURL.Reveal()); err != nil {
 			errs = append(errs, Invalid("base_url", "%v", err))
 		}
 	}

@@ -1,13 +1,21 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 )
 
-// Secret is a resolved credential. It never prints: String, MarshalJSON and MarshalYAML all
-// give "<redacted>", so a config dump, log line or error cannot leak it.
+// A config field that holds a credential has one of the two types below, and redaction
+// follows the type: `GET /api/v1/config`, logs and errors print a config through String,
+// MarshalJSON or MarshalYAML, which hide the value, so no list of key names has to be kept in
+// step with the config. Code that sends a credential calls Reveal.
+
+// Secret is a credential: a token, key, password or header value. It never prints: String,
+// GoString, MarshalJSON and MarshalYAML all give "<redacted>" (an unset secret marshals as
+// "", so a dump shows that it is unset).
 type Secret string
 
 const redacted = "<redacted>"
@@ -18,13 +26,67 @@ func (s Secret) String() string { return redacted }
 func (s Secret) GoString() string { return redacted }
 
 // MarshalJSON implements json.Marshaler.
-func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
+func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.shown()) }
 
 // MarshalYAML implements yaml.Marshaler.
-func (s Secret) MarshalYAML() (any, error) { return redacted, nil }
+func (s Secret) MarshalYAML() (any, error) { return s.shown(), nil }
+
+func (s Secret) shown() string {
+	if s == "" {
+		return ""
+	}
+	return redacted
+}
 
 // Reveal returns the secret's value, for the one place that sends it.
 func (s Secret) Reveal() string { return string(s) }
+
+// SecretURL is a URL, or a comma-separated list of URLs, that may carry a credential: user
+// info (nats://user:pass@host), a token in the path (Slack and webhook URLs) or in the query.
+// It prints each URL's scheme and host only ("https://hooks.slack.com/<redacted>",
+// "nats://<redacted>@nats:4222"), so a dump shows where it points but not what unlocks it.
+type SecretURL string
+
+// String gives the URL with its user info, path, query and fragment replaced by "<redacted>";
+// a value that does not parse as an absolute URL is redacted whole.
+func (u SecretURL) String() string {
+	if u == "" {
+		return ""
+	}
+	parts := strings.Split(string(u), ",")
+	for i, p := range parts {
+		parts[i] = redactURL(strings.TrimSpace(p))
+	}
+	return strings.Join(parts, ",")
+}
+
+func redactURL(s string) string {
+	v, err := url.Parse(s)
+	if err != nil || v.Scheme == "" || v.Host == "" {
+		return redacted
+	}
+	out := v.Scheme + "://"
+	if v.User != nil {
+		out += redacted + "@"
+	}
+	out += v.Host
+	if (v.Path != "" && v.Path != "/") || v.RawPath != "" || v.RawQuery != "" || v.Fragment != "" || v.ForceQuery {
+		out += "/" + redacted
+	}
+	return out
+}
+
+// GoString hides the credential from %#v.
+func (u SecretURL) GoString() string { return u.String() }
+
+// MarshalJSON implements json.Marshaler.
+func (u SecretURL) MarshalJSON() ([]byte, error) { return json.Marshal(u.String()) }
+
+// MarshalYAML implements yaml.Marshaler.
+func (u SecretURL) MarshalYAML() (any, error) { return u.String(), nil }
+
+// Reveal returns the URL as configured, for the one place that connects to it.
+func (u SecretURL) Reveal() string { return string(u) }
 
 // ReadSecret resolves a secret from an environment variable name or a file path (one of them;
 // both empty gives ""). The error names the variable or file, never the value.

@@ -1,6 +1,9 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // TLSServer turns on TLS for a listener; with client_ca_file it requires client certificates
 // (mTLS).
@@ -57,32 +60,13 @@ func (b BearerAuth) Tokens() ([]Secret, error) {
 		return nil, fmt.Errorf("bearer token: %w", err)
 	}
 	var out []Secret
-	for _, line := range splitLines(s.Reveal()) {
-		out = append(out, Secret(line))
+	for line := range strings.Lines(s.Reveal()) {
+		if line = strings.TrimSpace(line); line != "" {
+			out = append(out, Secret(line))
+		}
 	}
 	if len(out) == 0 && b.Enabled() {
 		return nil, fmt.Errorf("bearer token: no token in %s%s", b.TokenEnv, b.TokenFile)
 	}
 	return out, nil
-}
-
-func splitLines(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == '\n' {
-			line := s[start:i]
-			for len(line) > 0 && (line[len(line)-1] == '\r' || line[len(line)-1] == ' ') {
-				line = line[:len(line)-1]
-			}
-			for len(line) > 0 && line[0] == ' ' {
-				line = line[1:]
-			}
-			if line != "" {
-				out = append(out, line)
-			}
-			start = i + 1
-		}
-	}
-	return out
 }

@@ -5,18 +5,34 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"time"
-
-	"github.com/ragwatch/ragwatch/config"
 )
 
 // Epsilon is added to every bin share before PSI and JS so that an empty bin on one side gives
 // a large but finite score.
 const Epsilon = 1e-4
 
-// Edges returns the bin edges for a signal: the detector's own, else a default per signal.
-func Edges(d config.DriftDetector) []float64 {
+// Methods: how a detector scores the distance between two histograms.
+const (
+	MethodPSI = "psi"
+	MethodKS  = "ks"
+	MethodJS  = "js"
+)
+
+// Detector is what the histograms and baselines need of one drift detector. Callers build it
+// from their config; the alert levels and timing stay with the caller.
+type Detector struct {
+	Name    string
+	Signal  string
+	Service string    // only this service; "" = every service
+	Method  string    // MethodPSI, MethodKS or MethodJS
+	Buckets []float64 // bin edges; empty = DefaultEdges(Signal)
+}
+
+// Edges returns the detector's bin edges: its own, else the default of its signal.
+func (d Detector) Edges() []float64 {
 	if len(d.Buckets) > 0 {
 		return d.Buckets
 	}
@@ -137,9 +153,9 @@ func JS(cur, ref Hist) float64 {
 // Score computes method's score.
 func Score(method string, cur, ref Hist) float64 {
 	switch method {
-	case config.DriftKS:
+	case MethodKS:
 		return KS(cur, ref)
-	case config.DriftJS:
+	case MethodJS:
 		return JS(cur, ref)
 	}
 	return PSI(cur, ref)
@@ -180,12 +196,12 @@ const AllServices = "*"
 
 // Reference returns the pinned histogram for a detector and service, checking its bins still
 // match the detector's.
-func (b *Baseline) Reference(d config.DriftDetector, service string) (Hist, bool) {
+func (b *Baseline) Reference(d Detector, service string) (Hist, bool) {
 	if b == nil {
 		return Hist{}, false
 	}
 	bd, ok := b.Detectors[d.Name]
-	if !ok || bd.Signal != d.Signal || !sameEdges(bd.Edges, Edges(d)) {
+	if !ok || bd.Signal != d.Signal || !slices.Equal(bd.Edges, d.Edges()) {
 		return Hist{}, false
 	}
 	if h, ok := bd.Services[service]; ok {
@@ -195,29 +211,17 @@ func (b *Baseline) Reference(d config.DriftDetector, service string) (Hist, bool
 	return h, ok
 }
 
-func sameEdges(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // Builder accumulates a baseline from values.
 type Builder struct {
-	dets []config.DriftDetector
+	dets []Detector
 	b    Baseline
 }
 
 // NewBuilder starts a baseline for the detectors.
-func NewBuilder(dets []config.DriftDetector, source string, now time.Time) *Builder {
+func NewBuilder(dets []Detector, source string, now time.Time) *Builder {
 	bl := &Builder{dets: dets, b: Baseline{Version: 1, CreatedAt: now.UTC(), Source: source, Detectors: map[string]BaselineDetector{}}}
 	for _, d := range dets {
-		bl.b.Detectors[d.Name] = BaselineDetector{Signal: d.Signal, Edges: Edges(d), Services: map[string]Hist{}}
+		bl.b.Detectors[d.Name] = BaselineDetector{Signal: d.Signal, Edges: d.Edges(), Services: map[string]Hist{}}
 	}
 	return bl
 }

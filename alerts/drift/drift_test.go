@@ -4,8 +4,6 @@ import (
 	"math"
 	"testing"
 	"time"
-
-	"github.com/ragwatch/ragwatch/config"
 )
 
 func hist(counts ...float64) Hist {
@@ -55,8 +53,8 @@ func TestBinsAndBaseline(t *testing.T) {
 	if Bin(edges, 0) != 0 || Bin(edges, 1) != 1 || Bin(edges, 20) != 20 || Bin(edges, 500) != 21 {
 		t.Fatalf("document bins: %d %d %d %d", Bin(edges, 0), Bin(edges, 1), Bin(edges, 20), Bin(edges, 500))
 	}
-	d := config.DriftDetector{Name: "docs", Signal: "retrieved_documents", Method: "psi"}
-	b := NewBuilder([]config.DriftDetector{d}, "test", time.Unix(0, 0))
+	d := Detector{Name: "docs", Signal: "retrieved_documents", Method: MethodPSI}
+	b := NewBuilder([]Detector{d}, "test", time.Unix(0, 0))
 	b.Add("retrieved_documents", "svc", 3, 1)
 	b.Add("retrieved_documents", "other", 5, 1)
 	b.Add("answer_tokens", "svc", 3, 1)

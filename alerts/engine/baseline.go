@@ -22,7 +22,7 @@ func EachSignal(r *record.Record, fn func(name string, v float64)) {
 // BaselineFromRecords builds a pinned drift baseline from records (e.g. a JSONL export of
 // known-good traffic).
 func BaselineFromRecords(cfg *config.Config, records iter.Seq[*record.Record], source string, now time.Time) *drift.Baseline {
-	b := drift.NewBuilder(cfg.Drift.Detectors, source, now)
+	b := drift.NewBuilder(driftDetectors(cfg.Drift.Detectors), source, now)
 	for r := range records {
 		EachSignal(r, func(name string, v float64) { b.Add(name, r.Service, v, 1) })
 	}
@@ -39,7 +39,7 @@ func BaselineFromState(ctx context.Context, cfg *config.Config, store Store, sou
 	if err := e.Load(ctx); err != nil {
 		return nil, err
 	}
-	b := drift.NewBuilder(cfg.Drift.Detectors, source, now).Baseline()
+	b := drift.NewBuilder(driftDetectors(cfg.Drift.Detectors), source, now).Baseline()
 	found := false
 	for _, r := range e.rules {
 		if r.det.Name == "" {

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -119,7 +121,7 @@ func New(o Options) (*Engine, error) {
 	}
 	e := &Engine{now: o.Now, logger: o.Logger, store: o.Store, sink: o.Sink, services: o.Services, baseline: o.Baseline,
 		traceTmpl: c.Alerting.TraceURLTemplate, interval: c.Alerting.EvaluationInterval, saveEvery: c.Alerting.SaveInterval,
-		retention: c.Alerting.ResolvedRetention, m: m, byMetric: map[string][]*rule{}, stopOnce: &sync.Once{}}
+		retention: time.Duration(c.Alerting.ResolvedRetention), m: m, byMetric: map[string][]*rule{}, stopOnce: &sync.Once{}}
 	for _, s := range c.SLOs {
 		r, err := newSLORule(s, c.Alerting.DashboardURL)
 		if err != nil {
@@ -264,7 +266,7 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 	var out, resend []alerts.Alert
 	firing := map[[2]string]int{}
 	for _, r := range e.rules {
-		for _, service := range sortedKeys(r.instances) {
+		for _, service := range slices.Sorted(maps.Keys(r.instances)) {
 			in := r.instances[service]
 			for _, ev := range r.evaluate(e, service, in, now) {
 				m := in.Machines[ev.severity]
@@ -390,7 +392,7 @@ func (e *Engine) Save(ctx context.Context) error {
 	var errs []error
 	e.mu.Lock()
 	for _, r := range e.rules {
-		for _, service := range sortedKeys(r.instances) {
+		for _, service := range slices.Sorted(maps.Keys(r.instances)) {
 			in := r.instances[service]
 			r.stripOldExemplars(in, now)
 			data, err := json.Marshal(persisted{Version: 1, Service: service, Instance: in})

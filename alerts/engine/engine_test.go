@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/model"
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/alerts"
@@ -189,7 +190,7 @@ func TestThresholdFireHoldResolveAndFlap(t *testing.T) {
 	if fmt.Sprint(a.Labels) != fmt.Sprint(wantLabels) {
 		t.Fatalf("labels = %v", a.Labels)
 	}
-	if a.N != 60 || a.Threshold != 0.7 || a.Comparator != "<" || a.Window != alerts.Duration(10*time.Minute) ||
+	if a.N != 60 || a.Threshold != 0.7 || a.Comparator != "<" || a.Window != model.Duration(10*time.Minute) ||
 		!a.StartsAt.Equal(h.clk.Now()) || a.Interval == nil || a.Interval.Upper >= 0.7 {
 		t.Fatalf("alert facts: %+v", a)
 	}
@@ -403,7 +404,7 @@ func TestBurnRateFireHoldResolve(t *testing.T) {
 	if d := page.StartsAt.Sub(start); d < 30*time.Minute || d > 45*time.Minute {
 		t.Fatalf("page fired %s into the incident; want when the hour's bad ratio passes 50%% (~35m)", d)
 	}
-	if page.Name != alerts.NameBurnRate || page.Threshold != 5 || page.Window != alerts.Duration(time.Hour) ||
+	if page.Name != alerts.NameBurnRate || page.Threshold != 5 || page.Window != model.Duration(time.Hour) ||
 		page.Value <= 5 || page.BudgetRemaining == nil || *page.BudgetRemaining >= 0 || len(page.Evidence) != 5 {
 		t.Fatalf("page facts: %+v", page)
 	}
@@ -536,7 +537,7 @@ func TestDriftFireHoldResolve(t *testing.T) {
 
 func TestDriftAgainstPinnedBaseline(t *testing.T) {
 	c := parse(t, driftCfg)
-	b := drift.NewBuilder(c.Drift.Detectors, "test", t0)
+	b := drift.NewBuilder(driftDetectors(c.Drift.Detectors), "test", t0)
 	for i := 0; i < 300; i++ {
 		b.Add("retrieved_documents", "search", float64(4+i%3), 1)
 	}

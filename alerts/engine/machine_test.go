@@ -67,7 +67,7 @@ func TestFlapSuppressionBurnRateAndDrift(t *testing.T) {
 	// Drift against a baseline: a handful of odd requests breach, then ordinary traffic
 	// dilutes them below the threshold before `for`.
 	c := parse(t, driftCfg)
-	b := drift.NewBuilder(c.Drift.Detectors, "test", t0)
+	b := drift.NewBuilder(driftDetectors(c.Drift.Detectors), "test", t0)
 	for i := 0; i < 300; i++ {
 		b.Add("retrieved_documents", "search", float64(4+i%3), 1)
 	}

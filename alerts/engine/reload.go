@@ -2,6 +2,7 @@ package engine
 
 import (
 	"reflect"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -79,7 +80,7 @@ func (e *Engine) Update(c *config.Config) error {
 		}
 	}
 	e.traceTmpl = c.Alerting.TraceURLTemplate
-	e.retention = c.Alerting.ResolvedRetention
+	e.retention = time.Duration(c.Alerting.ResolvedRetention)
 	return nil
 }
 

@@ -3,9 +3,10 @@ package engine
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"time"
+
+	"github.com/prometheus/common/model"
 
 	"github.com/ragwatch/ragwatch/alerts"
 	"github.com/ragwatch/ragwatch/alerts/drift"
@@ -45,6 +46,7 @@ type rule struct {
 	keep      time.Duration
 
 	sloCfg config.SLO
+	pairs  []slo.Pair // sloCfg.BurnRates for the slo package
 	th     slo.Threshold
 	good   slo.Good
 	fineW  time.Duration // bucket widths and spans
@@ -53,6 +55,7 @@ type rule struct {
 	coarsS time.Duration
 
 	det         config.DriftDetector
+	detector    drift.Detector // det for the drift package
 	edges       []float64
 	driftWindow time.Duration
 	refWindow   time.Duration
@@ -73,19 +76,19 @@ type instance struct {
 
 func newSLORule(s config.SLO, dashboard string) (*rule, error) {
 	r := &rule{kind: alerts.KindThreshold, name: s.Name, metric: s.Metric, service: s.Service, labels: s.Labels,
-		notifiers: s.Notifiers, runbook: s.RunbookURL, dashboard: s.DashboardURL, forDur: s.For, keep: s.KeepFiringFor,
+		notifiers: s.Notifiers, runbook: s.RunbookURL, dashboard: s.DashboardURL, forDur: time.Duration(s.For), keep: time.Duration(s.KeepFiringFor),
 		sloCfg: s, instances: map[string]*instance{}}
 	if r.dashboard == "" {
 		r.dashboard = dashboard
 	}
 	switch s.Kind {
 	case config.SLOBurnRate:
-		g, err := slo.NewGood(s.GoodWhen)
+		g, err := goodWhen(s.GoodWhen)
 		if err != nil {
 			return nil, fmt.Errorf("slo %s: %w", s.Name, err)
 		}
-		r.kind, r.good = alerts.KindBurnRate, g
-		r.fineW, r.fineS, r.coarsW, r.coarsS = slo.Resolutions(s.BurnRates, s.Period)
+		r.kind, r.good, r.pairs = alerts.KindBurnRate, g, burnPairs(s.BurnRates)
+		r.fineW, r.fineS, r.coarsW, r.coarsS = slo.Resolutions(r.pairs, time.Duration(s.Period))
 	default:
 		r.th = slo.Threshold{MinSamples: int64(s.MinSamples), Hysteresis: s.Hysteresis}
 		if s.AlertBelow != nil {
@@ -93,20 +96,21 @@ func newSLORule(s config.SLO, dashboard string) (*rule, error) {
 		} else {
 			r.th.Limit = *s.AlertAbove
 		}
-		r.fineW, r.fineS = slo.ThresholdWidth(s.Window), s.Window
+		r.fineW, r.fineS = slo.ThresholdWidth(time.Duration(s.Window)), time.Duration(s.Window)
 	}
 	return r, nil
 }
 
 func newDriftRule(d config.DriftDetector, cfg config.Drift, dashboard string) *rule {
 	r := &rule{kind: alerts.KindDrift, name: d.Name, metric: d.Signal, service: d.Service, labels: d.Labels,
-		notifiers: d.Notifiers, runbook: d.RunbookURL, dashboard: d.DashboardURL, forDur: d.For, keep: d.KeepFiringFor,
-		det: d, edges: drift.Edges(d), driftWindow: cfg.Window, refWindow: cfg.ReferenceWindow, instances: map[string]*instance{}}
+		notifiers: d.Notifiers, runbook: d.RunbookURL, dashboard: d.DashboardURL, forDur: time.Duration(d.For), keep: time.Duration(d.KeepFiringFor),
+		det: d, detector: driftDetector(d), driftWindow: time.Duration(cfg.Window), refWindow: time.Duration(cfg.ReferenceWindow), instances: map[string]*instance{}}
+	r.edges = r.detector.Edges()
 	if r.dashboard == "" {
 		r.dashboard = dashboard
 	}
-	r.fineW = max(time.Second, (cfg.Window / 12).Truncate(time.Second))
-	r.fineS = cfg.Window + cfg.ReferenceWindow
+	r.fineW = max(time.Second, (r.driftWindow / 12).Truncate(time.Second))
+	r.fineS = r.driftWindow + r.refWindow
 	return r
 }
 
@@ -263,14 +267,14 @@ func (r *rule) evaluate(e *Engine, service string, in *instance, now time.Time) 
 }
 
 func (r *rule) evalThreshold(e *Engine, service string, in *instance, now time.Time) []evaluation {
-	sums, worst := r.fineSums(in, now, r.sloCfg.Window)
+	sums, worst := r.fineSums(in, now, time.Duration(r.sloCfg.Window))
 	v := r.th.Evaluate(sums)
 	e.m.value.WithLabelValues(r.name, service).Set(slo.Finite(v.Value))
 	e.m.bound.WithLabelValues(r.name, service, "lower").Set(slo.Finite(v.Lower))
 	e.m.bound.WithLabelValues(r.name, service, "upper").Set(slo.Finite(v.Upper))
 
 	a := r.baseAlert(alerts.NameThreshold, service, r.sloCfg.Severity)
-	a.Value, a.Threshold, a.Window, a.N = slo.Finite(v.Value), r.th.Limit, alerts.Duration(r.sloCfg.Window), v.N
+	a.Value, a.Threshold, a.Window, a.N = slo.Finite(v.Value), r.th.Limit, r.sloCfg.Window, v.N
 	side := "above"
 	a.Comparator = ">"
 	if r.th.Below {
@@ -294,7 +298,7 @@ func (r *rule) evalThreshold(e *Engine, service string, in *instance, now time.T
 func (r *rule) evalBurn(e *Engine, service string, in *instance, now time.Time) []evaluation {
 	s := r.sloCfg
 	obj := s.Objective
-	period := r.windowSums(in, now, s.Period)
+	period := r.windowSums(in, now, time.Duration(s.Period))
 	budget := slo.BudgetRemaining(period, obj)
 	e.m.budget.WithLabelValues(r.name, service).Set(budget)
 
@@ -305,7 +309,7 @@ func (r *rule) evalBurn(e *Engine, service string, in *instance, now time.Time) 
 	bySev := map[string]*best{}
 	var sevs []string
 	burnSeen := map[time.Duration]bool{}
-	for i, p := range s.BurnRates {
+	for i, p := range r.pairs {
 		long := r.windowSums(in, now, p.LongWindow)
 		short := r.windowSums(in, now, p.ShortWindow)
 		pv := slo.EvaluatePair(p, long, short, obj, int64(s.MinSamples))
@@ -315,7 +319,7 @@ func (r *rule) evalBurn(e *Engine, service string, in *instance, now time.Time) 
 		for w, b := range map[time.Duration]float64{p.LongWindow: pv.LongBurn, p.ShortWindow: pv.ShortBurn} {
 			if !burnSeen[w] {
 				burnSeen[w] = true
-				e.m.burn.WithLabelValues(r.name, service, alerts.FormatDuration(w)).Set(b)
+				e.m.burn.WithLabelValues(r.name, service, model.Duration(w).String()).Set(b)
 			}
 		}
 		cur, ok := bySev[p.Severity]
@@ -338,7 +342,7 @@ func (r *rule) evalBurn(e *Engine, service string, in *instance, now time.Time) 
 		pv := b.v
 		a := r.baseAlert(alerts.NameBurnRate, service, sev)
 		a.Value, a.Threshold, a.Comparator = pv.LongBurn, pv.Pair.Factor, ">"
-		a.Window, a.N = alerts.Duration(pv.Pair.LongWindow), pv.LongN
+		a.Window, a.N = model.Duration(pv.Pair.LongWindow), pv.LongN
 		bud := budget
 		a.BudgetRemaining = &bud
 		evWindow := pv.Pair.ShortWindow
@@ -348,11 +352,11 @@ func (r *rule) evalBurn(e *Engine, service string, in *instance, now time.Time) 
 		_, worst := r.fineSums(in, now, evWindow)
 		a.Evidence = r.evidence(slo.MergeWorst(worst, r.good.Badness), service, e.traceTmpl)
 		a.Summary = fmt.Sprintf("SLO %s: error budget burning %sx over %s for %s (alert above %sx)", r.name,
-			alerts.FormatValue(pv.LongBurn), alerts.FormatDuration(pv.Pair.LongWindow), service, alerts.FormatValue(pv.Pair.Factor))
+			alerts.FormatValue(pv.LongBurn), model.Duration(pv.Pair.LongWindow), service, alerts.FormatValue(pv.Pair.Factor))
 		a.Description = fmt.Sprintf("%s of service %s is good when %s %s; objective %s over %s. Bad ratio %s over %s (burn %sx, %d samples) and %s over %s (burn %sx, %d samples); %s of the error budget remains.",
-			r.metric, service, r.good.Op, alerts.FormatValue(r.good.Value), alerts.FormatValue(obj), alerts.FormatDuration(s.Period),
-			alerts.FormatValue(pv.LongErrorRatio), alerts.FormatDuration(pv.Pair.LongWindow), alerts.FormatValue(pv.LongBurn), pv.LongN,
-			alerts.FormatValue(pv.ShortErrorRatio), alerts.FormatDuration(pv.Pair.ShortWindow), alerts.FormatValue(pv.ShortBurn), pv.ShortN,
+			r.metric, service, r.good.Op, alerts.FormatValue(r.good.Value), alerts.FormatValue(obj), s.Period,
+			alerts.FormatValue(pv.LongErrorRatio), model.Duration(pv.Pair.LongWindow), alerts.FormatValue(pv.LongBurn), pv.LongN,
+			alerts.FormatValue(pv.ShortErrorRatio), model.Duration(pv.Pair.ShortWindow), alerts.FormatValue(pv.ShortBurn), pv.ShortN,
 			alerts.FormatValue(budget))
 		out = append(out, evaluation{severity: sev, breach: b.found, recovered: !b.found, alert: a})
 	}
@@ -372,7 +376,7 @@ func (r *rule) evalDrift(e *Engine, service string, in *instance, now time.Time)
 		cur.Merge(b.H)
 		exBuckets = append(exBuckets, b.Ex)
 	})
-	ref, pinned := e.baseline.Reference(r.det, service)
+	ref, pinned := e.baseline.Reference(r.detector, service)
 	refText := "the pinned baseline"
 	if !pinned {
 		ref = drift.NewHist(len(r.edges) + 1)
@@ -382,16 +386,16 @@ func (r *rule) evalDrift(e *Engine, service string, in *instance, now time.Time)
 				ref.Merge(b.H)
 			}
 		})
-		refText = "the trailing " + alerts.FormatDuration(r.refWindow)
+		refText = "the trailing " + model.Duration(r.refWindow).String()
 	}
 	enough := cur.N >= int64(r.det.MinSamples) && ref.N >= int64(r.det.MinReferenceSamples)
 	score := 0.0
 	if enough {
-		score = drift.Score(r.det.Method, cur, ref)
+		score = drift.Score(r.detector.Method, cur, ref)
 		e.m.drift.WithLabelValues(r.name, service).Set(score)
 	}
 	a := r.baseAlert(alerts.NameDrift, service, r.det.Severity)
-	a.Value, a.Threshold, a.Comparator, a.Window, a.N = score, r.det.Threshold, ">", alerts.Duration(r.driftWindow), cur.N
+	a.Value, a.Threshold, a.Comparator, a.Window, a.N = score, r.det.Threshold, ">", model.Duration(r.driftWindow), cur.N
 	if bin := drift.MostOverRepresented(cur, ref); enough && bin >= 0 {
 		var samples []slo.Sample
 		for i := len(exBuckets) - 1; i >= 0 && len(samples) < slo.MaxEvidence; i-- {
@@ -447,13 +451,4 @@ func (r *rule) stripOldExemplars(in *instance, now time.Time) {
 			in.Drift.Slots[i].V.Ex = nil
 		}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

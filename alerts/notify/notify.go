@@ -310,7 +310,7 @@ func (w *worker) process(ctx context.Context, a alerts.Alert) {
 	now := w.now()
 	prev, seen := w.last[a.Fingerprint]
 	if a.Firing() && seen && prev.status == alerts.StatusFiring &&
-		(w.cfg.RepeatInterval == 0 || now.Sub(prev.at) < w.cfg.RepeatInterval) {
+		(w.cfg.RepeatInterval == 0 || now.Sub(prev.at) < time.Duration(w.cfg.RepeatInterval)) {
 		return // already told, not yet time to repeat
 	}
 	if !a.Firing() && seen && prev.status == alerts.StatusResolved {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/model"
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/alerts"
@@ -53,19 +54,19 @@ const (
 // notifierConfig returns a config of the type pointing at url, with secrets from the env.
 func notifierConfig(t *testing.T, typ, url string) config.Notifier {
 	c := config.Notifier{Name: "n-" + typ, Type: typ, Timeout: 5 * time.Second, RatePerMinute: 600,
-		MaxRetries: 3, RetryBackoff: time.Second, RepeatInterval: time.Minute}
+		MaxRetries: 3, RetryBackoff: time.Second, RepeatInterval: model.Duration(time.Minute)}
 	switch typ {
 	case config.NotifierPagerDuty:
 		t.Setenv("TEST_PD_KEY", secretKey)
-		c.URL, c.RoutingKeyEnv = url, "TEST_PD_KEY"
+		c.URL, c.RoutingKeyEnv = config.SecretURL(url), "TEST_PD_KEY"
 	case config.NotifierSlack:
 		t.Setenv("TEST_SLACK_URL", url+"/services/"+secretPath)
 		c.URLEnv = "TEST_SLACK_URL"
 	case config.NotifierWebhook:
 		t.Setenv("TEST_HMAC", secretHMAC)
-		c.URL, c.SecretEnv = url, "TEST_HMAC"
+		c.URL, c.SecretEnv = config.SecretURL(url), "TEST_HMAC"
 	default:
-		c.URL = url
+		c.URL = config.SecretURL(url)
 	}
 	return c
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/ragwatch/ragwatch/alerts"
 	"github.com/ragwatch/ragwatch/alerts/internal/fixture"
 	"github.com/ragwatch/ragwatch/config"
@@ -38,13 +39,13 @@ func TestUpdate(t *testing.T) {
 	}
 	send(1, 1)
 	// A changed notifier is a new worker with no memory of what was sent.
-	ca.RepeatInterval = 2 * time.Minute
+	ca.RepeatInterval = model.Duration(2 * time.Minute)
 	if err := h.d.Update([]config.Notifier{ca, cb}); err != nil {
 		t.Fatal(err)
 	}
 	send(2, 1)
 	// One that cannot be built rejects the whole update.
-	bad := config.Notifier{Name: "pd", Type: config.NotifierPagerDuty, URL: a.URL, RoutingKeyEnv: "RAGWATCH_TEST_UNSET_KEY",
+	bad := config.Notifier{Name: "pd", Type: config.NotifierPagerDuty, URL: config.SecretURL(a.URL), RoutingKeyEnv: "RAGWATCH_TEST_UNSET_KEY",
 		Timeout: time.Second, RatePerMinute: 60}
 	if err := h.d.Update([]config.Notifier{bad}); err == nil || !strings.Contains(err.Error(), "RAGWATCH_TEST_UNSET_KEY") {
 		t.Fatalf("bad update: %v", err)

@@ -3,11 +3,12 @@ package rules
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ragwatch/ragwatch/alerts"
@@ -51,9 +52,9 @@ const (
 	RecBudget     = "ragwatch:slo_error_budget_remaining:"
 )
 
-func dur(d time.Duration) string { return alerts.FormatDuration(d) }
+func dur(d model.Duration) string { return d.String() }
 
-func sumIncrease(metric, sloName string, w time.Duration) string {
+func sumIncrease(metric, sloName string, w model.Duration) string {
 	return fmt.Sprintf(`sum by (slo, service) (increase(%s{slo=%q}[%s]))`, metric, sloName, dur(w))
 }
 
@@ -63,7 +64,7 @@ func sel(record, sloName string) string { return fmt.Sprintf(`%s{slo=%q}`, recor
 func prom(v float64) string { return strconv.FormatFloat(v, 'g', 12, 64) }
 
 // forDur is a rule's `for`/`keep_firing_for`, omitted when zero.
-func forDur(d time.Duration) string {
+func forDur(d model.Duration) string {
 	if d <= 0 {
 		return ""
 	}
@@ -134,7 +135,7 @@ func annotations(summary, description, runbook, dashboard string) map[string]str
 }
 
 // sumsRules records the window sums of one SLO.
-func sumsRules(name string, w time.Duration, withSquares bool) []Rule {
+func sumsRules(name string, w model.Duration, withSquares bool) []Rule {
 	ws := dur(w)
 	rules := []Rule{
 		record(RecSamples+ws, name, sumIncrease(alerts.MetricSamples, name, w)),
@@ -194,16 +195,11 @@ func threshold(s config.SLO, dashboard string) Group {
 
 func burnRate(s config.SLO, dashboard string) Group {
 	g := Group{Name: "ragwatch-slo-" + s.Name}
-	windows := map[time.Duration]bool{s.Period: true}
+	windows := map[model.Duration]bool{s.Period: true}
 	for _, p := range s.BurnRates {
 		windows[p.LongWindow], windows[p.ShortWindow] = true, true
 	}
-	ws := make([]time.Duration, 0, len(windows))
-	for w := range windows {
-		ws = append(ws, w)
-	}
-	sort.Slice(ws, func(i, j int) bool { return ws[i] < ws[j] })
-	for _, w := range ws {
+	for _, w := range slices.Sorted(maps.Keys(windows)) {
 		g.Rules = append(g.Rules,
 			record(RecSamples+dur(w), s.Name, sumIncrease(alerts.MetricSamples, s.Name, w)),
 			record(RecErrorRatio+dur(w), s.Name, fmt.Sprintf("1 - (\n  %s\n/\n  %s\n)",

@@ -1,21 +1,11 @@
 package slo
 
-import (
-	"time"
+import "time"
 
-	"github.com/ragwatch/ragwatch/config"
-)
-
-// Good classifies a sample of a burn-rate SLO.
+// Good classifies a sample of a burn-rate SLO: a sample x is good when `x Op Value`.
 type Good struct {
 	Op    string // >=, >, <=, <
 	Value float64
-}
-
-// NewGood parses `good_when`.
-func NewGood(s string) (Good, error) {
-	op, v, err := config.ParseGoodWhen(s)
-	return Good{Op: op, Value: v}, err
 }
 
 // Is reports whether x is good.
@@ -64,9 +54,18 @@ func BudgetRemaining(period Sums, objective float64) float64 {
 	return 1 - ErrorRatio(period)/(1-objective)
 }
 
+// Pair is one alert of the multi-window multi-burn-rate scheme: it fires when the error budget
+// burns faster than Factor over both LongWindow and ShortWindow.
+type Pair struct {
+	Severity    string
+	LongWindow  time.Duration
+	ShortWindow time.Duration
+	Factor      float64
+}
+
 // PairVerdict is the evaluation of one long/short window pair.
 type PairVerdict struct {
-	Pair            config.BurnRateWindow
+	Pair            Pair
 	LongBurn        float64
 	ShortBurn       float64
 	LongN, ShortN   int64
@@ -77,7 +76,7 @@ type PairVerdict struct {
 
 // EvaluatePair fires when both windows burn faster than the factor; the long window needs
 // min_samples and the short window at least one sample.
-func EvaluatePair(p config.BurnRateWindow, long, short Sums, objective float64, minSamples int64) PairVerdict {
+func EvaluatePair(p Pair, long, short Sums, objective float64, minSamples int64) PairVerdict {
 	v := PairVerdict{Pair: p, LongN: long.N, ShortN: short.N,
 		LongErrorRatio: ErrorRatio(long), ShortErrorRatio: ErrorRatio(short)}
 	v.LongBurn = BurnRate(v.LongErrorRatio, objective)
@@ -92,7 +91,7 @@ const FineLimit = 6 * time.Hour
 
 // Resolutions picks bucket widths and spans for a burn-rate SLO: fine buckets (≤ 1m) for
 // windows up to FineLimit, hourly buckets for longer windows and the period.
-func Resolutions(pairs []config.BurnRateWindow, period time.Duration) (fineWidth, fineSpan, coarseWidth, coarseSpan time.Duration) {
+func Resolutions(pairs []Pair, period time.Duration) (fineWidth, fineSpan, coarseWidth, coarseSpan time.Duration) {
 	fineWidth = time.Minute
 	fineSpan = 5 * time.Minute
 	for _, p := range pairs {

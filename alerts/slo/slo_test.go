@@ -4,8 +4,6 @@ import (
 	"math"
 	"testing"
 	"time"
-
-	"github.com/ragwatch/ragwatch/config"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -89,9 +87,12 @@ func TestThresholdFiresOnTheBoundNotThePoint(t *testing.T) {
 }
 
 func TestBurnRate(t *testing.T) {
-	g, err := NewGood(">= 0.5")
-	if err != nil || !g.Is(0.5) || g.Is(0.49) {
-		t.Fatalf("good_when: %v %+v", err, g)
+	g := Good{Op: ">=", Value: 0.5}
+	if !g.Is(0.5) || g.Is(0.49) || g.Badness(0.9) >= g.Badness(0.1) {
+		t.Fatalf("good_when >= 0.5: %+v", g)
+	}
+	if lt := (Good{Op: "<", Value: 2.5}); !lt.Is(2.4) || lt.Is(2.5) || lt.Badness(3) <= lt.Badness(1) {
+		t.Fatalf("good_when < 2.5: %+v", lt)
 	}
 	var long, short Sums
 	for i := 0; i < 100; i++ { // 20% bad over the hour
@@ -100,7 +101,7 @@ func TestBurnRate(t *testing.T) {
 	for i := 0; i < 10; i++ { // 30% bad over 5m
 		short.Add(b2f(i%10 >= 3), 1)
 	}
-	p := config.BurnRateWindow{Severity: "page", LongWindow: time.Hour, ShortWindow: 5 * time.Minute, Factor: 14.4}
+	p := Pair{Severity: "page", LongWindow: time.Hour, ShortWindow: 5 * time.Minute, Factor: 14.4}
 	// objective 0.99: budget 1%; burn 20 (long) and 30 (short) > 14.4.
 	v := EvaluatePair(p, long, short, 0.99, 30)
 	if !v.Breach || !near(v.LongBurn, 20) || !near(v.ShortBurn, 30) {
@@ -126,7 +127,12 @@ func TestBurnRate(t *testing.T) {
 			t.Errorf("ThresholdWidth(%s) = %s, want %s", w, got, want)
 		}
 	}
-	fw, fs, cw, cs := Resolutions(config.DefaultBurnRates(), 30*24*time.Hour)
+	workbook := []Pair{ // the SRE workbook's alerts for a 30-day budget
+		{Severity: "page", LongWindow: time.Hour, ShortWindow: 5 * time.Minute, Factor: 14.4},
+		{Severity: "page", LongWindow: 6 * time.Hour, ShortWindow: 30 * time.Minute, Factor: 6},
+		{Severity: "ticket", LongWindow: 72 * time.Hour, ShortWindow: 6 * time.Hour, Factor: 1},
+	}
+	fw, fs, cw, cs := Resolutions(workbook, 30*24*time.Hour)
 	if fw != time.Minute || fs != 6*time.Hour || cw != time.Hour || cs != 30*24*time.Hour {
 		t.Fatalf("resolutions = %v %v %v %v", fw, fs, cw, cs)
 	}

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/truncate"
 )
 
 // Result is what one trace gives.
@@ -732,11 +733,11 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 		r.Citations = citationsFrom(t.nodes[s].f.ragCitations)
 	}
 
-	r.Query = truncate(r.Query, record.MaxTextBytes)
-	r.Answer = truncate(r.Answer, record.MaxTextBytes)
-	r.Reference = truncate(r.Reference, record.MaxTextBytes)
-	r.SessionID = truncate(r.SessionID, record.MaxIDLength)
-	r.UserID = truncate(r.UserID, record.MaxIDLength)
+	r.Query = truncate.String(r.Query, record.MaxTextBytes)
+	r.Answer = truncate.String(r.Answer, record.MaxTextBytes)
+	r.Reference = truncate.String(r.Reference, record.MaxTextBytes)
+	r.SessionID = truncate.String(r.SessionID, record.MaxIDLength)
+	r.UserID = truncate.String(r.UserID, record.MaxIDLength)
 	r.Normalize(r.Time)
 	return r
 }
@@ -852,7 +853,7 @@ func finishDocs(docs []record.Document) []record.Document {
 	}
 	for k := range docs {
 		d := &docs[k]
-		d.Content = truncate(d.Content, record.MaxTextBytes)
+		d.Content = truncate.String(d.Content, record.MaxTextBytes)
 		if d.ID == "" {
 			for _, key := range metadataIDKeys {
 				if v, ok := d.Metadata[key]; ok {
@@ -875,7 +876,7 @@ func finishDocs(docs []record.Document) []record.Document {
 			// Vector stores often keep the chunk text in metadata (Pinecone's "text").
 			for _, key := range metadataTextKeys {
 				if s, ok := d.Metadata[key].(string); ok && s != "" {
-					d.Content = truncate(s, record.MaxTextBytes)
+					d.Content = truncate.String(s, record.MaxTextBytes)
 					break
 				}
 			}
@@ -916,7 +917,7 @@ func addAttr(m map[string]string, k, v string) map[string]string {
 	if m == nil {
 		m = make(map[string]string, 2)
 	}
-	m[k] = truncate(v, 256)
+	m[k] = truncate.String(v, 256)
 	return m
 }
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/truncate"
 )
 
 // annotation is one OpenInference annotations.{i}.annotation.* (or evaluations.{i}.evaluation.*).
@@ -47,7 +48,7 @@ func (a annotation) feedback() (*record.Feedback, int) {
 	if fb == nil {
 		return nil, rankNone
 	}
-	fb.Comment = truncate(a.explanation, 4096)
+	fb.Comment = truncate.String(a.explanation, 4096)
 	switch a.kind {
 	case "HUMAN":
 		return fb, rankHuman
@@ -114,7 +115,7 @@ func feedbackFromValue(v Value) *record.Feedback {
 		}
 		fb := verdict(score, asString(obj["label"]))
 		if fb != nil {
-			fb.Comment = truncate(asString(obj["comment"]), 4096)
+			fb.Comment = truncate.String(asString(obj["comment"]), 4096)
 		}
 		return fb
 	}
@@ -142,7 +143,7 @@ func feedbackFromEvaluationEvent(ev *Event) *record.Feedback {
 	}
 	fb := verdict(score, label)
 	if fb != nil {
-		fb.Comment = truncate(explanation, 4096)
+		fb.Comment = truncate.String(explanation, 4096)
 		fb.Time = ev.Time
 	}
 	return fb

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ragwatch/ragwatch/internal/truncate"
 )
 
 // Text returns the value as a string: strings as they are, numbers and bools formatted, and
@@ -120,7 +122,7 @@ func parseMetadata(v Value) map[string]any {
 				}
 			}
 		}
-		return map[string]any{"raw": truncate(s, 4096)}
+		return map[string]any{"raw": truncate.String(s, 4096)}
 	}
 	return nil
 }
@@ -264,17 +266,6 @@ func (p *pyParser) str(q byte) (any, bool) {
 		}
 	}
 	return nil, false
-}
-
-// truncate cuts s to at most n bytes on a UTF-8 boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }
 
 // asString returns x when it is a string.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/truncate"
 )
 
 // event is the JSON form of feedback on NATS (`ragwatch.feedback.>`) and on
@@ -52,7 +53,7 @@ func (e *event) validate() error {
 	case e.Score != nil && (math.IsNaN(*e.Score) || *e.Score < -1 || *e.Score > 1):
 		errs = append(errs, errors.New("score: must be between -1 and 1"))
 	case e.Thumbs != "" && e.Thumbs != "up" && e.Thumbs != "down":
-		errs = append(errs, fmt.Errorf("thumbs: must be up or down, got %q", truncate(e.Thumbs, 16)))
+		errs = append(errs, fmt.Errorf("thumbs: must be up or down, got %q", truncate.Ellipsis(e.Thumbs, 16)))
 	}
 	if len(e.Comment) > MaxCommentBytes {
 		errs = append(errs, fmt.Errorf("comment: longer than %d bytes", MaxCommentBytes))
@@ -141,11 +142,4 @@ func unjoin(err error) []error {
 		return out
 	}
 	return []error{err}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

@@ -531,7 +531,7 @@ func TestCoreSubscriptionSurvivesServerRestart(t *testing.T) {
 	}
 	srv := runServer()
 	cfg := config.Default().NATS
-	cfg.URL = srv.ClientURL()
+	cfg.URL = config.SecretURL(srv.ClientURL())
 	cfg.ReconnectWait = 10 * time.Millisecond
 	cfg.ReconnectMaxWait = 50 * time.Millisecond
 	reg := prometheus.NewRegistry()
@@ -551,7 +551,7 @@ func TestCoreSubscriptionSurvivesServerRestart(t *testing.T) {
 	defer func() { _ = sub.Shutdown(context.Background()) }()
 	publish := func(id string) {
 		t.Helper()
-		app, err := nats.Connect(cfg.URL)
+		app, err := nats.Connect(cfg.URL.Reveal())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/truncate"
 )
 
 // Limits bound what one request may carry. A zero field takes its default.
@@ -167,7 +168,7 @@ func (l Limits) checkAttrs(m pcommon.Map, at position) *rejection {
 			return reject(ingest.ReasonLimits, "%s: an attribute key is %d bytes, more than the limit of %d", at, len(k), l.MaxAttributeValueBytes)
 		}
 		if size := valueSize(v, l.MaxAttributeValueBytes); size > l.MaxAttributeValueBytes {
-			return reject(ingest.ReasonLimits, "%s: attribute %q is over %d bytes, the limit for one value", at, truncate(k, 64), l.MaxAttributeValueBytes)
+			return reject(ingest.ReasonLimits, "%s: attribute %q is over %d bytes, the limit for one value", at, truncate.Ellipsis(k, 64), l.MaxAttributeValueBytes)
 		}
 	}
 	return nil
@@ -199,11 +200,4 @@ func valueSize(v pcommon.Value, limit int) int {
 	default:
 		return 8
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

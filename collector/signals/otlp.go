@@ -101,7 +101,7 @@ func newOTLPExporter(ctx context.Context, c config.OTLPMetrics) (sdkmetric.Expor
 			opts = append(opts, otlpmetricgrpc.WithInsecure())
 		}
 		if len(c.Headers) > 0 {
-			opts = append(opts, otlpmetricgrpc.WithHeaders(c.Headers))
+			opts = append(opts, otlpmetricgrpc.WithHeaders(c.RevealHeaders()))
 		}
 		return otlpmetricgrpc.New(ctx, opts...)
 	case "http":
@@ -120,7 +120,7 @@ func newOTLPExporter(ctx context.Context, c config.OTLPMetrics) (sdkmetric.Expor
 			opts = append(opts, otlpmetrichttp.WithInsecure())
 		}
 		if len(c.Headers) > 0 {
-			opts = append(opts, otlpmetrichttp.WithHeaders(c.Headers))
+			opts = append(opts, otlpmetrichttp.WithHeaders(c.RevealHeaders()))
 		}
 		return otlpmetrichttp.New(ctx, opts...)
 	}

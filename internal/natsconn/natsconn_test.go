@@ -179,7 +179,7 @@ func TestExternalReconnect(t *testing.T) {
 	t.Setenv("RAGWATCH_TEST_NATS_TOKEN", "s3cret")
 
 	cfg := config.Default().NATS
-	cfg.URL = "nats://127.0.0.1:" + strconv.Itoa(port)
+	cfg.URL = config.SecretURL("nats://127.0.0.1:" + strconv.Itoa(port))
 	cfg.TokenEnv = "RAGWATCH_TEST_NATS_TOKEN"
 	cfg.ReconnectWait = 10 * time.Millisecond
 	cfg.ReconnectMaxWait = 50 * time.Millisecond
@@ -216,7 +216,7 @@ func TestExternalReconnect(t *testing.T) {
 		}
 	}
 	_ = c.NC.Flush()
-	pub(cfg.URL, "one")
+	pub(cfg.URL.Reveal(), "one")
 	if m := <-got; m != "one" {
 		t.Fatalf("got %q", m)
 	}
@@ -229,7 +229,7 @@ func TestExternalReconnect(t *testing.T) {
 	defer func() { s2.Shutdown(); s2.WaitForShutdown() }()
 	waitFor(t, "ragwatch_nats_connected back to 1", func() bool { return connected() == 1 })
 	_ = c.NC.Flush()
-	pub(cfg.URL, "two")
+	pub(cfg.URL.Reveal(), "two")
 	select {
 	case m := <-got:
 		if m != "two" {
@@ -246,7 +246,7 @@ func TestExternalBadToken(t *testing.T) {
 	s := runServer(t, port, "right")
 	defer func() { s.Shutdown(); s.WaitForShutdown() }()
 	cfg := config.Default().NATS
-	cfg.URL = "nats://127.0.0.1:" + strconv.Itoa(port)
+	cfg.URL = config.SecretURL("nats://127.0.0.1:" + strconv.Itoa(port))
 	dir := t.TempDir()
 	tokFile := filepath.Join(dir, "token")
 	if err := os.WriteFile(tokFile, []byte("wrong\n"), 0o600); err != nil {
@@ -254,7 +254,7 @@ func TestExternalBadToken(t *testing.T) {
 	}
 	cfg.TokenFile = tokFile
 	_, err := Connect(context.Background(), cfg, prometheus.NewRegistry(), nil)
-	want := "connect to NATS (" + cfg.URL + "; check `nats.url` and credentials): nats: Authorization Violation"
+	want := "connect to NATS (" + cfg.URL.Reveal() + "; check `nats.url` and credentials): nats: Authorization Violation"
 	if err == nil || err.Error() != want {
 		t.Fatalf("error:\n got %v\nwant %s", err, want)
 	}

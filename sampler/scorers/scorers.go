@@ -93,7 +93,7 @@ func Build(cfg config.Scoring, reg prometheus.Registerer, logger *slog.Logger, o
 		case config.BackendAnthropic:
 			sc, err = buildAnthropic(cfg.Anthropic, ms, judgeOpts)
 		case config.BackendNLI:
-			sc, err = nli.New(nli.Config{URL: cfg.NLI.URL, Threshold: cfg.NLI.Threshold, Timeout: cfg.NLI.Timeout,
+			sc, err = nli.New(nli.Config{URL: cfg.NLI.URL.Reveal(), Threshold: cfg.NLI.Threshold, Timeout: cfg.NLI.Timeout,
 				MaxRetries: 2, Metrics: ms, Registerer: reg})
 		}
 		if err != nil {
@@ -126,7 +126,7 @@ func buildOpenAI(b config.LLMBackend, metrics []string, opts func(config.LLMBack
 	if err != nil {
 		return nil, err
 	}
-	be := openai.New(openai.Config{BaseURL: b.BaseURL, Model: b.Model, APIKey: key,
+	be := openai.New(openai.Config{BaseURL: b.BaseURL.Reveal(), Model: b.Model, APIKey: key,
 		EmbeddingsModel: b.EmbeddingsModel, HTTPClient: judgeClient(b.MaxConcurrency)})
 	return llm.NewScorer(llm.NewJudge(be, o), llm.ScorerOptions{Metrics: metrics, Embedder: be.Embedder()})
 }
@@ -143,7 +143,7 @@ func buildAnthropic(b config.LLMBackend, metrics []string, opts func(config.LLMB
 	if err != nil {
 		return nil, err
 	}
-	be := anthropic.New(anthropic.Config{BaseURL: b.BaseURL, Model: b.Model, APIKey: key, HTTPClient: judgeClient(b.MaxConcurrency)})
+	be := anthropic.New(anthropic.Config{BaseURL: b.BaseURL.Reveal(), Model: b.Model, APIKey: key, HTTPClient: judgeClient(b.MaxConcurrency)})
 	return llm.NewScorer(llm.NewJudge(be, o), llm.ScorerOptions{Metrics: metrics})
 }
 

@@ -19,7 +19,7 @@ type Config struct {
 
 // NewConfig reads the target from the notifier config (url, or url_env).
 func NewConfig(c config.Notifier) (Config, error) {
-	u := config.Secret(c.URL)
+	u := config.Secret(c.URL.Reveal())
 	if c.URLEnv != "" {
 		s, err := config.ReadSecret(c.URLEnv, "")
 		if err != nil {
@@ -27,5 +27,5 @@ func NewConfig(c config.Notifier) (Config, error) {
 		}
 		u = s
 	}
-	return Config{Name: c.Name, URL: u, RepeatInterval: c.RepeatInterval}, nil
+	return Config{Name: c.Name, URL: u, RepeatInterval: time.Duration(c.RepeatInterval)}, nil
 }

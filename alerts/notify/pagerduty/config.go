@@ -19,5 +19,5 @@ func NewConfig(c config.Notifier) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("notifier %s: routing_key_env: %w", c.Name, err)
 	}
-	return Config{Name: c.Name, URL: c.URL, RoutingKey: key}, nil
+	return Config{Name: c.Name, URL: c.URL.Reveal(), RoutingKey: key}, nil
 }

@@ -14,7 +14,7 @@ type Config struct {
 
 // NewConfig reads the webhook URL from url or, preferably, the variable named by url_env.
 func NewConfig(c config.Notifier) (Config, error) {
-	u := config.Secret(c.URL)
+	u := config.Secret(c.URL.Reveal())
 	if c.URLEnv != "" {
 		s, err := config.ReadSecret(c.URLEnv, "")
 		if err != nil {

@@ -16,7 +16,7 @@ type Config struct {
 
 // NewConfig reads the URL (url or url_env) and the signing secret (secret_env).
 func NewConfig(c config.Notifier) (Config, error) {
-	u := config.Secret(c.URL)
+	u := config.Secret(c.URL.Reveal())
 	if c.URLEnv != "" {
 		s, err := config.ReadSecret(c.URLEnv, "")
 		if err != nil {

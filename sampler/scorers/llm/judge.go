@@ -14,6 +14,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/internal/redact"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/truncate"
 )
 
 // Pricing is a backend's price in US dollars per million tokens.
@@ -201,18 +202,11 @@ func (j *Judge) Ask(ctx context.Context, q Question, out any) (Usage, error) {
 			return total, &OutcomeError{Outcome: score.OutcomeParseError, Err: fmt.Errorf("invalid verdict after one repair: %w", perr)}
 		}
 		req.Messages = append(req.Messages,
-			Message{Role: "assistant", Content: truncate(resp.Text, 4000)},
+			Message{Role: "assistant", Content: truncate.String(resp.Text, 4000)},
 			Message{Role: "user", Content: "Your reply was rejected: " + perr.Error() +
 				". Reply again with only one JSON object that matches the required schema, with no other text."})
 	}
 	panic("unreachable")
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 // decode parses the reply, tolerating a Markdown code fence around the JSON, and validates it.

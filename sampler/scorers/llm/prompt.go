@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/ragwatch/ragwatch/internal/truncate"
 )
 
 // Record content goes into prompts only inside blocks
@@ -83,5 +85,5 @@ func block(name, attrs, content string) string {
 
 // docAttrs quotes a document id for a block attribute, neutralised like content.
 func docAttrs(i int, id string) string {
-	return fmt.Sprintf("index=%d id=%q", i, Neutralize(truncate(id, 128)))
+	return fmt.Sprintf("index=%d id=%q", i, Neutralize(truncate.String(id, 128)))
 }

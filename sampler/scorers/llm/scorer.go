@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -12,6 +13,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/text"
+	"github.com/ragwatch/ragwatch/internal/truncate"
 )
 
 // MetricNames lists every metric a judge can score, in scoring order.
@@ -47,7 +49,7 @@ func NewScorer(j *Judge, o ScorerOptions) (*Scorer, error) {
 		ms = MetricNames
 	}
 	for _, m := range ms {
-		if !contains(MetricNames, m) {
+		if !slices.Contains(MetricNames, m) {
 			return nil, fmt.Errorf("llm judge cannot score metric %q", m)
 		}
 	}
@@ -62,15 +64,6 @@ func NewScorer(j *Judge, o ScorerOptions) (*Scorer, error) {
 		s.now = time.Now
 	}
 	return s, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Name implements score.Scorer: the backend's name.
@@ -646,7 +639,7 @@ func (s *Scorer) supportPairs(ctx context.Context, u *call, stmts []Statement, p
 		k := len(ask)
 		ask = append(ask, i)
 		b.WriteString(block("CLAIM", fmt.Sprintf("index=%d", k), stmts[p.statement].Text))
-		b.WriteString(block("PASSAGE", fmt.Sprintf("index=%d id=%q", k, Neutralize(truncate(p.docID, 128))), s.cut(p.content)))
+		b.WriteString(block("PASSAGE", fmt.Sprintf("index=%d id=%q", k, Neutralize(truncate.String(p.docID, 128))), s.cut(p.content)))
 	}
 	if len(ask) == 0 {
 		return supports, nil

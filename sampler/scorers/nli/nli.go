@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -75,7 +76,7 @@ func New(c Config) (*Scorer, error) {
 		c.Metrics = Metrics
 	}
 	for _, m := range c.Metrics {
-		if !contains(Metrics, m) {
+		if !slices.Contains(Metrics, m) {
 			return nil, fmt.Errorf("nli cannot score metric %q", m)
 		}
 	}
@@ -118,15 +119,6 @@ func New(c Config) (*Scorer, error) {
 	return s, nil
 }
 
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // Name implements score.Scorer.
 func (s *Scorer) Name() string { return "nli" }
 
@@ -152,7 +144,7 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 		}
 		failed = append(failed, score.MetricError{Metric: metric, Outcome: outcome, Err: err})
 	}
-	if contains(s.c.Metrics, score.Faithfulness) {
+	if slices.Contains(s.c.Metrics, score.Faithfulness) {
 		v, expl, ok, err := s.faithfulness(ctx, r)
 		switch {
 		case err != nil:
@@ -161,7 +153,7 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 			add(score.Faithfulness, v, expl)
 		}
 	}
-	wantP, wantR := contains(s.c.Metrics, score.CitationPrecision), contains(s.c.Metrics, score.CitationRecall)
+	wantP, wantR := slices.Contains(s.c.Metrics, score.CitationPrecision), slices.Contains(s.c.Metrics, score.CitationRecall)
 	if wantP || wantR {
 		stmts := llm.Statements(r)
 		var pairs [][2]string

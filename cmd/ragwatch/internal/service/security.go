@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
@@ -95,15 +93,13 @@ func (s redactingScorer) Score(ctx context.Context, rec *record.Record) ([]score
 	return res, err
 }
 
-// configHandler serves GET /api/v1/config: the effective config as JSON with every value that
-// can be a credential replaced by "<redacted>". Secrets proper are env/file references (kept:
-// they name where a secret is, not what it is); what is redacted is values that are
-// credentials themselves: exporter headers, user:password in URLs, webhook URLs' paths and
-// queries (Slack and webhook URLs embed their token), and any key naming a token, password or
-// secret directly.
+// configHandler serves GET /api/v1/config: the effective config as JSON. Credentials are
+// hidden by their type: config.Secret and config.SecretURL fields marshal redacted, so what is
+// shown needs no list of key names here. References to secrets (`*_env`, `*_file`) are shown:
+// they say where a secret is, not what it is.
 func configHandler(cfg *config.Config) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		v, err := redactedConfig(cfg)
+		v, err := configTree(cfg)
 		if err != nil {
 			httpapi.WriteError(w, http.StatusInternalServerError, "encode config: "+err.Error())
 			return
@@ -112,9 +108,8 @@ func configHandler(cfg *config.Config) http.Handler {
 	})
 }
 
-const redactedValue = "<redacted>"
-
-func redactedConfig(cfg *config.Config) (any, error) {
+// configTree is the config under its YAML key names, ready to be written as JSON.
+func configTree(cfg *config.Config) (map[string]any, error) {
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
 		return nil, err
@@ -123,73 +118,7 @@ func redactedConfig(cfg *config.Config) (any, error) {
 	if err := yaml.Unmarshal(data, &tree); err != nil {
 		return nil, err
 	}
-	return redactTree("", tree), nil
-}
-
-func redactTree(key string, v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		if key == "headers" {
-			for k := range x {
-				x[k] = redactedValue
-			}
-			return x
-		}
-		for k, val := range x {
-			x[k] = redactTree(k, val)
-		}
-		return x
-	case []any:
-		for i := range x {
-			x[i] = redactTree(key, x[i])
-		}
-		return x
-	case string:
-		if x == "" || strings.HasSuffix(key, "_env") || strings.HasSuffix(key, "_file") {
-			return x
-		}
-		switch {
-		case secretKey(key):
-			return redactedValue
-		case key == "url" || key == "urls" || key == "base_url":
-			return redactURLs(x)
-		}
-		return x
-	}
-	return v
-}
-
-func secretKey(key string) bool {
-	k := strings.ToLower(key)
-	for _, s := range []string{"token", "password", "secret", "api_key", "apikey", "routing_key", "credential"} {
-		if strings.Contains(k, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// redactURLs keeps the scheme and host of each comma-separated URL and replaces user info,
-// path and query, where tokens live.
-func redactURLs(s string) string {
-	parts := strings.Split(s, ",")
-	for i, p := range parts {
-		u, err := url.Parse(strings.TrimSpace(p))
-		if err != nil || u.Host == "" {
-			parts[i] = redactedValue
-			continue
-		}
-		out := u.Scheme + "://"
-		if u.User != nil {
-			out += redactedValue + "@"
-		}
-		out += u.Host
-		if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-			out += "/" + redactedValue
-		}
-		parts[i] = out
-	}
-	return strings.Join(parts, ",")
+	return tree, nil
 }
 
 // NewRedactor builds the redactor of cfg.Redaction (nil when disabled), counting in reg. Build

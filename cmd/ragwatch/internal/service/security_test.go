@@ -264,7 +264,7 @@ log: {level: debug}
 
 	// A wrong NATS token and a URL password must not appear in the startup error either.
 	bad := *cfg
-	bad.NATS.URL = strings.Replace(ns.ClientURL(), "nats://", "nats://s1user:"+secrets["URL password"]+"@", 1)
+	bad.NATS.URL = config.SecretURL(strings.Replace(ns.ClientURL(), "nats://", "nats://s1user:"+secrets["URL password"]+"@", 1))
 	bad.NATS.TokenFile = write("wrong-token", secrets["wrong NATS tk"])
 	bad.NATS.ConnectTimeout = 2 * time.Second
 	bad.HTTP.Endpoint, bad.Receivers.OTLP.GRPC.Endpoint = "127.0.0.1:0", "127.0.0.1:0"

@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ragwatch/ragwatch/alerts/drift"
+	"github.com/ragwatch/ragwatch/alerts/slo"
+	"github.com/ragwatch/ragwatch/config"
+)
+
+// The math packages (alerts/slo, alerts/drift) take their own small types so they stay free
+// of config; these functions are the one place a config section becomes them.
+
+// burnPairs converts a burn-rate SLO's `burn_rates`.
+func burnPairs(ws []config.BurnRateWindow) []slo.Pair {
+	out := make([]slo.Pair, len(ws))
+	for i, w := range ws {
+		out[i] = slo.Pair{Severity: w.Severity, LongWindow: time.Duration(w.LongWindow), ShortWindow: time.Duration(w.ShortWindow), Factor: w.Factor}
+	}
+	return out
+}
+
+// goodWhen converts a burn-rate SLO's `good_when`.
+func goodWhen(s string) (slo.Good, error) {
+	op, v, err := config.ParseGoodWhen(s)
+	if err != nil {
+		return slo.Good{}, fmt.Errorf("good_when: %w", err)
+	}
+	return slo.Good{Op: op, Value: v}, nil
+}
+
+// driftDetector converts one `drift.detectors` entry.
+func driftDetector(d config.DriftDetector) drift.Detector {
+	return drift.Detector{Name: d.Name, Signal: d.Signal, Service: d.Service, Method: driftMethod(d.Method), Buckets: d.Buckets}
+}
+
+// driftDetectors converts the `drift.detectors` section.
+func driftDetectors(ds []config.DriftDetector) []drift.Detector {
+	out := make([]drift.Detector, len(ds))
+	for i, d := range ds {
+		out[i] = driftDetector(d)
+	}
+	return out
+}
+
+func driftMethod(m string) string {
+	switch m {
+	case config.DriftKS:
+		return drift.MethodKS
+	case config.DriftJS:
+		return drift.MethodJS
+	}
+	return drift.MethodPSI // config validation admits only psi, ks and js
+}
