@@ -200,19 +200,6 @@ func redactURLs(s string) string {
 	return strings.Join(parts, ",")
 }
 
-// NewRedactor builds the redactor of cfg.Redaction (nil when disabled), counting in reg. Build
-// one per process: `ragwatch worker` uses it with JudgeRedaction and RedactScorers so worker
-// pods redact exactly like the sidecar's in-process workers.
-func NewRedactor(cfg *config.Config, reg prometheus.Registerer) (*redact.Redactor, error) {
-	return buildRedactor(cfg, reg)
-}
-
-// RedactScorers wraps scorers so the explanations of their results are redacted by r (nil
-// leaves them as they are).
-func RedactScorers(scorers []score.Scorer, r *redact.Redactor) []score.Scorer {
-	return redactScorers(scorers, r)
-}
-
 // JudgeRedaction is the scorers.Build option that makes LLM judges redact their prompts with r
 // (custom patterns, counted). With r nil (redaction disabled) judges keep their built-in
 // default: prompts to an external judge are redacted regardless.
