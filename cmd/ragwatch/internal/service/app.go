@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -25,14 +23,10 @@ import (
 	"github.com/ragwatch/ragwatch/internal/httpapi"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/labels"
-	"github.com/ragwatch/ragwatch/internal/memlimit"
 	"github.com/ragwatch/ragwatch/internal/natsconn"
 	"github.com/ragwatch/ragwatch/internal/record"
-	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler"
-	"github.com/ragwatch/ragwatch/sampler/queue"
-	"github.com/ragwatch/ragwatch/sampler/ring"
-	"github.com/ragwatch/ragwatch/sampler/scorers"
+	"github.com/ragwatch/ragwatch/sampler/worker"
 )
 
 // Option adjusts how the App is built; tests use them to observe the pipeline.
@@ -53,7 +47,7 @@ type options struct {
 func WithRegistry(reg *prometheus.Registry) Option { return func(o *options) { o.registry = reg } }
 
 // WithRecordSink appends c as the last stage of the record fan-out: it sees every record the
-// assembler or the API produces, after every other stage.
+// assembler or the API produces, after every other stage. The worker has no fan-out.
 func WithRecordSink(c record.Consumer) Option {
 	return func(o *options) { o.sinks = append(o.sinks, c) }
 }
@@ -61,18 +55,78 @@ func WithRecordSink(c record.Consumer) Option {
 // WithClock sets the clock of the stages that take one.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
-// component is one part with a lifecycle. Components start in the order they are added and
-// shut down in reverse.
-type component struct {
-	name     string
-	start    func(context.Context) error
-	shutdown func(context.Context) error
+// Mode is which command a build is for: `ragwatch run` (the sidecar) or `ragwatch worker`
+// (scoring pods). Each entry of parts names the modes that run it.
+type Mode uint8
+
+const (
+	// ModeRun is the whole pipeline of `ragwatch run`.
+	ModeRun Mode = 1 << iota
+	// ModeWorker is the subset of `ragwatch worker`: NATS, the scoring workers and the HTTP
+	// server (probes, /metrics, the profiler) with the same http.tls and http.auth.
+	ModeWorker
+)
+
+// part is one entry of the component list: the modes that run it and how it is built. build
+// sets the App's field for the part and returns its start and shutdown; it may use the parts
+// built before it (the App's fields), never those after.
+type part struct {
+	name  string
+	modes Mode
+	build func(*builder) (lifecycle, error)
 }
 
-// App is a built ragwatch pipeline.
+// parts is the one ordered list of components of both commands, from the back of the pipeline
+// to the front: New and NewWorker build the entries of their mode top to bottom, Start starts
+// them in that order, so nothing flows into a stage that is not running, and Shutdown stops
+// them bottom to top: intake stops first and NATS closes last. Add a new stage here, below
+// the parts it hands its output to and above those that feed it (build.go holds the builders).
+var parts = []part{
+	// NATS first: it starts first and closes last, after every part that publishes or keeps
+	// state in it.
+	{"nats", ModeRun | ModeWorker, (*builder).nats},
+	// Every receiver asks the memory guard before reading input; the worker takes no intake.
+	{"memory guard", ModeRun, (*builder).memoryGuard},
+	// --- Back of the pipeline: the record consumers. ---
+	{"signals", ModeRun, (*builder).signals},
+	// The dispatcher starts before the engine and stops after it, so the engine's last alerts
+	// are delivered and its state saved.
+	{"notifiers", ModeRun, (*builder).notifiers},
+	{"alert engine", ModeRun, (*builder).alertEngine},
+	// Scores from in-process workers and worker pods alike, into the alert engine and the
+	// ring behind GET /api/v1/scores; it stops after the workers.
+	{"scores subscription", ModeRun, (*builder).scoresSubscription},
+	// Sampling to the JetStream queue and, unless scoring.workers is 0, scoring in process.
+	{"sampler", ModeRun, (*builder).sampler},
+	// The worker's scoring: the same pool, pulling from the queue the sidecars feed.
+	{"scoring workers", ModeWorker, (*builder).scoringWorkers},
+	// The record fan-out's front: feedback joined to its record once.
+	{"feedback join", ModeRun, (*builder).feedbackJoin},
+	// --- Middle: spans into records. ---
+	{"assembler", ModeRun, (*builder).assembler},
+	// --- Front: the listeners. ---
+	{"http", ModeRun | ModeWorker, (*builder).http},
+	{"otlp receivers", ModeRun, (*builder).otlpReceivers},
+	{"nats subscribers", ModeRun, (*builder).natsSubscribers},
+}
+
+// lifecycle is what a part's builder returns; nil functions do nothing.
+type lifecycle struct {
+	start, shutdown func(context.Context) error
+}
+
+// component is one built part. Components start in list order and shut down in reverse.
+type component struct {
+	name string
+	lifecycle
+}
+
+// App is a built ragwatch pipeline: `ragwatch run`'s (New) or `ragwatch worker`'s (NewWorker).
+// The fields of the parts a mode does not run are nil.
 type App struct {
-	cfg *config.Config
-	log *slog.Logger
+	cfg  *config.Config
+	log  *slog.Logger
+	mode Mode
 
 	// Registry holds every ragwatch metric plus the Go and process collectors.
 	Registry *prometheus.Registry
@@ -90,6 +144,9 @@ type App struct {
 	// Sampler samples records to the JetStream scoring queue and, unless scoring.workers is
 	// 0, scores them in process (docs/sampling.md).
 	Sampler *sampler.Runtime
+	// Workers is `ragwatch worker`'s scoring pool (nil in run mode, where Sampler.Pool is the
+	// in-process one).
+	Workers *worker.Pool
 	// NATS is the one connection (embedded server or cluster) every NATS user shares; it is
 	// opened by New and closed last by Shutdown.
 	NATS *natsconn.Conn
@@ -107,7 +164,8 @@ type App struct {
 	Feedback feedbackFanout
 
 	components []component
-	// reload applies a re-read config (reload.go); its lock guards cfg after New.
+	// reload applies a re-read config (reload.go); its lock guards cfg after New. nil in
+	// worker mode, which does not reload.
 	reload *reloader
 
 	mu      sync.Mutex // guards started and stopped
@@ -115,9 +173,35 @@ type App struct {
 	stopped bool
 }
 
-// New builds the pipeline from cfg without starting anything. cfg must be valid
+// New builds `ragwatch run`'s pipeline from cfg without starting anything. cfg must be valid
 // (config.Load validates).
 func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) {
+	return build(ModeRun, cfg, logger, opts)
+}
+
+// NewWorker builds `ragwatch worker` from the same list as New, keeping the worker's parts:
+// the NATS connection to the cluster (nats.url), the scoring workers and the HTTP server with
+// /metrics, /healthz, /readyz and the profiler, under http.tls and http.auth exactly as in run.
+// cfg must be valid and pass CheckWorkerConfig. WithRecordSink and the reload options do not apply.
+func NewWorker(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) {
+	if err := CheckWorkerConfig(cfg); err != nil {
+		return nil, err
+	}
+	return build(ModeWorker, cfg, logger, opts)
+}
+
+// CheckWorkerConfig reports what `ragwatch worker` needs beyond a valid config.
+func CheckWorkerConfig(cfg *config.Config) error {
+	if cfg.NATS.URL == "" {
+		return errors.New("`nats.url` is required: workers pull from the cluster the sidecars queue to")
+	}
+	if cfg.Scoring.Workers <= 0 {
+		return errors.New("`scoring.workers` must be positive")
+	}
+	return nil
+}
+
+func build(mode Mode, cfg *config.Config, logger *slog.Logger, opts []Option) (*App, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -138,6 +222,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 	a := &App{
 		cfg:      cfg,
 		log:      logger,
+		mode:     mode,
 		Registry: reg,
 		Services: labels.NewServiceSet(cfg.Signals.MaxServices),
 		Ingest:   ingest.NewMetrics(reg),
@@ -148,248 +233,24 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*App, error) 
 			_ = a.Shutdown(context.Background())
 		}
 	}()
-
-	// NATS first: added first, it starts first and closes last, after every stage that
-	// publishes or keeps state in it.
+	// NATS streams and KV buckets are created while the parts are built, within this bound.
 	nctx, cancel := context.WithTimeout(context.Background(), cfg.NATS.ConnectTimeout+5*time.Second)
 	defer cancel()
-	conn, err := natsconn.Connect(nctx, cfg.NATS, reg, logger.With("component", "nats"))
-	if err != nil {
-		return nil, err
-	}
-	a.NATS = conn
-	a.add("nats", func(context.Context) error { return nil }, func(context.Context) error { conn.Close(); return nil })
-
-	// The memory guard samples the heap; every receiver asks it before reading input
-	// (limits.go). The redactor cleans text before it leaves the process (security.go).
-	guard := newGuard(cfg, &o, reg)
-	a.add("memory guard", guard.Start, guard.Shutdown)
-	redactor, err := buildRedactor(cfg, reg)
-	if err != nil {
-		return nil, err
-	}
-
-	// --- Back of the pipeline: the record consumers. -----------------------------------------
-	sig, err := signals.New(signals.Settings{
-		Signals:    cfg.Signals,
-		Exporters:  cfg.Exporters,
-		Services:   a.Services,
-		Registerer: reg,
-		Logger:     logger.With("component", "signals"),
-		Now:        o.now,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("build signals: %w", err)
-	}
-	a.Signals = sig
-	a.add("signals", sig.Start, sig.Shutdown)
-
-	// Alerts: the dispatcher starts before the engine and stops after it, so the engine's
-	// last alerts are delivered and its state saved.
-	disp, err := notify.New(cfg.Notifiers, notify.Options{
-		Registerer: reg, Logger: logger.With("component", "notify"), Now: o.now,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("build notifiers: %w", err)
-	}
-	a.Notify = disp
-	a.add("notifiers", disp.Start, disp.Shutdown)
-	var alertStore engine.Store
-	if cfg.Alerting.StateBucket != "" { // window state survives restarts in JetStream KV
-		kv, err := conn.KeyValue(nctx, cfg.Alerting.StateBucket, 0)
+	b := &builder{App: a, o: &o, ctx: nctx}
+	for _, p := range parts {
+		if p.modes&mode == 0 {
+			continue
+		}
+		lc, err := p.build(b)
 		if err != nil {
 			return nil, err
 		}
-		alertStore = engine.KVStore{KV: kv}
+		a.components = append(a.components, component{name: p.name, lifecycle: lc})
 	}
-	alertEngine, err := engine.New(engine.Options{
-		Config: cfg, Registerer: reg, Logger: logger.With("component", "alerts"), Now: o.now,
-		Sink: disp, Services: a.Services, Store: alertStore,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("build alert engine: %w", err)
-	}
-	a.Alerts = alertEngine
-	a.add("alert engine", alertEngine.Start, alertEngine.Shutdown)
-
-	// Sampling and scoring: the stage queues a consistent sample on JetStream; in-process
-	// workers (scoring.workers; 0 leaves scoring to `ragwatch worker` pods) publish results on
-	// ragwatch.scores.<service>, which the alert engine reads back exactly as it would from
-	// worker pods. The subscription is added first so it stops after the workers.
-	// The ring behind GET /api/v1/scores: the worst recent scores, fed by the same
-	// subscription as the alert engine, so it shows worker pods' scores too.
-	recent := ring.New(cfg.Scoring.Recent.Size, cfg.Scoring.Recent.IncludeContent)
-	recentIn := redactRecent(recent, redactor) // API output: explanations and previews redacted
-	var active []score.Scorer
-	if cfg.Scoring.Workers > 0 {
-		if active, err = scorers.Build(cfg.Scoring, reg, logger.With("component", "scorers"), JudgeRedaction(redactor)...); err != nil {
-			return nil, fmt.Errorf("build scorers: %w", err)
-		}
-		active = redactScorers(active, redactor) // explanations leave on NATS and the API
-	}
-	samp := sampler.NewRuntime(cfg, conn.JS, conn.Replicas, active, nil, a.Services, reg, logger.With("component", "sampler"))
-	a.Sampler = samp
-	var scoresSub *nats.Subscription
-	a.add("scores subscription", func(context.Context) error {
-		sub, err := queue.SubscribeScores(conn.NC, cfg.Scoring.Queue.ScoresSubjectPrefix, score.Fanout{alertEngine, recentIn}, reg, logger.With("component", "scores"))
-		scoresSub = sub
-		return err
-	}, func(context.Context) error {
-		if scoresSub == nil {
-			return nil
-		}
-		return scoresSub.Unsubscribe()
-	})
-	a.add("sampler", samp.Start, samp.Shutdown)
-
-	// Record stages, in the order each record visits them. Append new stages here, each built
-	// with what it needs above this line and started through a.add so it runs before the
-	// assembler and receivers start and stops after they drain.
-	a.Records = record.Fanout{
-		sig,         // online signals: Prometheus, statsd, OTLP metrics
-		alertEngine, // signal SLOs and drift
-		samp.Stage,  // sampling for scoring
-	}
-	if cfg.Scoring.Recent.IncludeContent {
-		a.Records = append(a.Records, recentIn) // keeps a short preview of query and answer
-	}
-	// Feedback joined after its record goes to the same kind of list.
-	a.Feedback = feedbackFanout{
-		sig,
-		alertEngine,
-		samp.Stage, // late negative feedback can sample its record
-	}
-	// The assembler and the API hold &a.Records, so stages appended anywhere in New are seen;
-	// nothing may be appended after New returns (the fan-out is read without a lock).
-
-	// The feedback join, in front of the record fan-out: records and feedback from every
-	// receiver pass through it so each feedback reaches the stages once, joined to its record.
-	var feedbackKV jetstream.KeyValue
-	if cfg.Feedback.Bucket != "" {
-		feedbackKV, err = conn.KeyValue(nctx, cfg.Feedback.Bucket, cfg.Feedback.Retention+time.Hour)
-		if err != nil {
-			return nil, err
-		}
-	}
-	join, err := feedback.New(feedback.Settings{
-		Retention:    cfg.Feedback.Retention,
-		MaxEntries:   cfg.Feedback.MaxEntries,
-		Next:         &a.Records,
-		NextFeedback: &a.Feedback,
-		KV:           feedbackKV,
-		PersistSeen:  cfg.Feedback.PersistSeen,
-		Registerer:   reg,
-		Logger:       logger.With("component", "feedback"),
-		Now:          o.now,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("build feedback join: %w", err)
-	}
-	a.FeedbackJoin = join
-	a.add("feedback join", join.Start, join.Shutdown)
-
-	// --- Middle: the assembler turns spans into records. -------------------------------------
-	asm, err := assemble.New(assemble.Settings{
-		Config:     cfg.Assembly,
-		Next:       join,
-		Feedback:   join,
-		Registerer: reg,
-		Logger:     logger.With("component", "assemble"),
-		Now:        o.now,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("build assembler: %w", err)
-	}
-	a.Assembler = asm
-	a.add("assembler", asm.Start, asm.Shutdown)
-
-	// --- Front: the HTTP server and the receivers. -------------------------------------------
-	sec, err := buildSecurity(cfg)
-	if err != nil {
-		return nil, err
-	}
-	srv, err := httpapi.New(httpapi.Settings{
-		Endpoint: cfg.HTTP.Endpoint,
-		Gatherer: reg,
-		Records:  join,
-		Metrics:  a.Ingest,
-		TLS:      sec.httpTLS,
-		Tokens:   sec.httpTokens,
-		Refuse:   refuseFunc(guard),
-
-		RefuseRetryAfter:   memlimit.RetryAfter,
-		MaxBodyBytes:       cfg.Limits.Intake.MaxAPIBodyBytes,
-		MaxJSONDepth:       cfg.Limits.Intake.MaxJSONDepth,
-		MaxRecordsPerBatch: cfg.Limits.Intake.MaxRecordsPerBatch,
-		Logger:             logger.With("component", "http"),
-		Now:                o.now,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("build HTTP server: %w", err)
-	}
-	a.HTTP = srv
-	srv.Mount("GET /api/v1/alerts", alertEngine.Handler())
-	srv.Mount("GET /api/v1/scores", recent.Handler())
-	srv.Mount("POST /api/v1/feedback", join.Handler(a.Ingest))
-	if a.reload, err = newReloader(o.reload, o.now, reg, logger.With("component", "reload")); err != nil {
-		return nil, err
-	}
-	srv.Mount("POST /api/v1/reload", a.reloadHandler())
-	srv.Mount("GET /api/v1/config", a.configInForce()) // what reloads changed, redacted
-	a.add("http", srv.Start, srv.Shutdown)
-
-	rcv, err := otlp.New(otlp.Settings{
-		GRPCEndpoint: cfg.Receivers.OTLP.GRPC.Endpoint,
-		HTTPEndpoint: cfg.Receivers.OTLP.HTTP.Endpoint,
-		Limits:       otlpLimits(cfg),
-		Next:         asm,
-		Metrics:      a.Ingest,
-		GRPCTLS:      sec.grpcTLS,
-		HTTPTLS:      sec.otlpHTTPTLS,
-		GRPCTokens:   sec.grpcTokens,
-		HTTPTokens:   sec.otlpHTTPTokens,
-		Refuse:       refuseFunc(guard),
-
-		RefuseRetryAfter: memlimit.RetryAfter,
-		Logger:           logger.With("component", "otlp"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("build OTLP receivers: %w", err)
-	}
-	a.Receivers = rcv
-	srv.AddReadinessCheck("otlp", rcv.Ready)
-	a.add("otlp receivers", rcv.Start, rcv.Shutdown)
-
-	// NATS subjects: records and feedback into the join, OTLP into the assembler.
-	var dedupKV jetstream.KeyValue
-	if cfg.NATS.Consume.Mode == config.NATSModeJetStream {
-		dedupKV, err = conn.KeyValue(nctx, cfg.NATS.Consume.DedupBucket, cfg.NATS.Consume.DedupWindow)
-		if err != nil {
-			return nil, err
-		}
-	}
-	natsIn, err := natsin.New(natsin.Settings{
-		NC: conn.NC, JS: conn.JS, Config: cfg.NATS,
-		Records: join, Traces: asm, Feedback: join,
-		Metrics: a.Ingest, DedupKV: dedupKV, Registerer: reg,
-		Refuse: refuseFunc(guard), RefuseDelay: memlimit.RetryAfter,
-		MaxJSONDepth: cfg.Limits.Intake.MaxJSONDepth, MaxRecordsPerBatch: cfg.Limits.Intake.MaxRecordsPerBatch,
-		Logger: logger.With("component", "natsin"), Now: o.now,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("build NATS subscribers: %w", err)
-	}
-	a.NATSIn = natsIn
-	srv.AddReadinessCheck("nats", func() error {
-		if !conn.NC.IsConnected() {
-			return errors.New("NATS is not connected")
-		}
-		return nil
-	})
-	a.add("nats subscribers", natsIn.Start, natsIn.Shutdown)
-
 	// Test sinks see each record after every real stage.
-	a.Records = append(a.Records, o.sinks...)
+	if mode == ModeRun {
+		a.Records = append(a.Records, o.sinks...)
+	}
 	built = true
 	return a, nil
 }
@@ -409,13 +270,9 @@ func registerRuntime(reg *prometheus.Registry) error {
 	return nil
 }
 
-// add appends a component; components start in the order added and stop in reverse.
-func (a *App) add(name string, start, shutdown func(context.Context) error) {
-	a.components = append(a.components, component{name: name, start: start, shutdown: shutdown})
-}
-
-// Start starts every component, back of the pipeline first. On failure it shuts down what
-// started and returns both errors.
+// Start starts every component in list order, back of the pipeline first; each returns once
+// it listens or runs in the background. On failure it shuts down everything and returns both
+// errors.
 func (a *App) Start(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -423,16 +280,22 @@ func (a *App) Start(ctx context.Context) error {
 		return errors.New("app: Start called twice")
 	}
 	for _, c := range a.components {
+		if c.start == nil {
+			a.started++
+			continue
+		}
 		if err := c.start(ctx); err != nil {
 			err = fmt.Errorf("start %s: %w", c.name, err)
 			return errors.Join(err, a.shutdownLocked(ctx))
 		}
 		a.started++
 	}
-	a.log.Info("ragwatch running",
-		"otlp_grpc", addrString(a.Receivers.GRPCAddr()),
-		"otlp_http", addrString(a.Receivers.HTTPAddr()),
-		"http", addrString(a.HTTP.Addr()))
+	addrs := a.Addrs()
+	if a.mode == ModeWorker {
+		a.log.Info("ragwatch worker ready", "http", addrs.HTTP, "workers", a.cfg.Scoring.Workers)
+		return nil
+	}
+	a.log.Info("ragwatch running", "otlp_grpc", addrs.OTLPGRPC, "otlp_http", addrs.OTLPHTTP, "http", addrs.HTTP)
 	return nil
 }
 
@@ -455,6 +318,9 @@ func (a *App) shutdownLocked(ctx context.Context) error {
 	// releases what New set up.
 	for i := len(a.components) - 1; i >= 0; i-- {
 		c := a.components[i]
+		if c.shutdown == nil {
+			continue
+		}
 		start := time.Now()
 		if err := c.shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stop %s: %w", c.name, err))
@@ -469,13 +335,16 @@ type Addrs struct {
 	OTLPGRPC, OTLPHTTP, HTTP string
 }
 
-// Addrs returns the bound addresses ("" when disabled or not started).
+// Addrs returns the bound addresses ("" when disabled, not started or not in the mode).
 func (a *App) Addrs() Addrs {
-	return Addrs{
-		OTLPGRPC: addrString(a.Receivers.GRPCAddr()),
-		OTLPHTTP: addrString(a.Receivers.HTTPAddr()),
-		HTTP:     addrString(a.HTTP.Addr()),
+	var out Addrs
+	if a.Receivers != nil {
+		out.OTLPGRPC, out.OTLPHTTP = addrString(a.Receivers.GRPCAddr()), addrString(a.Receivers.HTTPAddr())
 	}
+	if a.HTTP != nil {
+		out.HTTP = addrString(a.HTTP.Addr())
+	}
+	return out
 }
 
 func addrString(a net.Addr) string {

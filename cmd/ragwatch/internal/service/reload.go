@@ -114,6 +114,9 @@ type ReloadResult struct {
 // *ReloadError, logged at error level, and nothing changes.
 func (a *App) Reload() (*ReloadResult, error) {
 	r := a.reload
+	if r == nil {
+		return nil, &ReloadError{Problems: []string{"ragwatch worker does not reload its config: restart it"}}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res, err := a.reloadLocked()
@@ -236,6 +239,9 @@ func yamlKey(f reflect.StructField) string {
 // Config returns the config in force: the one the App was built with, changed by successful
 // reloads (keys that need a restart keep their running values). Do not modify it.
 func (a *App) Config() *config.Config {
+	if a.reload == nil { // worker mode: the config never changes
+		return a.cfg
+	}
 	a.reload.mu.Lock()
 	defer a.reload.mu.Unlock()
 	return a.cfg

@@ -18,14 +18,14 @@ import (
 	"github.com/ragwatch/ragwatch/sampler/scorers"
 )
 
-// security is the resolved TLS configs and bearer tokens of the listeners.
-type security struct {
-	grpcTLS, otlpHTTPTLS, httpTLS          *tls.Config
-	grpcTokens, otlpHTTPTokens, httpTokens *tlsauth.Tokens
+// otlpSec is the resolved TLS configs and bearer tokens of the OTLP receivers.
+type otlpSec struct {
+	grpcTLS, otlpHTTPTLS       *tls.Config
+	grpcTokens, otlpHTTPTokens *tlsauth.Tokens
 }
 
-func buildSecurity(cfg *config.Config) (security, error) {
-	var s security
+func otlpSecurity(cfg *config.Config) (otlpSec, error) {
+	var s otlpSec
 	var err error
 	o := cfg.Receivers.OTLP
 	if s.grpcTLS, err = tlsauth.ServerTLS(o.GRPC.TLS, "h2"); err != nil {
@@ -34,19 +34,27 @@ func buildSecurity(cfg *config.Config) (security, error) {
 	if s.otlpHTTPTLS, err = tlsauth.ServerTLS(o.HTTP.TLS, "h2", "http/1.1"); err != nil {
 		return s, fmt.Errorf("receivers.otlp.http.tls: %w", err)
 	}
-	if s.httpTLS, err = tlsauth.ServerTLS(cfg.HTTP.TLS, "h2", "http/1.1"); err != nil {
-		return s, fmt.Errorf("http.tls: %w", err)
-	}
 	if s.grpcTokens, err = tlsauth.NewTokens(o.GRPC.Auth); err != nil {
 		return s, fmt.Errorf("receivers.otlp.grpc.auth: %w", err)
 	}
 	if s.otlpHTTPTokens, err = tlsauth.NewTokens(o.HTTP.Auth); err != nil {
 		return s, fmt.Errorf("receivers.otlp.http.auth: %w", err)
 	}
-	if s.httpTokens, err = tlsauth.NewTokens(cfg.HTTP.Auth); err != nil {
-		return s, fmt.Errorf("http.auth: %w", err)
-	}
 	return s, nil
+}
+
+// httpSecurity resolves http.tls and http.auth, which `ragwatch run` and `ragwatch worker`
+// apply alike to their one HTTP server.
+func httpSecurity(cfg *config.Config) (*tls.Config, *tlsauth.Tokens, error) {
+	tlsConf, err := tlsauth.ServerTLS(cfg.HTTP.TLS, "h2", "http/1.1")
+	if err != nil {
+		return nil, nil, fmt.Errorf("http.tls: %w", err)
+	}
+	tokens, err := tlsauth.NewTokens(cfg.HTTP.Auth)
+	if err != nil {
+		return nil, nil, fmt.Errorf("http.auth: %w", err)
+	}
+	return tlsConf, tokens, nil
 }
 
 // buildRedactor builds the one redactor of the process from cfg.Redaction; nil when disabled
@@ -119,19 +127,6 @@ func configTree(cfg *config.Config) (map[string]any, error) {
 		return nil, err
 	}
 	return tree, nil
-}
-
-// NewRedactor builds the redactor of cfg.Redaction (nil when disabled), counting in reg. Build
-// one per process: `ragwatch worker` uses it with JudgeRedaction and RedactScorers so worker
-// pods redact exactly like the sidecar's in-process workers.
-func NewRedactor(cfg *config.Config, reg prometheus.Registerer) (*redact.Redactor, error) {
-	return buildRedactor(cfg, reg)
-}
-
-// RedactScorers wraps scorers so the explanations of their results are redacted by r (nil
-// leaves them as they are).
-func RedactScorers(scorers []score.Scorer, r *redact.Redactor) []score.Scorer {
-	return redactScorers(scorers, r)
 }
 
 // JudgeRedaction is the scorers.Build option that makes LLM judges redact their prompts with r

@@ -1,0 +1,381 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ragwatch/ragwatch/alerts/engine"
+	"github.com/ragwatch/ragwatch/alerts/notify"
+	"github.com/ragwatch/ragwatch/collector/assemble"
+	"github.com/ragwatch/ragwatch/collector/feedback"
+	"github.com/ragwatch/ragwatch/collector/natsin"
+	"github.com/ragwatch/ragwatch/collector/otlp"
+	"github.com/ragwatch/ragwatch/collector/signals"
+	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/httpapi"
+	"github.com/ragwatch/ragwatch/internal/memlimit"
+	"github.com/ragwatch/ragwatch/internal/natsconn"
+	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/redact"
+	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/sampler"
+	"github.com/ragwatch/ragwatch/sampler/decide"
+	"github.com/ragwatch/ragwatch/sampler/queue"
+	"github.com/ragwatch/ragwatch/sampler/ring"
+	"github.com/ragwatch/ragwatch/sampler/scorers"
+	"github.com/ragwatch/ragwatch/sampler/worker"
+)
+
+// builder carries what the parts of the list share while they are built: the App whose fields
+// the built parts fill, and the pieces that are not components themselves.
+type builder struct {
+	*App
+	o *options
+	// ctx bounds the NATS work done while building (streams and KV buckets are created here).
+	ctx context.Context
+
+	guard *memlimit.Guard // nil in worker mode: refuseFunc then refuses nothing
+
+	// The redactor cleans text before it leaves the process (security.go); built once, on
+	// first use, because run and the worker both need it and neither may build two.
+	redactor      *redact.Redactor
+	redactorBuilt bool
+
+	// recent is the ring behind GET /api/v1/scores; recentIn redacts what enters it.
+	recent   *ring.Ring
+	recentIn recentSink
+}
+
+func (b *builder) logger(component string) *slog.Logger { return b.log.With("component", component) }
+
+func (b *builder) redaction() (*redact.Redactor, error) {
+	if !b.redactorBuilt {
+		r, err := buildRedactor(b.cfg, b.Registry)
+		if err != nil {
+			return nil, err
+		}
+		b.redactor, b.redactorBuilt = r, true
+	}
+	return b.redactor, nil
+}
+
+// scorers are what the scoring workers run: those of the scoring section, with judge prompts
+// and result explanations redacted.
+func (b *builder) scorers() ([]score.Scorer, error) {
+	r, err := b.redaction()
+	if err != nil {
+		return nil, err
+	}
+	active, err := scorers.Build(b.cfg.Scoring, b.Registry, b.logger("scorers"), JudgeRedaction(r)...)
+	if err != nil {
+		return nil, fmt.Errorf("build scorers: %w", err)
+	}
+	return redactScorers(active, r), nil // explanations leave on NATS and the API
+}
+
+func (b *builder) nats() (lifecycle, error) {
+	conn, err := natsconn.Connect(b.ctx, b.cfg.NATS, b.Registry, b.logger("nats"))
+	if err != nil {
+		return lifecycle{}, err
+	}
+	b.NATS = conn
+	return lifecycle{shutdown: func(context.Context) error { conn.Close(); return nil }}, nil
+}
+
+func (b *builder) memoryGuard() (lifecycle, error) {
+	b.guard = newGuard(b.cfg, b.o, b.Registry)
+	return lifecycle{start: b.guard.Start, shutdown: b.guard.Shutdown}, nil
+}
+
+func (b *builder) signals() (lifecycle, error) {
+	sig, err := signals.New(signals.Settings{
+		Signals:    b.cfg.Signals,
+		Exporters:  b.cfg.Exporters,
+		Services:   b.Services,
+		Registerer: b.Registry,
+		Logger:     b.logger("signals"),
+		Now:        b.o.now,
+	})
+	if err != nil {
+		return lifecycle{}, fmt.Errorf("build signals: %w", err)
+	}
+	b.Signals = sig
+	return lifecycle{start: sig.Start, shutdown: sig.Shutdown}, nil
+}
+
+func (b *builder) notifiers() (lifecycle, error) {
+	disp, err := notify.New(b.cfg.Notifiers, notify.Options{
+		Registerer: b.Registry, Logger: b.logger("notify"), Now: b.o.now,
+	})
+	if err != nil {
+		return lifecycle{}, fmt.Errorf("build notifiers: %w", err)
+	}
+	b.Notify = disp
+	return lifecycle{start: disp.Start, shutdown: disp.Shutdown}, nil
+}
+
+func (b *builder) alertEngine() (lifecycle, error) {
+	var store engine.Store
+	if bucket := b.cfg.Alerting.StateBucket; bucket != "" { // window state survives restarts in JetStream KV
+		kv, err := b.NATS.KeyValue(b.ctx, bucket, 0)
+		if err != nil {
+			return lifecycle{}, err
+		}
+		store = engine.KVStore{KV: kv}
+	}
+	e, err := engine.New(engine.Options{
+		Config: b.cfg, Registerer: b.Registry, Logger: b.logger("alerts"), Now: b.o.now,
+		Sink: b.Notify, Services: b.Services, Store: store,
+	})
+	if err != nil {
+		return lifecycle{}, fmt.Errorf("build alert engine: %w", err)
+	}
+	b.Alerts = e
+	return lifecycle{start: e.Start, shutdown: e.Shutdown}, nil
+}
+
+// scoresSubscription feeds ragwatch.scores.<service> (in-process workers' and worker pods'
+// results alike) to the alert engine and to the ring behind GET /api/v1/scores, so the ring
+// shows worker pods' scores too.
+func (b *builder) scoresSubscription() (lifecycle, error) {
+	r, err := b.redaction()
+	if err != nil {
+		return lifecycle{}, err
+	}
+	b.recent = ring.New(b.cfg.Scoring.Recent.Size, b.cfg.Scoring.Recent.IncludeContent)
+	b.recentIn = redactRecent(b.recent, r) // API output: explanations and previews redacted
+	var sub *nats.Subscription
+	conn, cfg := b.NATS, b.cfg
+	next := score.Fanout{b.Alerts, b.recentIn}
+	reg, logger := b.Registry, b.logger("scores")
+	return lifecycle{
+		start: func(context.Context) error {
+			s, err := queue.SubscribeScores(conn.NC, cfg.Scoring.Queue.ScoresSubjectPrefix, next, reg, logger)
+			sub = s
+			return err
+		},
+		shutdown: func(context.Context) error {
+			if sub == nil {
+				return nil
+			}
+			return sub.Unsubscribe()
+		},
+	}, nil
+}
+
+// sampler queues a consistent sample on JetStream; in-process workers (scoring.workers; 0
+// leaves scoring to `ragwatch worker` pods) publish results on ragwatch.scores.<service>, which
+// the scores subscription reads back exactly as it would from worker pods.
+func (b *builder) sampler() (lifecycle, error) {
+	var active []score.Scorer
+	if b.cfg.Scoring.Workers > 0 {
+		var err error
+		if active, err = b.scorers(); err != nil {
+			return lifecycle{}, err
+		}
+	}
+	samp := sampler.NewRuntime(b.cfg, b.NATS.JS, b.NATS.Replicas, active, nil, b.Services, b.Registry, b.logger("sampler"))
+	b.Sampler = samp
+	return lifecycle{start: samp.Start, shutdown: samp.Shutdown}, nil
+}
+
+// scoringWorkers is `ragwatch worker`'s pool: the one `ragwatch run` runs in process, pulling
+// from the durable consumer on the cluster the sidecars queue to and publishing the results on
+// ragwatch.scores.<service>, with its own budget.
+func (b *builder) scoringWorkers() (lifecycle, error) {
+	active, err := b.scorers()
+	if err != nil {
+		return lifecycle{}, err
+	}
+	if len(active) == 0 {
+		return lifecycle{}, errors.New("no scorers are enabled (scoring.metrics / scoring.retrieval_k)")
+	}
+	logger := b.logger("workers")
+	pool := worker.New(b.NATS.JS, b.cfg.Scoring.ScoringRuntime, active,
+		score.Fanout{queue.NewScorePublisher(b.NATS.NC, b.cfg.Scoring.Queue.ScoresSubjectPrefix)},
+		worker.Options{
+			Replicas:   b.NATS.Replicas,
+			Budget:     decide.NewBudget(b.cfg.Sampling.Budget, nil, b.Registry, logger),
+			Services:   b.Services,
+			Registerer: b.Registry,
+			Logger:     logger,
+			Now:        b.o.now,
+		})
+	b.Workers = pool
+	return lifecycle{start: pool.Start, shutdown: pool.Shutdown}, nil
+}
+
+// feedbackJoin puts the join in front of the record fan-out: records and feedback from every
+// receiver pass through it, so each feedback reaches the stages once, joined to its record.
+func (b *builder) feedbackJoin() (lifecycle, error) {
+	// Record stages, in the order each record visits them. A new stage is a part above this
+	// one in the list, appended here.
+	b.Records = record.Fanout{
+		b.Signals,       // online signals: Prometheus, statsd, OTLP metrics
+		b.Alerts,        // signal SLOs and drift
+		b.Sampler.Stage, // sampling for scoring
+	}
+	if b.cfg.Scoring.Recent.IncludeContent {
+		b.Records = append(b.Records, b.recentIn) // keeps a short preview of query and answer
+	}
+	// Feedback joined after its record goes to the same kind of list.
+	b.Feedback = feedbackFanout{
+		b.Signals,
+		b.Alerts,
+		b.Sampler.Stage, // late negative feedback can sample its record
+	}
+	// The join, the assembler and the API hold &App.Records, so the test sinks appended at the
+	// end of build are seen; nothing may be appended after New returns (the fan-out is read
+	// without a lock).
+	var kv jetstream.KeyValue
+	if b.cfg.Feedback.Bucket != "" {
+		var err error
+		if kv, err = b.NATS.KeyValue(b.ctx, b.cfg.Feedback.Bucket, b.cfg.Feedback.Retention+time.Hour); err != nil {
+			return lifecycle{}, err
+		}
+	}
+	join, err := feedback.New(feedback.Settings{
+		Retention:    b.cfg.Feedback.Retention,
+		MaxEntries:   b.cfg.Feedback.MaxEntries,
+		Next:         &b.Records,
+		NextFeedback: &b.Feedback,
+		KV:           kv,
+		PersistSeen:  b.cfg.Feedback.PersistSeen,
+		Registerer:   b.Registry,
+		Logger:       b.logger("feedback"),
+		Now:          b.o.now,
+	})
+	if err != nil {
+		return lifecycle{}, fmt.Errorf("build feedback join: %w", err)
+	}
+	b.FeedbackJoin = join
+	return lifecycle{start: join.Start, shutdown: join.Shutdown}, nil
+}
+
+func (b *builder) assembler() (lifecycle, error) {
+	asm, err := assemble.New(assemble.Settings{
+		Config:     b.cfg.Assembly,
+		Next:       b.FeedbackJoin,
+		Feedback:   b.FeedbackJoin,
+		Registerer: b.Registry,
+		Logger:     b.logger("assemble"),
+		Now:        b.o.now,
+	})
+	if err != nil {
+		return lifecycle{}, fmt.Errorf("build assembler: %w", err)
+	}
+	b.Assembler = asm
+	return lifecycle{start: asm.Start, shutdown: asm.Shutdown}, nil
+}
+
+// http is the one HTTP server of either command, with http.tls and http.auth: /metrics,
+// /healthz, /readyz and the profiler always; in run mode also the /api/v1/ endpoints.
+func (b *builder) http() (lifecycle, error) {
+	tlsConf, tokens, err := httpSecurity(b.cfg)
+	if err != nil {
+		return lifecycle{}, err
+	}
+	var records record.Consumer // POST /api/v1/records; a nil interface leaves it out
+	if b.FeedbackJoin != nil {
+		records = b.FeedbackJoin
+	}
+	in := b.cfg.Limits.Intake
+	srv, err := httpapi.New(httpapi.Settings{
+		Endpoint: b.cfg.HTTP.Endpoint,
+		Gatherer: b.Registry,
+		Records:  records,
+		Metrics:  b.Ingest,
+		TLS:      tlsConf,
+		Tokens:   tokens,
+		Refuse:   refuseFunc(b.guard),
+
+		RefuseRetryAfter:   memlimit.RetryAfter,
+		MaxBodyBytes:       in.MaxAPIBodyBytes,
+		MaxJSONDepth:       in.MaxJSONDepth,
+		MaxRecordsPerBatch: in.MaxRecordsPerBatch,
+		Logger:             b.logger("http"),
+		Now:                b.o.now,
+	})
+	if err != nil {
+		return lifecycle{}, fmt.Errorf("build HTTP server: %w", err)
+	}
+	b.HTTP = srv
+	nc := b.NATS.NC
+	srv.AddReadinessCheck("nats", func() error {
+		if !nc.IsConnected() {
+			return errors.New("NATS is not connected")
+		}
+		return nil
+	})
+	if b.mode == ModeRun {
+		srv.Mount("GET /api/v1/alerts", b.Alerts.Handler())
+		srv.Mount("GET /api/v1/scores", b.recent.Handler())
+		srv.Mount("POST /api/v1/feedback", b.FeedbackJoin.Handler(b.Ingest))
+		if b.reload, err = newReloader(b.o.reload, b.o.now, b.Registry, b.logger("reload")); err != nil {
+			return lifecycle{}, err
+		}
+		srv.Mount("POST /api/v1/reload", b.reloadHandler())
+		srv.Mount("GET /api/v1/config", b.configInForce()) // what reloads changed, redacted
+	}
+	return lifecycle{start: srv.Start, shutdown: srv.Shutdown}, nil
+}
+
+func (b *builder) otlpReceivers() (lifecycle, error) {
+	sec, err := otlpSecurity(b.cfg)
+	if err != nil {
+		return lifecycle{}, err
+	}
+	rcv, err := otlp.New(otlp.Settings{
+		GRPCEndpoint: b.cfg.Receivers.OTLP.GRPC.Endpoint,
+		HTTPEndpoint: b.cfg.Receivers.OTLP.HTTP.Endpoint,
+		Limits:       otlpLimits(b.cfg),
+		Next:         b.Assembler,
+		Metrics:      b.Ingest,
+		GRPCTLS:      sec.grpcTLS,
+		HTTPTLS:      sec.otlpHTTPTLS,
+		GRPCTokens:   sec.grpcTokens,
+		HTTPTokens:   sec.otlpHTTPTokens,
+		Refuse:       refuseFunc(b.guard),
+
+		RefuseRetryAfter: memlimit.RetryAfter,
+		Logger:           b.logger("otlp"),
+	})
+	if err != nil {
+		return lifecycle{}, fmt.Errorf("build OTLP receivers: %w", err)
+	}
+	b.Receivers = rcv
+	b.HTTP.AddReadinessCheck("otlp", rcv.Ready)
+	return lifecycle{start: rcv.Start, shutdown: rcv.Shutdown}, nil
+}
+
+// natsSubscribers reads the NATS subjects: records and feedback into the join, OTLP into the
+// assembler.
+func (b *builder) natsSubscribers() (lifecycle, error) {
+	var dedup jetstream.KeyValue
+	if c := b.cfg.NATS.Consume; c.Mode == config.NATSModeJetStream {
+		var err error
+		if dedup, err = b.NATS.KeyValue(b.ctx, c.DedupBucket, c.DedupWindow); err != nil {
+			return lifecycle{}, err
+		}
+	}
+	in := b.cfg.Limits.Intake
+	sub, err := natsin.New(natsin.Settings{
+		NC: b.NATS.NC, JS: b.NATS.JS, Config: b.cfg.NATS,
+		Records: b.FeedbackJoin, Traces: b.Assembler, Feedback: b.FeedbackJoin,
+		Metrics: b.Ingest, DedupKV: dedup, Registerer: b.Registry,
+		Refuse: refuseFunc(b.guard), RefuseDelay: memlimit.RetryAfter,
+		MaxJSONDepth: in.MaxJSONDepth, MaxRecordsPerBatch: in.MaxRecordsPerBatch,
+		Logger: b.logger("natsin"), Now: b.o.now,
+	})
+	if err != nil {
+		return lifecycle{}, fmt.Errorf("build NATS subscribers: %w", err)
+	}
+	b.NATSIn = sub
+	return lifecycle{start: sub.Start, shutdown: sub.Shutdown}, nil
+}
