@@ -8,15 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/decide"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 )
@@ -35,7 +34,7 @@ func (fixedScorer) Score(_ context.Context, r *record.Record) ([]score.Result, e
 // The whole in-process path: records in, a rule-weighted consistent sample scored by
 // in-process workers, results read back through the scores subjects with their weights.
 func TestRuntimeEndToEnd(t *testing.T) {
-	_, nc, js := runJetStream(t)
+	nc, js := testutil.Connect(t, testutil.RunJetStream(t))
 
 	cfg := config.Default()
 	cfg.Sampling.Rate = 0.25
@@ -121,21 +120,8 @@ func TestRuntimeEndToEnd(t *testing.T) {
 // With scoring in worker pods, the sidecar's budget is charged from the results they publish,
 // so sampling stops when the fleet has spent the day's budget.
 func TestRuntimeBudgetFromWorkerPods(t *testing.T) {
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("not ready")
-	}
-	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	srv := testutil.RunJetStream(t)
+	nc, js := testutil.Connect(t, srv)
 
 	cfg := config.Default()
 	cfg.Sampling.Rate = 1

@@ -1,0 +1,163 @@
+package testutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// A KV value written to one server is read from a second one started on the same store dir
+// and port: what the restart tests rely on.
+func TestRunJetStreamRestartsOnTheSameStore(t *testing.T) {
+	dir := t.TempDir()
+	s1 := RunJetStream(t, StoreDir(dir))
+	port := s1.Addr().(*net.TCPAddr).Port
+	_, js := Connect(t, s1)
+	ctx := context.Background()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "b", Storage: jetstream.FileStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	url := s1.ClientURL()
+	s1.Shutdown()
+	s1.WaitForShutdown()
+
+	s2 := RunJetStream(t, StoreDir(dir), Port(port))
+	if s2.ClientURL() != url {
+		t.Fatalf("restarted at %s, want %s", s2.ClientURL(), url)
+	}
+	_, js2 := Connect(t, s2)
+	kv2, err := js2.KeyValue(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := kv2.Get(ctx, "k"); err != nil || string(e.Value()) != "v" {
+		t.Fatalf("after restart: %v %v", e, err)
+	}
+}
+
+func TestRunServerIsCoreNATSWithToken(t *testing.T) {
+	s := RunServer(t, Token("s3cret"))
+	if s.JetStreamEnabled() {
+		t.Fatal("RunServer enabled JetStream")
+	}
+	if nc, err := nats.Connect(s.ClientURL()); err == nil {
+		nc.Close()
+		t.Fatal("connected without the token")
+	}
+	nc, _ := Connect(t, s, nats.Token("s3cret"))
+	if !nc.IsConnected() {
+		t.Fatal("not connected with the token")
+	}
+}
+
+// fakeTB records a Fatalf and ends the goroutine, as testing.T does.
+type fakeTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fakeTB) Helper() {}
+func (f *fakeTB) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// run calls fn with a fakeTB in its own goroutine and returns the Fatalf message ("" if none).
+func run(fn func(tb testing.TB)) string {
+	f := &fakeTB{}
+	done := make(chan struct{})
+	go func() { defer close(done); fn(f) }()
+	<-done
+	return f.msg
+}
+
+func TestEventually(t *testing.T) {
+	n := 0
+	if msg := run(func(tb testing.TB) {
+		Eventually(tb, time.Second, time.Millisecond, "three calls", func() bool { n++; return n == 3 })
+	}); msg != "" || n != 3 {
+		t.Fatalf("holds on the third call: calls %d, failure %q", n, msg)
+	}
+	msg := run(func(tb testing.TB) {
+		Eventually(tb, 20*time.Millisecond, time.Millisecond, "never", func() bool { return false })
+	})
+	if msg != "timed out after 20ms waiting for never" {
+		t.Fatalf("failure %q", msg)
+	}
+}
+
+func TestCheckFor(t *testing.T) {
+	n := 0
+	if msg := run(func(tb testing.TB) {
+		CheckFor(tb, time.Second, time.Millisecond, "two calls", func() error {
+			if n++; n < 2 {
+				return errors.New("not yet")
+			}
+			return nil
+		})
+	}); msg != "" || n != 2 {
+		t.Fatalf("nil on the second call: calls %d, failure %q", n, msg)
+	}
+	msg := run(func(tb testing.TB) {
+		CheckFor(tb, 20*time.Millisecond, time.Millisecond, "the answer", func() error { return errors.New("HTTP 503") })
+	})
+	if msg != "the answer: not within 20ms: HTTP 503" {
+		t.Fatalf("failure %q", msg)
+	}
+}
+
+func TestSumAndSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "c_total", Help: "h"}, []string{"a", "b"})
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "g", Help: "h"})
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "h", Help: "h"})
+	reg.MustRegister(c, g, h)
+	c.WithLabelValues("x", "1").Add(2)
+	c.WithLabelValues("x", "2").Add(3)
+	c.WithLabelValues("y", "1").Add(5)
+	g.Set(7)
+	h.Observe(0.5)
+	h.Observe(1.5)
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"c_total", nil, 10},
+		{"c_total", map[string]string{"a": "x"}, 5},
+		{"c_total", map[string]string{"a": "x", "b": "2"}, 3},
+		{"c_total", map[string]string{"a": "z"}, 0},
+		{"c_total", map[string]string{"other": "x"}, 0},
+		{"g", nil, 7},
+		{"missing", nil, 0},
+	} {
+		if got := Sum(t, reg, tc.name, tc.labels); got != tc.want {
+			t.Errorf("Sum(%s%v) = %v, want %v", tc.name, tc.labels, got, tc.want)
+		}
+	}
+	if m := Series(t, reg, "h", nil).GetHistogram(); m.GetSampleCount() != 2 || m.GetSampleSum() != 2 {
+		t.Fatalf("histogram count %d sum %v", m.GetSampleCount(), m.GetSampleSum())
+	}
+	if v := Series(t, reg, "c_total", map[string]string{"a": "y", "b": "1"}).GetCounter().GetValue(); v != 5 {
+		t.Fatalf("c_total{a=y,b=1} = %v", v)
+	}
+	if msg := run(func(tb testing.TB) { Series(tb, reg, "c_total", map[string]string{"a": "y"}) }); !strings.HasPrefix(msg, "no series c_total") {
+		t.Fatalf("a subset of the labels is not the series: %q", msg)
+	}
+}
