@@ -8,16 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/collector/signals"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -71,39 +69,9 @@ func newJoin(t *testing.T, kv jetstream.KeyValue, clk *clock, reg *prometheus.Re
 	return j, s
 }
 
-func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if matches(m, labels) {
-				if m.Counter != nil {
-					return m.Counter.GetValue()
-				}
-				return m.Gauge.GetValue()
-			}
-		}
-	}
-	return 0
-}
-
-func matches(m *dto.Metric, labels map[string]string) bool {
-	got := map[string]string{}
-	for _, lp := range m.GetLabel() {
-		got[lp.GetName()] = lp.GetValue()
-	}
-	return reflect.DeepEqual(got, labels)
-}
-
 func joined(t *testing.T, reg *prometheus.Registry) (float64, float64) {
-	return counter(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "joined"}),
-		counter(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "orphaned"})
+	return testutil.Sum(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "joined"}),
+		testutil.Sum(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "orphaned"})
 }
 
 func ptr(f float64) *float64 { return &f }
@@ -230,7 +198,7 @@ func TestOrphanedAfterRetention(t *testing.T) {
 	if s.records[0].Feedback != nil {
 		t.Fatal("orphaned feedback must not be attached later")
 	}
-	if got := counter(t, reg, "ragwatch_feedback_tracked_traces", map[string]string{}); got != 1 {
+	if got := testutil.Sum(t, reg, "ragwatch_feedback_tracked_traces", map[string]string{}); got != 1 {
 		t.Fatalf("tracked = %v", got)
 	}
 }
@@ -300,12 +268,12 @@ func TestEachFeedbackCountedOnce(t *testing.T) {
 	j.Sweep(ctx)
 
 	fb := func(sentiment string) float64 {
-		return counter(t, reg, "ragwatch_feedback_total", map[string]string{"service": "support-bot", "sentiment": sentiment})
+		return testutil.Sum(t, reg, "ragwatch_feedback_total", map[string]string{"service": "support-bot", "sentiment": sentiment})
 	}
 	if neg, pos, neu := fb("negative"), fb("positive"), fb("neutral"); neg != 3 || pos != 1 || neu != 1 {
 		t.Fatalf("ragwatch_feedback_total negative=%v positive=%v neutral=%v, want 3 1 1", neg, pos, neu)
 	}
-	if got := counter(t, reg, "ragwatch_requests_total", map[string]string{"service": "support-bot"}); got != 3 {
+	if got := testutil.Sum(t, reg, "ragwatch_requests_total", map[string]string{"service": "support-bot"}); got != 3 {
 		t.Fatalf("requests = %v, want 3", got)
 	}
 	if jn, or := joined(t, reg); jn != 3 || or != 1 {
@@ -313,32 +281,10 @@ func TestEachFeedbackCountedOnce(t *testing.T) {
 	}
 }
 
-func runJetStream(t testing.TB) jetstream.JetStream {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true, JetStream: true, StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close(); s.Shutdown(); s.WaitForShutdown() })
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
-
 // TestStatePersistsAcrossRestart proves a restart keeps pending feedback and seen records, and
 // that orphaned feedback is not orphaned again after another restart.
 func TestStatePersistsAcrossRestart(t *testing.T) {
-	js := runJetStream(t)
+	_, js := testutil.Connect(t, testutil.RunJetStream(t))
 	ctx := context.Background()
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ragwatch_feedback", TTL: 2 * time.Hour})
 	if err != nil {
@@ -448,7 +394,7 @@ func FuzzDecodeEvents(f *testing.F) {
 // feedback subject is shared: the record reaches one, its feedback the other. Feedback after
 // the record joins at once; feedback before it joins at the next sweep; each counted once.
 func TestSidecarsShareTheBucket(t *testing.T) {
-	js := runJetStream(t)
+	_, js := testutil.Connect(t, testutil.RunJetStream(t))
 	ctx := context.Background()
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ragwatch_feedback", TTL: 2 * time.Hour})
 	if err != nil {
@@ -521,7 +467,7 @@ func TestSidecarsShareTheBucket(t *testing.T) {
 // TestSeenRecordsStayInMemoryByDefault: without PersistSeen a record costs no KV write, while
 // feedback waiting for its record is still persisted.
 func TestSeenRecordsStayInMemoryByDefault(t *testing.T) {
-	js := runJetStream(t)
+	_, js := testutil.Connect(t, testutil.RunJetStream(t))
 	ctx := context.Background()
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ragwatch_feedback", TTL: 2 * time.Hour})
 	if err != nil {
