@@ -15,6 +15,7 @@ import (
 	"github.com/ragwatch/ragwatch/alerts"
 	"github.com/ragwatch/ragwatch/alerts/internal/fixture"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // TestRealAlertmanager posts to a real Alertmanager (Debian's prometheus-alertmanager) when
@@ -46,7 +47,7 @@ func TestRealAlertmanager(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	base := "http://" + addr
-	waitFor(t, func() bool {
+	testutil.Eventually(t, 15*time.Second, 20*time.Millisecond, "Alertmanager ready", func() bool {
 		r, err := http.Get(base + "/-/ready")
 		if err != nil {
 			return false
@@ -68,7 +69,7 @@ func TestRealAlertmanager(t *testing.T) {
 			State string `json:"state"`
 		} `json:"status"`
 	}
-	waitFor(t, func() bool {
+	testutil.Eventually(t, 15*time.Second, 20*time.Millisecond, "the firing alert listed", func() bool {
 		got = nil
 		return getJSON(base+"/api/v2/alerts", &got) == nil && len(got) == 1
 	})
@@ -81,7 +82,7 @@ func TestRealAlertmanager(t *testing.T) {
 	if _, err := n.Notify(context.Background(), a); err != nil {
 		t.Fatalf("resolve: %v", err)
 	}
-	waitFor(t, func() bool {
+	testutil.Eventually(t, 15*time.Second, 20*time.Millisecond, "no active alert after resolve", func() bool {
 		got = nil
 		return getJSON(base+"/api/v2/alerts?active=true", &got) == nil && len(got) == 0
 	})
@@ -97,15 +98,4 @@ func getJSON(url string, v any) error {
 		return fmt.Errorf("HTTP %d", r.StatusCode)
 	}
 	return json.NewDecoder(r.Body).Decode(v)
-}
-
-func waitFor(t *testing.T, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 15s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
