@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // runLog is a bytes.Buffer safe for the logger and the test to share.
@@ -54,18 +56,17 @@ nats:
 	done := make(chan int, 1)
 	go func() { done <- runCommand(ctx, []string{"-c", cfgPath, "--log-format", "json"}, &stdout, &stderr) }()
 
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(stderr.String(), `"msg":"ragwatch running"`) {
+	testutil.CheckFor(t, 15*time.Second, 10*time.Millisecond, "ragwatch running", func() error {
+		if strings.Contains(stderr.String(), `"msg":"ragwatch running"`) {
+			return nil
+		}
 		select {
 		case code := <-done:
 			t.Fatalf("run exited early with %d:\n%s", code, stderr.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not running after 15s:\n%s", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("log so far:\n%s", stderr.String())
+	})
 	for _, want := range []string{`"otlp_grpc":"127.0.0.1:`, `"otlp_http":"127.0.0.1:`, `"http":"127.0.0.1:`} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("log does not say %s:\n%s", want, stderr.String())

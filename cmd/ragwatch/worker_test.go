@@ -14,14 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 )
 
@@ -54,21 +52,8 @@ func freeAddr(t *testing.T) string {
 }
 
 func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	srv := testutil.RunJetStream(t)
+	nc, js := testutil.Connect(t, srv)
 
 	// The sidecar's side: records queued on the cluster.
 	qcfg := config.Default().Scoring.Queue
@@ -118,19 +103,14 @@ func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
 		code <- dispatch(ctx, []string{"worker", "-c", path, "--log-format", "json"}, io.Discard, &logs)
 	}()
 
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testutil.CheckFor(t, 15*time.Second, 10*time.Millisecond, "five records scored", func() error {
 		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n == 5 {
-			break
+		defer mu.Unlock()
+		if len(got) == 5 {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("scored %d of 5; logs:\n%s", n, logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("scored %d of 5; logs:\n%s", len(got), logs.String())
+	})
 	for id, v := range got {
 		if v != 1 { // MRR 1/2 (relevant doc second) times weight 2
 			t.Fatalf("%s: mrr*weight = %v, want 1", id, v)

@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // secLogBuffer is an io.Writer safe for the concurrent log writes of a running App.
@@ -73,22 +73,6 @@ func (c *collector) n() int {
 	return len(c.bodies)
 }
 
-// tokenNATS runs a NATS server with JetStream that requires token.
-func tokenNATS(t *testing.T, token string) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
-		JetStream: true, StoreDir: t.TempDir(), Authorization: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS not ready")
-	}
-	t.Cleanup(s.Shutdown)
-	return s
-}
-
 // TestSecretsNeverLeak sets every kind of secret through environment variables, files and
 // config values, runs traffic, an alert to three notifiers and scoring, and checks that no
 // secret reaches the logs (debug level), client-facing errors, /metrics or /api/v1/config,
@@ -119,7 +103,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	t.Setenv("S1_PD_KEY", secrets["routing key"])
 	t.Setenv("S1_WH_SECRET", secrets["webhook HMAC"])
 
-	ns := tokenNATS(t, secrets["NATS token"])
+	ns := testutil.RunJetStream(t, testutil.Token(secrets["NATS token"]))
 	webhook, pagerduty, slack := newCollector(t), newCollector(t), newCollector(t)
 	metricsSrv := newMetricsServer(t)
 
@@ -217,9 +201,9 @@ log: {level: debug}
 	if code, _ := do("POST", "/api/v1/records", secrets["bearer token"], `{"trace_id":"x"}`); code != http.StatusBadRequest {
 		t.Fatalf("bad record = %d", code)
 	}
-	waitFor(t, "the SLO to fire", func() bool { return len(a.Alerts.Evaluate(ctx)) > 0 || webhook.n() > 0 })
-	waitFor(t, "every notifier", func() bool { return webhook.n() > 0 && pagerduty.n() > 0 && slack.n() > 0 })
-	waitFor(t, "score messages", func() bool {
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "the SLO to fire", func() bool { return len(a.Alerts.Evaluate(ctx)) > 0 || webhook.n() > 0 })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "every notifier", func() bool { return webhook.n() > 0 && pagerduty.n() > 0 && slack.n() > 0 })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "score messages", func() bool {
 		scoreMu.Lock()
 		defer scoreMu.Unlock()
 		return len(scoreMsgs) >= 10
