@@ -20,6 +20,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/dashboard"
 	"github.com/ragwatch/ragwatch/internal/synth"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // stack is ragwatch with a real Prometheus and Alertmanager on free loopback ports.
@@ -248,7 +249,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("dashboard queries return data", func(t *testing.T) {
 		for _, q := range dashboard.Queries() {
 			expr := strings.NewReplacer("$__rate_interval", "1m", "$service", ".*").Replace(q)
-			eventually(t, 60*time.Second, "dashboard query "+expr, func() error {
+			testutil.CheckFor(t, 60*time.Second, 250*time.Millisecond, "dashboard query "+expr, func() error {
 				v, err := promQuery(s.prom, expr)
 				if err != nil {
 					return err
@@ -262,7 +263,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("generated rules load and evaluate", func(t *testing.T) {
-		eventually(t, 30*time.Second, "rule health", func() error {
+		testutil.CheckFor(t, 30*time.Second, 250*time.Millisecond, "rule health", func() error {
 			b, _, err := httpGet(s.prom + "/api/v1/rules")
 			if err != nil {
 				return err
@@ -307,7 +308,7 @@ func TestEndToEnd(t *testing.T) {
 	gen.SetDegraded(true)
 	degradedAt := time.Now()
 	var got *amAlert
-	eventually(t, 90*time.Second, "citation-precision alert in Alertmanager", func() error {
+	testutil.CheckFor(t, 90*time.Second, 250*time.Millisecond, "citation-precision alert in Alertmanager", func() error {
 		var err error
 		got, err = firingInAlertmanager(s, "citation-precision")
 		return err
@@ -322,7 +323,7 @@ func TestEndToEnd(t *testing.T) {
 	if !strings.Contains(got.Annotations["evidence"], "http://tempo.example.internal/trace/") {
 		t.Errorf("evidence annotation carries no trace link: %v", got.Annotations)
 	}
-	eventually(t, 90*time.Second, "Prometheus-side SLO rule firing", func() error {
+	testutil.CheckFor(t, 90*time.Second, 250*time.Millisecond, "Prometheus-side SLO rule firing", func() error {
 		ok, err := firingInPrometheus(s, "RagwatchSLOViolated")
 		if err != nil {
 			return err
@@ -335,13 +336,13 @@ func TestEndToEnd(t *testing.T) {
 
 	// Repair it: both resolve.
 	gen.SetDegraded(false)
-	eventually(t, 120*time.Second, "alert resolved in Alertmanager", func() error {
+	testutil.CheckFor(t, 120*time.Second, 250*time.Millisecond, "alert resolved in Alertmanager", func() error {
 		if a, err := firingInAlertmanager(s, "citation-precision"); err == nil {
 			return fmt.Errorf("still active: ends %s", a.EndsAt)
 		}
 		return nil
 	})
-	eventually(t, 120*time.Second, "Prometheus-side rule resolved", func() error {
+	testutil.CheckFor(t, 120*time.Second, 250*time.Millisecond, "Prometheus-side rule resolved", func() error {
 		ok, err := firingInPrometheus(s, "RagwatchSLOViolated")
 		if err != nil {
 			return err

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // freePort returns a loopback address with a port nobody listens on now.
@@ -96,20 +98,6 @@ func tail(s string, n int) string {
 	return s
 }
 
-// eventually polls f until it returns nil or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %s: %v", what, within, err)
-}
-
 func httpGet(u string) ([]byte, int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -125,7 +113,7 @@ func httpGet(u string) ([]byte, int, error) {
 
 func waitHTTP(t *testing.T, u string) {
 	t.Helper()
-	eventually(t, 30*time.Second, "GET "+u, func() error {
+	testutil.CheckFor(t, 30*time.Second, 250*time.Millisecond, "GET "+u, func() error {
 		_, code, err := httpGet(u)
 		if err != nil {
 			return err

@@ -12,9 +12,10 @@ import (
 // one collector and GatherAndCompare a whole exposition, but neither reads one series of a
 // gathered family, which is what the assertions need.
 
-// Sum adds the values of the series of the counter, gauge or untyped family name in g whose
-// labels include every pair in labels (nil: every series). It is 0 when there is no such series:
-// a counter vector has no series until it is first incremented.
+// Sum adds the values of the series of family name in g whose labels include every pair in
+// labels (nil: every series): a counter's, gauge's or untyped value, a histogram's or summary's
+// observation count. It is 0 when there is no such series: a vector has no series until it is
+// first used.
 func Sum(tb testing.TB, g prometheus.Gatherer, name string, labels map[string]string) float64 {
 	tb.Helper()
 	var sum float64
@@ -29,6 +30,10 @@ func Sum(tb testing.TB, g prometheus.Gatherer, name string, labels map[string]st
 			sum += m.GetGauge().GetValue()
 		case m.Untyped != nil:
 			sum += m.GetUntyped().GetValue()
+		case m.Histogram != nil:
+			sum += float64(m.GetHistogram().GetSampleCount())
+		case m.Summary != nil:
+			sum += float64(m.GetSummary().GetSampleCount())
 		}
 	}
 	return sum

@@ -145,6 +145,7 @@ func TestSumAndSeries(t *testing.T) {
 		{"c_total", map[string]string{"a": "z"}, 0},
 		{"c_total", map[string]string{"other": "x"}, 0},
 		{"g", nil, 7},
+		{"h", nil, 2},
 		{"missing", nil, 0},
 	} {
 		if got := Sum(t, reg, tc.name, tc.labels); got != tc.want {
