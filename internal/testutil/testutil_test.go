@@ -3,9 +3,7 @@ package testutil
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -66,59 +64,38 @@ func TestRunServerIsCoreNATSWithToken(t *testing.T) {
 	}
 }
 
-// fakeTB records a Fatalf and ends the goroutine, as testing.T does.
-type fakeTB struct {
-	testing.TB
-	msg string
-}
-
-func (f *fakeTB) Helper() {}
-func (f *fakeTB) Fatalf(format string, args ...any) {
-	f.msg = fmt.Sprintf(format, args...)
-	runtime.Goexit()
-}
-
-// run calls fn with a fakeTB in its own goroutine and returns the Fatalf message ("" if none).
-func run(fn func(tb testing.TB)) string {
-	f := &fakeTB{}
-	done := make(chan struct{})
-	go func() { defer close(done); fn(f) }()
-	<-done
-	return f.msg
-}
-
 func TestEventually(t *testing.T) {
 	n := 0
-	if msg := run(func(tb testing.TB) {
+	if o := Record(t, func(tb testing.TB) {
 		Eventually(tb, time.Second, time.Millisecond, "three calls", func() bool { n++; return n == 3 })
-	}); msg != "" || n != 3 {
-		t.Fatalf("holds on the third call: calls %d, failure %q", n, msg)
+	}); o.Failed || n != 3 {
+		t.Fatalf("holds on the third call: calls %d, outcome %+v", n, o)
 	}
-	msg := run(func(tb testing.TB) {
+	o := Record(t, func(tb testing.TB) {
 		Eventually(tb, 20*time.Millisecond, time.Millisecond, "never", func() bool { return false })
 	})
-	if msg != "timed out after 20ms waiting for never" {
-		t.Fatalf("failure %q", msg)
+	if !o.Failed || o.Msg != "timed out after 20ms waiting for never" {
+		t.Fatalf("outcome %+v", o)
 	}
 }
 
 func TestCheckFor(t *testing.T) {
 	n := 0
-	if msg := run(func(tb testing.TB) {
+	if o := Record(t, func(tb testing.TB) {
 		CheckFor(tb, time.Second, time.Millisecond, "two calls", func() error {
 			if n++; n < 2 {
 				return errors.New("not yet")
 			}
 			return nil
 		})
-	}); msg != "" || n != 2 {
-		t.Fatalf("nil on the second call: calls %d, failure %q", n, msg)
+	}); o.Failed || n != 2 {
+		t.Fatalf("nil on the second call: calls %d, outcome %+v", n, o)
 	}
-	msg := run(func(tb testing.TB) {
+	o := Record(t, func(tb testing.TB) {
 		CheckFor(tb, 20*time.Millisecond, time.Millisecond, "the answer", func() error { return errors.New("HTTP 503") })
 	})
-	if msg != "the answer: not within 20ms: HTTP 503" {
-		t.Fatalf("failure %q", msg)
+	if !o.Failed || o.Msg != "the answer: not within 20ms: HTTP 503" {
+		t.Fatalf("outcome %+v", o)
 	}
 }
 
@@ -158,7 +135,26 @@ func TestSumAndSeries(t *testing.T) {
 	if v := Series(t, reg, "c_total", map[string]string{"a": "y", "b": "1"}).GetCounter().GetValue(); v != 5 {
 		t.Fatalf("c_total{a=y,b=1} = %v", v)
 	}
-	if msg := run(func(tb testing.TB) { Series(tb, reg, "c_total", map[string]string{"a": "y"}) }); !strings.HasPrefix(msg, "no series c_total") {
-		t.Fatalf("a subset of the labels is not the series: %q", msg)
+	if o := Record(t, func(tb testing.TB) { Series(tb, reg, "c_total", map[string]string{"a": "y"}) }); !o.Failed || !strings.HasPrefix(o.Msg, "no series c_total") {
+		t.Fatalf("a subset of the labels is not the series: %+v", o)
+	}
+}
+
+func TestRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fn   func(tb testing.TB)
+		want Outcome
+	}{
+		{"passes", func(tb testing.TB) { tb.Log("fine") }, Outcome{}},
+		{"fatal ends fn", func(tb testing.TB) { tb.Fatalf("bad %d", 1); tb.Errorf("not reached") }, Outcome{Failed: true, Msg: "bad 1"}},
+		{"error goes on", func(tb testing.TB) { tb.Error("first"); tb.Errorf("second") }, Outcome{Failed: true, Msg: "second"}},
+		{"skip ends fn", func(tb testing.TB) { tb.Skipf("no %s", "data"); tb.Fatal("not reached") }, Outcome{Skipped: true, Msg: "no data"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Record(t, tc.fn); got != tc.want {
+				t.Fatalf("outcome %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }
