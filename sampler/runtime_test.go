@@ -80,19 +80,18 @@ func TestRuntimeEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testutil.CheckFor(t, 15*time.Second, 10*time.Millisecond, "every result", func() error {
 		mu.Lock()
 		n := len(results)
 		mu.Unlock()
-		if n == want {
-			break
-		}
-		if time.Now().After(deadline) || n > want {
+		if n > want {
 			t.Fatalf("%d results, want %d", n, want)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		if n < want {
+			return fmt.Errorf("%d results, want %d", n, want)
+		}
+		return nil
+	})
 	if err := rt.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -154,24 +153,13 @@ func TestRuntimeBudgetFromWorkerPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &record.Record{TraceID: "000000000000000000ffffffffffffff", Service: "chat", Query: "q"}
-	deadline := time.Now().Add(5 * time.Second)
-	for rt.Budget.Spent() < 0.6 {
-		if time.Now().After(deadline) {
-			t.Fatal("the budget never saw the pod's spending")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the budget to see the pod's spending", func() bool { return rt.Budget.Spent() >= 0.6 })
 	if d := rt.Decider.Decide(rec, decide.Ingest); !d.Sample {
 		t.Fatalf("0.6 of 1 spent: %+v", d)
 	}
 	spent[0].TraceID = "t2"
 	_ = pod.ConsumeScores(context.Background(), spent)
-	for rt.Budget.Spent() < 1.2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the budget never saw the second result")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the budget to see the second result", func() bool { return rt.Budget.Spent() >= 1.2 })
 	if d := rt.Decider.Decide(rec, decide.Ingest); d.Sample || d.Reason != decide.ReasonBudget {
 		t.Fatalf("budget spent: %+v", d)
 	}

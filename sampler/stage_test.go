@@ -203,13 +203,7 @@ func TestIngestionWithNATSStopped(t *testing.T) {
 
 	srv.Shutdown()
 	srv.WaitForShutdown()
-	deadline := time.Now().Add(5 * time.Second)
-	for nc.IsConnected() {
-		if time.Now().After(deadline) {
-			t.Fatal("still connected")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the connection to drop", func() bool { return !nc.IsConnected() })
 	const n = 10000
 	ids := make([]string, 2*n)
 	for i := range ids {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/alerts"
@@ -21,6 +21,7 @@ import (
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -201,7 +202,7 @@ func TestThresholdFireHoldResolveAndFlap(t *testing.T) {
 			t.Fatalf("evidence item %+v: want the 0.4 samples with links", ev)
 		}
 	}
-	if got := testutil.ToFloat64(h.e.m.firing.WithLabelValues("cp", "page")); got != 1 {
+	if got := promtestutil.ToFloat64(h.e.m.firing.WithLabelValues("cp", "page")); got != 1 {
 		t.Fatalf("alerts_firing = %v", got)
 	}
 	// Hold: mean recovers into the band [0.7 upper bound, ...) → neither breach nor recovered:
@@ -227,11 +228,11 @@ func TestThresholdFireHoldResolveAndFlap(t *testing.T) {
 	if len(out) != 1 || out[0].Status != alerts.StatusResolved || !out[0].EndsAt.Equal(h.clk.Now()) {
 		t.Fatalf("want resolved: %+v", out)
 	}
-	if got := testutil.ToFloat64(h.e.m.firing.WithLabelValues("cp", "page")); got != 0 {
+	if got := promtestutil.ToFloat64(h.e.m.firing.WithLabelValues("cp", "page")); got != 0 {
 		t.Fatalf("alerts_firing after resolve = %v", got)
 	}
 	// Counters carry the raw sums for fleet rules: 29+1+200+60+100+400 samples.
-	if got := testutil.ToFloat64(h.e.m.samples.WithLabelValues("cp", "search")); got != 790 {
+	if got := promtestutil.ToFloat64(h.e.m.samples.WithLabelValues("cp", "search")); got != 790 {
 		t.Fatalf("samples_total = %v", got)
 	}
 	// The API lists the resolved alert for resolved_retention.
@@ -267,7 +268,7 @@ func TestThresholdHonoursTheConfidenceBound(t *testing.T) {
 	if p := h2.phase("cp", "search", "page"); p != phasePending {
 		t.Fatalf("weighted mean 0.536 must breach: %s", p)
 	}
-	if got := testutil.ToFloat64(h2.e.m.value.WithLabelValues("cp", "search")); got < 0.5363 || got > 0.5364 {
+	if got := promtestutil.ToFloat64(h2.e.m.value.WithLabelValues("cp", "search")); got < 0.5363 || got > 0.5364 {
 		t.Fatalf("slo_value = %v, want (40*0.9+400*0.5)/440 = 0.53636", got)
 	}
 }
@@ -378,7 +379,7 @@ func TestBurnRateFireHoldResolve(t *testing.T) {
 	if len(h.rec.sent) != 0 {
 		t.Fatalf("healthy burn alerted: %+v", h.rec.sent[0])
 	}
-	if got := testutil.ToFloat64(h.e.m.budget.WithLabelValues("faithful", "search")); got < 0.49 || got > 0.51 {
+	if got := promtestutil.ToFloat64(h.e.m.budget.WithLabelValues("faithful", "search")); got < 0.49 || got > 0.51 {
 		t.Fatalf("budget remaining = %v, want 0.5 (5%% bad of a 10%% budget)", got)
 	}
 	// 80% bad: the 5m window burns 8x at once; the hour needs > 50% bad to pass 5x.
@@ -477,7 +478,7 @@ func TestDriftFireHoldResolve(t *testing.T) {
 	if p := h.phase("docs", "search", "ticket"); p != phaseInactive {
 		t.Fatalf("stable traffic: %s", p)
 	}
-	if got := testutil.ToFloat64(h.e.m.drift.WithLabelValues("docs", "search")); got > 0.05 {
+	if got := promtestutil.ToFloat64(h.e.m.drift.WithLabelValues("docs", "search")); got > 0.05 {
 		t.Fatalf("stable PSI = %v", got)
 	}
 	// The index breaks: most requests retrieve 0 or 1 document.
@@ -598,10 +599,10 @@ func TestRejectsNonFiniteInput(t *testing.T) {
 	if err == nil || err.Error() != "alert engine: citation_precision weight must be a finite non-negative number" {
 		t.Fatalf("err = %v", err)
 	}
-	if got := testutil.ToFloat64(h.e.m.rejected.WithLabelValues("invalid_weight")); got != 1 {
+	if got := promtestutil.ToFloat64(h.e.m.rejected.WithLabelValues("invalid_weight")); got != 1 {
 		t.Fatalf("rejected = %v", got)
 	}
-	if got := testutil.ToFloat64(h.e.m.weight.WithLabelValues("cp", "s")); got != 2 {
+	if got := promtestutil.ToFloat64(h.e.m.weight.WithLabelValues("cp", "s")); got != 2 {
 		t.Fatalf("the valid result must still count: weight_total = %v", got)
 	}
 	// Metrics no rule watches are ignored, valid or not.
@@ -700,13 +701,9 @@ func TestLifecycle(t *testing.T) {
 			t.Fatal("double start must fail")
 		}
 		_ = e.ConsumeScores(context.Background(), []score.Result{{TraceID: "t", Service: "s", Metric: "citation_precision", Value: 0.5}})
-		deadline := time.Now().Add(5 * time.Second)
-		for testutil.ToFloat64(e.m.saves.WithLabelValues("ok")) < float64(2*round+1) {
-			if time.Now().After(deadline) {
-				t.Fatal("the loop never saved")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the loop to save", func() bool {
+			return promtestutil.ToFloat64(e.m.saves.WithLabelValues("ok")) >= float64(2*round+1)
+		})
 		if err := e.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}

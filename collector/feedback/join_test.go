@@ -410,13 +410,7 @@ func TestSidecarsShareTheBucket(t *testing.T) {
 	}
 	waitStored := func(trace string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !stored(trace) {
-			if time.Now().After(deadline) {
-				t.Fatalf("seen state of %s never written", trace)
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+		testutil.Eventually(t, 5*time.Second, 2*time.Millisecond, "the seen state of "+trace+" written", func() bool { return stored(trace) })
 	}
 
 	// After: A sees the record, B gets the feedback.
