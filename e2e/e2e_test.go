@@ -123,18 +123,18 @@ func startStack(t *testing.T) *stack {
 	s := &stack{dir: t.TempDir()}
 	bin := buildRagwatch(t)
 
-	amAddr := freePort(t)
+	amAddr := testutil.FreeAddr(t)
 	s.am = "http://" + amAddr
 	amCfg := writeFile(t, s.dir, "alertmanager.yml", alertmanagerConfig)
 	s.alertmanagerProc = start(t, bins["prometheus-alertmanager"], "--config.file="+amCfg,
 		"--storage.path="+filepath.Join(s.dir, "am"), "--web.listen-address="+amAddr, "--cluster.listen-address=")
 	waitHTTP(t, s.am+"/-/ready")
 
-	rwAddr := freePort(t)
+	rwAddr := testutil.FreeAddr(t)
 	s.ragwatch = "http://" + rwAddr
-	s.otlpGRPC = freePort(t)
+	s.otlpGRPC = testutil.FreeAddr(t)
 	s.configPath = writeFile(t, s.dir, "ragwatch.yaml", fmt.Sprintf(ragwatchConfig,
-		s.otlpGRPC, freePort(t), rwAddr, filepath.Join(s.dir, "data"), freePort(t), s.am))
+		s.otlpGRPC, testutil.FreeAddr(t), rwAddr, filepath.Join(s.dir, "data"), testutil.FreeAddr(t), s.am))
 	if out, err := exec.Command(bin, "validate", "-c", s.configPath).CombinedOutput(); err != nil {
 		t.Fatalf("ragwatch validate: %v\n%s", err, out)
 	}
@@ -149,7 +149,7 @@ func startStack(t *testing.T) *stack {
 	s.ragwatchProc = start(t, bin, "run", "-c", s.configPath, "--log-format", "json")
 	waitHTTP(t, s.ragwatch+"/readyz")
 
-	promAddr := freePort(t)
+	promAddr := testutil.FreeAddr(t)
 	s.prom = "http://" + promAddr
 	promCfg := writeFile(t, s.dir, "prometheus.yml", fmt.Sprintf(prometheusConfig, s.rulesPath, amAddr, rwAddr))
 	s.promProc = start(t, bins["prometheus"], "--config.file="+promCfg, "--storage.tsdb.path="+filepath.Join(s.dir, "prom"),
@@ -363,7 +363,7 @@ func TestDemoFiresAndResolvesBothAlerts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "demo", "--duration", "90s", "--plain",
-		"--otlp-grpc", freePort(t), "--otlp-http", freePort(t), "--http", freePort(t), "--nats", freePort(t),
+		"--otlp-grpc", testutil.FreeAddr(t), "--otlp-http", testutil.FreeAddr(t), "--http", testutil.FreeAddr(t), "--nats", testutil.FreeAddr(t),
 		"--data-dir", t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err != nil {

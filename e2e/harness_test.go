@@ -3,64 +3,33 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
-// freePort returns a loopback address with a port nobody listens on now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // process is a server started for the test, stopped and logged at cleanup.
 type process struct {
 	name string
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *testutil.Buffer
 	done chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func start(t *testing.T, name string, args ...string) *process {
 	t.Helper()
-	p := &process{name: name, log: &syncBuffer{}, done: make(chan struct{})}
+	p := &process{name: name, log: &testutil.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(name, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {

@@ -1,36 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
-
-// runLog is a bytes.Buffer safe for the logger and the test to share.
-type runLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *runLog) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *runLog) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestRunCommand runs `ragwatch run -c file` on free ports, waits until it logs where it
 // listens, then cancels as SIGTERM does and expects a clean exit.
@@ -52,7 +32,7 @@ nats:
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr runLog
+	var stdout, stderr testutil.Buffer
 	done := make(chan int, 1)
 	go func() { done <- runCommand(ctx, []string{"-c", cfgPath, "--log-format", "json"}, &stdout, &stderr) }()
 
@@ -91,7 +71,7 @@ func TestRunCommandBadConfig(t *testing.T) {
 	if err := os.WriteFile(p, []byte("assembly:\n  wait: -1s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr runLog
+	var stdout, stderr testutil.Buffer
 	code := runCommand(context.Background(), []string{"-c", p}, &stdout, &stderr)
 	want := "ragwatch run: invalid config:\n  " + p + ": line 2: `assembly.wait` must not be negative\n"
 	if code != 1 || stderr.String() != want {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,34 +21,6 @@ import (
 	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 )
-
-// syncBuffer is a concurrency-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
 	srv := testutil.RunJetStream(t)
@@ -89,7 +60,7 @@ func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
 	}
 	defer sub.Unsubscribe()
 
-	httpAddr := freeAddr(t)
+	httpAddr := testutil.FreeAddr(t)
 	path := filepath.Join(t.TempDir(), "ragwatch.yaml")
 	yaml := fmt.Sprintf("http: {endpoint: %q}\nnats: {url: %q}\nscoring: {workers: 2, retrieval_k: [1, 2]}\n", httpAddr, srv.ClientURL())
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
@@ -97,7 +68,7 @@ func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var logs syncBuffer
+	var logs testutil.Buffer
 	code := make(chan int, 1)
 	go func() {
 		code <- dispatch(ctx, []string{"worker", "-c", path, "--log-format", "json"}, io.Discard, &logs)

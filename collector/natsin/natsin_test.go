@@ -467,13 +467,8 @@ func TestShutdownWithoutStartAndRestart(t *testing.T) {
 // subscriber and starts it again on the same port: ragwatch_nats_connected goes 0 then 1 and
 // records flow again without a new subscription.
 func TestCoreSubscriptionSurvivesServerRestart(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	srv := testutil.RunServer(t, testutil.Port(port))
+	srv := testutil.RunServer(t)
+	port := srv.Addr().(*net.TCPAddr).Port // the restarted server listens here again
 	cfg := config.Default().NATS
 	cfg.URL = srv.ClientURL()
 	cfg.ReconnectWait = 10 * time.Millisecond

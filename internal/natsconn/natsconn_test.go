@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,22 +136,13 @@ func TestEmbeddedStoreDirNotWritable(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func TestExternalReconnect(t *testing.T) {
-	port := freePort(t)
-	s1 := testutil.RunJetStream(t, testutil.Port(port), testutil.Token("s3cret"))
+	s1 := testutil.RunJetStream(t, testutil.Token("s3cret"))
+	port := s1.Addr().(*net.TCPAddr).Port // s2 listens here again
 	t.Setenv("RAGWATCH_TEST_NATS_TOKEN", "s3cret")
 
 	cfg := config.Default().NATS
-	cfg.URL = "nats://127.0.0.1:" + strconv.Itoa(port)
+	cfg.URL = s1.ClientURL()
 	cfg.TokenEnv = "RAGWATCH_TEST_NATS_TOKEN"
 	cfg.ReconnectWait = 10 * time.Millisecond
 	cfg.ReconnectMaxWait = 50 * time.Millisecond

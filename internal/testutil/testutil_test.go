@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -157,4 +158,35 @@ func TestRecord(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestBufferTakesConcurrentWrites(t *testing.T) {
+	var b Buffer
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				_, _ = b.Write([]byte("x"))
+				_ = b.String()
+			}
+		}()
+	}
+	wg.Wait()
+	if got := len(b.String()); got != 800 {
+		t.Fatalf("%d bytes, want 800", got)
+	}
+}
+
+func TestFreeAddrCanBeListenedOn(t *testing.T) {
+	addr := FreeAddr(t)
+	if !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Fatalf("addr %q", addr)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
 }

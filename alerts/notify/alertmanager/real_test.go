@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,12 +32,7 @@ func TestRealAlertmanager(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("route: {receiver: sink}\nreceivers: [{name: sink}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := testutil.FreeAddr(t)
 	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.path="+dir, "--web.listen-address="+addr,
 		"--cluster.listen-address=", "--log.level=warn")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

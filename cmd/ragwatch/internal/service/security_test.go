@@ -1,7 +1,6 @@
 package service_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,24 +21,6 @@ import (
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
-
-// secLogBuffer is an io.Writer safe for the concurrent log writes of a running App.
-type secLogBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *secLogBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *secLogBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // collector is an httptest server keeping every request body.
 type collector struct {
@@ -130,7 +111,7 @@ log: {level: debug}
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &secLogBuffer{}
+	logs := &testutil.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a, err := service.New(cfg, logger)
 	if err != nil {
