@@ -28,18 +28,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // recorder is a Sink keeping every alert it was handed.
 type recorder struct {
 	mu   sync.Mutex
@@ -63,14 +51,14 @@ func parse(t *testing.T, y string) *config.Config {
 
 type harness struct {
 	e   *Engine
-	clk *clock
+	clk *testutil.Clock
 	reg *prometheus.Registry
 	rec *recorder
 }
 
 func newHarness(t *testing.T, y string, store Store) *harness {
 	t.Helper()
-	h := &harness{clk: &clock{t: t0}, reg: prometheus.NewRegistry(), rec: &recorder{}}
+	h := &harness{clk: testutil.NewClock(t0), reg: prometheus.NewRegistry(), rec: &recorder{}}
 	e, err := New(Options{Config: parse(t, y), Registerer: h.reg, Now: h.clk.Now, Store: store, Sink: h.rec})
 	if err != nil {
 		t.Fatal(err)
@@ -541,7 +529,7 @@ func TestDriftAgainstPinnedBaseline(t *testing.T) {
 	for i := 0; i < 300; i++ {
 		b.Add("retrieved_documents", "search", float64(4+i%3), 1)
 	}
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	e, err := New(Options{Config: c, Now: clk.Now, Baseline: b.Baseline()})
 	if err != nil {
 		t.Fatal(err)
@@ -572,7 +560,7 @@ func TestRestartKeepsState(t *testing.T) {
 	// A new engine (new process) on the same store continues: still firing, same start, same
 	// window sums, no re-fire.
 	h2 := newHarness(t, thresholdCfg, store)
-	h2.clk.t = h.clk.Now().Add(30 * time.Second)
+	h2.clk.Set(h.clk.Now().Add(30 * time.Second))
 	if err := h2.e.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func TestRestartKeepsStateInJetStreamKV(t *testing.T) {
 
 	_, kv2 := startJetStream(t, dir)
 	h2 := newHarness(t, thresholdCfg, KVStore{KV: kv2})
-	h2.clk.t = firedAt.Add(time.Minute)
+	h2.clk.Set(firedAt.Add(time.Minute))
 	if err := h2.e.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 func TestHTTPHandler(t *testing.T) {
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	j, s := newJoin(t, nil, clk, reg)
 	m := ingest.NewMetrics(reg)

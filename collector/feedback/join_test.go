@@ -41,21 +41,9 @@ func (s *sink) ConsumeFeedback(_ context.Context, r *record.Record) error {
 	return nil
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func newJoin(t *testing.T, kv jetstream.KeyValue, clk *clock, reg *prometheus.Registry) (*Join, *sink) {
+func newJoin(t *testing.T, kv jetstream.KeyValue, clk *testutil.Clock, reg *prometheus.Registry) (*Join, *sink) {
 	t.Helper()
 	s := &sink{}
 	j, err := New(Settings{Retention: time.Hour, Next: s, NextFeedback: s, KV: kv, PersistSeen: kv != nil, Registerer: reg, Now: clk.Now})
@@ -81,7 +69,7 @@ func rec(trace string) *record.Record {
 }
 
 func TestFeedbackBeforeRecordIsAttached(t *testing.T) {
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	j, s := newJoin(t, nil, clk, reg)
 	ctx := context.Background()
@@ -113,7 +101,7 @@ func TestFeedbackBeforeRecordIsAttached(t *testing.T) {
 }
 
 func TestFeedbackAfterRecordIsForwarded(t *testing.T) {
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	j, s := newJoin(t, nil, clk, reg)
 	ctx := context.Background()
@@ -138,7 +126,7 @@ func TestFeedbackAfterRecordIsForwarded(t *testing.T) {
 }
 
 func TestFeedbackWithTraceFromOTLP(t *testing.T) {
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	j, s := newJoin(t, nil, clk, reg)
 	ctx := context.Background()
@@ -169,7 +157,7 @@ func TestFeedbackWithTraceFromOTLP(t *testing.T) {
 }
 
 func TestOrphanedAfterRetention(t *testing.T) {
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	j, s := newJoin(t, nil, clk, reg)
 	ctx := context.Background()
@@ -204,7 +192,7 @@ func TestOrphanedAfterRetention(t *testing.T) {
 }
 
 func TestBoundedEntriesOrphanOldest(t *testing.T) {
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	s := &sink{}
 	j, err := New(Settings{Retention: time.Hour, MaxEntries: 2, Next: s, NextFeedback: s, Registerer: reg, Now: clk.Now})
@@ -238,7 +226,7 @@ func TestBoundedEntriesOrphanOldest(t *testing.T) {
 // TestEachFeedbackCountedOnce runs the join in front of the real signals stage and checks
 // ragwatch_feedback_total: feedback before, with and after its record, and orphaned, each once.
 func TestEachFeedbackCountedOnce(t *testing.T) {
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	sig, err := signals.New(signals.Settings{Signals: config.Signals{MaxServices: 10}, Registerer: reg})
 	if err != nil {
@@ -290,7 +278,7 @@ func TestStatePersistsAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 
 	j1, s1 := newJoin(t, kv, clk, prometheus.NewRegistry())
 	if err := j1.Submit(ctx, Event{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Thumbs: "down"}); err != nil {
@@ -400,7 +388,7 @@ func TestSidecarsShareTheBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
 	a, sa := newJoin(t, kv, clk, regA)
 	b, sb := newJoin(t, kv, clk, regB)
@@ -467,7 +455,7 @@ func TestSeenRecordsStayInMemoryByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	s := &sink{}
 	j, err := New(Settings{Retention: time.Hour, Next: s, NextFeedback: s, KV: kv, Registerer: prometheus.NewRegistry(), Now: clk.Now})
 	if err != nil {
@@ -500,7 +488,7 @@ func TestSeenRecordsStayInMemoryByDefault(t *testing.T) {
 // TestLateFeedbackKeepsRecordIDs: what the join remembers compactly (OTLP ids, UTC times) and
 // what it keeps as given (other ids, other time zones) comes back exactly on late feedback.
 func TestLateFeedbackKeepsRecordIDs(t *testing.T) {
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	j, s := newJoin(t, nil, clk, reg)
 	ctx := context.Background()

@@ -190,3 +190,16 @@ func TestFreeAddrCanBeListenedOn(t *testing.T) {
 	}
 	l.Close()
 }
+
+func TestClock(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	c := NewClock(t0)
+	c.Add(90 * time.Second)
+	if got := c.Now(); !got.Equal(t0.Add(90 * time.Second)) {
+		t.Fatalf("after Add: %v", got)
+	}
+	c.Set(t0)
+	if got := c.Now(); !got.Equal(t0) {
+		t.Fatalf("after Set: %v", got)
+	}
+}
