@@ -18,8 +18,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 
-	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/dashboard"
 	"github.com/ragwatch/ragwatch/internal/synth"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // stack is ragwatch with a real Prometheus and Alertmanager on free loopback ports.
@@ -122,18 +122,18 @@ func startStack(t *testing.T) *stack {
 	s := &stack{dir: t.TempDir()}
 	bin := buildRagwatch(t)
 
-	amAddr := freePort(t)
+	amAddr := testutil.FreeAddr(t)
 	s.am = "http://" + amAddr
 	amCfg := writeFile(t, s.dir, "alertmanager.yml", alertmanagerConfig)
 	s.alertmanagerProc = start(t, bins["prometheus-alertmanager"], "--config.file="+amCfg,
 		"--storage.path="+filepath.Join(s.dir, "am"), "--web.listen-address="+amAddr, "--cluster.listen-address=")
 	waitHTTP(t, s.am+"/-/ready")
 
-	rwAddr := freePort(t)
+	rwAddr := testutil.FreeAddr(t)
 	s.ragwatch = "http://" + rwAddr
-	s.otlpGRPC = freePort(t)
+	s.otlpGRPC = testutil.FreeAddr(t)
 	s.configPath = writeFile(t, s.dir, "ragwatch.yaml", fmt.Sprintf(ragwatchConfig,
-		s.otlpGRPC, freePort(t), rwAddr, filepath.Join(s.dir, "data"), freePort(t), s.am))
+		s.otlpGRPC, testutil.FreeAddr(t), rwAddr, filepath.Join(s.dir, "data"), testutil.FreeAddr(t), s.am))
 	if out, err := exec.Command(bin, "validate", "-c", s.configPath).CombinedOutput(); err != nil {
 		t.Fatalf("ragwatch validate: %v\n%s", err, out)
 	}
@@ -148,7 +148,7 @@ func startStack(t *testing.T) *stack {
 	s.ragwatchProc = start(t, bin, "run", "-c", s.configPath, "--log-format", "json")
 	waitHTTP(t, s.ragwatch+"/readyz")
 
-	promAddr := freePort(t)
+	promAddr := testutil.FreeAddr(t)
 	s.prom = "http://" + promAddr
 	promCfg := writeFile(t, s.dir, "prometheus.yml", fmt.Sprintf(prometheusConfig, s.rulesPath, amAddr, rwAddr))
 	s.promProc = start(t, bins["prometheus"], "--config.file="+promCfg, "--storage.tsdb.path="+filepath.Join(s.dir, "prom"),
@@ -244,11 +244,12 @@ func TestEndToEnd(t *testing.T) {
 	defer cancel()
 	sent := traffic(ctx, t, s.otlpGRPC, gen, 30)
 
-	// Healthy traffic: every dashboard query returns data once Prometheus has a few scrapes.
+	// Healthy traffic: every query of the shipped dashboard returns data once Prometheus has a
+	// few scrapes.
 	t.Run("dashboard queries return data", func(t *testing.T) {
-		for _, q := range dashboard.Queries() {
+		for _, q := range dashboardQueries(t) {
 			expr := strings.NewReplacer("$__rate_interval", "1m", "$service", ".*").Replace(q)
-			eventually(t, 60*time.Second, "dashboard query "+expr, func() error {
+			testutil.CheckFor(t, 60*time.Second, 250*time.Millisecond, "dashboard query "+expr, func() error {
 				v, err := promQuery(s.prom, expr)
 				if err != nil {
 					return err
@@ -262,7 +263,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("generated rules load and evaluate", func(t *testing.T) {
-		eventually(t, 30*time.Second, "rule health", func() error {
+		testutil.CheckFor(t, 30*time.Second, 250*time.Millisecond, "rule health", func() error {
 			b, _, err := httpGet(s.prom + "/api/v1/rules")
 			if err != nil {
 				return err
@@ -307,7 +308,7 @@ func TestEndToEnd(t *testing.T) {
 	gen.SetDegraded(true)
 	degradedAt := time.Now()
 	var got *amAlert
-	eventually(t, 90*time.Second, "citation-precision alert in Alertmanager", func() error {
+	testutil.CheckFor(t, 90*time.Second, 250*time.Millisecond, "citation-precision alert in Alertmanager", func() error {
 		var err error
 		got, err = firingInAlertmanager(s, "citation-precision")
 		return err
@@ -322,7 +323,7 @@ func TestEndToEnd(t *testing.T) {
 	if !strings.Contains(got.Annotations["evidence"], "http://tempo.example.internal/trace/") {
 		t.Errorf("evidence annotation carries no trace link: %v", got.Annotations)
 	}
-	eventually(t, 90*time.Second, "Prometheus-side SLO rule firing", func() error {
+	testutil.CheckFor(t, 90*time.Second, 250*time.Millisecond, "Prometheus-side SLO rule firing", func() error {
 		ok, err := firingInPrometheus(s, "RagwatchSLOViolated")
 		if err != nil {
 			return err
@@ -335,13 +336,13 @@ func TestEndToEnd(t *testing.T) {
 
 	// Repair it: both resolve.
 	gen.SetDegraded(false)
-	eventually(t, 120*time.Second, "alert resolved in Alertmanager", func() error {
+	testutil.CheckFor(t, 120*time.Second, 250*time.Millisecond, "alert resolved in Alertmanager", func() error {
 		if a, err := firingInAlertmanager(s, "citation-precision"); err == nil {
 			return fmt.Errorf("still active: ends %s", a.EndsAt)
 		}
 		return nil
 	})
-	eventually(t, 120*time.Second, "Prometheus-side rule resolved", func() error {
+	testutil.CheckFor(t, 120*time.Second, 250*time.Millisecond, "Prometheus-side rule resolved", func() error {
 		ok, err := firingInPrometheus(s, "RagwatchSLOViolated")
 		if err != nil {
 			return err
@@ -362,7 +363,7 @@ func TestDemoFiresAndResolvesBothAlerts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "demo", "--duration", "90s", "--plain",
-		"--otlp-grpc", freePort(t), "--otlp-http", freePort(t), "--http", freePort(t), "--nats", freePort(t),
+		"--otlp-grpc", testutil.FreeAddr(t), "--otlp-http", testutil.FreeAddr(t), "--http", testutil.FreeAddr(t), "--nats", testutil.FreeAddr(t),
 		"--data-dir", t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -390,4 +391,34 @@ func TestDemoFiresAndResolvesBothAlerts(t *testing.T) {
 		}
 	}
 	_ = os.Stderr
+}
+
+// dashboardQueries reads every query of the dashboard as shipped in deploy/grafana, which the
+// dashboard package's test keeps identical to what `ragwatch dashboard` generates.
+func dashboardQueries(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../deploy/grafana/ragwatch-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("deploy/grafana/ragwatch-dashboard.json: %v", err)
+	}
+	var out []string
+	for _, p := range d.Panels {
+		for _, q := range p.Targets {
+			out = append(out, q.Expr)
+		}
+	}
+	if len(out) < 10 {
+		t.Fatalf("the dashboard has %d queries; the file or its schema changed", len(out))
+	}
+	return out
 }

@@ -3,62 +3,33 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-)
 
-// freePort returns a loopback address with a port nobody listens on now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+	"github.com/ragwatch/ragwatch/internal/testutil"
+)
 
 // process is a server started for the test, stopped and logged at cleanup.
 type process struct {
 	name string
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *testutil.Buffer
 	done chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func start(t *testing.T, name string, args ...string) *process {
 	t.Helper()
-	p := &process{name: name, log: &syncBuffer{}, done: make(chan struct{})}
+	p := &process{name: name, log: &testutil.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(name, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
@@ -96,20 +67,6 @@ func tail(s string, n int) string {
 	return s
 }
 
-// eventually polls f until it returns nil or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %s: %v", what, within, err)
-}
-
 func httpGet(u string) ([]byte, int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -125,7 +82,7 @@ func httpGet(u string) ([]byte, int, error) {
 
 func waitHTTP(t *testing.T, u string) {
 	t.Helper()
-	eventually(t, 30*time.Second, "GET "+u, func() error {
+	testutil.CheckFor(t, 30*time.Second, 250*time.Millisecond, "GET "+u, func() error {
 		_, code, err := httpGet(u)
 		if err != nil {
 			return err

@@ -20,6 +20,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/scorers/llm"
 	"github.com/ragwatch/ragwatch/sampler/scorers/llm/openai"
 	"github.com/ragwatch/ragwatch/scripts/benchcpu"
@@ -76,7 +77,7 @@ func BenchmarkIngestWithJudge(b *testing.B) {
 	}
 	for _, mode := range []string{"none", "ok", "slow", "dead"} {
 		b.Run("judge="+mode, func(b *testing.B) {
-			_, _, js := runJetStream(b)
+			_, js := testutil.Connect(b, testutil.RunJetStream(b))
 
 			cfg := config.Default()            // sampling.rate 0.1, 4 workers, max_retries 3
 			cfg.Sampling.Buffer = b.N/5 + 1024 // the stage never drops: every sampled record is published
@@ -132,7 +133,7 @@ func BenchmarkIngestWithJudge(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			sampled := counter(b, reg, "ragwatch_sampled_total")
+			sampled := testutil.Sum(b, reg, "ragwatch_sampled_total", nil)
 			for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
 				info, err := stream.Info(ctx)
 				if err != nil {
@@ -147,28 +148,10 @@ func BenchmarkIngestWithJudge(b *testing.B) {
 			}
 			stop()
 			b.StopTimer()
-			if d := counter(b, reg, "ragwatch_scoring_dropped_total"); d > 0 {
+			if d := testutil.Sum(b, reg, "ragwatch_scoring_dropped_total", nil); d > 0 {
 				b.Fatalf("%.0f sampled records dropped", d)
 			}
 			b.ReportMetric(float64(j.requests.Load())/time.Since(start).Seconds(), "judge-calls/s")
 		})
 	}
-}
-
-// counter sums every series of a counter on reg.
-func counter(b *testing.B, reg *prometheus.Registry, name string) float64 {
-	b.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
 }

@@ -8,15 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/decide"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 )
@@ -35,7 +34,7 @@ func (fixedScorer) Score(_ context.Context, r *record.Record) ([]score.Result, e
 // The whole in-process path: records in, a rule-weighted consistent sample scored by
 // in-process workers, results read back through the scores subjects with their weights.
 func TestRuntimeEndToEnd(t *testing.T) {
-	_, nc, js := runJetStream(t)
+	nc, js := testutil.Connect(t, testutil.RunJetStream(t))
 
 	cfg := config.Default()
 	cfg.Sampling.Rate = 0.25
@@ -81,19 +80,18 @@ func TestRuntimeEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testutil.CheckFor(t, 15*time.Second, 10*time.Millisecond, "every result", func() error {
 		mu.Lock()
 		n := len(results)
 		mu.Unlock()
-		if n == want {
-			break
-		}
-		if time.Now().After(deadline) || n > want {
+		if n > want {
 			t.Fatalf("%d results, want %d", n, want)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		if n < want {
+			return fmt.Errorf("%d results, want %d", n, want)
+		}
+		return nil
+	})
 	if err := rt.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -121,21 +119,8 @@ func TestRuntimeEndToEnd(t *testing.T) {
 // With scoring in worker pods, the sidecar's budget is charged from the results they publish,
 // so sampling stops when the fleet has spent the day's budget.
 func TestRuntimeBudgetFromWorkerPods(t *testing.T) {
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("not ready")
-	}
-	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	srv := testutil.RunJetStream(t)
+	nc, js := testutil.Connect(t, srv)
 
 	cfg := config.Default()
 	cfg.Sampling.Rate = 1
@@ -168,24 +153,13 @@ func TestRuntimeBudgetFromWorkerPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &record.Record{TraceID: "000000000000000000ffffffffffffff", Service: "chat", Query: "q"}
-	deadline := time.Now().Add(5 * time.Second)
-	for rt.Budget.Spent() < 0.6 {
-		if time.Now().After(deadline) {
-			t.Fatal("the budget never saw the pod's spending")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the budget to see the pod's spending", func() bool { return rt.Budget.Spent() >= 0.6 })
 	if d := rt.Decider.Decide(rec, decide.Ingest); !d.Sample {
 		t.Fatalf("0.6 of 1 spent: %+v", d)
 	}
 	spent[0].TraceID = "t2"
 	_ = pod.ConsumeScores(context.Background(), spent)
-	for rt.Budget.Spent() < 1.2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the budget never saw the second result")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the budget to see the second result", func() bool { return rt.Budget.Spent() >= 1.2 })
 	if d := rt.Decider.Decide(rec, decide.Ingest); d.Sample || d.Reason != decide.ReasonBudget {
 		t.Fatalf("budget spent: %+v", d)
 	}

@@ -10,12 +10,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/decide"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 )
@@ -134,7 +135,7 @@ ragwatch_sampling_skipped_total{reason="rate"} 1
 ragwatch_sampling_skipped_total{reason="rate_limit"} 0
 ragwatch_sampling_skipped_total{reason="rule"} 0
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -181,7 +182,8 @@ func TestRecentCacheBounds(t *testing.T) {
 
 // With NATS down, ConsumeRecord keeps returning at once and every sample is counted as dropped.
 func TestIngestionWithNATSStopped(t *testing.T) {
-	srv, nc, js := runJetStream(t, nats.MaxReconnects(-1), nats.ReconnectWait(time.Second))
+	srv := testutil.RunJetStream(t)
+	nc, js := testutil.Connect(t, srv, nats.MaxReconnects(-1), nats.ReconnectWait(time.Second))
 	qcfg := config.Default().Scoring.Queue
 	if _, err := queue.Setup(context.Background(), js, qcfg, 1); err != nil {
 		t.Fatal(err)
@@ -199,13 +201,7 @@ func TestIngestionWithNATSStopped(t *testing.T) {
 
 	srv.Shutdown()
 	srv.WaitForShutdown()
-	deadline := time.Now().Add(5 * time.Second)
-	for nc.IsConnected() {
-		if time.Now().After(deadline) {
-			t.Fatal("still connected")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the connection to drop", func() bool { return !nc.IsConnected() })
 	const n = 10000
 	ids := make([]string, 2*n)
 	for i := range ids {
@@ -233,7 +229,7 @@ func TestIngestionWithNATSStopped(t *testing.T) {
 		t.Fatalf("%d records took %v (baseline %v, slowest %v) with NATS down", n, total, baseline, slowest)
 	}
 	m := queue.NewMetrics(reg)
-	if got := testutil.ToFloat64(m.Dropped.WithLabelValues(queue.DropNATSUnavailable)); got != n {
+	if got := promtestutil.ToFloat64(m.Dropped.WithLabelValues(queue.DropNATSUnavailable)); got != n {
 		t.Fatalf("nats_unavailable drops = %v, want %d", got, n)
 	}
 	t.Logf("NATS down: %d records in %v (%.0f/s), slowest call %v; baseline %v (%.0f/s)", n, total, n/total.Seconds(), slowest, baseline, n/baseline.Seconds())
@@ -249,22 +245,7 @@ func contentRecord(i int) *record.Record {
 
 func skippedCount(t *testing.T, reg *prometheus.Registry, reason string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "ragwatch_sampling_skipped_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() == reason {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	t.Fatalf("no skipped counter for %q", reason)
-	return 0
+	return testutil.Series(t, reg, "ragwatch_sampling_skipped_total", map[string]string{"reason": reason}).GetCounter().GetValue()
 }
 
 // Without a rule that matches on negative_feedback, feedback cannot change a decision: the cache

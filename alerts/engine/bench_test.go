@@ -10,6 +10,7 @@ import (
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // BenchmarkConsumeRecord measures the hot path with the default drift detectors and two
@@ -68,7 +69,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	e, err := New(Options{Config: c, Registerer: prometheus.NewRegistry(), Now: clk.Now})
 	if err != nil {
 		b.Fatal(err)

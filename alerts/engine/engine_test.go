@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/model"
 	"go.uber.org/goleak"
 
@@ -22,23 +22,12 @@ import (
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // recorder is a Sink keeping every alert it was handed.
 type recorder struct {
@@ -63,14 +52,14 @@ func parse(t *testing.T, y string) *config.Config {
 
 type harness struct {
 	e   *Engine
-	clk *clock
+	clk *testutil.Clock
 	reg *prometheus.Registry
 	rec *recorder
 }
 
 func newHarness(t *testing.T, y string, store Store) *harness {
 	t.Helper()
-	h := &harness{clk: &clock{t: t0}, reg: prometheus.NewRegistry(), rec: &recorder{}}
+	h := &harness{clk: testutil.NewClock(t0), reg: prometheus.NewRegistry(), rec: &recorder{}}
 	e, err := New(Options{Config: parse(t, y), Registerer: h.reg, Now: h.clk.Now, Store: store, Sink: h.rec})
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +191,7 @@ func TestThresholdFireHoldResolveAndFlap(t *testing.T) {
 			t.Fatalf("evidence item %+v: want the 0.4 samples with links", ev)
 		}
 	}
-	if got := testutil.ToFloat64(h.e.m.firing.WithLabelValues("cp", "page")); got != 1 {
+	if got := promtestutil.ToFloat64(h.e.m.firing.WithLabelValues("cp", "page")); got != 1 {
 		t.Fatalf("alerts_firing = %v", got)
 	}
 	// Hold: mean recovers into the band [0.7 upper bound, ...) → neither breach nor recovered:
@@ -228,11 +217,11 @@ func TestThresholdFireHoldResolveAndFlap(t *testing.T) {
 	if len(out) != 1 || out[0].Status != alerts.StatusResolved || !out[0].EndsAt.Equal(h.clk.Now()) {
 		t.Fatalf("want resolved: %+v", out)
 	}
-	if got := testutil.ToFloat64(h.e.m.firing.WithLabelValues("cp", "page")); got != 0 {
+	if got := promtestutil.ToFloat64(h.e.m.firing.WithLabelValues("cp", "page")); got != 0 {
 		t.Fatalf("alerts_firing after resolve = %v", got)
 	}
 	// Counters carry the raw sums for fleet rules: 29+1+200+60+100+400 samples.
-	if got := testutil.ToFloat64(h.e.m.samples.WithLabelValues("cp", "search")); got != 790 {
+	if got := promtestutil.ToFloat64(h.e.m.samples.WithLabelValues("cp", "search")); got != 790 {
 		t.Fatalf("samples_total = %v", got)
 	}
 	// The API lists the resolved alert for resolved_retention.
@@ -268,7 +257,7 @@ func TestThresholdHonoursTheConfidenceBound(t *testing.T) {
 	if p := h2.phase("cp", "search", "page"); p != phasePending {
 		t.Fatalf("weighted mean 0.536 must breach: %s", p)
 	}
-	if got := testutil.ToFloat64(h2.e.m.value.WithLabelValues("cp", "search")); got < 0.5363 || got > 0.5364 {
+	if got := promtestutil.ToFloat64(h2.e.m.value.WithLabelValues("cp", "search")); got < 0.5363 || got > 0.5364 {
 		t.Fatalf("slo_value = %v, want (40*0.9+400*0.5)/440 = 0.53636", got)
 	}
 }
@@ -379,7 +368,7 @@ func TestBurnRateFireHoldResolve(t *testing.T) {
 	if len(h.rec.sent) != 0 {
 		t.Fatalf("healthy burn alerted: %+v", h.rec.sent[0])
 	}
-	if got := testutil.ToFloat64(h.e.m.budget.WithLabelValues("faithful", "search")); got < 0.49 || got > 0.51 {
+	if got := promtestutil.ToFloat64(h.e.m.budget.WithLabelValues("faithful", "search")); got < 0.49 || got > 0.51 {
 		t.Fatalf("budget remaining = %v, want 0.5 (5%% bad of a 10%% budget)", got)
 	}
 	// 80% bad: the 5m window burns 8x at once; the hour needs > 50% bad to pass 5x.
@@ -478,7 +467,7 @@ func TestDriftFireHoldResolve(t *testing.T) {
 	if p := h.phase("docs", "search", "ticket"); p != phaseInactive {
 		t.Fatalf("stable traffic: %s", p)
 	}
-	if got := testutil.ToFloat64(h.e.m.drift.WithLabelValues("docs", "search")); got > 0.05 {
+	if got := promtestutil.ToFloat64(h.e.m.drift.WithLabelValues("docs", "search")); got > 0.05 {
 		t.Fatalf("stable PSI = %v", got)
 	}
 	// The index breaks: most requests retrieve 0 or 1 document.
@@ -541,7 +530,7 @@ func TestDriftAgainstPinnedBaseline(t *testing.T) {
 	for i := 0; i < 300; i++ {
 		b.Add("retrieved_documents", "search", float64(4+i%3), 1)
 	}
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	e, err := New(Options{Config: c, Now: clk.Now, Baseline: b.Baseline()})
 	if err != nil {
 		t.Fatal(err)
@@ -572,7 +561,7 @@ func TestRestartKeepsState(t *testing.T) {
 	// A new engine (new process) on the same store continues: still firing, same start, same
 	// window sums, no re-fire.
 	h2 := newHarness(t, thresholdCfg, store)
-	h2.clk.t = h.clk.Now().Add(30 * time.Second)
+	h2.clk.Set(h.clk.Now().Add(30 * time.Second))
 	if err := h2.e.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -599,10 +588,10 @@ func TestRejectsNonFiniteInput(t *testing.T) {
 	if err == nil || err.Error() != "alert engine: citation_precision weight must be a finite non-negative number" {
 		t.Fatalf("err = %v", err)
 	}
-	if got := testutil.ToFloat64(h.e.m.rejected.WithLabelValues("invalid_weight")); got != 1 {
+	if got := promtestutil.ToFloat64(h.e.m.rejected.WithLabelValues("invalid_weight")); got != 1 {
 		t.Fatalf("rejected = %v", got)
 	}
-	if got := testutil.ToFloat64(h.e.m.weight.WithLabelValues("cp", "s")); got != 2 {
+	if got := promtestutil.ToFloat64(h.e.m.weight.WithLabelValues("cp", "s")); got != 2 {
 		t.Fatalf("the valid result must still count: weight_total = %v", got)
 	}
 	// Metrics no rule watches are ignored, valid or not.
@@ -701,13 +690,9 @@ func TestLifecycle(t *testing.T) {
 			t.Fatal("double start must fail")
 		}
 		_ = e.ConsumeScores(context.Background(), []score.Result{{TraceID: "t", Service: "s", Metric: "citation_precision", Value: 0.5}})
-		deadline := time.Now().Add(5 * time.Second)
-		for testutil.ToFloat64(e.m.saves.WithLabelValues("ok")) < float64(2*round+1) {
-			if time.Now().After(deadline) {
-				t.Fatal("the loop never saved")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the loop to save", func() bool {
+			return promtestutil.ToFloat64(e.m.saves.WithLabelValues("ok")) >= float64(2*round+1)
+		})
 		if err := e.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -8,46 +8,30 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
-func startJetStream(t *testing.T, dir string) (*server.Server, jetstream.KeyValue, func()) {
+// startJetStream starts JetStream storing in dir and opens the alerts bucket on it.
+func startJetStream(t *testing.T, dir string) (*server.Server, jetstream.KeyValue) {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testutil.RunJetStream(t, testutil.StoreDir(dir))
+	_, js := testutil.Connect(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ragwatch_alerts", Storage: jetstream.FileStorage})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, kv, func() {
-		nc.Close()
-		s.Shutdown()
-		s.WaitForShutdown()
-	}
+	return s, kv
 }
 
 // TestRestartKeepsStateInJetStreamKV restarts both ragwatch (a new engine) and the NATS server
 // (same store dir) between save and load.
 func TestRestartKeepsStateInJetStreamKV(t *testing.T) {
 	dir := t.TempDir()
-	_, kv, stop := startJetStream(t, dir)
+	ns, kv := startJetStream(t, dir)
 	store := KVStore{KV: kv}
 	if _, err := store.Load(context.Background(), "slo.none"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing key: %v", err)
@@ -71,12 +55,12 @@ func TestRestartKeepsStateInJetStreamKV(t *testing.T) {
 	if keys, err := store.List(context.Background(), "slo.cp."); err != nil || len(keys) != 1 || keys[0] != "slo.cp.c2VhcmNo" {
 		t.Fatalf("keys = %v %v, want [slo.cp.c2VhcmNo] (base64url of search)", keys, err)
 	}
-	stop()
+	ns.Shutdown() // the NATS server restarts too
+	ns.WaitForShutdown()
 
-	_, kv2, stop2 := startJetStream(t, dir)
-	defer stop2()
+	_, kv2 := startJetStream(t, dir)
 	h2 := newHarness(t, thresholdCfg, KVStore{KV: kv2})
-	h2.clk.t = firedAt.Add(time.Minute)
+	h2.clk.Set(firedAt.Add(time.Minute))
 	if err := h2.e.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ragwatch/ragwatch/alerts/drift"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func TestMachineTransitions(t *testing.T) {
@@ -71,7 +72,7 @@ func TestFlapSuppressionBurnRateAndDrift(t *testing.T) {
 	for i := 0; i < 300; i++ {
 		b.Add("retrieved_documents", "search", float64(4+i%3), 1)
 	}
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	rec := &recorder{}
 	e, err := New(Options{Config: c, Now: clk.Now, Baseline: b.Baseline(), Sink: rec})
 	if err != nil {

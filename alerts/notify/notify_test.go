@@ -3,6 +3,7 @@ package notify
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -13,13 +14,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/model"
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/alerts"
 	"github.com/ragwatch/ragwatch/alerts/internal/fixture"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -123,7 +125,7 @@ func (h *harness) run(t *testing.T, list ...alerts.Alert) {
 }
 
 func (h *harness) count(name, outcome string) float64 {
-	return testutil.ToFloat64(h.d.sent.WithLabelValues(name, outcome))
+	return promtestutil.ToFloat64(h.d.sent.WithLabelValues(name, outcome))
 }
 
 var types = []string{config.NotifierAlertmanager, config.NotifierPagerDuty, config.NotifierSlack, config.NotifierWebhook}
@@ -137,8 +139,8 @@ func TestRetriesOn503(t *testing.T) {
 			if got := srv.n.Load(); got != 3 {
 				t.Fatalf("requests = %d, want 3", got)
 			}
-			if h.count("n-"+typ, OutcomeSent) != 1 || testutil.ToFloat64(h.d.retries.WithLabelValues("n-"+typ)) != 2 {
-				t.Fatalf("sent=%v retries=%v", h.count("n-"+typ, OutcomeSent), testutil.ToFloat64(h.d.retries.WithLabelValues("n-"+typ)))
+			if h.count("n-"+typ, OutcomeSent) != 1 || promtestutil.ToFloat64(h.d.retries.WithLabelValues("n-"+typ)) != 2 {
+				t.Fatalf("sent=%v retries=%v", h.count("n-"+typ, OutcomeSent), promtestutil.ToFloat64(h.d.retries.WithLabelValues("n-"+typ)))
 			}
 			if len(h.sleeps) != 2 || h.sleeps[0] != time.Second || h.sleeps[1] != 2*time.Second {
 				t.Fatalf("backoff = %v, want [1s 2s]", h.sleeps)
@@ -193,13 +195,12 @@ func TestRepeatAndResolve(t *testing.T) {
 		h.now = h.now.Add(d)
 		h.mu.Unlock()
 		h.d.Send(context.Background(), []alerts.Alert{a})
-		deadline := time.Now().Add(5 * time.Second)
-		for srv.n.Load() != want || len(h.d.workers[0].q) > 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("requests = %d, want %d", srv.n.Load(), want)
+		testutil.CheckFor(t, 5*time.Second, time.Millisecond, "the notifier's queue drained", func() error {
+			if n := srv.n.Load(); n != want || len(h.d.workers[0].q) > 0 {
+				return fmt.Errorf("requests = %d, want %d", n, want)
 			}
-			time.Sleep(time.Millisecond)
-		}
+			return nil
+		})
 	}
 	step(0, fixture.Alert(), 1)
 	step(15*time.Second, fixture.Alert(), 1) // within repeat_interval: not re-sent

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/ragwatch/ragwatch/alerts"
 	"github.com/ragwatch/ragwatch/alerts/internal/fixture"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func TestUpdate(t *testing.T) {
@@ -22,13 +24,12 @@ func TestUpdate(t *testing.T) {
 	send := func(want ...int32) {
 		t.Helper()
 		h.d.Send(context.Background(), []alerts.Alert{fixture.Alert()})
-		deadline := time.Now().Add(5 * time.Second)
-		for a.n.Load() != want[0] || b.n.Load() != want[1] {
-			if time.Now().After(deadline) {
-				t.Fatalf("requests a=%d b=%d, want %v", a.n.Load(), b.n.Load(), want)
+		testutil.CheckFor(t, 5*time.Second, time.Millisecond, "the requests", func() error {
+			if na, nb := a.n.Load(), b.n.Load(); na != want[0] || nb != want[1] {
+				return fmt.Errorf("requests a=%d b=%d, want %v", na, nb, want)
 			}
-			time.Sleep(time.Millisecond)
-		}
+			return nil
+		})
 	}
 	send(1, 0)
 	// Unchanged notifier: its repeat state survives (not re-sent within repeat_interval); a

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // TestRunReloadsOnSIGHUP runs `ragwatch run` in a child process (the test binary again, so
@@ -52,7 +54,7 @@ slos:
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	logs := &runLog{}
+	logs := &testutil.Buffer{}
 	lines := make(chan struct{}, 1)
 	copied := make(chan struct{})
 	go func() {

@@ -1,34 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
-
-// runLog is a bytes.Buffer safe for the logger and the test to share.
-type runLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *runLog) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *runLog) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestRunCommand runs `ragwatch run -c file` on free ports, waits until it logs where it
 // listens, then cancels as SIGTERM does and expects a clean exit.
@@ -50,22 +32,21 @@ nats:
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr runLog
+	var stdout, stderr testutil.Buffer
 	done := make(chan int, 1)
 	go func() { done <- runCommand(ctx, []string{"-c", cfgPath, "--log-format", "json"}, &stdout, &stderr) }()
 
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(stderr.String(), `"msg":"ragwatch running"`) {
+	testutil.CheckFor(t, 15*time.Second, 10*time.Millisecond, "ragwatch running", func() error {
+		if strings.Contains(stderr.String(), `"msg":"ragwatch running"`) {
+			return nil
+		}
 		select {
 		case code := <-done:
 			t.Fatalf("run exited early with %d:\n%s", code, stderr.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not running after 15s:\n%s", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("log so far:\n%s", stderr.String())
+	})
 	for _, want := range []string{`"otlp_grpc":"127.0.0.1:`, `"otlp_http":"127.0.0.1:`, `"http":"127.0.0.1:`} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("log does not say %s:\n%s", want, stderr.String())
@@ -90,7 +71,7 @@ func TestRunCommandBadConfig(t *testing.T) {
 	if err := os.WriteFile(p, []byte("assembly:\n  wait: -1s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr runLog
+	var stdout, stderr testutil.Buffer
 	code := runCommand(context.Background(), []string{"-c", p}, &stdout, &stderr)
 	want := "ragwatch run: invalid config:\n  " + p + ": line 2: `assembly.wait` must not be negative\n"
 	if code != 1 || stderr.String() != want {

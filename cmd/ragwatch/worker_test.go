@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,61 +13,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 )
 
-// syncBuffer is a concurrency-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	srv := testutil.RunJetStream(t)
+	nc, js := testutil.Connect(t, srv)
 
 	// The sidecar's side: records queued on the cluster.
 	qcfg := config.Default().Scoring.Queue
@@ -104,7 +60,7 @@ func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
 	}
 	defer sub.Unsubscribe()
 
-	httpAddr := freeAddr(t)
+	httpAddr := testutil.FreeAddr(t)
 	path := filepath.Join(t.TempDir(), "ragwatch.yaml")
 	yaml := fmt.Sprintf("http: {endpoint: %q}\nnats: {url: %q}\nscoring: {workers: 2, retrieval_k: [1, 2]}\n", httpAddr, srv.ClientURL())
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
@@ -112,25 +68,20 @@ func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var logs syncBuffer
+	var logs testutil.Buffer
 	code := make(chan int, 1)
 	go func() {
 		code <- dispatch(ctx, []string{"worker", "-c", path, "--log-format", "json"}, io.Discard, &logs)
 	}()
 
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testutil.CheckFor(t, 15*time.Second, 10*time.Millisecond, "five records scored", func() error {
 		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n == 5 {
-			break
+		defer mu.Unlock()
+		if len(got) == 5 {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("scored %d of 5; logs:\n%s", n, logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("scored %d of 5; logs:\n%s", len(got), logs.String())
+	})
 	for id, v := range got {
 		if v != 1 { // MRR 1/2 (relevant doc second) times weight 2
 			t.Fatalf("%s: mrr*weight = %v, want 1", id, v)

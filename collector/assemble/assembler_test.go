@@ -3,18 +3,20 @@ package assemble
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -110,11 +112,11 @@ func (h *harness) processAt(t *testing.T, d time.Duration) {
 func (h *harness) count(name, label string) float64 {
 	switch name {
 	case "records":
-		return testutil.ToFloat64(h.a.m.records.WithLabelValues(label))
+		return promtestutil.ToFloat64(h.a.m.records.WithLabelValues(label))
 	case "evicted":
-		return testutil.ToFloat64(h.a.m.evicted.WithLabelValues(label))
+		return promtestutil.ToFloat64(h.a.m.evicted.WithLabelValues(label))
 	case "late":
-		return testutil.ToFloat64(h.a.m.late)
+		return promtestutil.ToFloat64(h.a.m.late)
 	}
 	panic(name)
 }
@@ -156,7 +158,7 @@ func TestRootPlusWait(t *testing.T) {
 	if h.a.Held() != 0 || h.count("records", OutcomeAssembled) != 1 || h.count("records", OutcomePartial) != 0 {
 		t.Fatalf("held %d, assembled %v", h.a.Held(), h.count("records", OutcomeAssembled))
 	}
-	if got := testutil.ToFloat64(h.a.m.held); got != 0 {
+	if got := promtestutil.ToFloat64(h.a.m.held); got != 0 {
 		t.Fatalf("held gauge %v", got)
 	}
 }
@@ -280,7 +282,7 @@ func TestEvictionAtMaxBytes(t *testing.T) {
 	if h.a.Held() != 2 || h.count("evicted", EvictMaxBytes) != 1 {
 		t.Fatalf("held %d, evicted %v", h.a.Held(), h.count("evicted", EvictMaxBytes))
 	}
-	if got := testutil.ToFloat64(h.a.m.heldBytes); got != float64(2*size) {
+	if got := promtestutil.ToFloat64(h.a.m.heldBytes); got != float64(2*size) {
 		t.Fatalf("held bytes %v, want %v", got, 2*size)
 	}
 }
@@ -333,7 +335,7 @@ func TestConsumerErrorsAreCounted(t *testing.T) {
 	if err := h.a.Shutdown(context.Background()); err == nil {
 		t.Fatal("Shutdown hid the consumer error")
 	}
-	if got := testutil.ToFloat64(h.a.m.deliveryErrors.WithLabelValues("records")); got != 1 {
+	if got := promtestutil.ToFloat64(h.a.m.deliveryErrors.WithLabelValues("records")); got != 1 {
 		t.Fatalf("delivery errors %v", got)
 	}
 }
@@ -358,16 +360,10 @@ func TestWorkerLifecycle(t *testing.T) {
 		if err := a.ConsumeTraces(ctx, build(t, byte(round), "s", rootSpan(ms(950)), retrieverSpan(), llmSpan(ms(60), ms(900)))); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			if recs, _ := out.got(); len(recs) == round {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: worker did not assemble", round)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, fmt.Sprintf("round %d: the worker to assemble", round), func() bool {
+			recs, _ := out.got()
+			return len(recs) == round
+		})
 		if err := a.Shutdown(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -512,7 +508,7 @@ func TestConcurrentConsume(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs, _ := out.got()
-	late := testutil.ToFloat64(a.m.late)
+	late := promtestutil.ToFloat64(a.m.late)
 	// A trace assembled between its two requests (wait is 0) sees its root as late; every
 	// trace gives exactly one record either way.
 	if len(recs) != 200 || a.Held() != 0 {

@@ -12,9 +12,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/scripts/benchcpu"
 )
 
@@ -69,7 +70,7 @@ func BenchmarkJoinConsumeRecord(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		dropped := func() float64 { return testutil.ToFloat64(j.kvErrors.WithLabelValues("queue_full")) }
+		dropped := func() float64 { return promtestutil.ToFloat64(j.kvErrors.WithLabelValues("queue_full")) }
 		dropped0 := dropped()
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -88,7 +89,7 @@ func BenchmarkJoinConsumeRecord(b *testing.B) {
 	b.Run("memory-rawids", func(b *testing.B) { run(b, nil, false, false) })
 	for _, mode := range []string{"kv-sync", "kv-queued"} {
 		b.Run(mode, func(b *testing.B) {
-			js := runJetStream(b)
+			_, js := testutil.Connect(b, testutil.RunJetStream(b))
 			kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "bench", TTL: time.Hour})
 			if err != nil {
 				b.Fatal(err)

@@ -11,10 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func TestHTTPHandler(t *testing.T) {
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	j, s := newJoin(t, nil, clk, reg)
 	m := ingest.NewMetrics(reg)
@@ -76,7 +77,7 @@ func TestHTTPHandler(t *testing.T) {
 	}
 
 	rej := func(reason string) float64 {
-		return counter(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "api", "reason": reason})
+		return testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "api", "reason": reason})
 	}
 	if rej("invalid") != 2 || rej("malformed") != 1 || rej("content_type") != 1 || rej("too_large") != 1 {
 		t.Fatalf("rejected invalid=%v malformed=%v content_type=%v too_large=%v", rej("invalid"), rej("malformed"), rej("content_type"), rej("too_large"))

@@ -8,16 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/collector/signals"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -43,21 +41,9 @@ func (s *sink) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 	return nil
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func newJoin(t *testing.T, kv jetstream.KeyValue, clk *clock, reg *prometheus.Registry) (*Join, *sink) {
+func newJoin(t *testing.T, kv jetstream.KeyValue, clk *testutil.Clock, reg *prometheus.Registry) (*Join, *sink) {
 	t.Helper()
 	s := &sink{}
 	j, err := New(Settings{Retention: time.Hour, Next: s, NextFeedback: s, KV: kv, PersistSeen: kv != nil, Registerer: reg, Now: clk.Now})
@@ -71,39 +57,9 @@ func newJoin(t *testing.T, kv jetstream.KeyValue, clk *clock, reg *prometheus.Re
 	return j, s
 }
 
-func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if matches(m, labels) {
-				if m.Counter != nil {
-					return m.Counter.GetValue()
-				}
-				return m.Gauge.GetValue()
-			}
-		}
-	}
-	return 0
-}
-
-func matches(m *dto.Metric, labels map[string]string) bool {
-	got := map[string]string{}
-	for _, lp := range m.GetLabel() {
-		got[lp.GetName()] = lp.GetValue()
-	}
-	return reflect.DeepEqual(got, labels)
-}
-
 func joined(t *testing.T, reg *prometheus.Registry) (float64, float64) {
-	return counter(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "joined"}),
-		counter(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "orphaned"})
+	return testutil.Sum(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "joined"}),
+		testutil.Sum(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "orphaned"})
 }
 
 func ptr(f float64) *float64 { return &f }
@@ -113,7 +69,7 @@ func rec(trace string) *record.Record {
 }
 
 func TestFeedbackBeforeRecordIsAttached(t *testing.T) {
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	j, s := newJoin(t, nil, clk, reg)
 	ctx := context.Background()
@@ -145,7 +101,7 @@ func TestFeedbackBeforeRecordIsAttached(t *testing.T) {
 }
 
 func TestFeedbackAfterRecordIsForwarded(t *testing.T) {
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	j, s := newJoin(t, nil, clk, reg)
 	ctx := context.Background()
@@ -169,7 +125,7 @@ func TestFeedbackAfterRecordIsForwarded(t *testing.T) {
 }
 
 func TestFeedbackWithTraceFromOTLP(t *testing.T) {
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	j, s := newJoin(t, nil, clk, reg)
 	ctx := context.Background()
@@ -200,7 +156,7 @@ func TestFeedbackWithTraceFromOTLP(t *testing.T) {
 }
 
 func TestOrphanedAfterRetention(t *testing.T) {
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	j, s := newJoin(t, nil, clk, reg)
 	ctx := context.Background()
@@ -229,13 +185,13 @@ func TestOrphanedAfterRetention(t *testing.T) {
 	if s.records[0].Feedback != nil {
 		t.Fatal("orphaned feedback must not be attached later")
 	}
-	if got := counter(t, reg, "ragwatch_feedback_tracked_traces", map[string]string{}); got != 1 {
+	if got := testutil.Sum(t, reg, "ragwatch_feedback_tracked_traces", map[string]string{}); got != 1 {
 		t.Fatalf("tracked = %v", got)
 	}
 }
 
 func TestBoundedEntriesOrphanOldest(t *testing.T) {
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	s := &sink{}
 	j, err := New(Settings{Retention: time.Hour, MaxEntries: 2, Next: s, NextFeedback: s, Registerer: reg, Now: clk.Now})
@@ -269,7 +225,7 @@ func TestBoundedEntriesOrphanOldest(t *testing.T) {
 // TestEachFeedbackCountedOnce runs the join in front of the real signals stage and checks
 // ragwatch_feedback_total: feedback before, with and after its record, and orphaned, each once.
 func TestEachFeedbackCountedOnce(t *testing.T) {
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	sig, err := signals.New(signals.Settings{Signals: config.Signals{MaxServices: 10}, Registerer: reg})
 	if err != nil {
@@ -299,12 +255,12 @@ func TestEachFeedbackCountedOnce(t *testing.T) {
 	j.Sweep(ctx)
 
 	fb := func(sentiment string) float64 {
-		return counter(t, reg, "ragwatch_feedback_total", map[string]string{"service": "support-bot", "sentiment": sentiment})
+		return testutil.Sum(t, reg, "ragwatch_feedback_total", map[string]string{"service": "support-bot", "sentiment": sentiment})
 	}
 	if neg, pos, neu := fb("negative"), fb("positive"), fb("neutral"); neg != 3 || pos != 1 || neu != 1 {
 		t.Fatalf("ragwatch_feedback_total negative=%v positive=%v neutral=%v, want 3 1 1", neg, pos, neu)
 	}
-	if got := counter(t, reg, "ragwatch_requests_total", map[string]string{"service": "support-bot"}); got != 3 {
+	if got := testutil.Sum(t, reg, "ragwatch_requests_total", map[string]string{"service": "support-bot"}); got != 3 {
 		t.Fatalf("requests = %v, want 3", got)
 	}
 	if jn, or := joined(t, reg); jn != 3 || or != 1 {
@@ -312,38 +268,16 @@ func TestEachFeedbackCountedOnce(t *testing.T) {
 	}
 }
 
-func runJetStream(t testing.TB) jetstream.JetStream {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true, JetStream: true, StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close(); s.Shutdown(); s.WaitForShutdown() })
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
-
 // TestStatePersistsAcrossRestart proves a restart keeps pending feedback and seen records, and
 // that orphaned feedback is not orphaned again after another restart.
 func TestStatePersistsAcrossRestart(t *testing.T) {
-	js := runJetStream(t)
+	_, js := testutil.Connect(t, testutil.RunJetStream(t))
 	ctx := context.Background()
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ragwatch_feedback", TTL: 2 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 
 	j1, s1 := newJoin(t, kv, clk, prometheus.NewRegistry())
 	if err := j1.ConsumeFeedback(ctx, record.Feedback{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Score: -1}); err != nil {
@@ -451,13 +385,13 @@ func FuzzDecodeEvents(f *testing.F) {
 // feedback subject is shared: the record reaches one, its feedback the other. Feedback after
 // the record joins at once; feedback before it joins at the next sweep; each counted once.
 func TestSidecarsShareTheBucket(t *testing.T) {
-	js := runJetStream(t)
+	_, js := testutil.Connect(t, testutil.RunJetStream(t))
 	ctx := context.Background()
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ragwatch_feedback", TTL: 2 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
 	a, sa := newJoin(t, kv, clk, regA)
 	b, sb := newJoin(t, kv, clk, regB)
@@ -467,13 +401,7 @@ func TestSidecarsShareTheBucket(t *testing.T) {
 	}
 	waitStored := func(trace string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !stored(trace) {
-			if time.Now().After(deadline) {
-				t.Fatalf("seen state of %s never written", trace)
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+		testutil.Eventually(t, 5*time.Second, 2*time.Millisecond, "the seen state of "+trace+" written", func() bool { return stored(trace) })
 	}
 
 	// After: A sees the record, B gets the feedback.
@@ -524,13 +452,13 @@ func TestSidecarsShareTheBucket(t *testing.T) {
 // TestSeenRecordsStayInMemoryByDefault: without PersistSeen a record costs no KV write, while
 // feedback waiting for its record is still persisted.
 func TestSeenRecordsStayInMemoryByDefault(t *testing.T) {
-	js := runJetStream(t)
+	_, js := testutil.Connect(t, testutil.RunJetStream(t))
 	ctx := context.Background()
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ragwatch_feedback", TTL: 2 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	s := &sink{}
 	j, err := New(Settings{Retention: time.Hour, Next: s, NextFeedback: s, KV: kv, Registerer: prometheus.NewRegistry(), Now: clk.Now})
 	if err != nil {
@@ -563,7 +491,7 @@ func TestSeenRecordsStayInMemoryByDefault(t *testing.T) {
 // TestLateFeedbackKeepsRecordIDs: what the join remembers compactly (OTLP ids, UTC times) and
 // what it keeps as given (other ids, other time zones) comes back exactly on late feedback.
 func TestLateFeedbackKeepsRecordIDs(t *testing.T) {
-	clk := &clock{t: t0}
+	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	j, s := newJoin(t, nil, clk, reg)
 	ctx := context.Background()

@@ -12,11 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -28,9 +26,14 @@ import (
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/natsconn"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// patience is generous: under -race on a loaded 2-core machine a JetStream redelivery after
+// ack_wait can take several seconds; a pass returns as soon as the condition holds.
+const patience = 40 * time.Second
 
 // embedded starts ragwatch's own embedded server (JetStream in a temp dir, a free port) and
 // returns the connection and a second client for the "application" side.
@@ -50,58 +53,6 @@ func embedded(t testing.TB) (*natsconn.Conn, *nats.Conn, config.NATS) {
 	}
 	t.Cleanup(func() { app.Close(); conn.Close() })
 	return conn, app, cfg
-}
-
-func waitFor(t *testing.T, what string, f func() bool) {
-	t.Helper()
-	// Generous: under -race on a loaded 2-core machine a JetStream redelivery after ack_wait
-	// can take several seconds; a pass returns as soon as the condition holds.
-	deadline := time.Now().Add(40 * time.Second)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func value(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if has(m, labels) {
-				switch {
-				case m.Counter != nil:
-					sum += m.Counter.GetValue()
-				case m.Gauge != nil:
-					sum += m.Gauge.GetValue()
-				}
-			}
-		}
-	}
-	return sum
-}
-
-// has reports whether m carries every given label (a subset match; sums over the rest).
-func has(m *dto.Metric, labels map[string]string) bool {
-	got := map[string]string{}
-	for _, lp := range m.GetLabel() {
-		got[lp.GetName()] = lp.GetValue()
-	}
-	for k, v := range labels {
-		if got[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func otlpRequest(t *testing.T, traceID string, spans ...string) []byte {
@@ -203,18 +154,18 @@ func TestCoreSubjectsIntoThePipeline(t *testing.T) {
 	}
 
 	msgs := func(kind string) float64 {
-		return value(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": kind})
+		return testutil.Sum(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": kind})
 	}
-	waitFor(t, "all 11 messages", func() bool { return msgs("records")+msgs("otlp")+msgs("feedback") == 11 })
+	testutil.Eventually(t, patience, 5*time.Millisecond, "all 11 messages", func() bool { return msgs("records")+msgs("otlp")+msgs("feedback") == 11 })
 
 	rej := func(reason string) float64 {
-		return value(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": reason})
+		return testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": reason})
 	}
 	req := func(svc string) float64 {
-		return value(t, reg, "ragwatch_requests_total", map[string]string{"service": svc})
+		return testutil.Sum(t, reg, "ragwatch_requests_total", map[string]string{"service": svc})
 	}
 	fb := func(svc, sentiment string) float64 {
-		return value(t, reg, "ragwatch_feedback_total", map[string]string{"service": svc, "sentiment": sentiment})
+		return testutil.Sum(t, reg, "ragwatch_feedback_total", map[string]string{"service": svc, "sentiment": sentiment})
 	}
 	checks := []struct {
 		name      string
@@ -224,17 +175,17 @@ func TestCoreSubjectsIntoThePipeline(t *testing.T) {
 		{"requests search", req("search"), 1},
 		{"feedback support-bot negative", fb("support-bot", "negative"), 1},
 		{"feedback search positive", fb("search", "positive"), 1},
-		{"join joined", value(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "joined"}), 2},
-		{"feedback pending", value(t, reg, "ragwatch_feedback_pending", nil), 1},
-		{"spans nats", value(t, reg, "ragwatch_spans_received_total", map[string]string{"receiver": "nats"}), 3},
+		{"join joined", testutil.Sum(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "joined"}), 2},
+		{"feedback pending", testutil.Sum(t, reg, "ragwatch_feedback_pending", nil), 1},
+		{"spans nats", testutil.Sum(t, reg, "ragwatch_spans_received_total", map[string]string{"receiver": "nats"}), 3},
 		{"rejected duplicate", rej("duplicate"), 1},
 		{"rejected malformed", rej("malformed"), 2},
 		{"rejected invalid", rej("invalid"), 2},
 		{"rejected too_large", rej("too_large"), 1},
-		{"records accepted", value(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": "records", "outcome": "accepted"}), 2},
-		{"records duplicate", value(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": "records", "outcome": "duplicate"}), 1},
-		{"records rejected", value(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": "records", "outcome": "rejected"}), 3},
-		{"feedback accepted", value(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": "feedback", "outcome": "accepted"}), 2},
+		{"records accepted", testutil.Sum(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": "records", "outcome": "accepted"}), 2},
+		{"records duplicate", testutil.Sum(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": "records", "outcome": "duplicate"}), 1},
+		{"records rejected", testutil.Sum(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": "records", "outcome": "rejected"}), 3},
+		{"feedback accepted", testutil.Sum(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": "feedback", "outcome": "accepted"}), 2},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -360,7 +311,7 @@ func TestJetStreamCrashAndRestartCountsEachRecordOnce(t *testing.T) {
 
 	a, anc := run("ragwatch-a", 60) // creates the stream
 	publish(0, 100)
-	waitFor(t, "the first run to crash", func() bool { return anc.IsClosed() })
+	testutil.Eventually(t, patience, 5*time.Millisecond, "the first run to crash", func() bool { return anc.IsClosed() })
 	stop(a, anc)
 	if uniq, total := sink.snapshot(); uniq != 60 || total != 60 {
 		t.Fatalf("after the crash: %d unique, %d total, want 60 60", uniq, total)
@@ -368,21 +319,21 @@ func TestJetStreamCrashAndRestartCountsEachRecordOnce(t *testing.T) {
 
 	publish(100, 200) // while nobody consumes
 	b, bnc := run("ragwatch-b", 0)
-	waitFor(t, "200 records", func() bool { u, _ := sink.snapshot(); return u == 200 })
-	waitFor(t, "the redelivered record to be recognised", func() bool {
+	testutil.Eventually(t, patience, 5*time.Millisecond, "200 records", func() bool { u, _ := sink.snapshot(); return u == 200 })
+	testutil.Eventually(t, patience, 5*time.Millisecond, "the redelivered record to be recognised", func() bool {
 		// >= 1: a second duplicate would fail the exact check at the end with the counts.
-		return value(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"reason": "duplicate"}) >= 1
+		return testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"reason": "duplicate"}) >= 1
 	})
 	stop(b, bnc) // a clean stop: drains and acks
 
 	publish(200, 300)
 	c, cnc := run("ragwatch-c", 0)
-	waitFor(t, "300 records", func() bool { u, _ := sink.snapshot(); return u == 300 })
+	testutil.Eventually(t, patience, 5*time.Millisecond, "300 records", func() bool { u, _ := sink.snapshot(); return u == 300 })
 	cons, err := js.Consumer(ctx, cfg.Consume.Stream, cfg.Consume.Durable+"_records")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "every message acked", func() bool {
+	testutil.Eventually(t, patience, 5*time.Millisecond, "every message acked", func() bool {
 		info, err := cons.Info(ctx)
 		return err == nil && info.NumAckPending == 0 && info.NumPending == 0 && info.AckFloor.Stream == 300
 	})
@@ -397,7 +348,7 @@ func TestJetStreamCrashAndRestartCountsEachRecordOnce(t *testing.T) {
 			t.Fatalf("%s consumed %d times", id, n)
 		}
 	}
-	if got := value(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": "duplicate"}); got != 1 {
+	if got := testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": "duplicate"}); got != 1 {
 		t.Fatalf("duplicates = %v, want exactly the one record consumed but not acked", got)
 	}
 }
@@ -441,19 +392,19 @@ func TestJetStreamBadMessagesTerminatedAndFailuresRetried(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the flaky record after its retry", func() bool { u, _ := sink.snapshot(); return u == 1 })
+	testutil.Eventually(t, patience, 5*time.Millisecond, "the flaky record after its retry", func() bool { u, _ := sink.snapshot(); return u == 1 })
 	for _, kind := range []string{"records", "feedback"} {
 		cons, err := js.Consumer(ctx, cfg.Consume.Stream, cfg.Consume.Durable+"_"+kind)
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, kind+" consumer settled", func() bool {
+		testutil.Eventually(t, patience, 5*time.Millisecond, kind+" consumer settled", func() bool {
 			info, err := cons.Info(ctx)
 			return err == nil && info.NumAckPending == 0 && info.NumPending == 0
 		})
 	}
 	mv := func(kind, outcome string) float64 {
-		return value(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": kind, "outcome": outcome})
+		return testutil.Sum(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": kind, "outcome": outcome})
 	}
 	if mv("records", "rejected") != 1 || mv("records", "retry") != 1 || mv("records", "accepted") != 1 ||
 		mv("feedback", "rejected") != 1 || mv("feedback", "accepted") != 1 {
@@ -461,7 +412,7 @@ func TestJetStreamBadMessagesTerminatedAndFailuresRetried(t *testing.T) {
 			mv("records", "rejected"), mv("records", "retry"), mv("records", "accepted"), mv("feedback", "rejected"), mv("feedback", "accepted"))
 	}
 	rej := func(reason string) float64 {
-		return value(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": reason})
+		return testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": reason})
 	}
 	if rej("malformed") != 1 || rej("invalid") != 1 {
 		t.Fatalf("malformed=%v invalid=%v", rej("malformed"), rej("invalid"))
@@ -497,7 +448,7 @@ func TestShutdownWithoutStartAndRestart(t *testing.T) {
 		if err := app.Publish("ragwatch.records.x", fmt.Appendf(nil, `{"trace_id":"r%d","query":"q"}`, i)); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the record", func() bool { u, _ := sink.snapshot(); return u == i+1 })
+		testutil.Eventually(t, patience, 5*time.Millisecond, "the record", func() bool { u, _ := sink.snapshot(); return u == i+1 })
 		if err := s.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -511,25 +462,8 @@ func TestShutdownWithoutStartAndRestart(t *testing.T) {
 // subscriber and starts it again on the same port: ragwatch_nats_connected goes 0 then 1 and
 // records flow again without a new subscription.
 func TestCoreSubscriptionSurvivesServerRestart(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	runServer := func() *server.Server {
-		t.Helper()
-		s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Start()
-		if !s.ReadyForConnections(10 * time.Second) {
-			t.Fatal("nats-server not ready")
-		}
-		return s
-	}
-	srv := runServer()
+	srv := testutil.RunServer(t)
+	port := srv.Addr().(*net.TCPAddr).Port // the restarted server listens here again
 	cfg := config.Default().NATS
 	cfg.URL = config.SecretURL(srv.ClientURL())
 	cfg.ReconnectWait = 10 * time.Millisecond
@@ -563,23 +497,22 @@ func TestCoreSubscriptionSurvivesServerRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	connected := func() float64 { return value(t, reg, "ragwatch_nats_connected", nil) }
+	connected := func() float64 { return testutil.Sum(t, reg, "ragwatch_nats_connected", nil) }
 	publish("before")
-	waitFor(t, "the first record", func() bool { u, _ := sink.snapshot(); return u == 1 })
+	testutil.Eventually(t, patience, 5*time.Millisecond, "the first record", func() bool { u, _ := sink.snapshot(); return u == 1 })
 
 	srv.Shutdown()
 	srv.WaitForShutdown()
-	waitFor(t, "ragwatch_nats_connected 0", func() bool { return connected() == 0 })
-	srv = runServer()
-	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-	waitFor(t, "ragwatch_nats_connected 1", func() bool { return connected() == 1 })
+	testutil.Eventually(t, patience, 5*time.Millisecond, "ragwatch_nats_connected 0", func() bool { return connected() == 0 })
+	srv = testutil.RunServer(t, testutil.Port(port))
+	testutil.Eventually(t, patience, 5*time.Millisecond, "ragwatch_nats_connected 1", func() bool { return connected() == 1 })
 	// The client resubscribes right after reconnecting; flush so the server has it.
 	if err := conn.NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	publish("after")
-	waitFor(t, "the record after the restart", func() bool { u, _ := sink.snapshot(); return u == 2 })
-	if got := value(t, reg, "ragwatch_nats_reconnects_total", nil); got != 1 {
+	testutil.Eventually(t, patience, 5*time.Millisecond, "the record after the restart", func() bool { u, _ := sink.snapshot(); return u == 2 })
+	if got := testutil.Sum(t, reg, "ragwatch_nats_reconnects_total", nil); got != 1 {
 		t.Fatalf("reconnects = %v, want 1", got)
 	}
 }

@@ -44,9 +44,8 @@ func fuzzBody(t *testing.T, h http.Handler, contentType string, body []byte) {
 
 func FuzzDecodeProtobuf(f *testing.F) {
 	h := fuzzHandler(f)
-	t := &testing.T{}
-	f.Add(protoBody(t, traces(1)))
-	f.Add(protoBody(t, traces(3))[:20])
+	f.Add(protoBody(f, traces(1)))
+	f.Add(protoBody(f, traces(3))[:20])
 	f.Add([]byte{0x0a, 0x02, 0x0a, 0x00})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, body []byte) { fuzzBody(t, h, ctProtobuf, body) })
@@ -54,8 +53,7 @@ func FuzzDecodeProtobuf(f *testing.F) {
 
 func FuzzDecodeJSON(f *testing.F) {
 	h := fuzzHandler(f)
-	t := &testing.T{}
-	f.Add(jsonBody(t, traces(1)))
+	f.Add(jsonBody(f, traces(1)))
 	f.Add([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"S/kvNXezTaajzpKdDg5HNg==","spanId":"AAAAAAAAAAE="}]}]}]}`))
 	f.Add([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b7","attributes":[{"key":"a","value":{"kvlistValue":{"values":[{"key":"b","value":{"arrayValue":{"values":[{"intValue":"1"}]}}}]}}}]}]}]}]}`))
 	f.Add([]byte(`[[[[`))

@@ -30,6 +30,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -65,6 +66,7 @@ func (s *sink) setErr(err error) { s.mu.Lock(); s.err = err; s.mu.Unlock() }
 func (s *sink) count() int       { s.mu.Lock(); defer s.mu.Unlock(); return len(s.spans) }
 
 type harness struct {
+	t    testing.TB
 	r    *Receiver
 	sink *sink
 	reg  *prometheus.Registry
@@ -99,38 +101,15 @@ func start(t *testing.T, limits Limits) *harness {
 			t.Error(err)
 		}
 	})
-	return &harness{r: r, sink: s, reg: reg, url: "http://" + r.HTTPAddr().String() + TracesPath, conn: conn}
+	return &harness{t: t, r: r, sink: s, reg: reg, url: "http://" + r.HTTPAddr().String() + TracesPath, conn: conn}
 }
 
 func (h *harness) rejected(receiver, reason string) float64 {
-	return counter(h.reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": receiver, "reason": reason})
+	return testutil.Sum(h.t, h.reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": receiver, "reason": reason})
 }
 
 func (h *harness) received(receiver string) float64 {
-	return counter(h.reg, "ragwatch_spans_received_total", map[string]string{"receiver": receiver})
-}
-
-// counter reads one counter from the registry; 0 when the series does not exist yet.
-func counter(reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	mfs, err := reg.Gather()
-	if err != nil {
-		panic(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if labels[lp.GetName()] != lp.GetValue() {
-					continue next
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
+	return testutil.Sum(h.t, h.reg, "ragwatch_spans_received_total", map[string]string{"receiver": receiver})
 }
 
 // traces builds a valid request with n spans of one trace.
@@ -149,7 +128,7 @@ func traces(n int) ptrace.Traces {
 	return td
 }
 
-func protoBody(t *testing.T, td ptrace.Traces) []byte {
+func protoBody(t testing.TB, td ptrace.Traces) []byte {
 	t.Helper()
 	b, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
 	if err != nil {
@@ -158,7 +137,7 @@ func protoBody(t *testing.T, td ptrace.Traces) []byte {
 	return b
 }
 
-func jsonBody(t *testing.T, td ptrace.Traces) []byte {
+func jsonBody(t testing.TB, td ptrace.Traces) []byte {
 	t.Helper()
 	b, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalJSON()
 	if err != nil {
@@ -483,7 +462,7 @@ func TestGRPC(t *testing.T) {
 		t.Errorf("oversized: %v", err)
 	}
 	// gRPC answers the client before the handler returns from reading: poll.
-	waitFor(t, func() bool { return h.rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonTooLarge) == 1 })
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the too-large request counted", func() bool { return h.rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonTooLarge) == 1 })
 
 	// Truncated protobuf, sent raw.
 	raw := protoBody(t, traces(2))
@@ -519,17 +498,6 @@ func TestGRPC(t *testing.T) {
 	h.sink.setErr(nil)
 	if _, err := client.Export(ctx, ptraceotlp.NewExportRequestFromTraces(traces(1))); err != nil {
 		t.Fatalf("still serving: %v", err)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

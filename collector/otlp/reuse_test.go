@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // TestSuccessResponseBytes pins the exact bytes of a fully accepted export's response, now
@@ -163,7 +165,7 @@ func TestGRPCTooLargeCounted(t *testing.T) {
 		}
 		// gRPC answers the client before the handler returns from reading, so the count can
 		// trail the answer by a moment.
-		waitFor(t, func() bool { return h.rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonTooLarge) == float64(i+1) })
+		testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the too-large request counted", func() bool { return h.rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonTooLarge) == float64(i+1) })
 	}
 	if _, err := client.Export(context.Background(), ptraceotlp.NewExportRequestFromTraces(traces(1))); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
@@ -25,6 +25,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // metricsSink keeps every export it receives.
@@ -261,7 +262,7 @@ func TestOTLPMetricsPush(t *testing.T) {
 			if !slices.Equal(got, wantOTLP) {
 				t.Errorf("data points\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantOTLP, "\n"))
 			}
-			if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+			if err := promtestutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP ragwatch_otlp_metrics_export_errors_total OTLP metrics exports that failed (after the exporter's own retries).
 # TYPE ragwatch_otlp_metrics_export_errors_total counter
 ragwatch_otlp_metrics_export_errors_total 0
@@ -284,18 +285,9 @@ func TestOTLPMetricsPeriodic(t *testing.T) {
 	}
 	defer s.Shutdown(ctx)
 	consume(t, s, recordA(), recordB())
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if all := sink.all(); len(all) > 0 {
-			if got := summarize(t, all[:1]); !slices.Equal(got, wantOTLP) {
-				t.Errorf("first periodic export\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantOTLP, "\n"))
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no periodic export within 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "a periodic export", func() bool { return len(sink.all()) > 0 })
+	if got := summarize(t, sink.all()[:1]); !slices.Equal(got, wantOTLP) {
+		t.Errorf("first periodic export\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantOTLP, "\n"))
 	}
 }
 
@@ -316,7 +308,7 @@ func TestOTLPMetricsExportErrors(t *testing.T) {
 			if err := s.Shutdown(ctx); err == nil {
 				t.Fatal("Shutdown: want the final export's error")
 			}
-			if v := testutil.ToFloat64(s.otlpErrs); v != 1 {
+			if v := promtestutil.ToFloat64(s.otlpErrs); v != 1 {
 				t.Errorf("ragwatch_otlp_metrics_export_errors_total = %v, want 1", v)
 			}
 			if err := s.Shutdown(ctx); err != nil {
@@ -346,7 +338,7 @@ func TestAllExporters(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Prometheus
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP ragwatch_requests_total RAG requests (records) seen, by service.
 # TYPE ragwatch_requests_total counter
 ragwatch_requests_total{service="other"} 1

@@ -14,12 +14,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 const (
@@ -181,7 +181,7 @@ ragwatch_feedback_total{sentiment="positive",service="support-bot"} 1
 # TYPE ragwatch_statsd_errors_total counter
 ragwatch_statsd_errors_total 0
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(want),
 		"ragwatch_requests_total", "ragwatch_empty_retrievals_total", "ragwatch_feedback_total", "ragwatch_statsd_errors_total"); err != nil {
 		t.Error(err)
 	}
@@ -226,7 +226,7 @@ ragwatch_citations_per_answer_bucket{service="support-bot",le="+Inf"} 2
 ragwatch_citations_per_answer_sum{service="support-bot"} 1
 ragwatch_citations_per_answer_count{service="support-bot"} 2
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(want),
 		"ragwatch_retrieved_documents", "ragwatch_citations_per_answer"); err != nil {
 		t.Error(err)
 	}
@@ -257,7 +257,7 @@ ragwatch_citations_per_answer_count{service="support-bot"} 2
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+labelString(tt.labels), func(t *testing.T) {
-			m := findMetric(t, reg, tt.name, tt.labels)
+			m := testutil.Series(t, reg, tt.name, tt.labels)
 			h := m.GetHistogram()
 			if h.GetSampleCount() != tt.want.count || !approx(h.GetSampleSum(), tt.want.sum) {
 				t.Errorf("count, sum = %d, %v; want %d, %v", h.GetSampleCount(), h.GetSampleSum(), tt.want.count, tt.want.sum)
@@ -293,33 +293,6 @@ func labelString(l map[string]string) string {
 		}
 	}
 	return b.String()
-}
-
-func findMetric(t *testing.T, g prometheus.Gatherer, name string, want map[string]string) *dto.Metric {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			if len(m.GetLabel()) != len(want) {
-				continue
-			}
-			for _, lp := range m.GetLabel() {
-				if want[lp.GetName()] != lp.GetValue() {
-					continue next
-				}
-			}
-			return m
-		}
-	}
-	t.Fatalf("no series %s%v", name, want)
-	return nil
 }
 
 // TestPrometheusExemplars scrapes /metrics as OpenMetrics, the way Prometheus does with
@@ -449,7 +422,7 @@ func TestExemplarGate(t *testing.T) {
 	}
 	exemplar := func(le float64) string {
 		t.Helper()
-		m := findMetric(t, reg, "ragwatch_request_duration_seconds", map[string]string{"service": "svc", "stage": "total"})
+		m := testutil.Series(t, reg, "ragwatch_request_duration_seconds", map[string]string{"service": "svc", "stage": "total"})
 		for _, b := range m.GetHistogram().GetBucket() {
 			if b.GetUpperBound() == le {
 				if b.GetExemplar() == nil {

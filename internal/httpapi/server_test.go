@@ -17,6 +17,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -96,23 +97,9 @@ func do(t *testing.T, method, url, contentType, body string, header ...string) (
 	return resp.StatusCode, resp.Header, string(b)
 }
 
-func rejected(reg *prometheus.Registry, reason string) float64 {
-	mfs, _ := reg.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() != "ragwatch_ingest_rejected_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			lbl := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				lbl[lp.GetName()] = lp.GetValue()
-			}
-			if lbl["receiver"] == "api" && lbl["reason"] == reason {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+func rejected(t *testing.T, reg *prometheus.Registry, reason string) float64 {
+	t.Helper()
+	return testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "api", "reason": reason})
 }
 
 func TestHealthReadyAndMount(t *testing.T) {
@@ -224,13 +211,13 @@ func TestPostRecordsRejects(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := rejected(h.reg, c.reason)
+			before := rejected(t, h.reg, c.reason)
 			code, _, body := do(t, c.method, h.base+RecordsPath, c.contentType, c.body)
 			if code != c.code || strings.TrimSpace(body) != c.answer {
 				t.Errorf("= %d %s\nwant %d %s", code, body, c.code, c.answer)
 			}
 			if c.reason != "" {
-				if got := rejected(h.reg, c.reason); got != before+1 {
+				if got := rejected(t, h.reg, c.reason); got != before+1 {
 					t.Errorf("rejected{reason=%s} = %v, want %v", c.reason, got, before+1)
 				}
 			}
@@ -245,7 +232,7 @@ func TestPostRecordsRejects(t *testing.T) {
 	if code != 429 || hdr.Get("Retry-After") != "1" || strings.TrimSpace(body) != `{"error":"overloaded: 0 of 1 records accepted, retry the rest later"}` {
 		t.Errorf("overloaded = %d %q", code, body)
 	}
-	if got := rejected(h.reg, ingest.ReasonOverloaded); got != 1 {
+	if got := rejected(t, h.reg, ingest.ReasonOverloaded); got != 1 {
 		t.Errorf("rejected overloaded = %v", got)
 	}
 	var eb errorBody

@@ -5,18 +5,17 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -26,17 +25,6 @@ func embeddedCfg(t *testing.T) config.NATS {
 	cfg.StoreDir = filepath.Join(t.TempDir(), "store")
 	cfg.Embedded.Endpoint = "127.0.0.1:-1"
 	return cfg
-}
-
-func waitFor(t *testing.T, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestEmbeddedJetStreamAndKV(t *testing.T) {
@@ -50,7 +38,7 @@ func TestEmbeddedJetStreamAndKV(t *testing.T) {
 	if !c.Embedded() || c.ClientURL() == "" {
 		t.Fatalf("embedded=%v url=%q", c.Embedded(), c.ClientURL())
 	}
-	if got := testutil.ToFloat64(c.connected); got != 1 {
+	if got := promtestutil.ToFloat64(c.connected); got != 1 {
 		t.Fatalf("ragwatch_nats_connected = %v, want 1", got)
 	}
 	// An outside app reaches the embedded server over TCP.
@@ -95,7 +83,7 @@ func TestEmbeddedJetStreamAndKV(t *testing.T) {
 	}
 	c.Close()
 	c.Close() // idempotent
-	if got := testutil.ToFloat64(c.connected); got != 0 {
+	if got := promtestutil.ToFloat64(c.connected); got != 0 {
 		t.Fatalf("after Close ragwatch_nats_connected = %v, want 0", got)
 	}
 }
@@ -148,38 +136,13 @@ func TestEmbeddedStoreDirNotWritable(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func runServer(t *testing.T, port int, token string) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true,
-		JetStream: true, StoreDir: t.TempDir(), Authorization: token,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("test server not ready")
-	}
-	return s
-}
-
 func TestExternalReconnect(t *testing.T) {
-	port := freePort(t)
-	s1 := runServer(t, port, "s3cret")
+	s1 := testutil.RunJetStream(t, testutil.Token("s3cret"))
+	port := s1.Addr().(*net.TCPAddr).Port // s2 listens here again
 	t.Setenv("RAGWATCH_TEST_NATS_TOKEN", "s3cret")
 
 	cfg := config.Default().NATS
-	cfg.URL = config.SecretURL("nats://127.0.0.1:" + strconv.Itoa(port))
+	cfg.URL = config.SecretURL(s1.ClientURL())
 	cfg.TokenEnv = "RAGWATCH_TEST_NATS_TOKEN"
 	cfg.ReconnectWait = 10 * time.Millisecond
 	cfg.ReconnectMaxWait = 50 * time.Millisecond
@@ -193,7 +156,7 @@ func TestExternalReconnect(t *testing.T) {
 	if c.Embedded() {
 		t.Fatal("url set: must not embed")
 	}
-	connected := func() float64 { return testutil.ToFloat64(c.connected) }
+	connected := func() float64 { return promtestutil.ToFloat64(c.connected) }
 	if connected() != 1 {
 		t.Fatalf("connected = %v", connected())
 	}
@@ -223,11 +186,10 @@ func TestExternalReconnect(t *testing.T) {
 
 	s1.Shutdown()
 	s1.WaitForShutdown()
-	waitFor(t, "ragwatch_nats_connected to drop to 0", func() bool { return connected() == 0 })
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "ragwatch_nats_connected to drop to 0", func() bool { return connected() == 0 })
 
-	s2 := runServer(t, port, "s3cret")
-	defer func() { s2.Shutdown(); s2.WaitForShutdown() }()
-	waitFor(t, "ragwatch_nats_connected back to 1", func() bool { return connected() == 1 })
+	testutil.RunJetStream(t, testutil.Port(port), testutil.Token("s3cret"))
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "ragwatch_nats_connected back to 1", func() bool { return connected() == 1 })
 	_ = c.NC.Flush()
 	pub(cfg.URL.Reveal(), "two")
 	select {
@@ -242,11 +204,9 @@ func TestExternalReconnect(t *testing.T) {
 }
 
 func TestExternalBadToken(t *testing.T) {
-	port := freePort(t)
-	s := runServer(t, port, "right")
-	defer func() { s.Shutdown(); s.WaitForShutdown() }()
+	s := testutil.RunJetStream(t, testutil.Token("right"))
 	cfg := config.Default().NATS
-	cfg.URL = config.SecretURL("nats://127.0.0.1:" + strconv.Itoa(port))
+	cfg.URL = config.SecretURL(s.ClientURL())
 	dir := t.TempDir()
 	tokFile := filepath.Join(dir, "token")
 	if err := os.WriteFile(tokFile, []byte("wrong\n"), 0o600); err != nil {

@@ -12,10 +12,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func streamMsgs(t *testing.T, js jetstream.JetStream, name string) uint64 {
@@ -32,8 +33,8 @@ func streamMsgs(t *testing.T, js jetstream.JetStream, name string) uint64 {
 }
 
 func TestSetupIsIdempotentAndConfiguresTheQueue(t *testing.T) {
-	s := runServer(t, t.TempDir())
-	_, js := connect(t, s)
+	s := testutil.RunJetStream(t)
+	_, js := testutil.Connect(t, s)
 	ctx := context.Background()
 	cfg := testQueueConfig()
 	cfg.MaxDeliver = 3
@@ -70,8 +71,8 @@ func TestSetupIsIdempotentAndConfiguresTheQueue(t *testing.T) {
 }
 
 func TestPublisherQueuesOnceByKey(t *testing.T) {
-	s := runServer(t, t.TempDir())
-	_, js := connect(t, s)
+	s := testutil.RunJetStream(t)
+	_, js := testutil.Connect(t, s)
 	ctx := context.Background()
 	cfg := testQueueConfig()
 	if _, err := Setup(ctx, js, cfg, 1); err != nil {
@@ -110,7 +111,7 @@ func TestPublisherQueuesOnceByKey(t *testing.T) {
 	if got.TraceID != fmt.Sprintf("%032x", 0) || got.Sampling == nil || got.Sampling.Probability != 0.5 || m.Header.Get(jetstream.MsgIDHeader) != got.TraceID {
 		t.Fatalf("stored %+v header %v", got, m.Header)
 	}
-	if d := testutil.ToFloat64(p.m.Dropped.WithLabelValues(DropQueueFull)) + testutil.ToFloat64(p.m.Dropped.WithLabelValues(DropNATSUnavailable)); d != 0 {
+	if d := promtestutil.ToFloat64(p.m.Dropped.WithLabelValues(DropQueueFull)) + promtestutil.ToFloat64(p.m.Dropped.WithLabelValues(DropNATSUnavailable)); d != 0 {
 		t.Fatalf("%v drops", d)
 	}
 	// Offer after Shutdown is refused and counted, and Shutdown again is fine.
@@ -126,8 +127,8 @@ func TestPublisherQueuesOnceByKey(t *testing.T) {
 // window it is (the server forgets the key), which is why the window must outlast every way a
 // record can come back (docs/sampling.md).
 func TestPublisherDedupWindow(t *testing.T) {
-	s := runServer(t, t.TempDir())
-	_, js := connect(t, s)
+	s := testutil.RunJetStream(t)
+	_, js := testutil.Connect(t, s)
 	ctx := context.Background()
 	cfg := testQueueConfig()
 	cfg.DedupWindow = time.Second
@@ -143,9 +144,9 @@ func TestPublisherDedupWindow(t *testing.T) {
 	if err := p.Offer(r); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the first copy", func() bool { return streamMsgs(t, js, cfg.Stream) == 1 })
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the first copy", func() bool { return streamMsgs(t, js, cfg.Stream) == 1 })
 	first := time.Now()
-	waitFor(t, 10*time.Second, "a copy offered after the window", func() bool {
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "a copy offered after the window", func() bool {
 		if err := p.Offer(r); err != nil {
 			t.Fatal(err)
 		}
@@ -162,8 +163,8 @@ func TestPublisherDedupWindow(t *testing.T) {
 // buffer shared or reused before its ack would store one record's bytes under another's id,
 // or a mix).
 func TestPublisherStoresEachRecordIntact(t *testing.T) {
-	s := runServer(t, t.TempDir())
-	_, js := connect(t, s)
+	s := testutil.RunJetStream(t)
+	_, js := testutil.Connect(t, s)
 	ctx := context.Background()
 	cfg := testQueueConfig()
 	if _, err := Setup(ctx, js, cfg, 1); err != nil {
@@ -213,8 +214,8 @@ func TestPublisherStoresEachRecordIntact(t *testing.T) {
 }
 
 func TestPublisherDropsWhenBufferOrStreamFull(t *testing.T) {
-	s := runServer(t, t.TempDir())
-	_, js := connect(t, s)
+	s := testutil.RunJetStream(t)
+	_, js := testutil.Connect(t, s)
 	ctx := context.Background()
 	cfg := testQueueConfig()
 	cfg.MaxBytes = 4096 // a handful of records
@@ -230,7 +231,7 @@ func TestPublisherDropsWhenBufferOrStreamFull(t *testing.T) {
 			t.Fatalf("offer %d: %v", i, err)
 		}
 	}
-	if got := testutil.ToFloat64(p.m.Dropped.WithLabelValues(DropQueueFull)); got != 3 {
+	if got := promtestutil.ToFloat64(p.m.Dropped.WithLabelValues(DropQueueFull)); got != 3 {
 		t.Fatalf("queue_full drops = %v, want 3", got)
 	}
 	if err := p.Shutdown(ctx); err != nil { // shutdown without start
@@ -252,7 +253,7 @@ func TestPublisherDropsWhenBufferOrStreamFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := streamMsgs(t, js, cfg.Stream)
-	full := testutil.ToFloat64(p2.m.Dropped.WithLabelValues(DropQueueFull)) - 3
+	full := promtestutil.ToFloat64(p2.m.Dropped.WithLabelValues(DropQueueFull)) - 3
 	if stored == 0 || stored >= 20 || float64(stored)+full != 20 {
 		t.Fatalf("stored %d + refused %v, want 20 in all with some refused", stored, full)
 	}
@@ -279,8 +280,8 @@ func TestSubjectToken(t *testing.T) {
 }
 
 func TestScoresRoundTrip(t *testing.T) {
-	s := runServer(t, t.TempDir())
-	nc, _ := connect(t, s)
+	s := testutil.RunJetStream(t)
+	nc, _ := testutil.Connect(t, s)
 	reg := prometheus.NewRegistry()
 	var mu sync.Mutex
 	var got []score.Result
@@ -316,10 +317,10 @@ func TestScoresRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := NewMetrics(reg)
-	waitFor(t, 5*time.Second, "results and invalid counts", func() bool {
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "results and invalid counts", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(got) == 2 && testutil.ToFloat64(m.InvalidScores) == 3
+		return len(got) == 2 && promtestutil.ToFloat64(m.InvalidScores) == 3
 	})
 	mu.Lock()
 	defer mu.Unlock()

@@ -25,6 +25,7 @@ import (
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -157,27 +158,9 @@ scoring:
 	if strings.Contains(logs.String(), "secret") {
 		t.Fatalf("logs leak a key: %s", logs.String())
 	}
-	if n := gatherSum(t, reg, "ragwatch_judge_tokens_total"); n != 22 {
+	if n := testutil.Sum(t, reg, "ragwatch_judge_tokens_total", nil); n != 22 {
 		t.Fatalf("judge tokens %v, want 10+2+7+3", n)
 	}
-}
-
-// gatherSum adds up every series of a counter.
-func gatherSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				total += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return total
 }
 
 func TestNLIBackend(t *testing.T) {

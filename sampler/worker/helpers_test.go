@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
@@ -19,6 +17,7 @@ import (
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 )
 
@@ -33,34 +32,6 @@ func TestMain(m *testing.M) {
 }
 
 var quiet = slog.New(slog.DiscardHandler)
-
-func runServer(t *testing.T, dir string) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return s
-}
-
-func connect(t *testing.T, s *server.Server) (*nats.Conn, jetstream.JetStream) {
-	t.Helper()
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nc, js
-}
 
 // testRuntime keeps waits short: a killed worker's records come back after one second.
 func testRuntime(workers int) config.ScoringRuntime {
@@ -100,7 +71,7 @@ func enqueue(t *testing.T, js jetstream.JetStream, cfg config.ScoringQueue, n in
 	if err := pub.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "records in the stream", func() bool { return streamMsgs(js, cfg.Stream) == uint64(n) })
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "records in the stream", func() bool { return streamMsgs(js, cfg.Stream) == uint64(n) })
 	return keys
 }
 
@@ -114,17 +85,6 @@ func streamMsgs(js jetstream.JetStream, name string) uint64 {
 		return 0
 	}
 	return info.State.Msgs
-}
-
-func waitFor(t *testing.T, total time.Duration, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // funcScorer is a test scorer: score decides per record.

@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 )
 
@@ -35,13 +35,9 @@ const (
 // and then hang with four records in flight, until the parent kills the process with SIGKILL.
 func runKillChild(dir string) int {
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, "child:", err); return 3 }
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
+	s, err := testutil.StartServer(testutil.StoreDir(dir))
 	if err != nil {
 		return fail(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		return fail(fmt.Errorf("server not ready"))
 	}
 	nc, err := nats.Connect(s.ClientURL())
 	if err != nil {
@@ -112,7 +108,7 @@ func TestProcessKilled(t *testing.T) {
 		_ = cmd.Process.Kill()
 		wait()
 	})
-	waitFor(t, 20*time.Second, "the child to score ten and hang on four", func() bool {
+	testutil.Eventually(t, 20*time.Second, 5*time.Millisecond, "the child to score ten and hang on four", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "hung"))
 		return err == nil && len(readLines(t, filepath.Join(dir, "scored.txt"))) == killScored
 	})
@@ -124,8 +120,8 @@ func TestProcessKilled(t *testing.T) {
 		t.Fatalf("child did not die by SIGKILL: %v\n%s", cmd.ProcessState, stderr.String())
 	}
 
-	s := runServer(t, dir)
-	_, js := connect(t, s)
+	s := testutil.RunJetStream(t, testutil.StoreDir(dir))
+	_, js := testutil.Connect(t, s)
 	rt := testRuntime(4)
 	// Records delivered to the dead process come back after ack_wait; shorten it for the restart.
 	rt.Queue.AckWait = time.Second
@@ -135,8 +131,8 @@ func TestProcessKilled(t *testing.T) {
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the remaining records scored", func() bool { return len(before)+after.len() >= killRecords })
-	waitFor(t, 10*time.Second, "the stream to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
+	testutil.Eventually(t, 20*time.Second, 5*time.Millisecond, "the remaining records scored", func() bool { return len(before)+after.len() >= killRecords })
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "the stream to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
 	shutdown(t, p)
 
 	killed := newTally()

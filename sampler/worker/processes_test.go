@@ -19,6 +19,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 const (
@@ -79,8 +80,8 @@ func TestTwoWorkerProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
-	s := runServer(t, t.TempDir())
-	_, js := connect(t, s)
+	s := testutil.RunJetStream(t)
+	_, js := testutil.Connect(t, s)
 	rt := testRuntime(2)
 	const n = 200
 	keys := enqueue(t, js, rt.Queue, n, 1)
@@ -108,10 +109,10 @@ func TestTwoWorkerProcesses(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, 30*time.Second, "every record scored by the two processes", func() bool {
+	testutil.Eventually(t, 30*time.Second, 5*time.Millisecond, "every record scored by the two processes", func() bool {
 		return len(readLines(t, outs[0]))+len(readLines(t, outs[1])) >= n
 	})
-	waitFor(t, 10*time.Second, "the stream to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "the stream to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
 	tallies := []*tally{newTally(), newTally()}
 	for i, out := range outs {
 		for _, id := range readLines(t, out) {

@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/decide"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 )
@@ -47,13 +48,13 @@ func assertOnce(t *testing.T, keys []string, tallies ...*tally) {
 }
 
 func TestPoolScoresEveryRecordOnceAndPublishes(t *testing.T) {
-	s := runServer(t, t.TempDir())
-	nc, js := connect(t, s)
+	s := testutil.RunJetStream(t)
+	nc, js := testutil.Connect(t, s)
 	rt := testRuntime(4)
 	keys := enqueue(t, js, rt.Queue, 50, 0.25)
 
 	// The alert engine's side: results arrive through the scores subjects.
-	subConn, _ := connect(t, s)
+	subConn, _ := testutil.Connect(t, s)
 	viaNATS := newTally()
 	sub, err := queue.SubscribeScores(subConn, rt.Queue.ScoresSubjectPrefix, viaNATS, prometheus.NewRegistry(), quiet)
 	if err != nil {
@@ -70,7 +71,7 @@ func TestPoolScoresEveryRecordOnceAndPublishes(t *testing.T) {
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "every record scored and published", func() bool { return viaNATS.len() == 50 })
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "every record scored and published", func() bool { return viaNATS.len() == 50 })
 	shutdown(t, p)
 	assertOnce(t, keys, direct)
 	assertOnce(t, keys, viaNATS)
@@ -87,7 +88,7 @@ func TestPoolScoresEveryRecordOnceAndPublishes(t *testing.T) {
 	if !found {
 		t.Fatal("no result for the first record")
 	}
-	if n := testutil.CollectAndCount(reg, "ragwatch_eval_score"); n != 1 {
+	if n := promtestutil.CollectAndCount(reg, "ragwatch_eval_score"); n != 1 {
 		t.Fatalf("%d eval_score series", n)
 	}
 	exp := `
@@ -98,32 +99,14 @@ ragwatch_scoring_attempts_total{outcome="ok",scorer="test"} 50
 # TYPE ragwatch_scoring_queue_depth gauge
 ragwatch_scoring_queue_depth 0
 `
-	waitFor(t, 5*time.Second, "acks to empty the stream", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(exp), "ragwatch_scoring_attempts_total"); err != nil {
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "acks to empty the stream", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
+	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(exp), "ragwatch_scoring_attempts_total"); err != nil {
 		t.Fatal(err)
 	}
-	h := gatherHistogram(t, reg, "ragwatch_eval_score")
+	h := testutil.Series(t, reg, "ragwatch_eval_score", map[string]string{"service": "chat", "metric": "faithfulness"}).GetHistogram()
 	if h.GetSampleCount() != 50 || h.GetSampleSum() != 25 {
 		t.Fatalf("eval_score count %d sum %v", h.GetSampleCount(), h.GetSampleSum())
 	}
-}
-
-func gatherHistogram(t *testing.T, reg *prometheus.Registry, name string) interface {
-	GetSampleCount() uint64
-	GetSampleSum() float64
-} {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetHistogram()
-		}
-	}
-	t.Fatalf("no %s", name)
-	return nil
 }
 
 // A worker process dies with records in flight (its connection closes without acks), the NATS
@@ -131,12 +114,12 @@ func gatherHistogram(t *testing.T, reg *prometheus.Registry, name string) interf
 // exactly once.
 func TestKilledWorkerRecordsAreScoredOnceAfterRestart(t *testing.T) {
 	dir := t.TempDir()
-	s1 := runServer(t, dir)
-	_, js0 := connect(t, s1)
+	s1 := testutil.RunJetStream(t, testutil.StoreDir(dir))
+	_, js0 := testutil.Connect(t, s1)
 	rt := testRuntime(4)
 	keys := enqueue(t, js0, rt.Queue, 50, 1)
 
-	ncA, jsA := connect(t, s1)
+	ncA, jsA := testutil.Connect(t, s1)
 	var calls, blocked atomic.Int32
 	scorerA := funcScorer{name: "test", score: func(ctx context.Context, r *record.Record) ([]score.Result, error) {
 		if calls.Add(1) <= 10 {
@@ -151,7 +134,7 @@ func TestKilledWorkerRecordsAreScoredOnceAfterRestart(t *testing.T) {
 	if err := poolA.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "ten records scored and four in flight", func() bool { return tallyA.len() == 10 && blocked.Load() == 4 })
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "ten records scored and four in flight", func() bool { return tallyA.len() == 10 && blocked.Load() == 4 })
 
 	// kill: the connection goes away without acks, then NATS restarts from its store.
 	ncA.Close()
@@ -159,15 +142,15 @@ func TestKilledWorkerRecordsAreScoredOnceAfterRestart(t *testing.T) {
 	s1.WaitForShutdown()
 	shutdown(t, poolA)
 
-	s2 := runServer(t, dir)
-	_, jsB := connect(t, s2)
+	s2 := testutil.RunJetStream(t, testutil.StoreDir(dir))
+	_, jsB := testutil.Connect(t, s2)
 	tallyB := newTally()
 	poolB := New(jsB, rt, []score.Scorer{okScorer}, tallyB, testOptions(prometheus.NewRegistry()))
 	if err := poolB.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "the rest scored after restart", func() bool { return tallyA.len()+tallyB.len() >= 50 })
-	waitFor(t, 5*time.Second, "the stream to empty", func() bool { return streamMsgs(jsB, rt.Queue.Stream) == 0 })
+	testutil.Eventually(t, 15*time.Second, 5*time.Millisecond, "the rest scored after restart", func() bool { return tallyA.len()+tallyB.len() >= 50 })
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the stream to empty", func() bool { return streamMsgs(jsB, rt.Queue.Stream) == 0 })
 	shutdown(t, poolB)
 	if tallyB.len() != 40 {
 		t.Fatalf("after restart %d records scored, want 40", tallyB.len())
@@ -176,8 +159,8 @@ func TestKilledWorkerRecordsAreScoredOnceAfterRestart(t *testing.T) {
 }
 
 func TestTwoPoolsShareTheQueue(t *testing.T) {
-	s := runServer(t, t.TempDir())
-	_, js := connect(t, s)
+	s := testutil.RunJetStream(t)
+	_, js := testutil.Connect(t, s)
 	rt := testRuntime(2)
 	keys := enqueue(t, js, rt.Queue, 200, 1)
 	slow := funcScorer{name: "test", score: func(context.Context, *record.Record) ([]score.Result, error) {
@@ -187,7 +170,7 @@ func TestTwoPoolsShareTheQueue(t *testing.T) {
 	var pools []*Pool
 	var tallies []*tally
 	for i := 0; i < 2; i++ { // two `ragwatch worker` processes: separate connections and registries
-		_, jsI := connect(t, s)
+		_, jsI := testutil.Connect(t, s)
 		tl := newTally()
 		p := New(jsI, rt, []score.Scorer{slow}, tl, testOptions(prometheus.NewRegistry()))
 		if err := p.Start(context.Background()); err != nil {
@@ -195,7 +178,7 @@ func TestTwoPoolsShareTheQueue(t *testing.T) {
 		}
 		pools, tallies = append(pools, p), append(tallies, tl)
 	}
-	waitFor(t, 15*time.Second, "all records scored", func() bool { return tallies[0].len()+tallies[1].len() >= 200 })
+	testutil.Eventually(t, 15*time.Second, 5*time.Millisecond, "all records scored", func() bool { return tallies[0].len()+tallies[1].len() >= 200 })
 	for _, p := range pools {
 		shutdown(t, p)
 	}
@@ -207,8 +190,8 @@ func TestTwoPoolsShareTheQueue(t *testing.T) {
 }
 
 func TestDeadLetterAfterThreeFailures(t *testing.T) {
-	s := runServer(t, t.TempDir())
-	_, js := connect(t, s)
+	s := testutil.RunJetStream(t)
+	_, js := testutil.Connect(t, s)
 	rt := testRuntime(2)
 	keys := enqueue(t, js, rt.Queue, 5, 1)
 	poison := keys[2]
@@ -224,8 +207,8 @@ func TestDeadLetterAfterThreeFailures(t *testing.T) {
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the poison record dead-lettered", func() bool { return streamMsgs(js, rt.Queue.DeadLetterStream) == 1 })
-	waitFor(t, 5*time.Second, "the queue to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "the poison record dead-lettered", func() bool { return streamMsgs(js, rt.Queue.DeadLetterStream) == 1 })
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the queue to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
 	shutdown(t, p)
 
 	if tl.len() != 4 || tl.snapshot()[poison] != 0 {
@@ -252,14 +235,14 @@ ragwatch_scoring_attempts_total{outcome="ok",scorer="test"} 4
 # TYPE ragwatch_scoring_dead_letter_total counter
 ragwatch_scoring_dead_letter_total 1
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(exp), "ragwatch_scoring_attempts_total", "ragwatch_scoring_dead_letter_total"); err != nil {
+	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(exp), "ragwatch_scoring_attempts_total", "ragwatch_scoring_dead_letter_total"); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestCostTokensBudgetAndPartialFailures(t *testing.T) {
-	s := runServer(t, t.TempDir())
-	_, js := connect(t, s)
+	s := testutil.RunJetStream(t)
+	_, js := testutil.Connect(t, s)
 	rt := testRuntime(1)
 	keys := enqueue(t, js, rt.Queue, 2, 0.5)
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -290,7 +273,7 @@ func TestCostTokensBudgetAndPartialFailures(t *testing.T) {
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "both records scored", func() bool { return tl.len() == 2 })
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "both records scored", func() bool { return tl.len() == 2 })
 	shutdown(t, p)
 	assertOnce(t, keys, tl)
 	for _, r := range tl.all {
@@ -321,15 +304,15 @@ ragwatch_scoring_tokens_total{direction="output",model="judge"} 750000
 # TYPE ragwatch_sampling_budget_remaining_usd gauge
 ragwatch_sampling_budget_remaining_usd 4
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(exp), "ragwatch_scoring_attempts_total", "ragwatch_scoring_cost_usd_total",
+	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(exp), "ragwatch_scoring_attempts_total", "ragwatch_scoring_cost_usd_total",
 		"ragwatch_scoring_tokens_total", "ragwatch_sampling_budget_remaining_usd"); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestShutdownWithoutStartAndTwice(t *testing.T) {
-	s := runServer(t, t.TempDir())
-	_, js := connect(t, s)
+	s := testutil.RunJetStream(t)
+	_, js := testutil.Connect(t, s)
 	p := New(js, testRuntime(1), nil, nil, testOptions(prometheus.NewRegistry()))
 	shutdown(t, p)
 	shutdown(t, p)
@@ -347,13 +330,13 @@ func TestShutdownWithoutStartAndTwice(t *testing.T) {
 // A record whose worker died mid-score on its last allowed attempt comes back once more and is
 // dead-lettered without scoring, so a record that kills workers cannot kill them forever.
 func TestUnfinishedLastAttemptIsDeadLettered(t *testing.T) {
-	s := runServer(t, t.TempDir())
-	_, js := connect(t, s)
+	s := testutil.RunJetStream(t)
+	_, js := testutil.Connect(t, s)
 	rt := testRuntime(1)
 	rt.Queue.MaxDeliver = 1
 	keys := enqueue(t, js, rt.Queue, 1, 1)
 
-	ncA, jsA := connect(t, s)
+	ncA, jsA := testutil.Connect(t, s)
 	var started atomic.Int32
 	hang := funcScorer{name: "test", score: func(ctx context.Context, _ *record.Record) ([]score.Result, error) {
 		started.Add(1)
@@ -364,7 +347,7 @@ func TestUnfinishedLastAttemptIsDeadLettered(t *testing.T) {
 	if err := poolA.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the record in flight", func() bool { return started.Load() == 1 })
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the record in flight", func() bool { return started.Load() == 1 })
 	ncA.Close() // the worker dies
 	shutdown(t, poolA)
 
@@ -378,7 +361,7 @@ func TestUnfinishedLastAttemptIsDeadLettered(t *testing.T) {
 	if err := poolB.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the dead letter", func() bool { return streamMsgs(js, rt.Queue.DeadLetterStream) == 1 })
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "the dead letter", func() bool { return streamMsgs(js, rt.Queue.DeadLetterStream) == 1 })
 	shutdown(t, poolB)
 	if scored.Load() != 0 {
 		t.Fatal("the record was scored after its last attempt")
@@ -392,7 +375,7 @@ func TestUnfinishedLastAttemptIsDeadLettered(t *testing.T) {
 		m.Header.Get("Nats-Msg-Id") != keys[0] {
 		t.Fatalf("dead letter headers %v", m.Header)
 	}
-	if got := testutil.ToFloat64(queue.NewMetrics(reg).DeadLetter); got != 1 {
+	if got := promtestutil.ToFloat64(queue.NewMetrics(reg).DeadLetter); got != 1 {
 		t.Fatalf("dead letters %v", got)
 	}
 }

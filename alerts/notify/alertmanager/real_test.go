@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"github.com/ragwatch/ragwatch/alerts"
 	"github.com/ragwatch/ragwatch/alerts/internal/fixture"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // TestRealAlertmanager posts to a real Alertmanager (Debian's prometheus-alertmanager) when
@@ -32,12 +32,7 @@ func TestRealAlertmanager(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("route: {receiver: sink}\nreceivers: [{name: sink}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := testutil.FreeAddr(t)
 	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.path="+dir, "--web.listen-address="+addr,
 		"--cluster.listen-address=", "--log.level=warn")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -46,7 +41,7 @@ func TestRealAlertmanager(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	base := "http://" + addr
-	waitFor(t, func() bool {
+	testutil.Eventually(t, 15*time.Second, 20*time.Millisecond, "Alertmanager ready", func() bool {
 		r, err := http.Get(base + "/-/ready")
 		if err != nil {
 			return false
@@ -68,7 +63,7 @@ func TestRealAlertmanager(t *testing.T) {
 			State string `json:"state"`
 		} `json:"status"`
 	}
-	waitFor(t, func() bool {
+	testutil.Eventually(t, 15*time.Second, 20*time.Millisecond, "the firing alert listed", func() bool {
 		got = nil
 		return getJSON(base+"/api/v2/alerts", &got) == nil && len(got) == 1
 	})
@@ -81,7 +76,7 @@ func TestRealAlertmanager(t *testing.T) {
 	if _, err := n.Notify(context.Background(), a); err != nil {
 		t.Fatalf("resolve: %v", err)
 	}
-	waitFor(t, func() bool {
+	testutil.Eventually(t, 15*time.Second, 20*time.Millisecond, "no active alert after resolve", func() bool {
 		got = nil
 		return getJSON(base+"/api/v2/alerts?active=true", &got) == nil && len(got) == 0
 	})
@@ -97,15 +92,4 @@ func getJSON(url string, v any) error {
 		return fmt.Errorf("HTTP %d", r.StatusCode)
 	}
 	return json.NewDecoder(r.Body).Decode(v)
-}
-
-func waitFor(t *testing.T, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 15s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -1,12 +1,15 @@
 package builtin
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/scorers/builtin/quality"
 )
 
@@ -28,10 +31,44 @@ func sharedData(t *testing.T) string {
 		dir = parent
 	}
 	data := filepath.Join(dir, "..", "shared", "data")
-	if _, err := os.Stat(data); os.IsNotExist(err) {
-		t.Skipf("%s is missing: quality regression not run", data)
-	}
+	requireData(t, data)
 	return data
+}
+
+// requireData skips the test when dir is missing, except in CI (CI=true): there the data is
+// laid out on purpose, and a regression test that skips would pass without having run.
+func requireData(tb testing.TB, dir string) {
+	tb.Helper()
+	_, err := os.Stat(dir)
+	switch {
+	case err == nil:
+	case !errors.Is(err, fs.ErrNotExist):
+		tb.Fatalf("shared data: %v", err)
+	case os.Getenv("CI") == "true":
+		tb.Fatalf("%s is missing and CI=true: the quality regression must run in CI", dir)
+	default:
+		tb.Skipf("%s is missing: quality regression not run (with CI=true this fails)", dir)
+	}
+}
+
+func TestRequireDataFailsOnlyInCI(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "data")
+	for _, tc := range []struct {
+		name, ci, dir string
+		want          testutil.Outcome
+	}{
+		{"missing in CI", "true", missing, testutil.Outcome{Failed: true, Msg: missing + " is missing and CI=true: the quality regression must run in CI"}},
+		{"missing locally", "", missing, testutil.Outcome{Skipped: true, Msg: missing + " is missing: quality regression not run (with CI=true this fails)"}},
+		{"missing, CI=false", "false", missing, testutil.Outcome{Skipped: true, Msg: missing + " is missing: quality regression not run (with CI=true this fails)"}},
+		{"present in CI", "true", t.TempDir(), testutil.Outcome{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("CI", tc.ci)
+			if got := testutil.Record(t, func(tb testing.TB) { requireData(tb, tc.dir) }); got != tc.want {
+				t.Fatalf("outcome %+v, want %+v", got, tc.want)
+			}
+		})
+	}
 }
 
 // TestQualityRegression pins the agreement of faithfulness with human labels (see

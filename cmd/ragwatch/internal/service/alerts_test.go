@@ -14,6 +14,7 @@ import (
 	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // TestAlertsWired checks the alert engine sees the record fan-out, its alerts reach a
@@ -81,19 +82,11 @@ notifiers:
 	if err != nil || len(body.Alerts) != 1 || body.Alerts[0].Status != "firing" || len(body.Alerts[0].Evidence) != 5 {
 		t.Fatalf("GET /api/v1/alerts: %v %+v", err, body)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the alert at the Alertmanager", func() bool {
 		mu.Lock()
-		n := len(bodies)
-		mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("alert never reached the Alertmanager")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(bodies) > 0
+	})
 	mu.Lock()
 	if !strings.HasPrefix(bodies[0], "/api/v2/alerts [{\"labels\":{\"alertname\":\"RagwatchSLOViolated\"") {
 		t.Fatalf("alertmanager got %s", bodies[0])

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // TestRecordsAPIAndExemplars posts records to the running app: they go through the same
@@ -29,7 +30,7 @@ func TestRecordsAPIAndExemplars(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted || string(answer) != "{\"accepted\":2}\n" {
 		t.Fatalf("POST = %d %s", resp.StatusCode, answer)
 	}
-	waitFor(t, "two records", func() bool { return e.sink.len() == 2 })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "two records", func() bool { return e.sink.len() == 2 })
 	score := 0.8
 	want := &record.Record{
 		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Service: "api-app", Time: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
@@ -58,7 +59,7 @@ func TestRecordsAPIAndExemplars(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
 		}
 	}
-	waitFor(t, "statsd", func() bool { return e.statsd.count("rag.requests:1|c|#service:api-app") == 2 })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "statsd", func() bool { return e.statsd.count("rag.requests:1|c|#service:api-app") == 2 })
 
 	// OpenMetrics: the duration histogram carries the record's trace id as an exemplar.
 	req, _ := http.NewRequest(http.MethodGet, e.base+"/metrics", nil)

@@ -22,6 +22,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	spb "google.golang.org/genproto/googleapis/rpc/status"
+
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func ragTrace(tid byte) ptrace.Traces {
@@ -142,7 +144,7 @@ func TestBadInput(t *testing.T) {
 		f := families()[4]
 		newSender(t, proto.name, proto.endpoint, f.service).send(t, traceID(9, p), f.spans)
 	}
-	waitFor(t, "records after bad input", func() bool { return e.sink.len() == 2 })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "records after bad input", func() bool { return e.sink.len() == 2 })
 	for _, path := range []string{"/healthz", "/readyz"} {
 		resp, err := http.Get(e.base + path)
 		if err != nil {
@@ -167,7 +169,7 @@ func TestShutdownDrains(t *testing.T) {
 	addrs := e.app.Addrs()
 	f := families()[2]
 	newSender(t, "http", addrs.OTLPHTTP, f.service).send(t, traceID(7, 1), f.spans)
-	waitFor(t, "trace held", func() bool { return e.app.Assembler.Held() == 1 })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "trace held", func() bool { return e.app.Assembler.Held() == 1 })
 	if e.sink.len() != 0 {
 		t.Fatal("assembled before its wait")
 	}
@@ -183,7 +185,7 @@ func TestShutdownDrains(t *testing.T) {
 	}
 	// statsd closed after the drain, flushing the drained record's lines.
 	line := fmt.Sprintf("rag.requests:1|c|#service:%s", f.service)
-	waitFor(t, "statsd flush", func() bool { return e.statsd.count(line) == 1 })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "statsd flush", func() bool { return e.statsd.count(line) == 1 })
 	// Receivers no longer listen; the HTTP server is down too.
 	if _, err := http.Post("http://"+addrs.OTLPHTTP+"/v1/traces", "application/x-protobuf", nil); err == nil {
 		t.Error("OTLP HTTP still accepting after shutdown")
@@ -252,7 +254,7 @@ func TestInvalidUTF8ServiceName(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	waitFor(t, "record", func() bool { return e.sink.len() == 1 })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "record", func() bool { return e.sink.len() == 1 })
 	if v := scrape(t, e.base)[`ragwatch_requests_total{service="other"}`]; v != 1 {
 		t.Errorf(`requests_total{service="other"} = %v, want 1`, v)
 	}

@@ -14,34 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
-
-// runNATS starts an external nats-server with JetStream storing in dir, on port (-1: a free
-// one).
-func runNATS(t *testing.T, dir string, port int) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		s.Shutdown()
-		t.Fatal("nats-server not ready")
-	}
-	return s
-}
-
-func stopNATS(s *server.Server) {
-	s.Shutdown()
-	s.WaitForShutdown()
-}
 
 // flakyServer is an HTTP server on a fixed loopback address that can be taken down (the port
 // then refuses connections) and brought back on the same address.
@@ -101,41 +80,11 @@ const (
 	judgeHang
 )
 
-// gauge sums the samples of a metric family whose labels include every pair in match.
-func sum(t *testing.T, reg prometheus.Gatherer, name string, match ...string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				labels[lp.GetName()] = lp.GetValue()
-			}
-			for i := 0; i+1 < len(match); i += 2 {
-				if labels[match[i]] != match[i+1] {
-					continue next
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				total += m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				total += m.GetGauge().GetValue()
-			case m.Histogram != nil:
-				total += float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return total
-}
+// lazyError builds its message when it is read, so a poll that keeps failing does not gather
+// the metrics for a message nobody reads.
+type lazyError func() string
+
+func (e lazyError) Error() string { return e() }
 
 // TestChaos runs steady traffic through the pipeline while an external NATS server is killed
 // and restarted, the LLM judge answers 500s and then hangs past its timeout, and the
@@ -146,9 +95,8 @@ func TestChaos(t *testing.T) {
 		t.Skip("chaos test")
 	}
 	natsDir := t.TempDir()
-	ns := runNATS(t, natsDir, -1)
+	ns := testutil.RunJetStream(t, testutil.StoreDir(natsDir))
 	natsPort := ns.Addr().(*net.TCPAddr).Port
-	defer func() { stopNATS(ns) }()
 
 	var mode atomic.Int32
 	judge := newFlakyServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -248,26 +196,33 @@ notifiers:
 	stopTraffic := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	defer stopTraffic()
 
-	requests := func() float64 { return sum(t, reg, "ragwatch_requests_total") }
-	scores := func() float64 { return sum(t, reg, "ragwatch_eval_score", "metric", "rubric_relevance") }
+	requests := func() float64 { return testutil.Sum(t, reg, "ragwatch_requests_total", nil) }
+	scores := func() float64 {
+		return testutil.Sum(t, reg, "ragwatch_eval_score", map[string]string{"metric": "rubric_relevance"})
+	}
 	attempts := func(outcome string) float64 {
-		return sum(t, reg, "ragwatch_scoring_attempts_total", "outcome", outcome)
+		return testutil.Sum(t, reg, "ragwatch_scoring_attempts_total", map[string]string{"outcome": outcome})
 	}
 	notified := func(outcome string) float64 {
-		return sum(t, reg, "ragwatch_notifications_total", "notifier", "am", "outcome", outcome)
+		return testutil.Sum(t, reg, "ragwatch_notifications_total", map[string]string{"notifier": "am", "outcome": outcome})
 	}
+	natsConnected := func() float64 { return testutil.Sum(t, reg, "ragwatch_nats_connected", nil) }
+	natsDrops := func() float64 {
+		return testutil.Sum(t, reg, "ragwatch_scoring_dropped_total", map[string]string{"reason": "nats_unavailable"})
+	}
+	// eventually fails with the state of every part, read only when it fails.
 	eventually := func(what string, d time.Duration, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(d)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %s (requests %v, scores %v, nats_connected %v, dropped nats_unavailable %v, attempts ok/error/timeout %v/%v/%v, notifications sent/failed %v/%v)",
-					what, d, requests(), scores(), sum(t, reg, "ragwatch_nats_connected"),
-					sum(t, reg, "ragwatch_scoring_dropped_total", "reason", "nats_unavailable"),
-					attempts("ok"), attempts("error"), attempts("timeout"), notified("sent"), notified("failed"))
+		testutil.CheckFor(t, d, 10*time.Millisecond, what, func() error {
+			if cond() {
+				return nil
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return lazyError(func() string {
+				return fmt.Sprintf("requests %v, scores %v, nats_connected %v, dropped nats_unavailable %v, attempts ok/error/timeout %v/%v/%v, notifications sent/failed %v/%v",
+					requests(), scores(), natsConnected(), natsDrops(),
+					attempts("ok"), attempts("error"), attempts("timeout"), notified("sent"), notified("failed"))
+			})
+		})
 	}
 	// ingesting waits until signals counted n more records than now.
 	ingesting := func(what string, n float64) {
@@ -283,26 +238,27 @@ notifiers:
 
 	// (a) NATS killed: the connection drops, sampled records are dropped and counted, records
 	// are still counted; then it comes back on the same port and the queue resumes.
-	dropped0 := sum(t, reg, "ragwatch_scoring_dropped_total", "reason", "nats_unavailable")
-	stopNATS(ns)
-	eventually("NATS down noticed", 5*time.Second, func() bool { return sum(t, reg, "ragwatch_nats_connected") == 0 })
+	dropped0 := natsDrops()
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	eventually("NATS down noticed", 5*time.Second, func() bool { return natsConnected() == 0 })
 	ingesting("NATS down", 100)
 	eventually("drops counted while NATS is down", 5*time.Second, func() bool {
-		return sum(t, reg, "ragwatch_scoring_dropped_total", "reason", "nats_unavailable") >= dropped0+50
+		return natsDrops() >= dropped0+50
 	})
-	ns = runNATS(t, natsDir, natsPort)
-	eventually("NATS reconnected", 10*time.Second, func() bool { return sum(t, reg, "ragwatch_nats_connected") == 1 })
+	ns = testutil.RunJetStream(t, testutil.StoreDir(natsDir), testutil.Port(natsPort))
+	eventually("NATS reconnected", 10*time.Second, func() bool { return natsConnected() == 1 })
 	s0 := scores()
 	eventually("scores flow after NATS is back", 15*time.Second, func() bool { return scores() >= s0+20 })
 
 	// (b) The judge answers 500s, then hangs past its timeout, then recovers.
 	mode.Store(judgeFail)
-	errs0, jretries0 := attempts("error"), sum(t, reg, "ragwatch_judge_retries_total")
+	errs0, jretries0 := attempts("error"), testutil.Sum(t, reg, "ragwatch_judge_retries_total", nil)
 	eventually("judge 500s counted", 10*time.Second, func() bool { return attempts("error") >= errs0+5 })
 	// A call that failed its first try before the snapshot counts its error after it: the
 	// retries catch up with the errors, they are not in step at every instant.
 	eventually("judge retries counted (max_retries 1 per failed call)", 10*time.Second, func() bool {
-		return sum(t, reg, "ragwatch_judge_retries_total") >= jretries0+5
+		return testutil.Sum(t, reg, "ragwatch_judge_retries_total", nil) >= jretries0+5
 	})
 	ingesting("judge failing", 100)
 	mode.Store(judgeHang)
@@ -316,10 +272,10 @@ notifiers:
 	// (c) The Alertmanager refuses connections: deliveries fail (after a retry each) and are
 	// counted; once it is back the firing alert is delivered again.
 	am.down()
-	failed0, retries0 := notified("failed"), sum(t, reg, "ragwatch_notification_retries_total", "notifier", "am")
+	failed0, retries0 := notified("failed"), testutil.Sum(t, reg, "ragwatch_notification_retries_total", map[string]string{"notifier": "am"})
 	eventually("notification failures counted", 10*time.Second, func() bool { return notified("failed") >= failed0+2 })
 	eventually("notification retries counted", 10*time.Second, func() bool {
-		return sum(t, reg, "ragwatch_notification_retries_total", "notifier", "am") >= retries0+2
+		return testutil.Sum(t, reg, "ragwatch_notification_retries_total", map[string]string{"notifier": "am"}) >= retries0+2
 	})
 	ingesting("Alertmanager down", 100)
 	hits0, sent0 := amHits.Load(), notified("sent")
@@ -329,7 +285,7 @@ notifiers:
 	})
 
 	// Everything recovered at once: connected, scoring, alert firing.
-	if got := sum(t, reg, "ragwatch_nats_connected"); got != 1 {
+	if got := natsConnected(); got != 1 {
 		t.Fatalf("ragwatch_nats_connected %v at the end", got)
 	}
 	s2 := scores()
@@ -346,6 +302,6 @@ notifiers:
 		t.Fatalf("shutdown after the chaos: %v", err)
 	}
 	t.Logf("records sent %d, counted %v; scores %v; drops nats_unavailable %v; attempts error %v timeout %v; notifications sent %v failed %v",
-		sent.Load(), requests(), scores(), sum(t, reg, "ragwatch_scoring_dropped_total", "reason", "nats_unavailable"),
+		sent.Load(), requests(), scores(), natsDrops(),
 		attempts("error"), attempts("timeout"), notified("sent"), notified("failed"))
 }

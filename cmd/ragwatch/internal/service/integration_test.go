@@ -6,11 +6,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 const longPrompt = "Answer from the context.\n\nContext:\n[1] Open Settings, then Security.\n[2] Passwords expire yearly."
@@ -398,7 +400,7 @@ func TestEndToEnd(t *testing.T) {
 	spansGRPC := spansPerProtocol + len(agentSpans)
 	spansHTTP := spansPerProtocol + len(notRAGTrace)
 	nRecords := 2*len(fams) + len(agentWant)
-	waitFor(t, "every record", func() bool { return e.sink.len() == nRecords })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "every record", func() bool { return e.sink.len() == nRecords })
 
 	for p, proto := range protocols {
 		for fi, f := range fams {
@@ -447,7 +449,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	var got map[string]float64
-	waitFor(t, "metrics", func() bool {
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "metrics", func() bool {
 		got = scrape(t, e.base)
 		// The not-RAG trace is decided on its own timer, after or before the others.
 		return got[`ragwatch_records_total{outcome="assembled"}`] == float64(nRecords) &&
@@ -470,7 +472,7 @@ func TestEndToEnd(t *testing.T) {
 	// statsd: the lines RAG teams chart, on a real UDP socket (datadog tags by default).
 	for _, f := range fams {
 		for _, line := range expectedStatsd(&f.want) {
-			waitFor(t, "statsd line "+line, func() bool { return e.statsd.count(line) >= 2 })
+			testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "statsd line "+line, func() bool { return e.statsd.count(line) >= 2 })
 			if n := e.statsd.count(line); n != 2 {
 				t.Errorf("statsd %q received %d times, want 2\nall lines:\n%s", line, n, e.statsd.dump())
 			}
@@ -480,7 +482,7 @@ func TestEndToEnd(t *testing.T) {
 	// OTLP metrics pushed to a real OTLP gRPC metrics server.
 	for _, f := range fams {
 		key := fmt.Sprintf("ragwatch.requests{service=%s}", f.service)
-		waitFor(t, "OTLP "+key, func() bool { return e.metrics.sum(key) == 2 })
+		testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "OTLP "+key, func() bool { return e.metrics.sum(key) == 2 })
 		dur := e.metrics.histogram(fmt.Sprintf("ragwatch.request.duration{service=%s,stage=total}", f.service))
 		if dur[0] != 2 || !near(dur[1], 2*f.want.Latency.Total/1000) {
 			t.Errorf("OTLP duration total of %s = count %v sum %v", f.service, dur[0], dur[1])

@@ -10,9 +10,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // TestJudgeNeverSeesPersonalData runs a record full of personal data through the whole
@@ -72,7 +74,7 @@ redaction:
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST = %d", resp.StatusCode)
 	}
-	waitFor(t, "the judge call", func() bool {
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "the judge call", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(prompts) > 0
@@ -91,7 +93,7 @@ redaction:
 		}
 	}
 	for d, want := range map[string]float64{"email": 1, "ticket": 1, "card": 2, "iban": 2} {
-		if got := counterValue(t, a, "ragwatch_redactions_total", "detector", d); got != want {
+		if got := testutil.Sum(t, a.Registry, "ragwatch_redactions_total", map[string]string{"detector": d}); got != want {
 			t.Errorf("redactions{detector=%q} = %v, want %v", d, got, want)
 		}
 	}

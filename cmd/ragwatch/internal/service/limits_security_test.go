@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // TestMemoryLimitRefusesAndRecovers drives the memory guard with a fake heap: above
@@ -91,7 +92,7 @@ func TestMemoryLimitRefusesAndRecovers(t *testing.T) {
 
 	// Over the limit: wait for the guard's next sample, then every receiver refuses.
 	heap.Store(150 << 20)
-	waitFor(t, "refusal", func() bool { return postOTLP().StatusCode == http.StatusServiceUnavailable })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "refusal", func() bool { return postOTLP().StatusCode == http.StatusServiceUnavailable })
 	resp := postOTLP()
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "5" {
 		t.Fatalf("OTLP HTTP = %d, Retry-After %q; want 503, 5", resp.StatusCode, resp.Header.Get("Retry-After"))
@@ -118,7 +119,7 @@ func TestMemoryLimitRefusesAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = nc.Flush()
-	waitFor(t, "NATS refusal counted", func() bool { return overloaded("nats") == 1 })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "NATS refusal counted", func() bool { return overloaded("nats") == 1 })
 	if got := overloaded("otlp_http"); got < 2 {
 		t.Fatalf("otlp_http overloaded = %v, want >= 2", got)
 	}
@@ -134,14 +135,14 @@ func TestMemoryLimitRefusesAndRecovers(t *testing.T) {
 	// Between 90% and 100% of the limit the guard keeps refusing (hysteresis), below it
 	// intake resumes everywhere.
 	heap.Store(80 << 20)
-	waitFor(t, "recovery", func() bool { return postOTLP().StatusCode == http.StatusOK })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "recovery", func() bool { return postOTLP().StatusCode == http.StatusOK })
 	if err := exportGRPC(); err != nil {
 		t.Fatalf("OTLP gRPC after recovery: %v", err)
 	}
 	if resp := postRecord("bbbb0000000000000000000000000003"); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("API after recovery = %d", resp.StatusCode)
 	}
-	waitFor(t, "record after recovery", func() bool { return sk.get("bbbb0000000000000000000000000003") != nil })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "record after recovery", func() bool { return sk.get("bbbb0000000000000000000000000003") != nil })
 	m := scrape(t, base)
 	if m["ragwatch_memory_limit_bytes"] != 100<<20 {
 		t.Fatalf("ragwatch_memory_limit_bytes = %v", m["ragwatch_memory_limit_bytes"])
@@ -214,11 +215,11 @@ func TestIntakeLimits(t *testing.T) {
 		}
 	}
 	_ = nc.Flush()
-	waitFor(t, "the NATS batch at the limit", func() bool { return sk.get("dddd0000000000000000000000000022") != nil })
-	waitFor(t, "NATS rejections", func() bool {
-		return counterValue(t, a, "ragwatch_ingest_rejected_total", "receiver", "nats", "reason", "limits") == 2
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "the NATS batch at the limit", func() bool { return sk.get("dddd0000000000000000000000000022") != nil })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "NATS rejections", func() bool {
+		return testutil.Sum(t, a.Registry, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": "limits"}) == 2
 	})
-	if got := counterValue(t, a, "ragwatch_ingest_rejected_total", "receiver", "api", "reason", "limits"); got != 3 {
+	if got := testutil.Sum(t, a.Registry, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "api", "reason": "limits"}); got != 3 {
 		t.Fatalf("api limits rejections = %v, want 3", got)
 	}
 	if sk.get("dddd0000000000000000000000000010") != nil || sk.get("dddd0000000000000000000000000099") != nil {
@@ -321,10 +322,10 @@ func TestMemoryFloodStaysBounded(t *testing.T) {
 	if p := peak.Load(); p > 144<<20 {
 		t.Fatalf("peak heap %d MiB, over GOMEMLIMIT 128 MiB plus 16 MiB in flight", p>>20)
 	}
-	if got := counterValue(t, a, "ragwatch_memory_refusals_total"); got != float64(refused) {
+	if got := testutil.Sum(t, a.Registry, "ragwatch_memory_refusals_total", nil); got != float64(refused) {
 		t.Fatalf("memory refusals = %v, want %d", got, refused)
 	}
-	if got := counterValue(t, a, "ragwatch_ingest_rejected_total", "receiver", "otlp_http", "reason", "overloaded"); got != float64(refused) {
+	if got := testutil.Sum(t, a.Registry, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "otlp_http", "reason": "overloaded"}); got != float64(refused) {
 		t.Fatalf("overloaded count = %v, want %d", got, refused)
 	}
 }

@@ -4,11 +4,14 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // TestNATSIntakeAndFeedbackJoin drives the running app through its embedded NATS server and
@@ -44,7 +47,7 @@ func TestNATSIntakeAndFeedbackJoin(t *testing.T) {
 	pub("ragwatch.records.support-bot", `[
  {"trace_id":"aaaa0000000000000000000000000001","service":"support-bot","query":"q1","answer":"a1","documents":[{"id":"d1","score":0.8}]},
  {"trace_id":"aaaa0000000000000000000000000002","service":"support-bot","query":"q2","answer":"a2"}]`)
-	waitFor(t, "two records", func() bool { return e.sink.len() == 2 })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "two records", func() bool { return e.sink.len() == 2 })
 	r1 := e.sink.get("aaaa0000000000000000000000000001")
 	if r1.Feedback == nil || r1.Feedback.Score != -1 || r1.Feedback.Comment != "wrong" {
 		t.Fatalf("early feedback not attached: %+v", r1.Feedback)
@@ -82,7 +85,7 @@ func TestNATSIntakeAndFeedbackJoin(t *testing.T) {
 		`ragwatch_nats_connected`:                                             1,
 	}
 	var got map[string]float64
-	waitFor(t, "the NATS metrics", func() bool {
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "the NATS metrics", func() bool {
 		got = scrape(t, e.base)
 		for k, v := range want {
 			if got[k] != v {

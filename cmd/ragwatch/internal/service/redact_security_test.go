@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 	"github.com/ragwatch/ragwatch/sampler/ring"
 )
@@ -33,20 +33,7 @@ func (quotingScorer) Score(_ context.Context, r *record.Record) ([]score.Result,
 // that quotes it, publishes the results on NATS as the workers do, and checks the message on
 // the wire holds redaction markers instead, counted per detector.
 func TestScoreMessagesAreRedacted(t *testing.T) {
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	defer ns.Shutdown()
-	if !ns.ReadyForConnections(5 * time.Second) {
-		t.Fatal("NATS not ready")
-	}
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc, _ := testutil.Connect(t, testutil.RunServer(t))
 	var mu sync.Mutex
 	var msgs []string
 	if _, err := nc.Subscribe("ragwatch.scores.>", func(m *nats.Msg) {
@@ -73,19 +60,11 @@ func TestScoreMessagesAreRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = nc.Flush()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the score message", func() bool {
 		mu.Lock()
-		n := len(msgs)
-		mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no score message")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(msgs) == 1
+	})
 	got := msgs[0]
 	for _, p := range []string{"jane.doe@example.com", "5500 0000 0000 0004", "198.51.100.23"} {
 		if strings.Contains(got, p) {
@@ -103,7 +82,7 @@ ragwatch_redactions_total{detector="card"} 1
 ragwatch_redactions_total{detector="email"} 1
 ragwatch_redactions_total{detector="ip"} 1
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantMetrics), "ragwatch_redactions_total"); err != nil {
+	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(wantMetrics), "ragwatch_redactions_total"); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,7 +1,6 @@
 package service_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,7 @@ import (
 	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // reloadConfig is a config file for the reload tests; %s are the SLO's alert_above and extra
@@ -35,28 +35,11 @@ slos:
 drift: {detectors: []}
 %s`
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 type reloadEnv struct {
 	app   *service.App
 	path  string
 	level *slog.LevelVar
-	logs  *lockedBuffer
+	logs  *testutil.Buffer
 	base  string
 	clock atomic.Int64 // unix nanoseconds
 }
@@ -68,7 +51,7 @@ func (e *reloadEnv) now() time.Time { return time.Unix(0, e.clock.Load()).UTC() 
 func startReloadEnv(t *testing.T, yaml string) *reloadEnv {
 	t.Helper()
 	dir := t.TempDir()
-	e := &reloadEnv{path: filepath.Join(dir, "ragwatch.yaml"), level: &slog.LevelVar{}, logs: &lockedBuffer{}}
+	e := &reloadEnv{path: filepath.Join(dir, "ragwatch.yaml"), level: &slog.LevelVar{}, logs: &testutil.Buffer{}}
 	e.clock.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano())
 	store := t.TempDir()
 	load := func() (*config.Config, error) {

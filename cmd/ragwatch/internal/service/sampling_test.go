@@ -3,13 +3,13 @@ package service_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // TestSamplingAndScoringWired checks that records reach the sampler, in-process workers score
@@ -52,38 +52,17 @@ drift: {detectors: []}
 		}
 	}
 	counts := func() (sampled, scored float64) {
-		mfs, err := a.Registry.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			switch mf.GetName() {
-			case "ragwatch_sampled_total":
-				for _, m := range mf.GetMetric() {
-					sampled += m.GetCounter().GetValue()
-				}
-			case "ragwatch_eval_score":
-				for _, m := range mf.GetMetric() {
-					if strings.Contains(m.String(), `value:"mrr"`) {
-						scored += float64(m.GetHistogram().GetSampleCount())
-					}
-				}
-			}
-		}
-		return sampled, scored
+		return testutil.Sum(t, a.Registry, "ragwatch_sampled_total", nil),
+			testutil.Sum(t, a.Registry, "ragwatch_eval_score", map[string]string{"metric": "mrr"})
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, "eight mrr scores and the ranking alert", func() error {
 		sampled, scored := counts()
 		out := a.Alerts.Evaluate(ctx)
 		if scored == 8 && len(out) == 1 && out[0].Rule == "ranking" && out[0].Value == 0.5 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sampled %v, mrr scores %v (want 8 each); alerts %+v", sampled, scored, out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("sampled %v, mrr scores %v (want 8 each); alerts %+v", sampled, scored, out)
+	})
 	sampled, scored := counts()
 	if sampled != 8 || scored != 8 {
 		t.Fatalf("sampled %v, mrr scores %v; want 8 each", sampled, scored)

@@ -1,7 +1,6 @@
 package service_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,30 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
-
-// secLogBuffer is an io.Writer safe for the concurrent log writes of a running App.
-type secLogBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *secLogBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *secLogBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // collector is an httptest server keeping every request body.
 type collector struct {
@@ -73,22 +54,6 @@ func (c *collector) n() int {
 	return len(c.bodies)
 }
 
-// tokenNATS runs a NATS server with JetStream that requires token.
-func tokenNATS(t *testing.T, token string) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
-		JetStream: true, StoreDir: t.TempDir(), Authorization: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS not ready")
-	}
-	t.Cleanup(s.Shutdown)
-	return s
-}
-
 // TestSecretsNeverLeak sets every kind of secret through environment variables, files and
 // config values, runs traffic, an alert to three notifiers and scoring, and checks that no
 // secret reaches the logs (debug level), client-facing errors, /metrics or /api/v1/config,
@@ -119,7 +84,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	t.Setenv("S1_PD_KEY", secrets["routing key"])
 	t.Setenv("S1_WH_SECRET", secrets["webhook HMAC"])
 
-	ns := tokenNATS(t, secrets["NATS token"])
+	ns := testutil.RunJetStream(t, testutil.Token(secrets["NATS token"]))
 	webhook, pagerduty, slack := newCollector(t), newCollector(t), newCollector(t)
 	metricsSrv := newMetricsServer(t)
 
@@ -146,7 +111,7 @@ log: {level: debug}
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &secLogBuffer{}
+	logs := &testutil.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a, err := service.New(cfg, logger)
 	if err != nil {
@@ -217,9 +182,9 @@ log: {level: debug}
 	if code, _ := do("POST", "/api/v1/records", secrets["bearer token"], `{"trace_id":"x"}`); code != http.StatusBadRequest {
 		t.Fatalf("bad record = %d", code)
 	}
-	waitFor(t, "the SLO to fire", func() bool { return len(a.Alerts.Evaluate(ctx)) > 0 || webhook.n() > 0 })
-	waitFor(t, "every notifier", func() bool { return webhook.n() > 0 && pagerduty.n() > 0 && slack.n() > 0 })
-	waitFor(t, "score messages", func() bool {
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "the SLO to fire", func() bool { return len(a.Alerts.Evaluate(ctx)) > 0 || webhook.n() > 0 })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "every notifier", func() bool { return webhook.n() > 0 && pagerduty.n() > 0 && slack.n() > 0 })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "score messages", func() bool {
 		scoreMu.Lock()
 		defer scoreMu.Unlock()
 		return len(scoreMsgs) >= 10

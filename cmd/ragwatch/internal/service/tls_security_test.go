@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // testCA writes a CA and a server certificate for 127.0.0.1 into a temp dir and returns the
@@ -155,7 +156,7 @@ func TestTLSAndTokensEndToEnd(t *testing.T) {
 	if err := export(map[string]string{"authorization": "Bearer new-token-2"}, tlsCfg); err != nil {
 		t.Fatalf("right token: %v", err)
 	}
-	waitFor(t, "the record", func() bool { return sk.get(tid) != nil })
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "the record", func() bool { return sk.get(tid) != nil })
 	if r := sk.get(tid); r.Query != "Is TLS on?" || r.Answer != "Yes." || r.Service != "tls-app" {
 		t.Fatalf("record = %+v", r)
 	}
@@ -191,36 +192,8 @@ func TestTLSAndTokensEndToEnd(t *testing.T) {
 		}
 	}
 	for rcv, want := range map[string]float64{"otlp_grpc": 2, "api": 2} {
-		if got := counterValue(t, a, "ragwatch_ingest_rejected_total", "receiver", rcv, "reason", "unauthenticated"); got != want {
+		if got := testutil.Sum(t, a.Registry, "ragwatch_ingest_rejected_total", map[string]string{"receiver": rcv, "reason": "unauthenticated"}); got != want {
 			t.Errorf("%s unauthenticated rejections = %v, want %v", rcv, got, want)
 		}
 	}
-}
-
-// counterValue reads one counter series from the App's registry.
-func counterValue(t *testing.T, a *service.App, name string, labelPairs ...string) float64 {
-	t.Helper()
-	mfs, err := a.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for i := 0; i+1 < len(labelPairs); i += 2 {
-				if have[labelPairs[i]] != labelPairs[i+1] {
-					continue metrics
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // workerConfig is the defaults for `ragwatch worker` against the external nats-server at url,
@@ -62,8 +63,7 @@ func TestWorkerHTTPLikeRun(t *testing.T) {
 		{
 			name: "worker",
 			build: func(t *testing.T) (*service.App, error) {
-				ns := runNATS(t, t.TempDir(), -1)
-				t.Cleanup(func() { stopNATS(ns) })
+				ns := testutil.RunJetStream(t)
 				return service.NewWorker(secure(workerConfig(ns.ClientURL())), nil)
 			},
 			// The worker serves no API: the path is unknown, whatever the token.
@@ -119,7 +119,7 @@ func TestWorkerHTTPLikeRun(t *testing.T) {
 					t.Errorf("/metrics lacks the NATS connection's metrics:\n%.2000s", body)
 				}
 			}
-			if got := counterValue(t, a, "ragwatch_ingest_rejected_total", "receiver", "api", "reason", "unauthenticated"); got != float64(unauthorized) {
+			if got := testutil.Sum(t, a.Registry, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "api", "reason": "unauthenticated"}); got != float64(unauthorized) {
 				t.Errorf("unauthenticated API rejections = %v, want %d", got, unauthorized)
 			}
 		})
@@ -130,8 +130,7 @@ func TestWorkerHTTPLikeRun(t *testing.T) {
 // start and idempotent; a start that fails on a taken port undoes itself, NATS included; a
 // worker needs nats.url.
 func TestWorkerLifecycle(t *testing.T) {
-	ns := runNATS(t, t.TempDir(), -1)
-	t.Cleanup(func() { stopNATS(ns) })
+	ns := testutil.RunJetStream(t)
 
 	if _, err := service.NewWorker(workerConfig(""), nil); err == nil || err.Error() != "`nats.url` is required: workers pull from the cluster the sidecars queue to" {
 		t.Fatalf("NewWorker without nats.url: %v", err)
