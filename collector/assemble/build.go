@@ -1,0 +1,286 @@
+package assemble
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/truncate"
+)
+
+// builder builds the record of one turn.
+type builder struct {
+	mem     [][]int // the spans of each turn (assignMembers)
+	owner   []int   // per node: its turn's index + 1, or -1 (assignMembers)
+	t       *tree
+	multi   bool
+	traceID string
+}
+
+// topLevel reports whether i has no ancestor below turn for which is(ancestor) holds.
+func (b *builder) topLevel(i, turn int, is func(*facts) bool) bool {
+	for j := b.t.nodes[i].parent; j >= 0 && j != turn && b.t.nodes[j].depth > b.t.nodes[turn].depth; j = b.t.nodes[j].parent {
+		if f := b.t.nodes[j].f; f != nil && is(f) {
+			return false
+		}
+	}
+	return true
+}
+
+func isRetrieval(f *facts) bool  { return f.retrieval }
+func isGeneration(f *facts) bool { return f.generation }
+
+func (b *builder) build(turn int, mem []int) *record.Record {
+	t := b.t
+	tn := &t.nodes[turn]
+	r := &record.Record{TraceID: b.traceID, Time: tn.start}
+	if b.multi && !tn.id.IsEmpty() {
+		r.SpanID = tn.id.String()
+	}
+	if tn.span != nil {
+		r.Service = tn.span.Service
+	}
+	for _, i := range mem {
+		if r.Service != "" {
+			break
+		}
+		r.Service = t.nodes[i].span.Service
+	}
+	if tn.span == nil && len(mem) > 0 {
+		// A virtual turn (its span never arrived): time it by what did arrive.
+		r.Time = t.nodes[mem[0]].start
+	}
+
+	turnBoth := tn.f != nil && tn.f.retrieval && tn.f.generation
+	var rets, gens, leafGens []int
+	for _, i := range mem {
+		f := t.nodes[i].f
+		if f.retrieval && !(turnBoth && i == turn) {
+			rets = append(rets, i)
+		}
+		if f.generation && !(turnBoth && i == turn) {
+			gens = append(gens, i)
+		}
+	}
+	for _, g := range gens {
+		leaf := true
+		for _, h := range gens {
+			if h != g && t.within(h, g) {
+				leaf = false
+				break
+			}
+		}
+		if leaf {
+			leafGens = append(leafGens, g)
+		}
+	}
+
+	// Latency.
+	for _, i := range rets {
+		if b.topLevel(i, turn, isRetrieval) {
+			r.Latency.Retrieval += durMS(t.nodes[i].start, t.nodes[i].end)
+		}
+	}
+	for _, i := range gens {
+		if b.topLevel(i, turn, isGeneration) {
+			r.Latency.Generation += durMS(t.nodes[i].start, t.nodes[i].end)
+		}
+	}
+	if tn.span != nil {
+		r.Latency.Total = durMS(tn.start, tn.end)
+	} else if len(mem) > 0 {
+		end := t.nodes[mem[0]].end
+		for _, i := range mem {
+			end = maxTime(end, t.nodes[i].end)
+		}
+		r.Latency.Total = durMS(r.Time, end)
+	}
+
+	// Documents: rag.documents, else the last reranker's output, else the top-level retrievals.
+	ragSpan := b.pick(turn, mem, func(f *facts) bool { return f.ragDocs.Type != TypeEmpty })
+	switch {
+	case ragSpan >= 0:
+		r.Documents = docsFromAny(t.nodes[ragSpan].f.ragDocs.structured())
+	default:
+		rr := -1
+		for _, i := range rets {
+			if t.nodes[i].f.rerankDocs != nil && (rr < 0 || !t.nodes[i].end.Before(t.nodes[rr].end)) {
+				rr = i
+			}
+		}
+		if rr >= 0 {
+			r.Documents = compactDocs(t.nodes[rr].f.rerankDocs)
+		} else {
+			for _, i := range rets {
+				if b.topLevel(i, turn, isRetrieval) {
+					r.Documents = appendDocs(r.Documents, b.retrievalDocs(i, rets))
+				}
+			}
+		}
+	}
+	r.Documents = finishDocs(r.Documents)
+
+	// The answering generation: the last-ending leaf generation that has text.
+	answerGen := -1
+	slices.SortStableFunc(leafGens, func(x, y int) int { return t.nodes[x].end.Compare(t.nodes[y].end) })
+	for k := len(leafGens) - 1; k >= 0; k-- {
+		if a := answerOf(t.nodes[leafGens[k]].f); a != "" {
+			answerGen = leafGens[k]
+			r.Answer = a
+			break
+		}
+	}
+	if answerGen < 0 && len(leafGens) > 0 {
+		answerGen = leafGens[len(leafGens)-1]
+	}
+	if s := b.pick(turn, mem, func(f *facts) bool { return f.ragAnswer != "" }); s >= 0 {
+		r.Answer = t.nodes[s].f.ragAnswer
+	} else if r.Answer == "" && tn.f != nil {
+		r.Answer = answerOf(tn.f)
+	}
+
+	// Query.
+	if s := b.pick(turn, mem, func(f *facts) bool { return f.ragQuery != "" }); s >= 0 {
+		r.Query = t.nodes[s].f.ragQuery
+	}
+	if r.Query == "" && tn.f != nil && !tn.f.retrieval && !tn.f.generation {
+		r.Query = inputText(tn.f)
+	}
+	for _, i := range rets {
+		if r.Query != "" {
+			break
+		}
+		r.Query = retrievalQuery(t.nodes[i].f)
+	}
+	if r.Query == "" && answerGen >= 0 {
+		r.Query = lastUserText(t.nodes[answerGen].f)
+	}
+
+	// Model and usage.
+	if answerGen >= 0 {
+		r.Model = modelOf(t.nodes[answerGen].f)
+	}
+	for k := len(gens) - 1; k >= 0 && r.Model == ""; k-- {
+		r.Model = modelOf(t.nodes[gens[k]].f)
+	}
+	for _, g := range gens {
+		f := t.nodes[g].f
+		if !f.hasIn && !f.hasOut {
+			continue
+		}
+		counted := false // a descendant generation with usage already counts this call
+		for _, h := range gens {
+			if h != g && t.within(h, g) && (t.nodes[h].f.hasIn || t.nodes[h].f.hasOut) {
+				counted = true
+				break
+			}
+		}
+		if !counted {
+			r.Usage.InputTokens += f.inTokens
+			r.Usage.OutputTokens += f.outTokens
+		}
+	}
+
+	// Context: the turn span and its ancestors first, then the turn's spans in start order.
+	var ctxBuf [16]int
+	ctx := b.contextOrder(turn, mem, ctxBuf[:0])
+	for _, i := range ctx {
+		f := t.nodes[i].f
+		if r.SessionID == "" {
+			r.SessionID = f.session
+		}
+		if r.UserID == "" {
+			r.UserID = f.user
+		}
+	}
+	route, source, workflow := "", "", ""
+	for _, i := range ctx {
+		f := t.nodes[i].f
+		if route == "" {
+			route = f.route
+		}
+		if source == "" {
+			source = f.dataSource
+		}
+		if workflow == "" {
+			workflow = f.workflow
+		}
+	}
+	for _, i := range ctx {
+		if route != "" {
+			break
+		}
+		route = t.nodes[i].f.metadataRoute
+	}
+	r.Attributes = addAttr(r.Attributes, "route", route)
+	r.Attributes = addAttr(r.Attributes, "data_source", source)
+	r.Attributes = addAttr(r.Attributes, "workflow", workflow)
+
+	// ragwatch's explicit keys.
+	if s := b.pick(turn, mem, func(f *facts) bool { return f.ragReference != "" }); s >= 0 {
+		r.Reference = t.nodes[s].f.ragReference
+	}
+	if s := b.pick(turn, mem, func(f *facts) bool { return f.ragRelevance.Type != TypeEmpty }); s >= 0 {
+		r.Relevance = relevanceFrom(t.nodes[s].f.ragRelevance)
+	}
+	if s := b.pick(turn, mem, func(f *facts) bool { return f.ragCitations.Type != TypeEmpty }); s >= 0 {
+		r.Citations = citationsFrom(t.nodes[s].f.ragCitations)
+	}
+
+	r.Query = truncate.String(r.Query, record.MaxTextBytes)
+	r.Answer = truncate.String(r.Answer, record.MaxTextBytes)
+	r.Reference = truncate.String(r.Reference, record.MaxTextBytes)
+	r.SessionID = truncate.String(r.SessionID, record.MaxIDLength)
+	r.UserID = truncate.String(r.UserID, record.MaxIDLength)
+	r.Normalize(r.Time)
+	return r
+}
+
+// pick returns the span holding a field: the turn span if it has it, else the last span of the
+// turn (in start order) that has it; -1 when none.
+func (b *builder) pick(turn int, mem []int, has func(*facts) bool) int {
+	if f := b.t.nodes[turn].f; f != nil && has(f) {
+		return turn
+	}
+	for k := len(mem) - 1; k >= 0; k-- {
+		if has(b.t.nodes[mem[k]].f) {
+			return mem[k]
+		}
+	}
+	return -1
+}
+
+// contextOrder lists the turn span, its real ancestors (innermost first), then its spans.
+// It appends to out.
+func (b *builder) contextOrder(turn int, mem []int, out []int) []int {
+	for j := turn; j >= 0 && j != b.t.root; j = b.t.nodes[j].parent {
+		if b.t.nodes[j].f != nil {
+			out = append(out, j)
+		}
+	}
+	for _, i := range mem {
+		if i != turn {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func addAttr(m map[string]string, k, v string) map[string]string {
+	if v == "" {
+		return m
+	}
+	if m == nil {
+		m = make(map[string]string, 2)
+	}
+	m[k] = truncate.String(v, 256)
+	return m
+}
+
+func durMS(start, end time.Time) float64 {
+	if start.IsZero() || end.IsZero() || end.Before(start) {
+		return 0
+	}
+	return math.Round(float64(end.Sub(start))/1e3) / 1e3
+}

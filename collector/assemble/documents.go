@@ -1,0 +1,147 @@
+package assemble
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/truncate"
+)
+
+// retrievalDocs returns the documents a retrieval span gives; when it names none itself, those
+// of the retrievals nested directly under it.
+func (b *builder) retrievalDocs(i int, rets []int) []record.Document {
+	if docs, ok := ownDocs(b.t.nodes[i].f); ok {
+		return docs
+	}
+	var out []record.Document
+	for _, j := range rets {
+		if j != i && b.t.within(j, i) && b.topLevel(j, i, isRetrieval) {
+			out = appendDocs(out, b.retrievalDocs(j, rets))
+		}
+	}
+	return out
+}
+
+// ownDocs returns the documents a span names itself, by source precedence: OpenInference
+// retrieval.documents, GenAI gen_ai.retrieval.documents, traceloop.entity.output of a
+// vector_db_retrieve span, OpenLLMetry vector-DB result events. ok is true when the span names
+// a result, even an empty one.
+func ownDocs(f *facts) ([]record.Document, bool) {
+	switch {
+	case f.oiDocs != nil:
+		return compactDocs(f.oiDocs), true
+	case f.genaiDocs.Type != TypeEmpty:
+		return docsFromAny(f.genaiDocs.structured()), true
+	case f.tlOutput.Type != TypeEmpty && f.retrieval:
+		if docs := docsFromAny(f.tlOutput.structured()); docs != nil {
+			return docs, true
+		}
+	}
+	if f.dbDocs != nil {
+		return f.dbDocs, true
+	}
+	if f.rerankIn != nil {
+		return compactDocs(f.rerankIn), true // a reranker that did not report its output
+	}
+	return nil, f.emptyHits
+}
+
+// compactDocs drops the holes a flattened list leaves (indices that carried nothing).
+func compactDocs(docs []record.Document) []record.Document {
+	out := make([]record.Document, 0, len(docs))
+	for _, d := range docs {
+		if d.ID == "" && d.Content == "" && d.Score == nil && d.Metadata == nil {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// appendDocs appends docs not already present (by id; documents without id compare by content).
+func appendDocs(dst, docs []record.Document) []record.Document {
+	dst = slices.Grow(dst, len(docs))
+	for _, d := range docs {
+		dup := false
+		for k := range dst {
+			if (d.ID != "" && dst[k].ID == d.ID) || (d.ID == "" && dst[k].ID == "" && dst[k].Content == d.Content) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			dst = append(dst, d)
+		}
+	}
+	return dst
+}
+
+var metadataTextKeys = []string{"text", "page_content", "content", "chunk"}
+
+var metadataIDKeys = []string{"id", "doc_id", "document_id", "chunk_id", "node_id", "_id", "uuid", "pk"}
+
+// finishDocs applies the record limits and gives every document an id: from its metadata when
+// there is one, else a stable hash of its content.
+func finishDocs(docs []record.Document) []record.Document {
+	if len(docs) > record.MaxDocuments {
+		docs = docs[:record.MaxDocuments]
+	}
+	for k := range docs {
+		d := &docs[k]
+		d.Content = truncate.String(d.Content, record.MaxTextBytes)
+		if d.ID == "" {
+			for _, key := range metadataIDKeys {
+				if v, ok := d.Metadata[key]; ok {
+					switch x := v.(type) {
+					case string:
+						d.ID = x
+					case float64:
+						d.ID = strconv.FormatFloat(x, 'f', -1, 64)
+					}
+					if d.ID != "" {
+						break
+					}
+				}
+			}
+		}
+		if d.ID == "" {
+			d.ID = contentID(d.Content)
+		}
+		if d.Content == "" {
+			// Vector stores often keep the chunk text in metadata (Pinecone's "text").
+			for _, key := range metadataTextKeys {
+				if s, ok := d.Metadata[key].(string); ok && s != "" {
+					d.Content = truncate.String(s, record.MaxTextBytes)
+					break
+				}
+			}
+		}
+		if len(d.ID) > record.MaxIDLength {
+			d.ID = contentID(d.ID)
+		}
+	}
+	if len(docs) == 0 {
+		return nil
+	}
+	return docs
+}
+
+// contentID is a stable id for a document without one: "h" and the FNV-1a 64-bit hash of its
+// content in hex.
+func contentID(s string) string {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= prime
+	}
+	var buf [17]byte
+	buf[0] = 'h'
+	const hexdigits = "0123456789abcdef"
+	for i := 16; i >= 1; i-- {
+		buf[i] = hexdigits[h&0xf]
+		h >>= 4
+	}
+	return string(buf[:])
+}

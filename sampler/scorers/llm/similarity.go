@@ -1,0 +1,56 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/score"
+)
+
+// ---- answer similarity ----
+
+func (s *Scorer) answerSimilarity(ctx context.Context, r *record.Record, u *call) (verdict, error) {
+	if strings.TrimSpace(r.Reference) == "" || strings.TrimSpace(r.Answer) == "" {
+		return verdict{skip: true}, nil
+	}
+	if s.embed == nil {
+		return s.rate(ctx, u, score.AnswerSimilarity, "how closely the ANSWER matches the meaning of the REFERENCE answer",
+			rubricSimilarity, block("QUESTION", "", s.cut(r.Query))+block("REFERENCE", "", s.cut(r.Reference))+block("ANSWER", "", s.cut(r.Answer)))
+	}
+	if err := u.notAsked(); err != nil {
+		return verdict{}, err
+	}
+	vecs, tok, err := s.embed.Embed(ctx, []string{s.cut(r.Answer), s.cut(r.Reference)})
+	u.InputTokens += tok
+	if err != nil {
+		return verdict{}, &OutcomeError{Outcome: score.OutcomeError, Err: fmt.Errorf("embeddings: %w", err)}
+	}
+	if len(vecs) != 2 {
+		return verdict{}, &OutcomeError{Outcome: score.OutcomeError, Err: fmt.Errorf("embeddings: %d vectors for 2 texts", len(vecs))}
+	}
+	c, err := cosine(vecs[0], vecs[1])
+	if err != nil {
+		return verdict{}, &OutcomeError{Outcome: score.OutcomeError, Err: err}
+	}
+	return verdict{value: math.Min(1, math.Max(0, c)), explanation: "embedding cosine of answer and reference"}, nil
+}
+
+func cosine(a, b []float64) (float64, error) {
+	if len(a) == 0 || len(a) != len(b) {
+		return 0, fmt.Errorf("embeddings of different sizes (%d, %d)", len(a), len(b))
+	}
+	var dot, na, nb float64
+	for i := range a {
+		dot += a[i] * b[i]
+		na += a[i] * a[i]
+		nb += b[i] * b[i]
+	}
+	if na == 0 || nb == 0 {
+		return 0, errors.New("zero embedding vector")
+	}
+	return dot / math.Sqrt(na*nb), nil
+}
