@@ -6,7 +6,7 @@ import (
 )
 
 func TestAssemblyDefaults(t *testing.T) {
-	want := Assembly{Wait: 2 * time.Second, CompleteWait: 250 * time.Millisecond, Timeout: time.Minute, MaxTraces: 50000, MaxBytes: 256 << 20}
+	want := Assembly{Wait: 2 * time.Second, CompleteWait: 250 * time.Millisecond, Timeout: time.Minute, MaxTraces: 50000, MaxBytes: 0}
 	if got := Default().Assembly; got != want {
 		t.Fatalf("defaults = %+v, want %+v", got, want)
 	}

@@ -62,7 +62,7 @@ func Default() *Config {
 			CompleteWait: 250 * time.Millisecond,
 			Timeout:      60 * time.Second,
 			MaxTraces:    50000,
-			MaxBytes:     256 << 20,
+			// MaxBytes 0: derived from the memory limit when the service starts.
 		},
 		Signals:  Signals{MaxServices: 50},
 		Log:      Log{Level: "info", Format: "text"},
@@ -225,8 +225,17 @@ type Assembly struct {
 	CompleteWait time.Duration `yaml:"complete_wait"`
 	Timeout      time.Duration `yaml:"timeout"`
 	MaxTraces    int           `yaml:"max_traces"`
-	MaxBytes     int64         `yaml:"max_bytes"`
+	// MaxBytes bounds the heap the held traces keep alive. 0 (the default) derives it when the
+	// service starts: a quarter of the memory limit (memory_limit_mib, else 90% of GOMEMLIMIT,
+	// which the cgroup sets when the environment does not), at most DefaultAssemblyMaxBytes;
+	// DefaultAssemblyMaxBytes with no limit. Held traces take ≈ 2.2 × max_bytes of resident
+	// memory under a flood, so a fixed 256 MiB would exceed a 128 MiB container by itself.
+	MaxBytes int64 `yaml:"max_bytes"`
 }
+
+// DefaultAssemblyMaxBytes is assembly.max_bytes with no memory limit, and its largest derived
+// value.
+const DefaultAssemblyMaxBytes = 256 << 20
 
 // Validate implements Validator.
 func (a Assembly) Validate() error {
@@ -247,8 +256,8 @@ func (a Assembly) Validate() error {
 	if a.MaxTraces <= 0 {
 		errs = append(errs, Invalid("max_traces", "must be positive"))
 	}
-	if a.MaxBytes <= 0 {
-		errs = append(errs, Invalid("max_bytes", "must be positive"))
+	if a.MaxBytes < 0 {
+		errs = append(errs, Invalid("max_bytes", "must not be negative (0 derives it from the memory limit)"))
 	}
 	return joinErrs(errs)
 }

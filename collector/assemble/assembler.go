@@ -128,6 +128,9 @@ func New(s Settings) (*Assembler, error) {
 	if err := s.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("assemble: %w", err)
 	}
+	if s.Config.MaxBytes == 0 { // not derived by the caller from a memory limit
+		s.Config.MaxBytes = config.DefaultAssemblyMaxBytes
+	}
 	m, err := newMetrics(s.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("assemble: register metrics: %w", err)

@@ -36,13 +36,7 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 			if !r.set.Refuse() {
 				return ctx, nil
 			}
-			r.set.Metrics.Rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonOverloaded)
-			st, err := status.New(codes.ResourceExhausted, "ragwatch is over its memory limit, retry later").
-				WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(r.set.RefuseRetryAfter)})
-			if err != nil {
-				return ctx, status.Error(codes.ResourceExhausted, "ragwatch is over its memory limit, retry later")
-			}
-			return ctx, st.Err()
+			return ctx, r.grpcOverloaded()
 		}))
 	}
 	// The service takes the message as raw bytes and decodes it with pdata itself, so that a
@@ -53,6 +47,18 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 	srv := grpc.NewServer(opts...)
 	srv.RegisterService(&traceServiceDesc, &grpcTraces{r: r})
 	return srv
+}
+
+// grpcOverloaded counts a refusal by the memory guard and returns RESOURCE_EXHAUSTED with
+// RetryInfo.
+func (r *Receiver) grpcOverloaded() error {
+	r.set.Metrics.Rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonOverloaded)
+	st, err := status.New(codes.ResourceExhausted, "ragwatch is over its memory limit, retry later").
+		WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(r.set.RefuseRetryAfter)})
+	if err != nil {
+		return status.Error(codes.ResourceExhausted, "ragwatch is over its memory limit, retry later")
+	}
+	return st.Err()
 }
 
 // exportMethod is the OTLP trace export's full gRPC method name.
@@ -97,6 +103,14 @@ type grpcTraces struct {
 
 // export decodes one ExportTraceServiceRequest, hands it over and encodes the response.
 func (g *grpcTraces) export(ctx context.Context, in []byte) ([]byte, error) {
+	if g.r.set.Admit != nil {
+		// The tap saw no size; the message's is known now, before decoding multiplies it.
+		release, ok := g.r.set.Admit(int64(len(in)))
+		if !ok {
+			return nil, g.r.grpcOverloaded()
+		}
+		defer release()
+	}
 	req := ptraceotlp.NewExportRequest()
 	if err := req.UnmarshalProto(in); err != nil {
 		g.r.set.Metrics.Rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonMalformed)

@@ -39,6 +39,16 @@ func (r *Receiver) HTTPHandler() http.Handler {
 	return mux
 }
 
+// declaredSize is what a request's body can take once read and decompressed: its
+// Content-Length when that bounds it, else the largest body accepted.
+func (r *Receiver) declaredSize(req *http.Request) int64 {
+	enc := strings.TrimSpace(req.Header.Get("Content-Encoding"))
+	if req.ContentLength >= 0 && (enc == "" || strings.EqualFold(enc, "identity")) {
+		return min(req.ContentLength, int64(r.limits.MaxRequestBytes))
+	}
+	return int64(r.limits.MaxRequestBytes)
+}
+
 func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 	const rcv = ingest.ReceiverOTLPHTTP
 	if req.Method != http.MethodPost {
@@ -46,7 +56,15 @@ func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 		writeStatus(w, ctJSON, http.StatusMethodNotAllowed, codes.Unimplemented, fmt.Sprintf("method %s not allowed, use POST", req.Method))
 		return
 	}
-	if r.set.Refuse != nil && r.set.Refuse() { // before the body is read: refusing costs no memory
+	refused := r.set.Refuse != nil && r.set.Refuse() // before the body is read: refusing costs no memory
+	if !refused && r.set.Admit != nil {
+		release, ok := r.set.Admit(r.declaredSize(req))
+		if ok {
+			defer release()
+		}
+		refused = !ok
+	}
+	if refused {
 		r.set.Metrics.Rejected(rcv, ingest.ReasonOverloaded)
 		secs := int((r.set.RefuseRetryAfter + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))

@@ -51,7 +51,13 @@ type Settings struct {
 	// RefuseRetryAfter (default RetryAfter), counted as reason "overloaded".
 	Refuse           func() bool
 	RefuseRetryAfter time.Duration
-	Logger           *slog.Logger
+	// Admit, when set, is asked with a request's size before it is decoded (HTTP: before the
+	// body is read, with its Content-Length or, when that does not bound it, MaxRequestBytes;
+	// gRPC: with the message's length once read) and answers like Refuse; release is called
+	// when the request is handled. It keeps concurrent large requests from all passing the
+	// memory check before any of them allocates (memlimit.Guard.Admit).
+	Admit  func(size int64) (release func(), ok bool)
+	Logger *slog.Logger
 }
 
 // Receiver runs the OTLP gRPC and HTTP trace receivers.

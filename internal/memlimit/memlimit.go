@@ -1,6 +1,7 @@
 // Package memlimit keeps ragwatch's memory bounded under any input: above a limit, intake is
 // refused with OTLP's retryable errors instead of growing the heap. The limit defaults to 90%
-// of GOMEMLIMIT when that is set, so it works with the container's memory limit.
+// of GOMEMLIMIT; with no GOMEMLIMIT, FromCgroup derives one from the container's cgroup, so the
+// guard works in a container without configuration.
 package memlimit
 
 import (
@@ -24,6 +25,11 @@ type Guard struct {
 	overloaded atomic.Bool
 	used       atomic.Uint64
 	refused    prometheus.Counter
+
+	// mu guards the reservations of requests admitted but not finished (Admit).
+	mu       sync.Mutex
+	reserved uint64
+	inflight int
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -124,6 +130,47 @@ func (g *Guard) Refuse() bool {
 	}
 	g.refused.Inc()
 	return true
+}
+
+// DecodeFactor is what Admit charges per declared byte of a request: the body itself plus
+// what decoding builds from it (pdata, then records) while the request is handled. An OTLP
+// protobuf decodes into several times its wire size; 4 errs on the side of refusing.
+const DecodeFactor = 4
+
+// Admit is Refuse for a request of size bytes (its declared or largest possible body) that is
+// about to be read: it reserves DecodeFactor × size of the room left under the limit until
+// release is called, once the request is handled. The heap is only sampled every interval, so
+// without reservations a burst of large requests would all pass the heap check before any of
+// them allocates; with them, a request that does not fit next to those in flight is refused
+// (retryable), and large requests are admitted one at a time. A request that finds nothing
+// in flight is admitted whatever its size, so one request larger than the limit still gets in
+// when the heap is below it. ok false counts a refusal.
+func (g *Guard) Admit(size int64) (release func(), ok bool) {
+	if g == nil || g.limit == 0 {
+		return func() {}, true
+	}
+	if g.Refuse() {
+		return nil, false
+	}
+	cost := uint64(max(size, 0)) * DecodeFactor
+	g.mu.Lock()
+	if g.inflight > 0 && g.used.Load()+g.reserved+cost > g.limit {
+		g.mu.Unlock()
+		g.refused.Inc()
+		return nil, false
+	}
+	g.reserved += cost
+	g.inflight++
+	g.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			g.reserved -= cost
+			g.inflight--
+			g.mu.Unlock()
+		})
+	}, true
 }
 
 // RetryAfter is what refusals tell clients to wait.

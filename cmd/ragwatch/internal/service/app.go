@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"sync"
@@ -40,6 +41,7 @@ type options struct {
 	// heap and heapInterval replace the memory guard's heap reader (limits.go).
 	heap         func() uint64
 	heapInterval time.Duration
+	cgroup       fs.FS // WithCgroupFS; nil reads the machine's
 }
 
 // WithRegistry uses reg instead of a fresh registry (Go and process collectors are added to

@@ -89,7 +89,7 @@ func (b *builder) nats() (lifecycle, error) {
 }
 
 func (b *builder) memoryGuard() (lifecycle, error) {
-	b.guard = newGuard(b.cfg, b.o, b.Registry)
+	b.guard = newGuard(b.cfg, b.o, b.Registry, b.logger("memlimit"))
 	return lifecycle{start: b.guard.Start, shutdown: b.guard.Shutdown}, nil
 }
 
@@ -260,7 +260,7 @@ func (b *builder) feedbackJoin() (lifecycle, error) {
 
 func (b *builder) assembler() (lifecycle, error) {
 	asm, err := assemble.New(assemble.Settings{
-		Config:     b.cfg.Assembly,
+		Config:     assemblyConfig(b.cfg.Assembly, b.guard),
 		Next:       b.FeedbackJoin,
 		Feedback:   b.FeedbackJoin,
 		Registerer: b.Registry,
@@ -342,6 +342,7 @@ func (b *builder) otlpReceivers() (lifecycle, error) {
 		GRPCTokens:   sec.grpcTokens,
 		HTTPTokens:   sec.otlpHTTPTokens,
 		Refuse:       refuseFunc(b.guard),
+		Admit:        admitFunc(b.guard),
 
 		RefuseRetryAfter: memlimit.RetryAfter,
 		Logger:           b.logger("otlp"),

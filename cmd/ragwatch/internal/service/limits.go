@@ -1,6 +1,9 @@
 package service
 
 import (
+	"io/fs"
+	"log/slog"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,8 +19,23 @@ func WithHeapReader(read func() uint64, interval time.Duration) Option {
 	return func(o *options) { o.heap, o.heapInterval = read, interval }
 }
 
-// newGuard builds the memory guard of cfg.Limits.MemoryLimitMiB (GOMEMLIMIT-aware).
-func newGuard(cfg *config.Config, o *options, reg prometheus.Registerer) *memlimit.Guard {
+// WithCgroupFS reads the container's memory limit from fsys (rooted at "/") instead of the
+// machine's, so tests can fake cgroup files. The limit is applied only without GOMEMLIMIT.
+func WithCgroupFS(fsys fs.FS) Option { return func(o *options) { o.cgroup = fsys } }
+
+// newGuard builds the memory guard of cfg.Limits.MemoryLimitMiB. Without GOMEMLIMIT, the Go
+// runtime's limit is first derived from the cgroup (90% of memory.max), so memory_limit_mib 0
+// (90% of that) bounds the heap in a container with no configuration.
+func newGuard(cfg *config.Config, o *options, reg prometheus.Registerer, log *slog.Logger) *memlimit.Guard {
+	fsys := o.cgroup
+	if fsys == nil {
+		fsys = os.DirFS("/")
+	}
+	if set, err := memlimit.FromCgroup(fsys, os.Getenv); err != nil {
+		log.Warn("no memory limit from the cgroup; set GOMEMLIMIT or memory_limit_mib", "err", err)
+	} else if set > 0 {
+		log.Info("Go memory limit set from the cgroup", "bytes", set, "share", memlimit.GoLimitShare)
+	}
 	if o.heap != nil {
 		return memlimit.NewWithReader(cfg.Limits.MemoryLimitMiB, o.heap, o.heapInterval, reg)
 	}
@@ -31,6 +49,33 @@ func refuseFunc(g *memlimit.Guard) func() bool {
 		return nil
 	}
 	return g.Refuse
+}
+
+// admitFunc is what the OTLP receivers ask with a request's size; nil when there is no limit.
+func admitFunc(g *memlimit.Guard) func(int64) (func(), bool) {
+	if g.Limit() == 0 {
+		return nil
+	}
+	return g.Admit
+}
+
+// Held traces take ≈ 2.2 × assembly.max_bytes of resident memory under a flood of traces that
+// never complete (docs/performance-log.md: RSS 596 MiB at max_bytes 256 MiB), so a max_bytes
+// above ≈ 45% of the memory limit lets a flood alone reach the limit. A quarter of the guard's
+// limit keeps the flood near 55% of it, leaving the rest to everything else.
+const assemblyShareOfLimit = 4
+
+// assemblyConfig fills assembly.max_bytes when the file left it 0: a quarter of the memory
+// guard's limit, at most 256 MiB; 256 MiB with no limit.
+func assemblyConfig(a config.Assembly, g *memlimit.Guard) config.Assembly {
+	if a.MaxBytes > 0 {
+		return a
+	}
+	a.MaxBytes = config.DefaultAssemblyMaxBytes
+	if l := g.Limit(); l > 0 {
+		a.MaxBytes = min(int64(l/assemblyShareOfLimit), config.DefaultAssemblyMaxBytes)
+	}
+	return a
 }
 
 // otlpLimits maps the limits section onto the OTLP receivers' limits (zero keeps a default).
