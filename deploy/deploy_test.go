@@ -105,10 +105,12 @@ func checkObjects(t *testing.T, name string, objs []any) (deployments int) {
 			deployments++
 			found := false
 			for _, c := range o.Spec.Template.Spec.Containers {
+				checkImagePinned(t, name, c.Image)
 				if !strings.Contains(c.Image, "ragwatch") {
 					continue
 				}
 				found = true
+				checkGoMemLimit(t, name, c)
 				if c.LivenessProbe == nil || c.ReadinessProbe == nil {
 					t.Errorf("%s: %s/%s lacks probes", name, o.Name, c.Name)
 				} else if c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
@@ -130,6 +132,53 @@ func checkObjects(t *testing.T, name string, objs []any) (deployments int) {
 		}
 	}
 	return deployments
+}
+
+// checkImagePinned fails on an image without a tag or with :latest: a restart would run
+// whatever was pushed last, untested next to the app.
+func checkImagePinned(t *testing.T, file, image string) {
+	t.Helper()
+	ref, _, _ := strings.Cut(image, "@") // a digest pins by itself
+	if strings.Contains(image, "@sha256:") {
+		return
+	}
+	slash := strings.LastIndex(ref, "/")
+	tag := ""
+	if i := strings.LastIndex(ref, ":"); i > slash {
+		tag = ref[i+1:]
+	}
+	if tag == "" || tag == "latest" {
+		t.Errorf("%s: image %q is not pinned to a version (no tag or :latest)", file, image)
+	}
+}
+
+// goMemLimitRE is the GOMEMLIMIT syntax: a number and an optional unit.
+var goMemLimitRE = regexp.MustCompile(`^([0-9]+)(B|KiB|MiB|GiB|TiB)?$`)
+
+// checkGoMemLimit wants GOMEMLIMIT at about 90% of the container's memory limit: at 100% the
+// GC only works hard once the container is already at its limit, with no room for what the
+// runtime does not count, and the kernel kills the container, pod and app with it.
+func checkGoMemLimit(t *testing.T, file string, c corev1.Container) {
+	t.Helper()
+	limit := c.Resources.Limits.Memory().Value()
+	for _, e := range c.Env {
+		if e.Name != "GOMEMLIMIT" {
+			continue
+		}
+		m := goMemLimitRE.FindStringSubmatch(e.Value)
+		if e.ValueFrom != nil || m == nil {
+			t.Errorf("%s: %s: GOMEMLIMIT must be a literal about 90%% of the limit (a resourceFieldRef gives 100%%), got %q %+v", file, c.Name, e.Value, e.ValueFrom)
+			return
+		}
+		var n int64
+		fmt.Sscan(m[1], &n)
+		n <<= map[string]int{"": 0, "B": 0, "KiB": 10, "MiB": 20, "GiB": 30, "TiB": 40}[m[2]]
+		if share := float64(n) / float64(limit); share < 0.85 || share > 0.92 {
+			t.Errorf("%s: %s: GOMEMLIMIT %s is %.0f%% of the memory limit, want about 90%%", file, c.Name, e.Value, share*100)
+		}
+		return
+	}
+	t.Errorf("%s: %s sets no GOMEMLIMIT", file, c.Name)
 }
 
 func TestKubernetesManifestsDecodeStrictly(t *testing.T) {

@@ -13,6 +13,22 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 
+{{/*
+GOMEMLIMIT at 90% of a resources block's limits.memory (Mi or Gi), as an env entry: at 100% the
+GC only works hard once the container is at its limit. Any other unit renders nothing, and
+ragwatch then takes 90% of the cgroup's limit itself.
+*/}}
+{{- define "ragwatch.gomemlimit" -}}
+{{- $m := toString ((.limits | default dict).memory | default "") -}}
+{{- $mib := 0 -}}
+{{- if hasSuffix "Gi" $m -}}{{- $mib = mul (trimSuffix "Gi" $m | int) 1024 -}}
+{{- else if hasSuffix "Mi" $m -}}{{- $mib = trimSuffix "Mi" $m | int -}}
+{{- end -}}
+{{- if gt (int $mib) 0 -}}
+- {name: GOMEMLIMIT, value: {{ div (mul $mib 9) 10 }}MiB}
+{{- end -}}
+{{- end -}}
+
 {{/* The ragwatch sidecar container: include it in any pod spec's containers list. */}}
 {{- define "ragwatch.sidecar" -}}
 - name: ragwatch
@@ -24,9 +40,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
     - {name: otlp-grpc, containerPort: 4317}
     - {name: otlp-http, containerPort: 4318}
   env:
-    - name: GOMEMLIMIT
-      valueFrom:
-        resourceFieldRef: {containerName: ragwatch, resource: limits.memory}
+  {{- include "ragwatch.gomemlimit" .Values.resources | nindent 4 }}
   {{- if .Values.secretName }}
   envFrom:
     - secretRef: {name: {{ .Values.secretName }}}
