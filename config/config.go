@@ -64,7 +64,7 @@ func Default() *Config {
 			MaxTraces:    50000,
 			// MaxBytes 0: derived from the memory limit when the service starts.
 		},
-		Signals:  Signals{MaxServices: 50},
+		Signals:  Signals{MaxServices: 50, ServiceTTL: time.Hour},
 		Log:      Log{Level: "info", Format: "text"},
 		NATS:     defaultNATS(),
 		Feedback: defaultFeedback(),
@@ -276,12 +276,19 @@ func (a *Assembly) followWait(set func(key string) bool) {
 type Signals struct {
 	// MaxServices caps distinct `service` label values; further services are labelled "other".
 	MaxServices int `yaml:"max_services"`
+	// ServiceTTL frees the label of a service not seen for that long when a new service needs
+	// a slot, and deletes its series: names sent once (junk, typos, a scan) cannot hold the cap
+	// forever. 0 keeps every admitted name for the life of the process.
+	ServiceTTL time.Duration `yaml:"service_ttl"`
 }
 
 // Validate implements Validator.
 func (s Signals) Validate() error {
 	if s.MaxServices <= 0 {
 		return Invalid("max_services", "must be positive")
+	}
+	if s.ServiceTTL < 0 {
+		return Invalid("service_ttl", "must not be negative (0 keeps names forever)")
 	}
 	return nil
 }

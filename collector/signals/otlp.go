@@ -200,6 +200,10 @@ func newOTLPInstruments(provider *sdkmetric.MeterProvider) (*otlpRecorder, error
 	return r, nil
 }
 
+// forget drops the cached attribute set of an evicted service label. The OTel SDK keeps the
+// label's cumulative series until the process ends: it has no way to delete one.
+func (r *otlpRecorder) forget(service string) { r.attrs.Delete(service) }
+
 func (r *otlpRecorder) attrsFor(service string) *otlpAttrs {
 	if a, ok := r.attrs.Load(service); ok {
 		return a.(*otlpAttrs)

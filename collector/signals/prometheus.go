@@ -129,6 +129,17 @@ func (p *promRecorder) seriesFor(service string) *promSeries {
 	return actual.(*promSeries)
 }
 
+// forget deletes a service's series and its cached children: an evicted label's children
+// must not be reused, they are no longer part of the vectors.
+func (p *promRecorder) forget(service string) {
+	p.series.Delete(service)
+	l := prometheus.Labels{"service": service}
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{p.requests, p.documents,
+		p.score, p.topScore, p.tokens, p.feedback, p.duration, p.empty, p.citations} {
+		v.DeletePartialMatch(l)
+	}
+}
+
 // Record implements Recorder. Exemplars (trace_id, and span_id when known) go on the duration
 // and score histograms and on the feedback counter: the places where a user wants to jump from
 // a slow, poorly grounded or disliked request to its trace.

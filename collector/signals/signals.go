@@ -144,7 +144,7 @@ func New(s Settings) (*Signals, error) {
 		s.Now = time.Now
 	}
 	if s.Services == nil {
-		s.Services = labels.NewServiceSet(s.Signals.MaxServices)
+		s.Services = labels.NewServiceSetTTL(s.Signals.MaxServices, s.Signals.ServiceTTL, s.Now)
 	}
 	if s.Exporters.Statsd.Endpoint != "" {
 		if _, err := parseTagFormat(s.Exporters.Statsd.TagFormat); err != nil {
@@ -178,7 +178,21 @@ func New(s Settings) (*Signals, error) {
 	}
 	sig.prom = prom
 	sig.recorders.Store(&[]Recorder{prom})
+	s.Services.OnEvict(sig.forget)
 	return sig, nil
+}
+
+// forgetter is a recorder keeping something per service label.
+type forgetter interface{ forget(service string) }
+
+// forget drops what the recorders keep for a service label the set has evicted (signals.
+// service_ttl): its Prometheus series and the cached children, tags and attribute sets.
+func (s *Signals) forget(service string) {
+	for _, r := range *s.recorders.Load() {
+		if f, ok := r.(forgetter); ok {
+			f.forget(service)
+		}
+	}
 }
 
 // Start creates the statsd client and the OTLP metrics pipeline when they are configured. It

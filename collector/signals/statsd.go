@@ -145,6 +145,9 @@ func sanitizeTag(v string) string {
 	}, v)
 }
 
+// forget drops the cached tags of an evicted service label; statsd keeps no series.
+func (s *statsdRecorder) forget(service string) { s.tags.Delete(service) }
+
 func (s *statsdRecorder) tagsFor(service string) *statsdTags {
 	if t, ok := s.tags.Load(service); ok {
 		return t.(*statsdTags)

@@ -66,6 +66,8 @@ func New(cfg config.Sampling, budget *Budget, services *labels.ServiceSet, now f
 		Name: "ragwatch_sampled_total",
 		Help: "Records sampled for scoring, by service and reason (rule name or rate).",
 	}, []string{"service", "reason"}))
+	// An evicted service label (signals.service_ttl) takes its series with it.
+	services.OnEvict(func(service string) { d.sampled.DeletePartialMatch(prometheus.Labels{"service": service}) })
 	d.skipped = registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ragwatch_sampling_skipped_total",
 		Help: "Records not sampled, by reason: rate, rate_limit, budget, rule (a never rule), no_content.",

@@ -91,9 +91,12 @@ func New(js jetstream.JetStream, cfg config.ScoringRuntime, scorers []score.Scor
 	if sink == nil {
 		sink = score.Fanout(nil)
 	}
+	m := newMetrics(opts.Registerer)
+	// An evicted service label (signals.service_ttl) takes its series with it.
+	opts.Services.OnEvict(func(service string) { m.evalScore.DeletePartialMatch(prometheus.Labels{"service": service}) })
 	return &Pool{
 		js: js, cfg: cfg, scorers: scorers, sink: sink, opts: opts,
-		m: newMetrics(opts.Registerer), qm: queue.NewMetrics(opts.Registerer),
+		m: m, qm: queue.NewMetrics(opts.Registerer),
 		models: labels.NewServiceSet(32),
 	}
 }

@@ -226,7 +226,7 @@ func build(mode Mode, cfg *config.Config, logger *slog.Logger, opts []Option) (*
 		log:      logger,
 		mode:     mode,
 		Registry: reg,
-		Services: labels.NewServiceSet(cfg.Signals.MaxServices),
+		Services: labels.NewServiceSetTTL(cfg.Signals.MaxServices, cfg.Signals.ServiceTTL, o.now),
 		Ingest:   ingest.NewMetrics(reg),
 	}
 	built := false
