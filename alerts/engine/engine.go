@@ -70,9 +70,15 @@ type Engine struct {
 	retention time.Duration
 	m         *metrics
 
-	mu       sync.Mutex // guards rules, byMetric and all instance state
+	mu       sync.Mutex // guards rules, byMetric, forgotten and all instance state
 	rules    []*rule
 	byMetric map[string][]*rule
+	// forgotten holds the store keys of instances dropped by dropEvicted, deleted by the next
+	// Save (eviction happens on the record path, which must not wait for the store).
+	forgotten []string
+
+	evictMu sync.Mutex // guards evicted; taken inside mu, never the other way round
+	evicted []string   // service labels evicted from the set, dropped by the next Evaluate
 
 	stateMu  sync.Mutex // serialises Start/Shutdown
 	started  bool
@@ -132,7 +138,46 @@ func New(o Options) (*Engine, error) {
 	for _, d := range c.Drift.Detectors {
 		e.addRule(newDriftRule(d, c.Drift, c.Alerting.DashboardURL))
 	}
+	o.Services.OnEvict(e.forget)
 	return e, nil
+}
+
+// forget queues a service label the shared set has evicted (signals.service_ttl) for the next
+// Evaluate to drop. It runs inside ServiceSet.Label, which the engine calls with mu held, so it
+// takes only evictMu.
+func (e *Engine) forget(service string) {
+	e.evictMu.Lock()
+	e.evicted = append(e.evicted, service)
+	e.evictMu.Unlock()
+}
+
+// dropEvicted drops the state of the queued evicted labels, so that names which come and go do
+// not pile up windows, series and store keys: the set bounds the labels alive at once, this
+// keeps the engine to the same bound. A label admitted again since keeps its state; so does an
+// instance with an alert pending or firing, so its resolution is still sent, and a rule for one
+// configured service (its key is the configured name, not a label of the set). Called with mu
+// held.
+func (e *Engine) dropEvicted() {
+	e.evictMu.Lock()
+	evicted := e.evicted
+	e.evicted = nil
+	e.evictMu.Unlock()
+	for _, service := range evicted {
+		if e.services.Admitted(service) {
+			continue
+		}
+		for _, r := range e.rules {
+			in, ok := r.instances[service]
+			if r.service != "" || !ok || in.active() {
+				continue
+			}
+			delete(r.instances, service)
+			e.m.forget(r, service)
+			if e.store != nil {
+				e.forgotten = append(e.forgotten, stateKey(r, service))
+			}
+		}
+	}
 }
 
 func (e *Engine) addRule(r *rule) {
@@ -263,6 +308,7 @@ func (e *Engine) instance(r *rule, service string) *instance {
 func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 	now := e.now()
 	e.mu.Lock()
+	e.dropEvicted()
 	var out, resend []alerts.Alert
 	firing := map[[2]string]int{}
 	for _, r := range e.rules {
@@ -391,6 +437,8 @@ func (e *Engine) Save(ctx context.Context) error {
 	var items []item
 	var errs []error
 	e.mu.Lock()
+	forgotten := e.forgotten
+	e.forgotten = nil
 	for _, r := range e.rules {
 		for _, service := range slices.Sorted(maps.Keys(r.instances)) {
 			in := r.instances[service]
@@ -404,8 +452,18 @@ func (e *Engine) Save(ctx context.Context) error {
 		}
 	}
 	e.mu.Unlock()
+	saved := make(map[string]bool, len(items))
 	for _, it := range items {
+		saved[it.key] = true
 		if err := e.store.Save(ctx, it.key, it.data); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, key := range forgotten {
+		if saved[key] {
+			continue // the service came back since: its new state was just saved
+		}
+		if err := e.store.Delete(ctx, key); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -53,6 +53,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
+// forget deletes every series of a rule's instance for service (Engine.forget).
+func (m *metrics) forget(r *rule, service string) {
+	if r.kind == alerts.KindDrift {
+		m.drift.DeletePartialMatch(prometheus.Labels{"detector": r.name, "service": service})
+		return
+	}
+	l := prometheus.Labels{"slo": r.name, "service": service}
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.samples, m.weight, m.weight2,
+		m.wx, m.wxNeg, m.wxx, m.value, m.bound, m.budget, m.burn} {
+		v.DeletePartialMatch(l)
+	}
+}
+
 // sloCounters are one (slo, service)'s counters, resolved once.
 type sloCounters struct {
 	samples, weight, weight2, wx, wxNeg, wxx prometheus.Counter

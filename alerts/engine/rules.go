@@ -74,6 +74,16 @@ type instance struct {
 	counters sloCounters
 }
 
+// active reports whether an alert of the instance is pending or firing.
+func (in *instance) active() bool {
+	for _, m := range in.Machines {
+		if m.Phase != phaseInactive {
+			return true
+		}
+	}
+	return false
+}
+
 func newSLORule(s config.SLO, dashboard string) (*rule, error) {
 	r := &rule{kind: alerts.KindThreshold, name: s.Name, metric: s.Metric, service: s.Service, labels: s.Labels,
 		notifiers: s.Notifiers, runbook: s.RunbookURL, dashboard: s.DashboardURL, forDur: time.Duration(s.For), keep: time.Duration(s.KeepFiringFor),

@@ -21,6 +21,8 @@ type Store interface {
 	Save(ctx context.Context, key string, data []byte) error
 	// List returns the keys starting with prefix.
 	List(ctx context.Context, prefix string) ([]string, error)
+	// Delete removes a key; a missing key is not an error.
+	Delete(ctx context.Context, key string) error
 }
 
 // KVStore keeps state in a JetStream key-value bucket.
@@ -44,6 +46,14 @@ func (s KVStore) Load(ctx context.Context, key string) ([]byte, error) {
 func (s KVStore) Save(ctx context.Context, key string, data []byte) error {
 	if _, err := s.KV.Put(ctx, key, data); err != nil {
 		return fmt.Errorf("save alert state %s: %w", key, err)
+	}
+	return nil
+}
+
+// Delete implements Store. Purge drops the key's history too; listing skips the marker it leaves.
+func (s KVStore) Delete(ctx context.Context, key string) error {
+	if err := s.KV.Purge(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("delete alert state %s: %w", key, err)
 	}
 	return nil
 }
@@ -90,6 +100,14 @@ func (s *MemStore) Save(_ context.Context, key string, data []byte) error {
 		s.m = map[string][]byte{}
 	}
 	s.m[key] = append([]byte(nil), data...)
+	return nil
+}
+
+// Delete implements Store.
+func (s *MemStore) Delete(_ context.Context, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, key)
 	return nil
 }
 

@@ -59,6 +59,18 @@ func (s *ServiceSet) OnEvict(f func(service string)) {
 	s.onEvict = append(s.onEvict, f)
 }
 
+// Admitted reports whether service holds a slot now (its label is itself), without admitting
+// it or refreshing it.
+func (s *ServiceSet) Admitted(service string) bool {
+	if service == "" {
+		service = "unknown"
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.seen[service]
+	return ok
+}
+
 // Label returns the label value for service: itself if admitted, else Other. An empty name
 // is "unknown"; a name longer than 128 bytes or not valid UTF-8 is Other.
 func (s *ServiceSet) Label(service string) string {
