@@ -90,7 +90,9 @@ func (s *ServiceSet) Label(service string) string {
 	last, ok := s.seen[service]
 	s.mu.RUnlock()
 	if ok {
-		if now != 0 && last.Load() < now {
+		// Refreshed at most once a second: a store on every record would bounce the cache
+		// line between cores for a busy service, and the TTL needs no finer time.
+		if now != 0 && now-last.Load() >= int64(time.Second) {
 			last.Store(now)
 		}
 		return service
@@ -138,9 +140,7 @@ func (s *ServiceSet) admit(service string, now int64) (string, []string) {
 	last := new(atomic.Int64)
 	last.Store(now)
 	s.seen[service] = last
-	if s.ttl > 0 && len(s.seen) == 1 {
-		s.nextExpiry = now + int64(s.ttl)
-	} else if s.ttl > 0 {
+	if s.ttl > 0 {
 		s.nextExpiry = min(s.nextExpiry, now+int64(s.ttl))
 	}
 	return service, evicted
