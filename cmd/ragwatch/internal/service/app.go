@@ -221,6 +221,7 @@ func build(mode Mode, cfg *config.Config, logger *slog.Logger, opts []Option) (*
 	if err := registerRuntime(reg); err != nil {
 		return nil, err
 	}
+	goLimitFromCgroup(&o, logger.With("component", "memlimit")) // limits.go
 	a := &App{
 		cfg:      cfg,
 		log:      logger,

@@ -89,7 +89,7 @@ func (b *builder) nats() (lifecycle, error) {
 }
 
 func (b *builder) memoryGuard() (lifecycle, error) {
-	b.guard = newGuard(b.cfg, b.o, b.Registry, b.logger("memlimit"))
+	b.guard = newGuard(b.cfg, b.o, b.Registry)
 	return lifecycle{start: b.guard.Start, shutdown: b.guard.Shutdown}, nil
 }
 

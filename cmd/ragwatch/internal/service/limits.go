@@ -23,10 +23,11 @@ func WithHeapReader(read func() uint64, interval time.Duration) Option {
 // machine's, so tests can fake cgroup files. The limit is applied only without GOMEMLIMIT.
 func WithCgroupFS(fsys fs.FS) Option { return func(o *options) { o.cgroup = fsys } }
 
-// newGuard builds the memory guard of cfg.Limits.MemoryLimitMiB. Without GOMEMLIMIT, the Go
-// runtime's limit is first derived from the cgroup (90% of memory.max), so memory_limit_mib 0
-// (90% of that) bounds the heap in a container with no configuration.
-func newGuard(cfg *config.Config, o *options, reg prometheus.Registerer, log *slog.Logger) *memlimit.Guard {
+// goLimitFromCgroup sets the Go runtime's memory limit to 90% of the cgroup's when the
+// environment sets no GOMEMLIMIT, in both modes: the GC then works before the container is at
+// its limit, and in run mode the guard (memory_limit_mib 0: 90% of it) and assembly.max_bytes
+// follow it.
+func goLimitFromCgroup(o *options, log *slog.Logger) {
 	fsys := o.cgroup
 	if fsys == nil {
 		fsys = os.DirFS("/")
@@ -36,6 +37,11 @@ func newGuard(cfg *config.Config, o *options, reg prometheus.Registerer, log *sl
 	} else if set > 0 {
 		log.Info("Go memory limit set from the cgroup", "bytes", set, "share", memlimit.GoLimitShare)
 	}
+}
+
+// newGuard builds the memory guard of cfg.Limits.MemoryLimitMiB (0: 90% of the Go memory
+// limit, which goLimitFromCgroup set when the environment did not).
+func newGuard(cfg *config.Config, o *options, reg prometheus.Registerer) *memlimit.Guard {
 	if o.heap != nil {
 		return memlimit.NewWithReader(cfg.Limits.MemoryLimitMiB, o.heap, o.heapInterval, reg)
 	}

@@ -27,7 +27,8 @@ func TestMemoryDefaultsFollowTheCgroup(t *testing.T) {
 		"proc/self/cgroup":         {Data: []byte("0::/\n")},
 		"sys/fs/cgroup/memory.max": {Data: []byte("134217728\n")},
 	}}
-	g := newGuard(cfg, o, nil, slog.New(slog.DiscardHandler))
+	goLimitFromCgroup(o, slog.New(slog.DiscardHandler))
+	g := newGuard(cfg, o, nil)
 	cgroupLimit := float64(128 << 20)
 	goLimit := int64(cgroupLimit * memlimit.GoLimitShare)
 	if got := debug.SetMemoryLimit(-1); got != goLimit {
