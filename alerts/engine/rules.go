@@ -152,13 +152,6 @@ func (r *rule) compatible(in *instance) bool {
 	return ok
 }
 
-func (r *rule) badness(x float64) float64 {
-	if r.kind == alerts.KindBurnRate {
-		return r.good.Badness(x)
-	}
-	return r.th.Badness(x)
-}
-
 // add records one value at now.
 func (r *rule) add(in *instance, now time.Time, x, w float64, s slo.Sample) {
 	switch r.kind {
