@@ -123,7 +123,7 @@ func (b *builder) notifiers() (lifecycle, error) {
 func (b *builder) alertEngine() (lifecycle, error) {
 	var store engine.Store
 	if bucket := b.cfg.Alerting.StateBucket; bucket != "" { // window state survives restarts in JetStream KV
-		kv, err := b.NATS.KeyValue(b.ctx, bucket, 0)
+		kv, err := b.NATS.KeyValue(b.ctx, bucket, 0, b.cfg.Alerting.StateMaxBytes)
 		if err != nil {
 			return lifecycle{}, err
 		}
@@ -236,7 +236,7 @@ func (b *builder) feedbackJoin() (lifecycle, error) {
 	var kv jetstream.KeyValue
 	if b.cfg.Feedback.Bucket != "" {
 		var err error
-		if kv, err = b.NATS.KeyValue(b.ctx, b.cfg.Feedback.Bucket, b.cfg.Feedback.Retention+time.Hour); err != nil {
+		if kv, err = b.NATS.KeyValue(b.ctx, b.cfg.Feedback.Bucket, b.cfg.Feedback.Retention+time.Hour, b.cfg.Feedback.MaxBytes); err != nil {
 			return lifecycle{}, err
 		}
 	}
@@ -360,7 +360,7 @@ func (b *builder) natsSubscribers() (lifecycle, error) {
 	var dedup jetstream.KeyValue
 	if c := b.cfg.NATS.Consume; c.Mode == config.NATSModeJetStream {
 		var err error
-		if dedup, err = b.NATS.KeyValue(b.ctx, c.DedupBucket, c.DedupWindow); err != nil {
+		if dedup, err = b.NATS.KeyValue(b.ctx, c.DedupBucket, c.DedupWindow, c.DedupMaxBytes); err != nil {
 			return lifecycle{}, err
 		}
 	}
