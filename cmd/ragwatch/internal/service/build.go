@@ -307,12 +307,30 @@ func (b *builder) http() (lifecycle, error) {
 	}
 	b.HTTP = srv
 	nc := b.NATS.NC
-	srv.AddReadinessCheck("nats", func() error {
+	natsUp := func() error {
 		if !nc.IsConnected() {
 			return errors.New("NATS is not connected")
 		}
 		return nil
-	})
+	}
+	// A sidecar's readiness is its app pod's: an external cluster's outage must not take every
+	// app pod out of its Service. Intake goes on (samples are counted as dropped), so NATS is
+	// reported, not required; the embedded server is part of the process, and a worker without
+	// NATS has nothing to do. docs/deploy.md has the table.
+	if b.mode == ModeRun && !b.NATS.Embedded() {
+		srv.AddStatusCheck("nats", natsUp)
+	} else {
+		srv.AddReadinessCheck("nats", natsUp)
+	}
+	if b.Sampler != nil {
+		pub := b.Sampler.Publisher
+		srv.AddStatusCheck("scoring_queue", func() error {
+			if pub.StorageFull() {
+				return errors.New("JetStream storage full: samples are dropped (storage_full)")
+			}
+			return nil
+		})
+	}
 	if b.mode == ModeRun {
 		srv.Mount("GET /api/v1/alerts", b.Alerts.Handler())
 		srv.Mount("GET /api/v1/scores", b.recent.Handler())
