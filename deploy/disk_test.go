@@ -2,7 +2,9 @@ package deploy
 
 import (
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -90,4 +92,55 @@ func storeVolumeLimit(t *testing.T, name string, d *appsv1.Deployment) int64 {
 	}
 	t.Fatalf("%s: Deployment %s mounts no volume at /var/lib/ragwatch for ragwatch", name, d.Name)
 	return 0
+}
+
+// natsDrainBound is how long closing the NATS connection may take after --shutdown-timeout
+// (natsconn.Conn.Close waits at most 10s for the drain).
+const natsDrainBound = 10 * time.Second
+
+// Every ragwatch container drains (--shutdown-timeout, 30s unless given, plus the NATS drain)
+// within its pod's grace period (30s unless given): otherwise SIGKILL cuts the drain short and
+// buffered samples and state writes are lost.
+func TestShutdownFitsTheGracePeriod(t *testing.T) {
+	check := func(t *testing.T, name string, objs []any) {
+		t.Helper()
+		for _, o := range objs {
+			d, ok := o.(*appsv1.Deployment)
+			if !ok {
+				continue
+			}
+			grace := 30 * time.Second
+			if g := d.Spec.Template.Spec.TerminationGracePeriodSeconds; g != nil {
+				grace = time.Duration(*g) * time.Second
+			}
+			for _, c := range d.Spec.Template.Spec.Containers {
+				if !strings.Contains(c.Image, "ragwatch") {
+					continue
+				}
+				timeout := 30 * time.Second
+				for i, a := range c.Args {
+					if a == "--shutdown-timeout" && i+1 < len(c.Args) {
+						var err error
+						if timeout, err = time.ParseDuration(c.Args[i+1]); err != nil {
+							t.Fatalf("%s: %s/%s --shutdown-timeout %q: %v", name, d.Name, c.Name, c.Args[i+1], err)
+						}
+					}
+				}
+				if timeout+natsDrainBound > grace {
+					t.Errorf("%s: %s/%s drains in up to %s + %s, more than the pod's grace period %s",
+						name, d.Name, c.Name, timeout, natsDrainBound, grace)
+				}
+			}
+		}
+	}
+	for _, f := range []string{"kubernetes/ragwatch-sidecar.yaml", "kubernetes/ragwatch-worker.yaml"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, f, decodeStrict(t, f, data))
+	}
+	for name, doc := range renderChart(t, "helm/ragwatch", map[string]any{"worker": map[string]any{"enabled": true}}) {
+		check(t, name, decodeStrict(t, name, []byte(doc)))
+	}
 }
