@@ -328,7 +328,8 @@ func (j *Join) add(ctx context.Context, traceID string, p pending) error {
 		}
 	}
 	var dropped []pending
-	if i < 0 {
+	newTrace := i < 0
+	if newTrace {
 		i = j.addLocked(traceID, now)
 	}
 	x := j.tab.ext(i, traceID, true)
@@ -349,7 +350,7 @@ func (j *Join) add(ctx context.Context, traceID string, p pending) error {
 		orphans = append(orphans, orphan{traceID: traceID, p: d})
 	}
 	j.persistPending(ctx, pend)
-	if async && j.s.KV != nil {
+	if async && newTrace { // one lookup per trace; the sweep looks again for those still waiting
 		j.enqueue(op{kind: opCheck, traceID: traceID})
 	}
 	return j.forwardOrphans(ctx, orphans)

@@ -158,3 +158,35 @@ func TestLoadHoldsAtMostMaxEntries(t *testing.T) {
 		t.Errorf("skipped traces must not be orphaned at start: orphaned %v, forwarded %d", orphaned, len(s.forwarded()))
 	}
 }
+
+// The queue to the writer is bounded: with the bucket stuck, a flood of feedback is still
+// taken at once and the KV work beyond the queue is dropped and counted, not waited for.
+func TestWriterQueueIsBounded(t *testing.T) {
+	_, js := testutil.Connect(t, testutil.RunJetStream(t))
+	ctx := context.Background()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ragwatch_feedback", TTL: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bkv := &blockingKV{KeyValue: kv, release: make(chan struct{})}
+	j, _ := newJoin(t, bkv, testutil.NewClock(t0), prometheus.NewRegistry())
+	defer close(bkv.release) // before the join's cleanup: its writer flushes the queue then
+	const n = opsQueueSize   // two ops each: a pending write and a lookup
+	start := time.Now()
+	for i := range n {
+		if err := j.ConsumeFeedback(ctx, record.Feedback{TraceID: fmt.Sprintf("flood-%d", i), Score: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("%d feedback took %s with the bucket stuck", n, d)
+	}
+	// The writer holds one op; the queue the next opsQueueSize; the rest is dropped.
+	dropped := promtestutil.ToFloat64(j.kvErrors.WithLabelValues("queue_full"))
+	if dropped < 2*n-opsQueueSize-1 || dropped > 2*n-opsQueueSize {
+		t.Fatalf("queue_full = %v, want %d or %d", dropped, 2*n-opsQueueSize-1, 2*n-opsQueueSize)
+	}
+	if j.Pending() != n {
+		t.Fatalf("pending = %d, want every feedback held in memory (%d)", j.Pending(), n)
+	}
+}
