@@ -90,6 +90,8 @@ type Join struct {
 	// neither path waits for a KV round trip. Bounded: beyond it work is dropped and counted.
 	ops   chan op
 	async atomic.Bool
+
+	storageFull atomic.Bool // the last KV write was refused for lack of storage
 }
 
 // pending is feedback waiting for its record, in the form persisted to the KV bucket: the

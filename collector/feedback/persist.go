@@ -163,16 +163,25 @@ func (j *Join) persist(ctx context.Context, key string, e entry) {
 		j.kvErrors.WithLabelValues("put").Inc()
 		return
 	}
-	if _, err := j.s.KV.Put(context.WithoutCancel(ctx), key, data); err != nil {
-		if natsconn.IsStorageFull(err) {
-			// The bucket is at feedback.max_bytes: the join goes on from memory.
-			j.kvErrors.WithLabelValues("storage_full").Inc()
-			return
+	_, err = j.s.KV.Put(context.WithoutCancel(ctx), key, data)
+	switch {
+	case err == nil:
+		j.storageFull.Store(false)
+	case natsconn.IsStorageFull(err):
+		// The bucket is at feedback.max_bytes: the join goes on from memory.
+		j.kvErrors.WithLabelValues("storage_full").Inc()
+		if !j.storageFull.Swap(true) {
+			j.log.Warn("feedback join state not persisted: the bucket is full (feedback.max_bytes); the join goes on from memory", "err", err)
 		}
+	default:
 		j.kvErrors.WithLabelValues("put").Inc()
 		j.log.Warn("persist feedback join state", "err", err)
 	}
 }
+
+// StorageFull reports whether the last write to the bucket was refused for lack of storage;
+// /readyz reports it.
+func (j *Join) StorageFull() bool { return j.storageFull.Load() }
 
 // persistPending writes the trace's pending feedback (e, taken under the lock), or deletes the
 // key when none is left: through the writer when it runs, else at once.

@@ -190,3 +190,35 @@ func TestWriterQueueIsBounded(t *testing.T) {
 		t.Fatalf("pending = %d, want every feedback held in memory (%d)", j.Pending(), n)
 	}
 }
+
+// A bucket at feedback.max_bytes refuses writes: the join counts them as storage_full, says so
+// (StorageFull, shown by /readyz) and keeps joining from memory.
+func TestFullBucketDegradesToMemory(t *testing.T) {
+	_, js := testutil.Connect(t, testutil.RunJetStream(t))
+	ctx := context.Background()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ragwatch_feedback", TTL: 2 * time.Hour, MaxBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	j, s := newJoin(t, kv, testutil.NewClock(t0), reg)
+	const n = 100
+	for i := range n {
+		if err := j.ConsumeFeedback(ctx, record.Feedback{TraceID: fmt.Sprintf("waiting-%d", i), Score: -1, Comment: strings.Repeat("c", 100)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the bucket refusing writes", func() bool {
+		return j.StorageFull() && promtestutil.ToFloat64(j.kvErrors.WithLabelValues("storage_full")) > 0
+	})
+	if put := promtestutil.ToFloat64(j.kvErrors.WithLabelValues("put")); put != 0 {
+		t.Errorf("put errors = %v: a full bucket counts as storage_full", put)
+	}
+	// Joining goes on from memory.
+	if err := j.ConsumeRecord(ctx, rec(fmt.Sprintf("waiting-%d", n-1))); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.records) != 1 || s.records[0].Feedback == nil || j.Pending() != n-1 {
+		t.Fatalf("record %+v, pending %d: want the feedback joined from memory", s.records, j.Pending())
+	}
+}

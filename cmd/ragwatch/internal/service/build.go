@@ -322,6 +322,14 @@ func (b *builder) http() (lifecycle, error) {
 	} else {
 		srv.AddReadinessCheck("nats", natsUp)
 	}
+	if join := b.FeedbackJoin; join != nil {
+		srv.AddStatusCheck("feedback_state", func() error {
+			if join.StorageFull() {
+				return errors.New("JetStream storage full: the feedback join goes on from memory")
+			}
+			return nil
+		})
+	}
 	if b.Sampler != nil {
 		pub := b.Sampler.Publisher
 		srv.AddStatusCheck("scoring_queue", func() error {
