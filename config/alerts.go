@@ -25,6 +25,8 @@ type Alerting struct {
 	// state in memory only.
 	StateBucket  string        `yaml:"state_bucket"`
 	SaveInterval time.Duration `yaml:"save_interval"`
+	// StateMaxBytes caps the state bucket (one small key per SLO and detector).
+	StateMaxBytes int64 `yaml:"state_max_bytes"`
 }
 
 func defaultAlerting() Alerting {
@@ -33,6 +35,7 @@ func defaultAlerting() Alerting {
 		ResolvedRetention:  model.Duration(24 * time.Hour),
 		StateBucket:        "ragwatch_alerts",
 		SaveInterval:       30 * time.Second,
+		StateMaxBytes:      8 << 20,
 	}
 }
 
@@ -56,6 +59,9 @@ func (a Alerting) Validate() error {
 	}
 	if a.SaveInterval <= 0 {
 		errs = append(errs, Invalid("save_interval", "must be positive"))
+	}
+	if a.StateBucket != "" && a.StateMaxBytes <= 0 {
+		errs = append(errs, Invalid("state_max_bytes", "must be positive"))
 	}
 	return joinErrs(errs)
 }

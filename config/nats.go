@@ -48,6 +48,10 @@ type NATS struct {
 // NATSEmbedded configures the embedded nats-server.
 type NATSEmbedded struct {
 	Endpoint string `yaml:"endpoint"`
+	// MaxStore is the embedded server's JetStream file storage limit in bytes. Every stream and
+	// bucket ragwatch creates reserves its max_bytes against it (CheckStorage), so the store
+	// dir never outgrows its volume: the default fits the Kubernetes example's 512 MiB emptyDir.
+	MaxStore int64 `yaml:"max_store"`
 }
 
 // NATSTLS configures TLS to an external cluster.
@@ -74,13 +78,16 @@ type NATSConsume struct {
 
 	// JetStream mode. Stream is created (or updated) over the enabled subjects unless
 	// CreateStream is false, in which case it must exist and capture them.
-	Stream        string        `yaml:"stream"`
-	CreateStream  bool          `yaml:"create_stream"`
-	StreamMaxAge  time.Duration `yaml:"stream_max_age"`
-	Durable       string        `yaml:"durable"` // prefix; one durable per subject kind
-	AckWait       time.Duration `yaml:"ack_wait"`
-	MaxDeliver    int           `yaml:"max_deliver"`
-	MaxAckPending int           `yaml:"max_ack_pending"`
+	Stream       string        `yaml:"stream"`
+	CreateStream bool          `yaml:"create_stream"`
+	StreamMaxAge time.Duration `yaml:"stream_max_age"`
+	// StreamMaxBytes caps the intake stream when ragwatch creates it; beyond it the oldest
+	// messages go (acked ones first in practice: the stream keeps messages for stream_max_age).
+	StreamMaxBytes int64         `yaml:"stream_max_bytes"`
+	Durable        string        `yaml:"durable"` // prefix; one durable per subject kind
+	AckWait        time.Duration `yaml:"ack_wait"`
+	MaxDeliver     int           `yaml:"max_deliver"`
+	MaxAckPending  int           `yaml:"max_ack_pending"`
 
 	// DedupWindow and DedupMax bound the duplicate detection (by trace id for records, by
 	// stream sequence for redelivered messages). In jetstream mode the window is persisted in
@@ -88,6 +95,8 @@ type NATSConsume struct {
 	DedupWindow time.Duration `yaml:"dedup_window"`
 	DedupMax    int           `yaml:"dedup_max"`
 	DedupBucket string        `yaml:"dedup_bucket"`
+	// DedupMaxBytes caps the dedup bucket.
+	DedupMaxBytes int64 `yaml:"dedup_max_bytes"`
 }
 
 // Consume modes.
@@ -99,7 +108,7 @@ const (
 func defaultNATS() NATS {
 	return NATS{
 		StoreDir:         "./ragwatch-data",
-		Embedded:         NATSEmbedded{Endpoint: "127.0.0.1:4222"},
+		Embedded:         NATSEmbedded{Endpoint: "127.0.0.1:4222", MaxStore: 448 << 20},
 		Name:             "ragwatch",
 		ReconnectWait:    time.Second,
 		ReconnectMaxWait: 30 * time.Second,
@@ -112,18 +121,20 @@ func defaultNATS() NATS {
 			Feedback: "ragwatch.feedback.>",
 		},
 		Consume: NATSConsume{
-			Mode:          NATSModeCore,
-			QueueGroup:    "ragwatch",
-			Stream:        "RAGWATCH_INGEST",
-			CreateStream:  true,
-			StreamMaxAge:  24 * time.Hour,
-			Durable:       "ragwatch",
-			AckWait:       30 * time.Second,
-			MaxDeliver:    5,
-			MaxAckPending: 1000,
-			DedupWindow:   10 * time.Minute,
-			DedupMax:      100000,
-			DedupBucket:   "ragwatch_dedup",
+			Mode:           NATSModeCore,
+			QueueGroup:     "ragwatch",
+			Stream:         "RAGWATCH_INGEST",
+			CreateStream:   true,
+			StreamMaxAge:   24 * time.Hour,
+			StreamMaxBytes: 128 << 20,
+			Durable:        "ragwatch",
+			AckWait:        30 * time.Second,
+			MaxDeliver:     5,
+			MaxAckPending:  1000,
+			DedupWindow:    10 * time.Minute,
+			DedupMax:       100000,
+			DedupBucket:    "ragwatch_dedup",
+			DedupMaxBytes:  16 << 20,
 		},
 	}
 }
@@ -154,6 +165,9 @@ func (n NATS) Validate() error {
 		}
 		if err := checkEmbeddedEndpoint(n.Embedded.Endpoint); err != nil {
 			errs = append(errs, Invalid("embedded.endpoint", "%v", err))
+		}
+		if n.Embedded.MaxStore <= 0 {
+			errs = append(errs, Invalid("embedded.max_store", "must be positive (bytes of JetStream file storage)"))
 		}
 		for _, kv := range [][2]string{
 			{"credentials_file", n.CredentialsFile}, {"token_env", n.TokenEnv}, {"token_file", n.TokenFile},
@@ -247,6 +261,12 @@ func (c NATSConsume) validate() []error {
 		}
 		if c.StreamMaxAge < 0 {
 			errs = append(errs, Invalid("consume.stream_max_age", "must not be negative (0 keeps messages until acked)"))
+		}
+		if c.StreamMaxBytes <= 0 {
+			errs = append(errs, Invalid("consume.stream_max_bytes", "must be positive"))
+		}
+		if c.DedupMaxBytes <= 0 {
+			errs = append(errs, Invalid("consume.dedup_max_bytes", "must be positive"))
 		}
 		if !validName(c.DedupBucket) {
 			errs = append(errs, Invalid("consume.dedup_bucket", "must be a bucket name of letters, digits, '-' or '_', got %q", c.DedupBucket))
@@ -347,10 +367,13 @@ type Feedback struct {
 	// after a restart or at another sidecar sharing the bucket. It costs a KV write and a key
 	// per record for `retention`; off by default, when only pending feedback is persisted.
 	PersistSeen bool `yaml:"persist_seen"`
+	// MaxBytes caps the bucket; when it is full new state is not persisted (counted as
+	// storage_full) and the join keeps working from memory.
+	MaxBytes int64 `yaml:"max_bytes"`
 }
 
 func defaultFeedback() Feedback {
-	return Feedback{Retention: 24 * time.Hour, MaxEntries: 200000, Bucket: "ragwatch_feedback"}
+	return Feedback{Retention: 24 * time.Hour, MaxEntries: 200000, Bucket: "ragwatch_feedback", MaxBytes: 64 << 20}
 }
 
 // Validate implements Validator.
@@ -361,6 +384,9 @@ func (f Feedback) Validate() error {
 	}
 	if f.MaxEntries <= 0 {
 		errs = append(errs, Invalid("max_entries", "must be positive"))
+	}
+	if f.Bucket != "" && f.MaxBytes <= 0 {
+		errs = append(errs, Invalid("max_bytes", "must be positive"))
 	}
 	if f.Bucket != "" && !validName(f.Bucket) {
 		errs = append(errs, Invalid("bucket", "must be a bucket name of letters, digits, '-' or '_', got %q", f.Bucket))

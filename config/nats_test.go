@@ -24,7 +24,7 @@ func TestNATSDefaults(t *testing.T) {
 	if c.NATS.Subjects != (NATSSubjects{Records: "ragwatch.records.>", OTLP: "ragwatch.otlp.traces", Feedback: "ragwatch.feedback.>"}) {
 		t.Fatalf("subjects = %+v", c.NATS.Subjects)
 	}
-	if c.Feedback != (Feedback{Retention: 24 * time.Hour, MaxEntries: 200000, Bucket: "ragwatch_feedback"}) {
+	if c.Feedback != (Feedback{Retention: 24 * time.Hour, MaxEntries: 200000, Bucket: "ragwatch_feedback", MaxBytes: 64 << 20}) {
 		t.Fatalf("feedback = %+v", c.Feedback)
 	}
 }
@@ -84,7 +84,7 @@ func TestNATSValidateErrors(t *testing.T) {
 		{"ack wait", "nats:\n  consume:\n    mode: jetstream\n    ack_wait: 1ms\n", "line 4: `nats.consume.ack_wait` must be at least 100ms"},
 		{"payload", "nats:\n  max_payload: 10\n", "line 2: `nats.max_payload` must be between 1024 and 67108864 bytes, got 10"},
 		{"retention", "feedback:\n  retention: 0s\n", "line 2: `feedback.retention` must be positive"},
-		{"unknown", "nats:\n  consume:\n    queue: x\n", "line 3: `nats.consume.queue` is not a known key; expected one of: ack_wait, create_stream, dedup_bucket, dedup_max, dedup_window, durable, max_ack_pending, max_deliver, mode, queue_group, stream, stream_max_age"},
+		{"unknown", "nats:\n  consume:\n    queue: x\n", "line 3: `nats.consume.queue` is not a known key; expected one of: ack_wait, create_stream, dedup_bucket, dedup_max, dedup_max_bytes, dedup_window, durable, max_ack_pending, max_deliver, mode, queue_group, stream, stream_max_age, stream_max_bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -260,6 +260,7 @@ func (s *Subscriber) startJetStream(ctx context.Context, bs []binding) error {
 			Subjects:    subjects,
 			Storage:     jetstream.FileStorage,
 			MaxAge:      c.StreamMaxAge,
+			MaxBytes:    c.StreamMaxBytes, // the oldest go first: acked ones, kept for max_age
 			Replicas:    max(s.cfg.Replicas, 1),
 			MaxMsgSize:  int32(min(s.cfg.MaxPayload, 1<<30)),
 		})

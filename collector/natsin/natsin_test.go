@@ -252,7 +252,7 @@ func TestJetStreamCrashAndRestartCountsEachRecordOnce(t *testing.T) {
 	// The duplicate marks live in KV, here on a connection of their own, so that the crash
 	// below (the consumer's connection dies) loses the ack but not the mark: the window the
 	// marks exist for.
-	kv, err := conn.KeyValue(ctx, cfg.Consume.DedupBucket, cfg.Consume.DedupWindow)
+	kv, err := conn.KeyValue(ctx, cfg.Consume.DedupBucket, cfg.Consume.DedupWindow, cfg.Consume.DedupMaxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

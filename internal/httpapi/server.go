@@ -66,8 +66,9 @@ type Server struct {
 	mux *http.ServeMux
 	log *slog.Logger
 
-	checksMu sync.RWMutex // guards checks
+	checksMu sync.RWMutex // guards checks and status
 	checks   map[string]func() error
+	status   map[string]func() error
 
 	mu      sync.Mutex // guards the fields below
 	srv     *http.Server
@@ -96,7 +97,7 @@ func New(set Settings) (*Server, error) {
 	if set.RefuseRetryAfter <= 0 {
 		set.RefuseRetryAfter = 5 * time.Second
 	}
-	s := &Server{set: set, mux: http.NewServeMux(), log: set.Logger, checks: map[string]func() error{}}
+	s := &Server{set: set, mux: http.NewServeMux(), log: set.Logger, checks: map[string]func() error{}, status: map[string]func() error{}}
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(set.Gatherer, promhttp.HandlerOpts{
 		EnableOpenMetrics: true,
 		ErrorLog:          slog.NewLogLogger(set.Logger.Handler(), slog.LevelWarn),
@@ -132,6 +133,15 @@ func (s *Server) AddReadinessCheck(name string, check func() error) {
 	s.checksMu.Lock()
 	defer s.checksMu.Unlock()
 	s.checks[name] = check
+}
+
+// AddStatusCheck reports a condition in the /readyz answer without failing readiness: a
+// dependency whose outage the process rides out (an external NATS cluster, a full JetStream
+// store) must not take the pod out of its Service, the app's pod with it for a sidecar.
+func (s *Server) AddStatusCheck(name string, check func() error) {
+	s.checksMu.Lock()
+	defer s.checksMu.Unlock()
+	s.status[name] = check
 }
 
 // Handler is the server's routes, for tests and for embedding.
@@ -195,27 +205,41 @@ func (s *Server) Addr() net.Addr {
 	return s.addr
 }
 
+// serveReady answers 503 with the failing readiness checks, else 200; either way the status
+// checks that fail follow as "degraded" lines.
 func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	s.checksMu.RLock()
-	names := make([]string, 0, len(s.checks))
-	for n := range s.checks {
+	failed := runChecks(s.checks, "")
+	degraded := runChecks(s.status, "degraded: ")
+	s.checksMu.RUnlock()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	lines := append(failed, degraded...)
+	if len(failed) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "not ready\n"+strings.Join(lines, "\n")+"\n")
+		return
+	}
+	if len(lines) > 0 {
+		_, _ = io.WriteString(w, "ready\n"+strings.Join(lines, "\n")+"\n")
+		return
+	}
+	_, _ = io.WriteString(w, "ready\n")
+}
+
+// runChecks runs checks in name order and returns "<prefix><name>: <error>" per failure.
+func runChecks(checks map[string]func() error, prefix string) []string {
+	names := make([]string, 0, len(checks))
+	for n := range checks {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	var failed []string
 	for _, n := range names {
-		if err := s.checks[n](); err != nil {
-			failed = append(failed, n+": "+err.Error())
+		if err := checks[n](); err != nil {
+			failed = append(failed, prefix+n+": "+err.Error())
 		}
 	}
-	s.checksMu.RUnlock()
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if len(failed) > 0 {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, "not ready\n"+strings.Join(failed, "\n")+"\n")
-		return
-	}
-	_, _ = io.WriteString(w, "ready\n")
+	return failed
 }
 
 // errorBody is the JSON answer of a failed API call: one line per problem in errors.

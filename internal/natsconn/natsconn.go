@@ -142,12 +142,13 @@ func Connect(ctx context.Context, cfg config.NATS, reg prometheus.Registerer, lo
 	return c, nil
 }
 
-// KeyValue creates or opens the KV bucket; ttl > 0 expires entries after it. History is 1:
-// ragwatch keeps state, not history.
-func (c *Conn) KeyValue(ctx context.Context, bucket string, ttl time.Duration) (jetstream.KeyValue, error) {
+// KeyValue creates or opens the KV bucket; ttl > 0 expires entries after it, maxBytes caps it
+// (puts fail once it is full). History is 1: ragwatch keeps state, not history.
+func (c *Conn) KeyValue(ctx context.Context, bucket string, ttl time.Duration, maxBytes int64) (jetstream.KeyValue, error) {
 	kv, err := c.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:   bucket,
 		TTL:      ttl,
+		MaxBytes: maxBytes,
 		Storage:  jetstream.FileStorage,
 		Replicas: c.Replicas,
 		History:  1,
@@ -336,9 +337,12 @@ func startEmbedded(cfg config.NATS, logger *slog.Logger) (*server.Server, error)
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   cfg.StoreDir,
-		MaxPayload: int32(cfg.MaxPayload),
-		NoSigs:     true,
-		NoLog:      false,
+		// The streams' caps are reserved against it (config.CheckStorage): the store dir stays
+		// within its volume.
+		JetStreamMaxStore: cfg.Embedded.MaxStore,
+		MaxPayload:        int32(cfg.MaxPayload),
+		NoSigs:            true,
+		NoLog:             false,
 	}
 	if opts.MaxPayload <= 0 {
 		opts.MaxPayload = 8 << 20

@@ -123,7 +123,7 @@ func (b *builder) notifiers() (lifecycle, error) {
 func (b *builder) alertEngine() (lifecycle, error) {
 	var store engine.Store
 	if bucket := b.cfg.Alerting.StateBucket; bucket != "" { // window state survives restarts in JetStream KV
-		kv, err := b.NATS.KeyValue(b.ctx, bucket, 0)
+		kv, err := b.NATS.KeyValue(b.ctx, bucket, 0, b.cfg.Alerting.StateMaxBytes)
 		if err != nil {
 			return lifecycle{}, err
 		}
@@ -236,7 +236,7 @@ func (b *builder) feedbackJoin() (lifecycle, error) {
 	var kv jetstream.KeyValue
 	if b.cfg.Feedback.Bucket != "" {
 		var err error
-		if kv, err = b.NATS.KeyValue(b.ctx, b.cfg.Feedback.Bucket, b.cfg.Feedback.Retention+time.Hour); err != nil {
+		if kv, err = b.NATS.KeyValue(b.ctx, b.cfg.Feedback.Bucket, b.cfg.Feedback.Retention+time.Hour, b.cfg.Feedback.MaxBytes); err != nil {
 			return lifecycle{}, err
 		}
 	}
@@ -307,12 +307,38 @@ func (b *builder) http() (lifecycle, error) {
 	}
 	b.HTTP = srv
 	nc := b.NATS.NC
-	srv.AddReadinessCheck("nats", func() error {
+	natsUp := func() error {
 		if !nc.IsConnected() {
 			return errors.New("NATS is not connected")
 		}
 		return nil
-	})
+	}
+	// A sidecar's readiness is its app pod's: an external cluster's outage must not take every
+	// app pod out of its Service. Intake goes on (samples are counted as dropped), so NATS is
+	// reported, not required; the embedded server is part of the process, and a worker without
+	// NATS has nothing to do. docs/deploy.md has the table.
+	if b.mode == ModeRun && !b.NATS.Embedded() {
+		srv.AddStatusCheck("nats", natsUp)
+	} else {
+		srv.AddReadinessCheck("nats", natsUp)
+	}
+	if join := b.FeedbackJoin; join != nil {
+		srv.AddStatusCheck("feedback_state", func() error {
+			if join.StorageFull() {
+				return errors.New("JetStream storage full: the feedback join goes on from memory")
+			}
+			return nil
+		})
+	}
+	if b.Sampler != nil {
+		pub := b.Sampler.Publisher
+		srv.AddStatusCheck("scoring_queue", func() error {
+			if pub.StorageFull() {
+				return errors.New("JetStream storage full: samples are dropped (storage_full)")
+			}
+			return nil
+		})
+	}
 	if b.mode == ModeRun {
 		srv.Mount("GET /api/v1/alerts", b.Alerts.Handler())
 		srv.Mount("GET /api/v1/scores", b.recent.Handler())
@@ -360,7 +386,7 @@ func (b *builder) natsSubscribers() (lifecycle, error) {
 	var dedup jetstream.KeyValue
 	if c := b.cfg.NATS.Consume; c.Mode == config.NATSModeJetStream {
 		var err error
-		if dedup, err = b.NATS.KeyValue(b.ctx, c.DedupBucket, c.DedupWindow); err != nil {
+		if dedup, err = b.NATS.KeyValue(b.ctx, c.DedupBucket, c.DedupWindow, c.DedupMaxBytes); err != nil {
 			return lifecycle{}, err
 		}
 	}

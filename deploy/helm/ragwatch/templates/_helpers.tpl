@@ -18,7 +18,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - name: ragwatch
   image: {{ include "ragwatch.image" . }}
   imagePullPolicy: {{ .Values.image.pullPolicy }}
-  args: ["run", "-c", "/etc/ragwatch/ragwatch.yaml", "--log-format", "json"]
+  args: ["run", "-c", "/etc/ragwatch/ragwatch.yaml", "--log-format", "json", "--shutdown-timeout", {{ .Values.shutdownTimeout | quote }}]
   ports:
     - {name: ragwatch-http, containerPort: 9464}
     - {name: otlp-grpc, containerPort: 4317}
@@ -33,6 +33,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   {{- end }}
   resources:
     {{- toYaml .Values.resources | nindent 4 }}
+  {{- /* /readyz fails only while the receivers do not listen: NATS and storage are reported in its body (docs/deploy.md). */}}
   livenessProbe:
     httpGet: {path: /healthz, port: ragwatch-http}
   readinessProbe:
