@@ -207,7 +207,7 @@ func TestPostRecords(t *testing.T) {
 		t.Fatalf("record = %+v\nwant %+v", h.sink.recs, want)
 	}
 
-	code, _, body = do(t, "POST", h.base+RecordsPath, "", `[{"trace_id":"a","query":"q"},{"trace_id":"b","answer":"x","time":"2026-11-28T10:00:00Z"}]`)
+	code, _, body = do(t, "POST", h.base+RecordsPath, "application/json", `[{"trace_id":"a","query":"q"},{"trace_id":"b","answer":"x","time":"2026-11-28T10:00:00Z"}]`)
 	if code != 202 || body != "{\"accepted\":2}\n" {
 		t.Fatalf("array = %d %q", code, body)
 	}
