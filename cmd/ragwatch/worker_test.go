@@ -62,7 +62,7 @@ func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
 
 	httpAddr := testutil.FreeAddr(t)
 	path := filepath.Join(t.TempDir(), "ragwatch.yaml")
-	yaml := fmt.Sprintf("http: {endpoint: %q}\nnats: {url: %q}\nscoring: {workers: 2, retrieval_k: [1, 2]}\n", httpAddr, srv.ClientURL())
+	yaml := fmt.Sprintf("http: {endpoint: %q, api_endpoint: \"\"}\nnats: {url: %q}\nscoring: {workers: 2, retrieval_k: [1, 2]}\n", httpAddr, srv.ClientURL())
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

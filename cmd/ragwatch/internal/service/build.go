@@ -274,10 +274,11 @@ func (b *builder) assembler() (lifecycle, error) {
 	return lifecycle{start: asm.Start, shutdown: asm.Shutdown}, nil
 }
 
-// http is the one HTTP server of either command, with http.tls and http.auth: /metrics,
-// /healthz, /readyz and the profiler always; in run mode also the /api/v1/ endpoints.
+// http is the HTTP server of either command, with http.tls and http.auth: /metrics, /healthz
+// and /readyz on http.endpoint, the profiler always and in run mode the /api/v1/ endpoints on
+// http.api_endpoint.
 func (b *builder) http() (lifecycle, error) {
-	tlsConf, tokens, err := httpSecurity(b.cfg)
+	tlsConf, tokens, err := b.httpSecurity(b.cfg)
 	if err != nil {
 		return lifecycle{}, err
 	}
@@ -287,8 +288,9 @@ func (b *builder) http() (lifecycle, error) {
 	}
 	in := b.cfg.Limits.Intake
 	srv, err := httpapi.New(httpapi.Settings{
-		Endpoint: b.cfg.HTTP.Endpoint,
-		Gatherer: b.Registry,
+		Endpoint:    b.cfg.HTTP.Endpoint,
+		APIEndpoint: b.cfg.HTTP.APIEndpoint,
+		Gatherer:    b.Registry,
 		Records:  records,
 		Metrics:  b.Ingest,
 		TLS:      tlsConf,
@@ -353,7 +355,7 @@ func (b *builder) http() (lifecycle, error) {
 }
 
 func (b *builder) otlpReceivers() (lifecycle, error) {
-	sec, err := otlpSecurity(b.cfg)
+	sec, err := b.otlpSecurity(b.cfg)
 	if err != nil {
 		return lifecycle{}, err
 	}
@@ -368,6 +370,8 @@ func (b *builder) otlpReceivers() (lifecycle, error) {
 		GRPCTokens:   sec.grpcTokens,
 		HTTPTokens:   sec.otlpHTTPTokens,
 		Refuse:       refuseFunc(b.guard),
+
+		MaxConcurrentStreams: uint32(b.cfg.Receivers.OTLP.MaxConcurrentStreams), // validated ≤ 2^20
 
 		RefuseRetryAfter: memlimit.RetryAfter,
 		Logger:           b.logger("otlp"),

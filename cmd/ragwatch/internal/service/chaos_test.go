@@ -122,7 +122,7 @@ func TestChaos(t *testing.T) {
 	t.Setenv("RAGWATCH_CHAOS_JUDGE_KEY", "sk-chaos")
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 receivers: {otlp: {grpc: {endpoint: ""}, http: {endpoint: ""}}}
-http: {endpoint: "127.0.0.1:0"}
+http: {endpoint: "127.0.0.1:0", api_endpoint: ""}
 nats:
   url: nats://127.0.0.1:%d
   reconnect_wait: 50ms

@@ -226,7 +226,7 @@ func testConfig(t *testing.T) *config.Config {
 	cfg.NATS.Embedded.Endpoint = "127.0.0.1:-1" // -1: a free port (0 would be nats-server's default 4222)
 	cfg.Receivers.OTLP.GRPC.Endpoint = "127.0.0.1:0"
 	cfg.Receivers.OTLP.HTTP.Endpoint = "127.0.0.1:0"
-	cfg.HTTP.Endpoint = "127.0.0.1:0"
+	cfg.HTTP.Endpoint, cfg.HTTP.APIEndpoint = "127.0.0.1:0", ""
 	cfg.Assembly.Wait = 50 * time.Millisecond
 	cfg.Assembly.CompleteWait = 20 * time.Millisecond // complete traces take the early release
 	cfg.Assembly.Timeout = 10 * time.Second
