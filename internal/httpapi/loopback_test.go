@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,21 +30,26 @@ func TestAPIWithoutAuthAnswersLoopbackClientsOnly(t *testing.T) {
 	for _, tc := range []struct {
 		remote, host string
 		code         int
+		local        string // the listener's address the request arrived at; "" = 127.0.0.1:9465
 	}{
-		{"127.0.0.1:5555", "127.0.0.1:9465", 200},
-		{"127.0.0.1:5555", "localhost:9465", 200},
-		{"127.0.0.1:5555", "LOCALHOST.", 200},
-		{"[::1]:5555", "[::1]:9465", 200},
-		{"[::ffff:127.0.0.1]:5555", "localhost", 200},
+		{"127.0.0.1:5555", "127.0.0.1:9465", 200, ""},
+		{"[::1]:5555", "localhost", 200, "[::1]:9465"},
+		// A proxy that forwards to the pod IP, from 127.0.0.1, naming localhost: it arrived
+		// at the pod IP (a listener on 0.0.0.0), not at loopback.
+		{"127.0.0.1:5555", "localhost", 403, "10.0.0.7:9465"},
+		{"127.0.0.1:5555", "localhost:9465", 200, ""},
+		{"127.0.0.1:5555", "LOCALHOST.", 200, ""},
+		{"[::1]:5555", "[::1]:9465", 200, "[::1]:9465"},
+		{"[::ffff:127.0.0.1]:5555", "localhost", 200, ""},
 		// Istio's inbound passthrough source, and the rest of 127/8: a mesh, not the app.
-		{"127.0.0.6:5555", "localhost:9465", 403},
-		{"127.0.0.2:5555", "127.0.0.1:9465", 403},
+		{"127.0.0.6:5555", "localhost:9465", 403, ""},
+		{"127.0.0.2:5555", "127.0.0.1:9465", 403, ""},
 		// DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1.
-		{"127.0.0.1:5555", "evil.example:9465", 403},
-		{"127.0.0.1:5555", "", 403},
-		{"10.1.2.3:5555", "localhost", 403}, {"[2001:db8::1]:80", "localhost", 403}, {"garbage", "localhost", 403},
+		{"127.0.0.1:5555", "evil.example:9465", 403, ""},
+		{"127.0.0.1:5555", "", 403, ""},
+		{"10.1.2.3:5555", "localhost", 403, ""}, {"[2001:db8::1]:80", "localhost", 403, ""}, {"garbage", "localhost", 403, ""},
 	} {
-		req := httptest.NewRequest(http.MethodGet, "/api/v1/scores", nil)
+		req := withLocal(httptest.NewRequest(http.MethodGet, "/api/v1/scores", nil), tc.local)
 		req.RemoteAddr, req.Host = tc.remote, tc.host
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -57,11 +63,20 @@ func TestAPIWithoutAuthAnswersLoopbackClientsOnly(t *testing.T) {
 	want := `
 # HELP ragwatch_ingest_rejected_total Requests, messages or records rejected at intake, by receiver and reason.
 # TYPE ragwatch_ingest_rejected_total counter
-ragwatch_ingest_rejected_total{reason="unauthenticated",receiver="api"} 7
+ragwatch_ingest_rejected_total{reason="unauthenticated",receiver="api"} 8
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ragwatch_ingest_rejected_total"); err != nil {
 		t.Error(err)
 	}
+}
+
+// withLocal sets the address the request arrived at, as http.Server does; "" is
+// 127.0.0.1:9465.
+func withLocal(r *http.Request, local string) *http.Request {
+	if local == "" {
+		local = "127.0.0.1:9465"
+	}
+	return r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.TCPAddrFromAddrPort(netip.MustParseAddrPort(local))))
 }
 
 // The profiler is served, and guarded like the API: a heap profile holds content.
@@ -83,7 +98,7 @@ func TestPprofIsGuardedLikeTheAPI(t *testing.T) {
 		{"/debug/pprof/heap?debug=1", "127.0.0.6:5555", 403, "http.auth"},
 		{"/debug/pprof/cmdline", "10.1.2.3:5555", 403, "http.auth"},
 	} {
-		req := httptest.NewRequest(http.MethodGet, tc.path, nil)
+		req := withLocal(httptest.NewRequest(http.MethodGet, tc.path, nil), "")
 		req.RemoteAddr, req.Host = tc.remote, "localhost:9465"
 		rec := httptest.NewRecorder()
 		s.Handler().ServeHTTP(rec, req)

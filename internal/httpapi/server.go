@@ -474,11 +474,13 @@ func (s *Server) refuse(h http.Handler) http.Handler {
 // answers carry content and its writes feed the pipeline. "Same host" is strict, because a
 // loopback peer alone proves nothing next to a service mesh: Istio's sidecar delivers every
 // inbound request from 127.0.0.6 and other proxies from elsewhere in 127/8, so only 127.0.0.1
-// and ::1 count. The Host header must name loopback too: a web page whose DNS name was rebound
-// to 127.0.0.1 still sends its own name.
+// and ::1 count, at both ends of the connection (a proxy that forwards to the pod IP arrives
+// there, not at loopback, even on a listener bound to 0.0.0.0). The Host header must name
+// loopback too: a web page whose DNS name was rebound to 127.0.0.1 still sends its own name.
 func (s *Server) loopbackOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !loopbackPeer(r.RemoteAddr) || !loopbackHost(r.Host) {
+		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		if local == nil || !loopbackPeer(local.String()) || !loopbackPeer(r.RemoteAddr) || !loopbackHost(r.Host) {
 			if s.set.Metrics != nil {
 				s.set.Metrics.Rejected(ingest.ReceiverAPI, ingest.ReasonUnauthenticated)
 			}
