@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // A token removed from the file stops working once Prepare's commit runs, and a new one works;
@@ -57,12 +58,12 @@ func TestTokensRotate(t *testing.T) {
 
 // A rotated certificate is served from the next handshake on, on a listener that kept running.
 func TestServerConfigRotatesCertificate(t *testing.T) {
-	first, second := newPKI(t), newPKI(t)
+	first, second := testutil.NewPKI(t), testutil.NewPKI(t)
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	install := func(p pki) {
+	install := func(p testutil.PKI) {
 		t.Helper()
-		for src, dst := range map[string]string{p.certFile: certFile, p.keyFile: keyFile} {
+		for src, dst := range map[string]string{p.CertFile: certFile, p.KeyFile: keyFile} {
 			b, err := os.ReadFile(src)
 			if err != nil {
 				t.Fatal(err)
@@ -102,8 +103,8 @@ func TestServerConfigRotatesCertificate(t *testing.T) {
 		defer c.Close()
 		return c.ConnectionState().PeerCertificates[0].Raw
 	}
-	leaf := func(p pki) []byte {
-		c, err := tls.LoadX509KeyPair(p.certFile, p.keyFile)
+	leaf := func(p testutil.PKI) []byte {
+		c, err := tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
 		if err != nil {
 			t.Fatal(err)
 		}
