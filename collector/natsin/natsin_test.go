@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -36,23 +37,37 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const patience = 40 * time.Second
 
 // embedded starts ragwatch's own embedded server (JetStream in a temp dir, a free port) and
-// returns the connection and a second client for the "application" side.
+// returns the connection and a second client for the "application" side, logged in as the
+// publish-only app user.
 func embedded(t testing.TB) (*natsconn.Conn, *nats.Conn, config.NATS) {
 	t.Helper()
+	dir := t.TempDir()
 	cfg := config.Default().NATS
-	cfg.StoreDir = filepath.Join(t.TempDir(), "store")
+	cfg.StoreDir = filepath.Join(dir, "store")
 	cfg.Embedded.Endpoint = "127.0.0.1:-1"
+	cfg.Embedded.Users.Ragwatch.PasswordFile = filepath.Join(dir, "ragwatch.password")
+	if err := os.WriteFile(cfg.Embedded.Users.Ragwatch.PasswordFile, []byte(ownPassword), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	conn, err := natsconn.Connect(context.Background(), cfg, prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := nats.Connect(conn.ClientURL())
+	app, err := nats.Connect(conn.ClientURL(), conn.AppCredential().Option())
 	if err != nil {
 		conn.Close()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { app.Close(); conn.Close() })
 	return conn, app, cfg
+}
+
+// ownPassword is ragwatch's own password on the test server, for the extra subscriber
+// connections a test opens as another ragwatch instance.
+const ownPassword = "ragwatch-test-password"
+
+func ownLogin(cfg config.NATS) nats.Option {
+	return nats.UserInfo(cfg.Embedded.Users.Ragwatch.Name, ownPassword)
 }
 
 func otlpRequest(t *testing.T, traceID string, spans ...string) []byte {
@@ -276,7 +291,7 @@ func TestJetStreamCrashAndRestartCountsEachRecordOnce(t *testing.T) {
 
 	run := func(name string, crashAt int) (*Subscriber, *nats.Conn) {
 		t.Helper()
-		nc, err := nats.Connect(conn.ClientURL(), nats.Name(name))
+		nc, err := nats.Connect(conn.ClientURL(), nats.Name(name), ownLogin(cfg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +344,7 @@ func TestJetStreamCrashAndRestartCountsEachRecordOnce(t *testing.T) {
 	publish(200, 300)
 	c, cnc := run("ragwatch-c", 0)
 	testutil.Eventually(t, patience, 5*time.Millisecond, "300 records", func() bool { u, _ := sink.snapshot(); return u == 300 })
-	cons, err := js.Consumer(ctx, cfg.Consume.Stream, cfg.Consume.Durable+"_records")
+	cons, err := conn.JS.Consumer(ctx, cfg.Consume.Stream, cfg.Consume.Durable+"_records")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +409,7 @@ func TestJetStreamBadMessagesTerminatedAndFailuresRetried(t *testing.T) {
 	}
 	testutil.Eventually(t, patience, 5*time.Millisecond, "the flaky record after its retry", func() bool { u, _ := sink.snapshot(); return u == 1 })
 	for _, kind := range []string{"records", "feedback"} {
-		cons, err := js.Consumer(ctx, cfg.Consume.Stream, cfg.Consume.Durable+"_"+kind)
+		cons, err := conn.JS.Consumer(ctx, cfg.Consume.Stream, cfg.Consume.Durable+"_"+kind)
 		if err != nil {
 			t.Fatal(err)
 		}

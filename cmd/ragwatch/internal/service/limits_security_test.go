@@ -76,7 +76,7 @@ func TestMemoryLimitRefusesAndRecovers(t *testing.T) {
 		_, err := client.Export(ctx, ptraceotlp.NewExportRequestFromTraces(ragTrace(2)))
 		return err
 	}
-	nc, err := nats.Connect(a.NATS.ClientURL())
+	nc, err := nats.Connect(a.NATS.ClientURL(), a.NATS.AppCredential().Option())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestIntakeLimits(t *testing.T) {
 			t.Errorf("POST %s = %d %s, want %d %s", c.path, code, answer, c.code, c.answer)
 		}
 	}
-	nc, err := nats.Connect(a.NATS.ClientURL())
+	nc, err := nats.Connect(a.NATS.ClientURL(), a.NATS.AppCredential().Option())
 	if err != nil {
 		t.Fatal(err)
 	}
