@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/collector/feedback"
+	"github.com/ragwatch/ragwatch/collector/otlp"
 	"github.com/ragwatch/ragwatch/collector/signals"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/ingest"
@@ -529,5 +531,75 @@ func TestCoreSubscriptionSurvivesServerRestart(t *testing.T) {
 	testutil.Eventually(t, patience, 5*time.Millisecond, "the record after the restart", func() bool { u, _ := sink.snapshot(); return u == 2 })
 	if got := testutil.Sum(t, reg, "ragwatch_nats_reconnects_total", nil); got != 1 {
 		t.Fatalf("reconnects = %v, want 1", got)
+	}
+}
+
+// OTLP over NATS passes the same span, attribute and size limits as OTLP over gRPC and HTTP,
+// with the same reasons: an attribute bomb published on the subject used to reach the assembler.
+func TestOTLPLimitsLikeGRPC(t *testing.T) {
+	conn, app, cfg := embedded(t)
+	reg := prometheus.NewRegistry()
+	traces := &tracesSink{}
+	sub, err := New(Settings{NC: conn.NC, Config: cfg, Traces: traces, Metrics: ingest.NewMetrics(reg), Registerer: reg,
+		OTLPLimits: otlp.Limits{MaxSpansPerRequest: 2, MaxAttributesPerSpan: 4, MaxAttributeValueBytes: 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := sub.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	withAttrs := func(n, size int) []byte {
+		td := ptrace.NewTraces()
+		sp := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+		sp.SetName("bomb")
+		sp.SetTraceID(pcommon.TraceID{1})
+		sp.SetSpanID(pcommon.SpanID{1})
+		for i := range n {
+			sp.Attributes().PutStr(fmt.Sprintf("a%d", i), strings.Repeat("x", size))
+		}
+		b, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, m := range [][]byte{
+		otlpRequest(t, "0123456789abcdef", "a", "b", "c"), // limits: 3 spans > 2
+		withAttrs(5, 1),                                  // limits: 5 attributes > 4
+		withAttrs(1, 65),                                 // limits: a 65-byte value > 64
+		otlpRequest(t, "", "zero-trace-id"),              // invalid
+		otlpRequest(t, "0123456789abcdef", "ok1", "ok2"), // accepted
+	} {
+		if err := app.Publish("ragwatch.otlp.traces", m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := app.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rej := func(reason string) float64 {
+		return testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": reason})
+	}
+	testutil.Eventually(t, patience, 5*time.Millisecond, "5 OTLP messages", func() bool {
+		return testutil.Sum(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": "otlp"}) == 5
+	})
+	if got := rej("limits"); got != 3 {
+		t.Errorf("rejected limits = %v, want 3", got)
+	}
+	if got := rej("invalid"); got != 1 {
+		t.Errorf("rejected invalid = %v, want 1", got)
+	}
+	if got := testutil.Sum(t, reg, "ragwatch_spans_received_total", map[string]string{"receiver": "nats"}); got != 2 {
+		t.Errorf("spans received = %v, want 2", got)
+	}
+	traces.mu.Lock()
+	defer traces.mu.Unlock()
+	if want := []string{"support-bot/ok1", "support-bot/ok2"}; !slices.Equal(traces.names, want) {
+		t.Fatalf("assembler got %q, want %q", traces.names, want)
 	}
 }

@@ -373,6 +373,7 @@ func (b *builder) natsSubscribers() (lifecycle, error) {
 		Records: b.FeedbackJoin, Traces: b.Assembler, Feedback: b.FeedbackJoin,
 		Metrics: b.Ingest, DedupKV: dedup, Registerer: b.Registry,
 		Refuse: refuseFunc(b.guard), RefuseDelay: memlimit.RetryAfter,
+		OTLPLimits:   otlpLimits(b.cfg), // the same limits as the OTLP receivers
 		MaxJSONDepth: in.MaxJSONDepth, MaxRecordsPerBatch: in.MaxRecordsPerBatch,
 		Logger: b.logger("natsin"), Now: b.o.now,
 	})
