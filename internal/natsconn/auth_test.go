@@ -175,7 +175,8 @@ func TestEmbeddedAppUserLeastPrivilege(t *testing.T) {
 func TestGeneratedCredentialsPersist(t *testing.T) {
 	cfg := embeddedCfg(t)
 	var logs testutil.Buffer
-	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	// Debug level: nats-server's own notices are logged there too, and must not leak either.
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	c, err := Connect(context.Background(), cfg, prometheus.NewRegistry(), logger)
 	if err != nil {
@@ -209,7 +210,19 @@ func TestGeneratedCredentialsPersist(t *testing.T) {
 		t.Fatal("app and ragwatch share a password")
 	}
 
-	c = connectEmbedded(t, cfg, nil)
+	// A password file others can read is narrowed to 0600 at the next start.
+	if err := os.Chmod(first.File, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c = connectEmbedded(t, cfg, logger)
+	if fi, err := os.Stat(first.File); err != nil {
+		t.Fatal(err)
+	} else if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("after restart %s has mode %v, want 0600", first.File, fi.Mode().Perm())
+	}
+	if strings.Contains(logs.String(), first.Password.Reveal()) || strings.Contains(logs.String(), own.Password.Reveal()) {
+		t.Fatalf("log holds a password after the restart:\n%s", logs.String())
+	}
 	if got := c.AppCredential(); got != first {
 		t.Fatalf("after restart app credential changed (file %s -> %s)", first.File, got.File)
 	}
