@@ -23,9 +23,14 @@ type NATS struct {
 	// CredentialsFile is a NATS .creds file (JWT + nkey seed); only with url.
 	CredentialsFile string `yaml:"credentials_file"`
 	// TokenEnv / TokenFile name where the auth token comes from (one of them); only with url.
-	TokenEnv  string  `yaml:"token_env"`
-	TokenFile string  `yaml:"token_file"`
-	TLS       NATSTLS `yaml:"tls"`
+	TokenEnv  string `yaml:"token_env"`
+	TokenFile string `yaml:"token_file"`
+	// User, with the password from PasswordEnv or PasswordFile, logs in to an external cluster
+	// (instead of user info in `url`, which would put the password in the config); only with url.
+	User         string  `yaml:"user"`
+	PasswordEnv  string  `yaml:"password_env"`
+	PasswordFile string  `yaml:"password_file"`
+	TLS          NATSTLS `yaml:"tls"`
 
 	// ReconnectWait is the first wait between reconnect attempts; it doubles per attempt up to
 	// ReconnectMaxWait. ragwatch reconnects forever.
@@ -45,13 +50,33 @@ type NATS struct {
 	Consume  NATSConsume  `yaml:"consume"`
 }
 
-// NATSEmbedded configures the embedded nats-server.
+// NATSEmbedded configures the embedded nats-server. It always requires credentials: an
+// unauthenticated client is refused on connect, whatever address it listens on.
 type NATSEmbedded struct {
-	Endpoint string `yaml:"endpoint"`
+	Endpoint string            `yaml:"endpoint"`
+	Users    NATSEmbeddedUsers `yaml:"users"`
 	// MaxStore is the embedded server's JetStream file storage limit in bytes. Every stream and
 	// bucket ragwatch creates reserves its max_bytes against it (CheckStorage), so the store
 	// dir never outgrows its volume: the default fits the Kubernetes example's 512 MiB emptyDir.
 	MaxStore int64 `yaml:"max_store"`
+}
+
+// NATSEmbeddedUsers are the two users of the embedded server.
+type NATSEmbeddedUsers struct {
+	// Ragwatch is ragwatch's own connection: every permission (streams, KV buckets, scores).
+	Ragwatch NATSUser `yaml:"ragwatch"`
+	// App is the application next to ragwatch: it may publish on the records, feedback and
+	// OTLP subjects and nothing else (no subscribe, no JetStream API).
+	App NATSUser `yaml:"app"`
+}
+
+// NATSUser is one user of the embedded server. The password comes from PasswordEnv or
+// PasswordFile; with neither, ragwatch generates one at first start into
+// <store_dir>/nats-<role>.password (mode 0600), reuses it afterwards and logs the path.
+type NATSUser struct {
+	Name         string `yaml:"name"`
+	PasswordEnv  string `yaml:"password_env"`
+	PasswordFile string `yaml:"password_file"`
 }
 
 // NATSTLS configures TLS to an external cluster.
@@ -107,8 +132,11 @@ const (
 
 func defaultNATS() NATS {
 	return NATS{
-		StoreDir:         "./ragwatch-data",
-		Embedded:         NATSEmbedded{Endpoint: "127.0.0.1:4222", MaxStore: 448 << 20},
+		StoreDir: "./ragwatch-data",
+		Embedded: NATSEmbedded{Endpoint: "127.0.0.1:4222", MaxStore: 448 << 20, Users: NATSEmbeddedUsers{
+			Ragwatch: NATSUser{Name: "ragwatch"},
+			App:      NATSUser{Name: "app"},
+		}},
 		Name:             "ragwatch",
 		ReconnectWait:    time.Second,
 		ReconnectMaxWait: 30 * time.Second,
@@ -169,8 +197,10 @@ func (n NATS) Validate() error {
 		if n.Embedded.MaxStore <= 0 {
 			errs = append(errs, Invalid("embedded.max_store", "must be positive (bytes of JetStream file storage)"))
 		}
+		errs = append(errs, n.Embedded.Users.validate()...)
 		for _, kv := range [][2]string{
 			{"credentials_file", n.CredentialsFile}, {"token_env", n.TokenEnv}, {"token_file", n.TokenFile},
+			{"user", n.User}, {"password_env", n.PasswordEnv}, {"password_file", n.PasswordFile},
 			{"tls.ca_file", n.TLS.CAFile}, {"tls.cert_file", n.TLS.CertFile}, {"tls.key_file", n.TLS.KeyFile},
 		} {
 			if key, v := kv[0], kv[1]; v != "" {
@@ -193,6 +223,19 @@ func (n NATS) Validate() error {
 	if (n.TokenEnv != "" || n.TokenFile != "") && n.CredentialsFile != "" {
 		errs = append(errs, Invalid("credentials_file", "set either a credentials file or a token, not both"))
 	}
+	if n.PasswordEnv != "" && n.PasswordFile != "" {
+		errs = append(errs, Invalid("password_env", "set either `password_env` or `password_file`, not both"))
+	}
+	if n.User == "" {
+		for _, kv := range [][2]string{{"password_env", n.PasswordEnv}, {"password_file", n.PasswordFile}} {
+			if kv[1] != "" {
+				errs = append(errs, Invalid(kv[0], "needs `user`"))
+			}
+		}
+	}
+	if n.User != "" && (n.CredentialsFile != "" || n.TokenEnv != "" || n.TokenFile != "") {
+		errs = append(errs, Invalid("user", "set either a user and password, a credentials file or a token, not several"))
+	}
 	if (n.TLS.CertFile == "") != (n.TLS.KeyFile == "") {
 		errs = append(errs, Invalid("tls", "`cert_file` and `key_file` must be set together"))
 	}
@@ -214,6 +257,25 @@ func (n NATS) Validate() error {
 	errs = append(errs, n.Subjects.validate()...)
 	errs = append(errs, n.Consume.validate()...)
 	return joinErrs(errs)
+}
+
+func (u NATSEmbeddedUsers) validate() []error {
+	var errs []error
+	for _, r := range []struct {
+		key  string
+		user NATSUser
+	}{{"embedded.users.ragwatch", u.Ragwatch}, {"embedded.users.app", u.App}} {
+		if !validName(r.user.Name) {
+			errs = append(errs, Invalid(r.key+".name", "must be letters, digits, '-' or '_', got %q", r.user.Name))
+		}
+		if r.user.PasswordEnv != "" && r.user.PasswordFile != "" {
+			errs = append(errs, Invalid(r.key+".password_env", "set either `password_env` or `password_file`, not both"))
+		}
+	}
+	if u.Ragwatch.Name != "" && u.Ragwatch.Name == u.App.Name {
+		errs = append(errs, Invalid("embedded.users.app.name", "must differ from `embedded.users.ragwatch.name`"))
+	}
+	return errs
 }
 
 func (s NATSSubjects) validate() []error {

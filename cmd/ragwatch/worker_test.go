@@ -54,7 +54,7 @@ func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
 			}
 		}
 		return nil
-	}), prometheus.NewRegistry(), nil)
+	}), queue.ScoreChecks{MaxWeight: func() float64 { return 2 }}, prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,20 +45,20 @@ func TestEmbeddedJetStreamAndKV(t *testing.T) {
 	if got := promtestutil.ToFloat64(c.connected); got != 1 {
 		t.Fatalf("ragwatch_nats_connected = %v, want 1", got)
 	}
-	// An outside app reaches the embedded server over TCP.
-	app, err := nats.Connect(c.ClientURL())
+	// An outside app reaches the embedded server over TCP, with its credentials.
+	app, err := nats.Connect(c.ClientURL(), c.AppCredential().Option())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer app.Close()
-	sub, err := c.NC.SubscribeSync("ragwatch.x")
+	sub, err := c.NC.SubscribeSync("ragwatch.records.x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := c.NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if err := app.Publish("ragwatch.x", []byte("hello")); err != nil {
+	if err := app.Publish("ragwatch.records.x", []byte("hello")); err != nil {
 		t.Fatal(err)
 	}
 	m, err := sub.NextMsg(5 * time.Second)
@@ -285,5 +286,32 @@ func TestIsStorageFull(t *testing.T) {
 		if got := IsStorageFull(tc.err); got != tc.want {
 			t.Errorf("IsStorageFull(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// An external cluster with users: nats.user and the password from a file (a mounted Secret)
+// log in without putting the password in nats.url; a wrong one is refused.
+func TestExternalUserPassword(t *testing.T) {
+	s := testutil.RunJetStream(t, func(o *server.Options) { o.Username, o.Password = "sidecar", "s3cret-pw" })
+	cfg := config.Default().NATS
+	cfg.URL = config.SecretURL(s.ClientURL())
+	cfg.User = "sidecar"
+	pwFile := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(pwFile, []byte("s3cret-pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.PasswordFile = pwFile
+	c, err := Connect(context.Background(), cfg, prometheus.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+
+	if err := os.WriteFile(pwFile, []byte("wrong\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Connect(context.Background(), cfg, prometheus.NewRegistry(), nil)
+	if err == nil || !strings.Contains(err.Error(), "Authorization Violation") || strings.Contains(err.Error(), "wrong") {
+		t.Fatalf("wrong password: err = %v", err)
 	}
 }

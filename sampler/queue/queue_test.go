@@ -321,7 +321,7 @@ func TestScoresRoundTrip(t *testing.T) {
 		defer mu.Unlock()
 		got = append(got, rs...)
 		return nil
-	}), reg, slog.New(slog.DiscardHandler))
+	}), ScoreChecks{MaxWeight: func() float64 { return 4 }}, reg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -154,9 +154,12 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 	conn, cfg := b.NATS, b.cfg
 	next := score.Fanout{b.Alerts, b.recentIn}
 	reg, logger := b.Registry, b.logger("scores")
+	// Results come from outside the process (worker pods): a weight is valid up to 1 / the
+	// smallest probability the sampler built below has used since start.
+	checks := queue.ScoreChecks{Ingest: b.Ingest, MaxWeight: func() float64 { return b.Sampler.Decider.MaxWeight() }}
 	return lifecycle{
 		start: func(context.Context) error {
-			s, err := queue.SubscribeScores(conn.NC, cfg.Scoring.Queue.ScoresSubjectPrefix, next, reg, logger)
+			s, err := queue.SubscribeScores(conn.NC, cfg.Scoring.Queue.ScoresSubjectPrefix, next, checks, reg, logger)
 			sub = s
 			return err
 		},
@@ -400,6 +403,7 @@ func (b *builder) natsSubscribers() (lifecycle, error) {
 		Records: b.FeedbackJoin, Traces: b.Assembler, Feedback: b.FeedbackJoin,
 		Metrics: b.Ingest, DedupKV: dedup, Registerer: b.Registry,
 		Refuse: refuseFunc(b.guard), RefuseDelay: memlimit.RetryAfter,
+		OTLPLimits:   otlpLimits(b.cfg), // the same limits as the OTLP receivers
 		MaxJSONDepth: in.MaxJSONDepth, MaxRecordsPerBatch: in.MaxRecordsPerBatch,
 		Logger: b.logger("natsin"), Now: b.o.now,
 	})

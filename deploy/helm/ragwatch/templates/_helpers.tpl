@@ -13,6 +13,22 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 
+{{/* The Secret holding the app's password for the embedded NATS server (key app-password). */}}
+{{- define "ragwatch.natsSecret" -}}
+{{ .Values.natsSecret.name | default (printf "%s-nats" (include "ragwatch.fullname" .)) }}
+{{- end -}}
+
+{{/* The app container's env for publishing on the embedded NATS server. */}}
+{{- define "ragwatch.appNATSEnv" -}}
+- name: NATS_URL
+  value: nats://127.0.0.1:4222
+- name: NATS_USER
+  value: {{ .Values.config.nats.embedded.users.app.name | quote }}
+- name: NATS_PASSWORD
+  valueFrom:
+    secretKeyRef: {name: {{ include "ragwatch.natsSecret" . }}, key: app-password}
+{{- end -}}
+
 {{/* The ragwatch sidecar container: include it in any pod spec's containers list. */}}
 {{- define "ragwatch.sidecar" -}}
 - name: ragwatch
@@ -27,6 +43,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
     - name: GOMEMLIMIT
       valueFrom:
         resourceFieldRef: {containerName: ragwatch, resource: limits.memory}
+    - name: RAGWATCH_NATS_APP_PASSWORD
+      valueFrom:
+        secretKeyRef: {name: {{ include "ragwatch.natsSecret" . }}, key: app-password}
   {{- if .Values.secretName }}
   envFrom:
     - secretRef: {name: {{ .Values.secretName }}}
