@@ -42,8 +42,8 @@ type JudgeOptions struct {
 	// Backoff is the wait before retry n (1-based) when the backend gave no Retry-After;
 	// default 1s·2^(n-1) with jitter, capped at 30s.
 	Backoff func(n int) time.Duration
-	// Redact filters the record text of every prompt before it is sent, so personal data
-	// does not reach an external judge. nil applies every built-in detector of
+	// Redact filters the record text of every prompt and every embeddings input before it
+	// is sent, so personal data does not reach an external judge. nil applies every built-in detector of
 	// internal/redact (e-mail, card, IBAN, IP, phone); pass the process's redactor's String
 	// to count and configure it, or NoRedaction to send text unchanged.
 	Redact func(string) string

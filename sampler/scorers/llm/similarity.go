@@ -24,7 +24,7 @@ func (s *Scorer) answerSimilarity(ctx context.Context, r *record.Record, u *call
 	if err := u.notAsked(); err != nil {
 		return verdict{}, err
 	}
-	vecs, tok, err := s.embed.Embed(ctx, []string{s.cut(r.Answer), s.cut(r.Reference)})
+	vecs, tok, err := s.embedTexts(ctx, []string{r.Answer, r.Reference})
 	u.InputTokens += tok
 	if err != nil {
 		return verdict{}, &OutcomeError{Outcome: score.OutcomeError, Err: fmt.Errorf("embeddings: %w", err)}
@@ -37,6 +37,17 @@ func (s *Scorer) answerSimilarity(ctx context.Context, r *record.Record, u *call
 		return verdict{}, &OutcomeError{Outcome: score.OutcomeError, Err: err}
 	}
 	return verdict{value: math.Min(1, math.Max(0, c)), explanation: "embedding cosine of answer and reference"}, nil
+}
+
+// embedTexts sends texts to the embeddings model, each redacted with the judge's redactor and
+// then cut to the prompt size: embeddings leave the process like prompts do. Redacting
+// before cutting keeps a number at the cut from going out in part.
+func (s *Scorer) embedTexts(ctx context.Context, texts []string) ([][]float64, int64, error) {
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		out[i] = s.cut(s.j.opts.Redact(t))
+	}
+	return s.embed.Embed(ctx, out)
 }
 
 func cosine(a, b []float64) (float64, error) {

@@ -3,10 +3,12 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/redact"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler/scorers/llm"
 )
@@ -59,6 +61,86 @@ func TestJudgePromptsAreRedactedByDefault(t *testing.T) {
 					if strings.Count(sent, m) != 2 { // once in the question, once in the answer
 						t.Errorf("request holds %q %d times, want 2:\n%s", m, strings.Count(sent, m), sent)
 					}
+				}
+			}
+		})
+	}
+}
+
+// piiRecord is a support conversation carrying an e-mail address, phone numbers, card
+// numbers (one with its CVV) and IBANs in the query, answer, reference and documents.
+func piiRecord() *record.Record {
+	return &record.Record{
+		TraceID: "0123456789abcdef0123456789abcdef", Service: "support",
+		Query: "I'm jane.doe@example.com, phone +49 30 1234567. Why was my card 4111 1111 1111 1111 123 charged twice?",
+		Answer: "Sorry Jane! We refunded card 4111111111111111 123 to DE89 3704 0044 0532 0130 00 EUR; " +
+			"we will call (415) 555-0132 to confirm.",
+		Reference: "The duplicate charge on 5555-5555-5555-4444 was refunded to GB82 WEST 1234 5698 7654 32; " +
+			"confirmation goes to jane.doe@example.com.",
+		Documents: []record.Document{{ID: "kb-1", Content: "Refunds go back to the card or to the IBAN on file, e.g. DE89 3704 0044 0532 0130 00."}},
+	}
+}
+
+// piiOnWire lists what must not reach the wire from piiRecord, including the digits a
+// partial redaction would leave.
+var piiOnWire = []string{"jane.doe@example.com", "1234567", "4111", "1111 1111", "11111111", "5555",
+	"3704", "0532", "WEST", "5698", "555-0132"}
+
+func checkNoPII(t *testing.T, what string, body any) {
+	t.Helper()
+	wire, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range piiOnWire {
+		if strings.Contains(string(wire), p) {
+			t.Errorf("%s request contains %q:\n%s", what, p, wire)
+		}
+	}
+}
+
+// TestEmbeddingsInputsAreRedacted runs answer_relevancy and answer_similarity with an
+// embeddings model against the OpenAI wire format and checks that neither the chat nor the
+// embeddings request carries the record's personal data, with the built-in redaction and
+// with the process's redactor.
+func TestEmbeddingsInputsAreRedacted(t *testing.T) {
+	process, err := redact.New(nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, red := range []struct {
+		name string
+		fn   func(string) string
+	}{{"built-in", nil}, {"process redactor", process.String}} {
+		t.Run(red.name, func(t *testing.T) {
+			srv := newServer(t)
+			srv.chat = []reply{completion(`{"questions":["Why was the card charged twice?","Was it refunded?"],"noncommittal":false}`, 100, 20)}
+			srv.emb = []reply{
+				embeddingsReply([][]float64{{1, 0}, {1, 0}, {0.6, 0.8}}, 30), // relevancy: query + 2 questions
+				embeddingsReply([][]float64{{3, 4}, {4, 3}}, 20),             // similarity: answer, reference
+			}
+			sc, _ := newScorer(t, srv, []string{score.AnswerRelevancy, score.AnswerSimilarity}, llm.JudgeOptions{Redact: red.fn}, true)
+			res, err := sc.Score(context.Background(), piiRecord())
+			if err != nil || len(res) != 2 {
+				t.Fatalf("Score = %+v, %v", res, err)
+			}
+			reqs := srv.requests()
+			if len(reqs) != 3 {
+				t.Fatalf("%d requests, want chat + 2 embeddings", len(reqs))
+			}
+			for i, req := range reqs {
+				checkNoPII(t, fmt.Sprintf("request %d", i), req)
+			}
+			// What is sent is still the text, with markers in place of the data.
+			rel, sim := fmt.Sprint(reqs[1]["input"]), fmt.Sprint(reqs[2]["input"])
+			for _, want := range []string{"[REDACTED:email]", "[REDACTED:phone]", "[REDACTED:card] charged twice?"} {
+				if !strings.Contains(rel, want) {
+					t.Errorf("relevancy embeddings input %q lacks %q", rel, want)
+				}
+			}
+			for _, want := range []string{"refunded card [REDACTED:card] to [REDACTED:iban] EUR", "[REDACTED:iban]; confirmation"} {
+				if !strings.Contains(sim, want) {
+					t.Errorf("similarity embeddings input %q lacks %q", sim, want)
 				}
 			}
 		})
