@@ -53,6 +53,10 @@ type JudgeOptions struct {
 // redaction.enabled: false).
 func NoRedaction(s string) string { return s }
 
+// DefaultRedaction redacts s with every built-in detector of internal/redact, uncounted: what
+// judges (JudgeOptions.Redact) and the NLI scorer use when given no redactor.
+func DefaultRedaction(s string) string { return defaultRedactor.String(s) }
+
 // defaultRedactor is what judges use without JudgeOptions.Redact.
 var defaultRedactor = func() *redact.Redactor {
 	r, err := redact.New(nil, nil, nil)
@@ -94,7 +98,7 @@ func NewJudge(b Backend, o JudgeOptions) *Judge {
 		o.Backoff = defaultBackoff
 	}
 	if o.Redact == nil {
-		o.Redact = defaultRedactor.String
+		o.Redact = DefaultRedaction
 	}
 	return &Judge{b: b, opts: o, sem: make(chan struct{}, o.MaxConcurrency)}
 }
