@@ -19,8 +19,22 @@ func TestSecretURL(t *testing.T) {
 		"https://api.example.com/?key=abc":                      "https://api.example.com/<redacted>",
 		"https://api.example.com#frag":                          "https://api.example.com/<redacted>",
 		"not a url":                                             "<redacted>",
-		"nats-1:4222":                                           "<redacted>",
 		"":                                                      "",
+		// NATS and OTLP/gRPC take host:port and user:pass@host:port without a scheme.
+		"nats-1:4222":                       "nats-1:4222",
+		"u:pw@nats-1:4222":                  "<redacted>@nats-1:4222",
+		"u:pw@nats-1:4222,u:pw@nats-2:4222": "<redacted>@nats-1:4222,<redacted>@nats-2:4222",
+		"tok3n@nats-1":                      "<redacted>@nats-1",
+		"sk-live-abcdef":                    "<redacted>", // a bare token is no host:port
+		// A credential holding characters that end the user info or split the list must not
+		// leave part of itself where the host or a second URL is shown.
+		"nats://u:p@ss/w0rd@nats-1:4222":                 "<redacted>",
+		"nats://u:1?2@nats-1:4222":                       "<redacted>",
+		"nats://u:1#2@nats-1:4222":                       "<redacted>",
+		"nats://u:12,34@nats-1:4222":                     "<redacted>",
+		"nats://u:p%zz@nats-1:4222":                      "<redacted>",
+		"nats://u:p@ss@nats-1:4222":                      "nats://<redacted>@nats-1:4222",
+		"https://otel.example:4318/v1/metrics?api-key=k": "https://otel.example:4318/<redacted>",
 	} {
 		u := SecretURL(in)
 		if got := u.String(); got != want {
