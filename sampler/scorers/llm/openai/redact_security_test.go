@@ -146,3 +146,25 @@ func TestEmbeddingsInputsAreRedacted(t *testing.T) {
 		})
 	}
 }
+
+// TestBaseURLSecretsStayOutOfErrors points the backend, with a key in the base URL's query
+// and a password in its user info, at a closed port: the network errors of the chat and the
+// embeddings call (logged, and written into dead-letter headers) show neither.
+func TestBaseURLSecretsStayOutOfErrors(t *testing.T) {
+	srv := newServer(t)
+	base := strings.Replace(srv.URL, "http://", "http://svc:pw-s3cret@", 1) + "/v1/?api-key=key-s3cret"
+	srv.Close()
+	b := New(Config{BaseURL: base, Model: "judge-1", EmbeddingsModel: "embed-1"})
+	_, chatErr := b.Complete(context.Background(), llm.Request{System: "s", Messages: []llm.Message{{Role: "user", Content: "u"}}})
+	_, _, embErr := b.Embedder().Embed(context.Background(), []string{"x"})
+	for name, err := range map[string]error{"chat": chatErr, "embeddings": embErr} {
+		if err == nil || !llm.Retryable(err) {
+			t.Fatalf("%s: err = %v, want a retryable network error", name, err)
+		}
+		for _, secret := range []string{"pw-s3cret", "key-s3cret"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("%s error %q contains %q", name, err, secret)
+			}
+		}
+	}
+}
