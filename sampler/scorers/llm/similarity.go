@@ -39,13 +39,13 @@ func (s *Scorer) answerSimilarity(ctx context.Context, r *record.Record, u *call
 	return verdict{value: math.Min(1, math.Max(0, c)), explanation: "embedding cosine of answer and reference"}, nil
 }
 
-// embedTexts sends texts to the embeddings model, each redacted with the judge's redactor and
-// then cut to the prompt size: embeddings leave the process like prompts do. Redacting
-// before cutting keeps a number at the cut from going out in part.
+// embedTexts sends texts to the embeddings model, each cut to the prompt size (cut redacts a
+// text before cutting it) and redacted with the judge's redactor: embeddings leave the
+// process like prompts do.
 func (s *Scorer) embedTexts(ctx context.Context, texts []string) ([][]float64, int64, error) {
 	out := make([]string, len(texts))
 	for i, t := range texts {
-		out[i] = s.cut(s.j.opts.Redact(t))
+		out[i] = s.j.opts.Redact(s.cut(t))
 	}
 	return s.embed.Embed(ctx, out)
 }

@@ -168,3 +168,32 @@ func TestBaseURLSecretsStayOutOfErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestNumberAtTheCutIsRedacted puts a card number across the point where a long answer is
+// cut to the prompt size: cutting first and redacting the prompt afterwards sent the first
+// twelve digits, too few for the card detector; the prompt and the embeddings input must
+// carry none of them.
+func TestNumberAtTheCutIsRedacted(t *testing.T) {
+	filler := strings.Repeat("Refund status checked. ", 4)   // 92 bytes
+	answer := filler + "Card 4111111111111111 was refunded." // the cut falls after "Card 411111111111"
+	srv := newServer(t)
+	srv.chat = []reply{completion(`{"reasoning":"fine","score":4}`, 1, 1)}
+	srv.emb = []reply{embeddingsReply([][]float64{{3, 4}, {4, 3}}, 5)}
+	b := New(Config{BaseURL: srv.URL + "/v1/", Model: "judge-1", EmbeddingsModel: "embed-1"})
+	sc, err := llm.NewScorer(llm.NewJudge(b, llm.JudgeOptions{}), llm.ScorerOptions{
+		Metrics: []string{score.RubricRelevance, score.AnswerSimilarity}, Embedder: b.Embedder(), MaxTextBytes: len(filler) + len("Card 411111111111")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sc.Score(context.Background(), &record.Record{TraceID: "0123456789abcdef0123456789abcdef",
+		Query: "Was my card refunded?", Answer: answer, Reference: answer})
+	if err != nil || len(res) != 2 {
+		t.Fatalf("Score = %+v, %v", res, err)
+	}
+	for i, req := range srv.requests() {
+		wire, _ := json.Marshal(req)
+		if strings.Contains(string(wire), "4111") {
+			t.Errorf("request %d carries part of the card:\n%s", i, wire)
+		}
+	}
+}
