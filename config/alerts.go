@@ -18,9 +18,9 @@ type Alerting struct {
 	ResolvedRetention model.Duration `yaml:"resolved_retention"`
 	// TraceURLTemplate links evidence to a trace viewer; {trace_id} and {service} are replaced
 	// (query-escaped), e.g. http://grafana:3000/explore?...{trace_id}...
-	TraceURLTemplate string `yaml:"trace_url_template"`
+	TraceURLTemplate SecretURL `yaml:"trace_url_template"`
 	// DashboardURL is the default `dashboard_url` annotation.
-	DashboardURL string `yaml:"dashboard_url"`
+	DashboardURL SecretURL `yaml:"dashboard_url"`
 	// StateBucket is the JetStream KV bucket holding window state across restarts; "" keeps
 	// state in memory only.
 	StateBucket  string        `yaml:"state_bucket"`
@@ -50,7 +50,7 @@ func (a Alerting) Validate() error {
 	if a.ResolvedRetention < 0 {
 		errs = append(errs, Invalid("resolved_retention", "must not be negative"))
 	}
-	if a.TraceURLTemplate != "" && !strings.Contains(a.TraceURLTemplate, "{trace_id}") {
+	if a.TraceURLTemplate != "" && !strings.Contains(a.TraceURLTemplate.Reveal(), "{trace_id}") {
 		errs = append(errs, Invalid("trace_url_template", "must contain {trace_id}"))
 	}
 	errs = append(errs, checkAlertURL("dashboard_url", a.DashboardURL)...)
@@ -120,7 +120,8 @@ func checkLabels(l map[string]string) []error {
 	return errs
 }
 
-func checkAlertURL(key, s string) []error {
+func checkAlertURL(key string, u SecretURL) []error {
+	s := u.Reveal()
 	if s == "" {
 		return nil
 	}

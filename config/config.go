@@ -200,7 +200,8 @@ func (s Statsd) Validate() error {
 
 // OTLPMetrics pushes the same signals as OTLP metrics; "" endpoint disables.
 type OTLPMetrics struct {
-	Endpoint string            `yaml:"endpoint"`
+	// Endpoint is host:port or a URL, which may carry user info or a key in its query.
+	Endpoint SecretURL         `yaml:"endpoint"`
 	Protocol string            `yaml:"protocol"` // grpc | http
 	Insecure bool              `yaml:"insecure"`
 	Interval time.Duration     `yaml:"interval"`

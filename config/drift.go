@@ -39,8 +39,8 @@ type DriftDetector struct {
 	KeepFiringFor       model.Duration    `yaml:"keep_firing_for"`
 	Severity            string            `yaml:"severity"`
 	Labels              map[string]string `yaml:"labels"`
-	RunbookURL          string            `yaml:"runbook_url"`
-	DashboardURL        string            `yaml:"dashboard_url"`
+	RunbookURL          SecretURL         `yaml:"runbook_url"`
+	DashboardURL        SecretURL         `yaml:"dashboard_url"`
 	Notifiers           []string          `yaml:"notifiers"`
 }
 

@@ -364,7 +364,7 @@ func checkNATSURL(s string) error {
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {
-		return fmt.Errorf("must be a comma-separated list of nats://host:port, got %q", s)
+		return fmt.Errorf("must be a comma-separated list of nats://host:port, got %q", SecretURL(s).String())
 	}
 	switch u.Scheme {
 	case "nats", "tls", "ws", "wss":

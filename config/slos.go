@@ -45,9 +45,9 @@ type SLO struct {
 
 	Severity     string            `yaml:"severity"` // page | ticket | info
 	Labels       map[string]string `yaml:"labels"`
-	RunbookURL   string            `yaml:"runbook_url"`
-	DashboardURL string            `yaml:"dashboard_url"`
-	Notifiers    []string          `yaml:"notifiers"` // none = all
+	RunbookURL   SecretURL         `yaml:"runbook_url"`   // may carry a token, as every *_url
+	DashboardURL SecretURL         `yaml:"dashboard_url"` // (a dashboard's ?auth_token=)
+	Notifiers    []string          `yaml:"notifiers"`     // none = all
 }
 
 // BurnRateWindow is one alert of the multi-window multi-burn-rate scheme: it fires when the

@@ -112,17 +112,17 @@ func New(o Options) (*Engine, error) {
 		return nil, fmt.Errorf("alert engine metrics: %w", err)
 	}
 	e := &Engine{now: o.Now, logger: o.Logger, store: o.Store, sink: o.Sink, services: o.Services, baseline: o.Baseline,
-		traceTmpl: c.Alerting.TraceURLTemplate, interval: c.Alerting.EvaluationInterval, saveEvery: c.Alerting.SaveInterval,
+		traceTmpl: c.Alerting.TraceURLTemplate.Reveal(), interval: c.Alerting.EvaluationInterval, saveEvery: c.Alerting.SaveInterval,
 		retention: time.Duration(c.Alerting.ResolvedRetention), m: m, byMetric: map[string][]*rule{}, stopOnce: &sync.Once{}}
 	for _, s := range c.SLOs {
-		r, err := newSLORule(s, c.Alerting.DashboardURL)
+		r, err := newSLORule(s, c.Alerting.DashboardURL.Reveal())
 		if err != nil {
 			return nil, err
 		}
 		e.addRule(r)
 	}
 	for _, d := range c.Drift.Detectors {
-		e.addRule(newDriftRule(d, c.Drift, c.Alerting.DashboardURL))
+		e.addRule(newDriftRule(d, c.Drift, c.Alerting.DashboardURL.Reveal()))
 	}
 	return e, nil
 }

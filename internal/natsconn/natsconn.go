@@ -11,10 +11,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -126,7 +124,7 @@ func Connect(ctx context.Context, cfg config.NATS, reg prometheus.Registerer, lo
 		c.stopServer()
 		where := "embedded server"
 		if urls != "" {
-			where = redact(cfg.Servers())
+			where = cfg.URL.String() // as SecretURL prints it: also user:pass@host without a scheme
 		}
 		return nil, fmt.Errorf("connect to NATS (%s; check `nats.url` and credentials): %w", where, err)
 	}
@@ -247,19 +245,6 @@ func backoff(first, maxWait time.Duration) nats.ReconnectDelayHandler {
 		jitter := time.Duration(time.Now().UnixNano() % int64(d/5+1))
 		return d - d/10 + jitter
 	}
-}
-
-// redact drops user info from server URLs for messages.
-func redact(servers []string) string {
-	out := make([]string, 0, len(servers))
-	for _, s := range servers {
-		if u, err := url.Parse(s); err == nil && u.User != nil {
-			u.User = nil
-			s = u.String()
-		}
-		out = append(out, s)
-	}
-	return strings.Join(out, ",")
 }
 
 func joinServers(s []string) string {

@@ -238,7 +238,7 @@ func startEnv(t *testing.T, cfg *config.Config) *env {
 	e := &env{sink: &sink{}, statsd: newStatsdServer(t), metrics: newMetricsServer(t)}
 	cfg.Exporters.Statsd.Endpoint = e.statsd.conn.LocalAddr().String()
 	cfg.Exporters.Statsd.FlushInterval = 10 * time.Millisecond
-	cfg.Exporters.OTLP.Endpoint = e.metrics.addr
+	cfg.Exporters.OTLP.Endpoint = config.SecretURL(e.metrics.addr)
 	cfg.Exporters.OTLP.Protocol = "grpc"
 	cfg.Exporters.OTLP.Insecure = true
 	cfg.Exporters.OTLP.Interval = 50 * time.Millisecond

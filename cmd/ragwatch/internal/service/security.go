@@ -152,9 +152,10 @@ func configTree(cfg *config.Config) (map[string]any, error) {
 	return tree, nil
 }
 
-// JudgeRedaction is the scorers.Build option that makes LLM judges redact their prompts with r
-// (custom patterns, counted). With r nil (redaction disabled) judges keep their built-in
-// default: prompts to an external judge are redacted regardless.
+// JudgeRedaction is the scorers.Build option that makes LLM judges (prompts, embeddings inputs)
+// and the NLI scorer redact what they send with r (custom patterns, counted). With r nil
+// (redaction disabled) they keep their built-in default: text to an external model server is
+// redacted regardless.
 func JudgeRedaction(r *redact.Redactor) []scorers.Option {
 	if r == nil {
 		return nil
