@@ -70,8 +70,6 @@ func joined(t *testing.T, reg *prometheus.Registry) (float64, float64) {
 		testutil.Sum(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "orphaned"})
 }
 
-func ptr(f float64) *float64 { return &f }
-
 func rec(trace string) *record.Record {
 	return &record.Record{TraceID: trace, SpanID: "00f067aa0ba902b7", Service: "support-bot", Time: t0, Query: "q", Answer: "a"}
 }

@@ -521,7 +521,7 @@ func TestCoreSubscriptionSurvivesServerRestart(t *testing.T) {
 	srv.Shutdown()
 	srv.WaitForShutdown()
 	testutil.Eventually(t, patience, 5*time.Millisecond, "ragwatch_nats_connected 0", func() bool { return connected() == 0 })
-	srv = testutil.RunServer(t, testutil.Port(port))
+	testutil.RunServer(t, testutil.Port(port)) // shut down by t.Cleanup
 	testutil.Eventually(t, patience, 5*time.Millisecond, "ragwatch_nats_connected 1", func() bool { return connected() == 1 })
 	// The client resubscribes right after reconnecting; flush so the server has it.
 	if err := conn.NC.Flush(); err != nil {

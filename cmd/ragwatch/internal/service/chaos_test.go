@@ -246,7 +246,7 @@ notifiers:
 	eventually("drops counted while NATS is down", 5*time.Second, func() bool {
 		return natsDrops() >= dropped0+50
 	})
-	ns = testutil.RunJetStream(t, testutil.StoreDir(natsDir), testutil.Port(natsPort))
+	testutil.RunJetStream(t, testutil.StoreDir(natsDir), testutil.Port(natsPort)) // shut down by t.Cleanup
 	eventually("NATS reconnected", 10*time.Second, func() bool { return natsConnected() == 1 })
 	s0 := scores()
 	eventually("scores flow after NATS is back", 15*time.Second, func() bool { return scores() >= s0+20 })
