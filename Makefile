@@ -13,7 +13,7 @@ TAGS     ?= grpcnotrace
 FUZZTIME ?= 5s
 BENCH    ?= .
 
-.PHONY: build run demo test vet unit e2e e2e-deps fuzz bench fmt fmt-check clean
+.PHONY: build run demo test vet lint unit e2e e2e-deps fuzz bench fmt fmt-check clean
 
 ## build: static binary in bin/ragwatch
 build:
@@ -27,12 +27,17 @@ run:
 demo:
 	$(GO) run -tags "$(TAGS)" ./cmd/ragwatch demo
 
-## test: everything CI runs — vet, the unit and integration tests with the race detector, the
-## end-to-end suite
-test: vet unit e2e
+## test: everything CI runs — vet, staticcheck, the unit and integration tests with the race
+## detector, the end-to-end suite
+test: vet lint unit e2e
 
 vet:
 	$(GO) vet ./...
+
+## lint: staticcheck, built from the module proxy at a pinned version
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	$(GO) run $(STATICCHECK) ./...
 
 unit:
 	$(GO) test -race ./...

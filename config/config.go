@@ -52,7 +52,7 @@ func Default() *Config {
 			GRPC: Endpoint{Endpoint: "127.0.0.1:4317"},
 			HTTP: Endpoint{Endpoint: "127.0.0.1:4318"},
 		}},
-		HTTP: HTTPServer{Endpoint: "0.0.0.0:9464"},
+		HTTP: HTTPServer{Endpoint: "0.0.0.0:9464", APIEndpoint: "127.0.0.1:9465"},
 		Exporters: Exporters{
 			Statsd: Statsd{Prefix: "rag", FlushInterval: 100 * time.Millisecond, FlushBytes: 1432, TagFormat: "datadog"},
 			OTLP:   OTLPMetrics{Protocol: "grpc", Interval: 15 * time.Second, Timeout: 10 * time.Second},
@@ -89,6 +89,9 @@ type OTLPReceivers struct {
 	HTTP Endpoint `yaml:"http"`
 	// MaxRequestBytes bounds one request body (HTTP, after decompression) or gRPC message.
 	MaxRequestBytes int `yaml:"max_request_bytes"`
+	// MaxConcurrentStreams bounds the gRPC exports in flight on one connection; 0 takes
+	// otlp.DefaultMaxConcurrentStreams (100). gRPC's own default is unbounded.
+	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
 }
 
 // Endpoint is a listen address; "" disables the listener.
@@ -113,28 +116,45 @@ func (e Endpoint) Validate() error {
 
 // Validate implements Validator.
 func (o OTLPReceivers) Validate() error {
+	var errs []error
 	if o.MaxRequestBytes < 0 {
-		return Invalid("max_request_bytes", "must not be negative")
+		errs = append(errs, Invalid("max_request_bytes", "must not be negative"))
 	}
-	return nil
+	if o.MaxConcurrentStreams < 0 || o.MaxConcurrentStreams > 1<<20 {
+		errs = append(errs, Invalid("max_concurrent_streams", "must be between 0 and 1048576"))
+	}
+	return joinErrs(errs)
 }
 
-// HTTPServer is ragwatch's own HTTP server: /metrics, /healthz, /readyz, /api/v1/...
+// HTTPServer is ragwatch's own HTTP server: /metrics, /healthz and /readyz on Endpoint, the
+// API (/api/v1/..., /debug/pprof/...) on APIEndpoint.
 type HTTPServer struct {
 	Endpoint string `yaml:"endpoint"`
-	// TLS serves TLS (mTLS with client_ca_file).
+	// APIEndpoint is the API's listener, 127.0.0.1:9465 by default, so that opening Endpoint
+	// to Prometheus and the kubelet does not open the API; "" serves the API on Endpoint.
+	APIEndpoint string `yaml:"api_endpoint"`
+	// TLS serves TLS (mTLS with client_ca_file) on both listeners.
 	TLS TLSServer `yaml:"tls"`
-	// Auth requires a bearer token on /api/v1/*, reads and writes alike (answers may carry
-	// content); /metrics, /healthz and /readyz stay open for probes and scrapers.
+	// Auth requires a bearer token on /api/v1/* and /debug/*, reads and writes alike (answers
+	// may carry content). Without it the API answers only requests from 127.0.0.1 or ::1
+	// addressed to localhost. /metrics, /healthz and /readyz stay open for probes and scrapers.
 	Auth BearerAuth `yaml:"auth"`
 }
 
 // Validate implements Validator.
 func (h HTTPServer) Validate() error {
+	var errs []error
 	if err := checkHostPort(h.Endpoint); err != nil {
-		return Invalid("endpoint", "%v", err)
+		errs = append(errs, Invalid("endpoint", "%v", err))
 	}
-	return nil
+	if h.APIEndpoint != "" {
+		if err := checkHostPort(h.APIEndpoint); err != nil {
+			errs = append(errs, Invalid("api_endpoint", "%v", err))
+		} else if h.APIEndpoint == h.Endpoint && !strings.HasSuffix(h.Endpoint, ":0") { // :0 is two free ports
+			errs = append(errs, Invalid("api_endpoint", "must differ from `endpoint`; leave it empty to serve the API on `endpoint`"))
+		}
+	}
+	return joinErrs(errs)
 }
 
 // Exporters configures where online signals go besides /metrics.
@@ -180,7 +200,8 @@ func (s Statsd) Validate() error {
 
 // OTLPMetrics pushes the same signals as OTLP metrics; "" endpoint disables.
 type OTLPMetrics struct {
-	Endpoint string            `yaml:"endpoint"`
+	// Endpoint is host:port or a URL, which may carry user info or a key in its query.
+	Endpoint SecretURL         `yaml:"endpoint"`
 	Protocol string            `yaml:"protocol"` // grpc | http
 	Insecure bool              `yaml:"insecure"`
 	Interval time.Duration     `yaml:"interval"`

@@ -119,8 +119,9 @@ func (c *Config) validate(lines map[string]int) error {
 			errs = append(errs, &FieldError{Key: key, Line: lookupLine(lines, path), Msg: e.Error()})
 		}
 	})
-	// Checks across sections: names that refer to each other (alerts.go).
-	if err := CheckAlertRefs(c); err != nil {
+	// Checks across sections: names that refer to each other (alerts.go), stream caps against
+	// the embedded server's store (storage.go).
+	if err := errors.Join(CheckAlertRefs(c), CheckStorage(c)); err != nil {
 		for _, e := range flatten(err) {
 			var fe *FieldError
 			if errors.As(e, &fe) {

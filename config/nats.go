@@ -23,9 +23,14 @@ type NATS struct {
 	// CredentialsFile is a NATS .creds file (JWT + nkey seed); only with url.
 	CredentialsFile string `yaml:"credentials_file"`
 	// TokenEnv / TokenFile name where the auth token comes from (one of them); only with url.
-	TokenEnv  string  `yaml:"token_env"`
-	TokenFile string  `yaml:"token_file"`
-	TLS       NATSTLS `yaml:"tls"`
+	TokenEnv  string `yaml:"token_env"`
+	TokenFile string `yaml:"token_file"`
+	// User, with the password from PasswordEnv or PasswordFile, logs in to an external cluster
+	// (instead of user info in `url`, which would put the password in the config); only with url.
+	User         string  `yaml:"user"`
+	PasswordEnv  string  `yaml:"password_env"`
+	PasswordFile string  `yaml:"password_file"`
+	TLS          NATSTLS `yaml:"tls"`
 
 	// ReconnectWait is the first wait between reconnect attempts; it doubles per attempt up to
 	// ReconnectMaxWait. ragwatch reconnects forever.
@@ -45,9 +50,33 @@ type NATS struct {
 	Consume  NATSConsume  `yaml:"consume"`
 }
 
-// NATSEmbedded configures the embedded nats-server.
+// NATSEmbedded configures the embedded nats-server. It always requires credentials: an
+// unauthenticated client is refused on connect, whatever address it listens on.
 type NATSEmbedded struct {
-	Endpoint string `yaml:"endpoint"`
+	Endpoint string            `yaml:"endpoint"`
+	Users    NATSEmbeddedUsers `yaml:"users"`
+	// MaxStore is the embedded server's JetStream file storage limit in bytes. Every stream and
+	// bucket ragwatch creates reserves its max_bytes against it (CheckStorage), so the store
+	// dir never outgrows its volume: the default fits the Kubernetes example's 512 MiB emptyDir.
+	MaxStore int64 `yaml:"max_store"`
+}
+
+// NATSEmbeddedUsers are the two users of the embedded server.
+type NATSEmbeddedUsers struct {
+	// Ragwatch is ragwatch's own connection: every permission (streams, KV buckets, scores).
+	Ragwatch NATSUser `yaml:"ragwatch"`
+	// App is the application next to ragwatch: it may publish on the records, feedback and
+	// OTLP subjects and nothing else (no subscribe, no JetStream API).
+	App NATSUser `yaml:"app"`
+}
+
+// NATSUser is one user of the embedded server. The password comes from PasswordEnv or
+// PasswordFile; with neither, ragwatch generates one at first start into
+// <store_dir>/nats-<role>.password (mode 0600), reuses it afterwards and logs the path.
+type NATSUser struct {
+	Name         string `yaml:"name"`
+	PasswordEnv  string `yaml:"password_env"`
+	PasswordFile string `yaml:"password_file"`
 }
 
 // NATSTLS configures TLS to an external cluster.
@@ -74,13 +103,16 @@ type NATSConsume struct {
 
 	// JetStream mode. Stream is created (or updated) over the enabled subjects unless
 	// CreateStream is false, in which case it must exist and capture them.
-	Stream        string        `yaml:"stream"`
-	CreateStream  bool          `yaml:"create_stream"`
-	StreamMaxAge  time.Duration `yaml:"stream_max_age"`
-	Durable       string        `yaml:"durable"` // prefix; one durable per subject kind
-	AckWait       time.Duration `yaml:"ack_wait"`
-	MaxDeliver    int           `yaml:"max_deliver"`
-	MaxAckPending int           `yaml:"max_ack_pending"`
+	Stream       string        `yaml:"stream"`
+	CreateStream bool          `yaml:"create_stream"`
+	StreamMaxAge time.Duration `yaml:"stream_max_age"`
+	// StreamMaxBytes caps the intake stream when ragwatch creates it; beyond it the oldest
+	// messages go (acked ones first in practice: the stream keeps messages for stream_max_age).
+	StreamMaxBytes int64         `yaml:"stream_max_bytes"`
+	Durable        string        `yaml:"durable"` // prefix; one durable per subject kind
+	AckWait        time.Duration `yaml:"ack_wait"`
+	MaxDeliver     int           `yaml:"max_deliver"`
+	MaxAckPending  int           `yaml:"max_ack_pending"`
 
 	// DedupWindow and DedupMax bound the duplicate detection (by trace id for records, by
 	// stream sequence for redelivered messages). In jetstream mode the window is persisted in
@@ -88,6 +120,8 @@ type NATSConsume struct {
 	DedupWindow time.Duration `yaml:"dedup_window"`
 	DedupMax    int           `yaml:"dedup_max"`
 	DedupBucket string        `yaml:"dedup_bucket"`
+	// DedupMaxBytes caps the dedup bucket.
+	DedupMaxBytes int64 `yaml:"dedup_max_bytes"`
 }
 
 // Consume modes.
@@ -98,8 +132,11 @@ const (
 
 func defaultNATS() NATS {
 	return NATS{
-		StoreDir:         "./ragwatch-data",
-		Embedded:         NATSEmbedded{Endpoint: "127.0.0.1:4222"},
+		StoreDir: "./ragwatch-data",
+		Embedded: NATSEmbedded{Endpoint: "127.0.0.1:4222", MaxStore: 448 << 20, Users: NATSEmbeddedUsers{
+			Ragwatch: NATSUser{Name: "ragwatch"},
+			App:      NATSUser{Name: "app"},
+		}},
 		Name:             "ragwatch",
 		ReconnectWait:    time.Second,
 		ReconnectMaxWait: 30 * time.Second,
@@ -112,18 +149,20 @@ func defaultNATS() NATS {
 			Feedback: "ragwatch.feedback.>",
 		},
 		Consume: NATSConsume{
-			Mode:          NATSModeCore,
-			QueueGroup:    "ragwatch",
-			Stream:        "RAGWATCH_INGEST",
-			CreateStream:  true,
-			StreamMaxAge:  24 * time.Hour,
-			Durable:       "ragwatch",
-			AckWait:       30 * time.Second,
-			MaxDeliver:    5,
-			MaxAckPending: 1000,
-			DedupWindow:   10 * time.Minute,
-			DedupMax:      100000,
-			DedupBucket:   "ragwatch_dedup",
+			Mode:           NATSModeCore,
+			QueueGroup:     "ragwatch",
+			Stream:         "RAGWATCH_INGEST",
+			CreateStream:   true,
+			StreamMaxAge:   24 * time.Hour,
+			StreamMaxBytes: 128 << 20,
+			Durable:        "ragwatch",
+			AckWait:        30 * time.Second,
+			MaxDeliver:     5,
+			MaxAckPending:  1000,
+			DedupWindow:    10 * time.Minute,
+			DedupMax:       100000,
+			DedupBucket:    "ragwatch_dedup",
+			DedupMaxBytes:  16 << 20,
 		},
 	}
 }
@@ -155,8 +194,13 @@ func (n NATS) Validate() error {
 		if err := checkEmbeddedEndpoint(n.Embedded.Endpoint); err != nil {
 			errs = append(errs, Invalid("embedded.endpoint", "%v", err))
 		}
+		if n.Embedded.MaxStore <= 0 {
+			errs = append(errs, Invalid("embedded.max_store", "must be positive (bytes of JetStream file storage)"))
+		}
+		errs = append(errs, n.Embedded.Users.validate()...)
 		for _, kv := range [][2]string{
 			{"credentials_file", n.CredentialsFile}, {"token_env", n.TokenEnv}, {"token_file", n.TokenFile},
+			{"user", n.User}, {"password_env", n.PasswordEnv}, {"password_file", n.PasswordFile},
 			{"tls.ca_file", n.TLS.CAFile}, {"tls.cert_file", n.TLS.CertFile}, {"tls.key_file", n.TLS.KeyFile},
 		} {
 			if key, v := kv[0], kv[1]; v != "" {
@@ -179,6 +223,19 @@ func (n NATS) Validate() error {
 	if (n.TokenEnv != "" || n.TokenFile != "") && n.CredentialsFile != "" {
 		errs = append(errs, Invalid("credentials_file", "set either a credentials file or a token, not both"))
 	}
+	if n.PasswordEnv != "" && n.PasswordFile != "" {
+		errs = append(errs, Invalid("password_env", "set either `password_env` or `password_file`, not both"))
+	}
+	if n.User == "" {
+		for _, kv := range [][2]string{{"password_env", n.PasswordEnv}, {"password_file", n.PasswordFile}} {
+			if kv[1] != "" {
+				errs = append(errs, Invalid(kv[0], "needs `user`"))
+			}
+		}
+	}
+	if n.User != "" && (n.CredentialsFile != "" || n.TokenEnv != "" || n.TokenFile != "") {
+		errs = append(errs, Invalid("user", "set either a user and password, a credentials file or a token, not several"))
+	}
 	if (n.TLS.CertFile == "") != (n.TLS.KeyFile == "") {
 		errs = append(errs, Invalid("tls", "`cert_file` and `key_file` must be set together"))
 	}
@@ -200,6 +257,25 @@ func (n NATS) Validate() error {
 	errs = append(errs, n.Subjects.validate()...)
 	errs = append(errs, n.Consume.validate()...)
 	return joinErrs(errs)
+}
+
+func (u NATSEmbeddedUsers) validate() []error {
+	var errs []error
+	for _, r := range []struct {
+		key  string
+		user NATSUser
+	}{{"embedded.users.ragwatch", u.Ragwatch}, {"embedded.users.app", u.App}} {
+		if !validName(r.user.Name) {
+			errs = append(errs, Invalid(r.key+".name", "must be letters, digits, '-' or '_', got %q", r.user.Name))
+		}
+		if r.user.PasswordEnv != "" && r.user.PasswordFile != "" {
+			errs = append(errs, Invalid(r.key+".password_env", "set either `password_env` or `password_file`, not both"))
+		}
+	}
+	if u.Ragwatch.Name != "" && u.Ragwatch.Name == u.App.Name {
+		errs = append(errs, Invalid("embedded.users.app.name", "must differ from `embedded.users.ragwatch.name`"))
+	}
+	return errs
 }
 
 func (s NATSSubjects) validate() []error {
@@ -248,6 +324,12 @@ func (c NATSConsume) validate() []error {
 		if c.StreamMaxAge < 0 {
 			errs = append(errs, Invalid("consume.stream_max_age", "must not be negative (0 keeps messages until acked)"))
 		}
+		if c.StreamMaxBytes <= 0 {
+			errs = append(errs, Invalid("consume.stream_max_bytes", "must be positive"))
+		}
+		if c.DedupMaxBytes <= 0 {
+			errs = append(errs, Invalid("consume.dedup_max_bytes", "must be positive"))
+		}
 		if !validName(c.DedupBucket) {
 			errs = append(errs, Invalid("consume.dedup_bucket", "must be a bucket name of letters, digits, '-' or '_', got %q", c.DedupBucket))
 		}
@@ -282,7 +364,7 @@ func checkNATSURL(s string) error {
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {
-		return fmt.Errorf("must be a comma-separated list of nats://host:port, got %q", s)
+		return fmt.Errorf("must be a comma-separated list of nats://host:port, got %q", SecretURL(s).String())
 	}
 	switch u.Scheme {
 	case "nats", "tls", "ws", "wss":
@@ -347,10 +429,13 @@ type Feedback struct {
 	// after a restart or at another sidecar sharing the bucket. It costs a KV write and a key
 	// per record for `retention`; off by default, when only pending feedback is persisted.
 	PersistSeen bool `yaml:"persist_seen"`
+	// MaxBytes caps the bucket; when it is full new state is not persisted (counted as
+	// storage_full) and the join keeps working from memory.
+	MaxBytes int64 `yaml:"max_bytes"`
 }
 
 func defaultFeedback() Feedback {
-	return Feedback{Retention: 24 * time.Hour, MaxEntries: 200000, Bucket: "ragwatch_feedback"}
+	return Feedback{Retention: 24 * time.Hour, MaxEntries: 200000, Bucket: "ragwatch_feedback", MaxBytes: 64 << 20}
 }
 
 // Validate implements Validator.
@@ -361,6 +446,9 @@ func (f Feedback) Validate() error {
 	}
 	if f.MaxEntries <= 0 {
 		errs = append(errs, Invalid("max_entries", "must be positive"))
+	}
+	if f.Bucket != "" && f.MaxBytes <= 0 {
+		errs = append(errs, Invalid("max_bytes", "must be positive"))
 	}
 	if f.Bucket != "" && !validName(f.Bucket) {
 		errs = append(errs, Invalid("bucket", "must be a bucket name of letters, digits, '-' or '_', got %q", f.Bucket))

@@ -24,7 +24,10 @@ func TestNATSDefaults(t *testing.T) {
 	if c.NATS.Subjects != (NATSSubjects{Records: "ragwatch.records.>", OTLP: "ragwatch.otlp.traces", Feedback: "ragwatch.feedback.>"}) {
 		t.Fatalf("subjects = %+v", c.NATS.Subjects)
 	}
-	if c.Feedback != (Feedback{Retention: 24 * time.Hour, MaxEntries: 200000, Bucket: "ragwatch_feedback"}) {
+	if u := c.NATS.Embedded.Users; u.Ragwatch != (NATSUser{Name: "ragwatch"}) || u.App != (NATSUser{Name: "app"}) {
+		t.Fatalf("embedded users = %+v", u)
+	}
+	if c.Feedback != (Feedback{Retention: 24 * time.Hour, MaxEntries: 200000, Bucket: "ragwatch_feedback", MaxBytes: 64 << 20}) {
 		t.Fatalf("feedback = %+v", c.Feedback)
 	}
 }
@@ -79,12 +82,18 @@ func TestNATSValidateErrors(t *testing.T) {
 		{"creds without url", "nats:\n  credentials_file: /x.creds\n", "line 2: `nats.credentials_file` applies only to an external cluster; set `url` or remove it"},
 		{"bad url", "nats:\n  url: \"http://x:1\"\n", "line 2: `nats.url` scheme must be nats, tls, ws or wss, got \"http\""},
 		{"token both", "nats:\n  url: nats://x:4222\n  token_env: A\n  token_file: /b\n", "line 3: `nats.token_env` set either `token_env` or `token_file`, not both"},
+		{"password without user", "nats:\n  url: nats://x:4222\n  password_file: /p\n", "line 3: `nats.password_file` needs `user`"},
+		{"user and token", "nats:\n  url: nats://x:4222\n  user: u\n  token_env: T\n", "line 3: `nats.user` set either a user and password, a credentials file or a token, not several"},
+		{"user without url", "nats:\n  user: u\n", "line 2: `nats.user` applies only to an external cluster; set `url` or remove it"},
+		{"embedded password both", "nats:\n  embedded:\n    users:\n      app:\n        password_env: A\n        password_file: /b\n", "line 5: `nats.embedded.users.app.password_env` set either `password_env` or `password_file`, not both"},
+		{"embedded same user", "nats:\n  embedded:\n    users:\n      app:\n        name: ragwatch\n", "line 5: `nats.embedded.users.app.name` must differ from `embedded.users.ragwatch.name`"},
+		{"embedded user name", "nats:\n  embedded:\n    users:\n      ragwatch:\n        name: \"a b\"\n", "line 5: `nats.embedded.users.ragwatch.name` must be letters, digits, '-' or '_', got \"a b\""},
 		{"cert without key", "nats:\n  url: nats://x:4222\n  tls:\n    cert_file: /c\n", "line 3: `nats.tls` `cert_file` and `key_file` must be set together"},
 		{"stream name", "nats:\n  consume:\n    mode: jetstream\n    stream: a.b\n", "line 4: `nats.consume.stream` must be a stream name of letters, digits, '-' or '_', got \"a.b\""},
 		{"ack wait", "nats:\n  consume:\n    mode: jetstream\n    ack_wait: 1ms\n", "line 4: `nats.consume.ack_wait` must be at least 100ms"},
 		{"payload", "nats:\n  max_payload: 10\n", "line 2: `nats.max_payload` must be between 1024 and 67108864 bytes, got 10"},
 		{"retention", "feedback:\n  retention: 0s\n", "line 2: `feedback.retention` must be positive"},
-		{"unknown", "nats:\n  consume:\n    queue: x\n", "line 3: `nats.consume.queue` is not a known key; expected one of: ack_wait, create_stream, dedup_bucket, dedup_max, dedup_window, durable, max_ack_pending, max_deliver, mode, queue_group, stream, stream_max_age"},
+		{"unknown", "nats:\n  consume:\n    queue: x\n", "line 3: `nats.consume.queue` is not a known key; expected one of: ack_wait, create_stream, dedup_bucket, dedup_max, dedup_max_bytes, dedup_window, durable, max_ack_pending, max_deliver, mode, queue_group, stream, stream_max_age, stream_max_bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -179,7 +179,8 @@ type ScoringQueue struct {
 	Stream   string `yaml:"stream"`
 	Subject  string `yaml:"subject"`
 	Consumer string `yaml:"consumer"`
-	// MaxBytes and MaxAge bound the stream; when full, new samples are refused (queue_full).
+	// MaxBytes and MaxAge bound the stream; when full, new samples are refused (counted as
+	// storage_full) and queued work is kept.
 	MaxBytes int64         `yaml:"max_bytes"`
 	MaxAge   time.Duration `yaml:"max_age"`
 	// DedupWindow is how long a record key is remembered so the same record is queued once:
@@ -197,6 +198,8 @@ type ScoringQueue struct {
 	DeadLetterSubject string        `yaml:"dead_letter_subject"`
 	DeadLetterStream  string        `yaml:"dead_letter_stream"`
 	DeadLetterMaxAge  time.Duration `yaml:"dead_letter_max_age"`
+	// DeadLetterMaxBytes caps the dead-letter stream; beyond it the oldest records go.
+	DeadLetterMaxBytes int64 `yaml:"dead_letter_max_bytes"`
 	// ScoresSubjectPrefix is where results go: <prefix>.<service>.
 	ScoresSubjectPrefix string `yaml:"scores_subject_prefix"`
 }
@@ -209,7 +212,7 @@ func defaultScoringRuntime() ScoringRuntime {
 			Stream:              "RAGWATCH_SCORING",
 			Subject:             "ragwatch.scoring.records",
 			Consumer:            "ragwatch-scorers",
-			MaxBytes:            1 << 30,
+			MaxBytes:            128 << 20,
 			MaxAge:              24 * time.Hour,
 			DedupWindow:         2 * time.Minute,
 			AckWait:             6 * time.Minute,
@@ -218,6 +221,7 @@ func defaultScoringRuntime() ScoringRuntime {
 			DeadLetterSubject:   "ragwatch.scoring.dead",
 			DeadLetterStream:    "RAGWATCH_SCORING_DEAD",
 			DeadLetterMaxAge:    7 * 24 * time.Hour,
+			DeadLetterMaxBytes:  32 << 20,
 			ScoresSubjectPrefix: "ragwatch.scores",
 		},
 	}
@@ -262,6 +266,9 @@ func (s ScoringRuntime) Validate() error {
 	}
 	if q.DeadLetterMaxAge <= 0 {
 		errs = append(errs, Invalid("queue.dead_letter_max_age", "must be positive"))
+	}
+	if q.DeadLetterMaxBytes <= 0 {
+		errs = append(errs, Invalid("queue.dead_letter_max_bytes", "must be positive"))
 	}
 	if q.AckWait <= 0 {
 		errs = append(errs, Invalid("queue.ack_wait", "must be positive"))

@@ -339,7 +339,7 @@ func checkURL(s string) error {
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("must be an http:// or https:// URL, got %q", s)
+		return fmt.Errorf("must be an http:// or https:// URL, got %q", SecretURL(s).String())
 	}
 	return nil
 }

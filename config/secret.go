@@ -45,15 +45,29 @@ func (s Secret) Reveal() string { return string(s) }
 // info (nats://user:pass@host), a token in the path (Slack and webhook URLs) or in the query.
 // It prints each URL's scheme and host only ("https://hooks.slack.com/<redacted>",
 // "nats://<redacted>@nats:4222"), so a dump shows where it points but not what unlocks it.
+// Addresses without a scheme, as NATS and OTLP/gRPC take them, print the same way
+// ("<redacted>@nats:4222", "collector:4317").
 type SecretURL string
 
 // String gives the URL with its user info, path, query and fragment replaced by "<redacted>";
-// a value that does not parse as an absolute URL is redacted whole.
+// a value that does not parse as an absolute URL or host:port is redacted whole, and so is
+// any value where a credential may have been split by the parser: an '@' that is not the user
+// info separator (a password holding '/', '?' or '#'), or a list mixing URLs with and without
+// a scheme (a password holding ',').
 func (u SecretURL) String() string {
 	if u == "" {
 		return ""
 	}
 	parts := strings.Split(string(u), ",")
+	schemes := 0
+	for _, p := range parts {
+		if strings.Contains(p, "://") {
+			schemes++
+		}
+	}
+	if schemes != 0 && schemes != len(parts) {
+		return redacted
+	}
 	for i, p := range parts {
 		parts[i] = redactURL(strings.TrimSpace(p))
 	}
@@ -61,11 +75,25 @@ func (u SecretURL) String() string {
 }
 
 func redactURL(s string) string {
-	v, err := url.Parse(s)
-	if err != nil || v.Scheme == "" || v.Host == "" {
+	bare := !strings.Contains(s, "://")
+	raw := s
+	if bare {
+		raw = "//" + s
+	}
+	v, err := url.Parse(raw)
+	if err != nil || v.Host == "" || (!bare && v.Scheme == "") {
 		return redacted
 	}
-	out := v.Scheme + "://"
+	if strings.Contains(s, "@") && (v.User == nil || strings.Contains(v.Path+v.RawQuery+v.Fragment, "@")) {
+		return redacted
+	}
+	if bare && v.User == nil && v.Port() == "" {
+		return redacted // "token" alone is no address
+	}
+	out := ""
+	if !bare {
+		out = v.Scheme + "://"
+	}
 	if v.User != nil {
 		out += redacted + "@"
 	}

@@ -19,8 +19,22 @@ func TestSecretURL(t *testing.T) {
 		"https://api.example.com/?key=abc":                      "https://api.example.com/<redacted>",
 		"https://api.example.com#frag":                          "https://api.example.com/<redacted>",
 		"not a url":                                             "<redacted>",
-		"nats-1:4222":                                           "<redacted>",
 		"":                                                      "",
+		// NATS and OTLP/gRPC take host:port and user:pass@host:port without a scheme.
+		"nats-1:4222":                       "nats-1:4222",
+		"u:pw@nats-1:4222":                  "<redacted>@nats-1:4222",
+		"u:pw@nats-1:4222,u:pw@nats-2:4222": "<redacted>@nats-1:4222,<redacted>@nats-2:4222",
+		"tok3n@nats-1":                      "<redacted>@nats-1",
+		"sk-live-abcdef":                    "<redacted>", // a bare token is no host:port
+		// A credential holding characters that end the user info or split the list must not
+		// leave part of itself where the host or a second URL is shown.
+		"nats://u:p@ss/w0rd@nats-1:4222":                 "<redacted>",
+		"nats://u:1?2@nats-1:4222":                       "<redacted>",
+		"nats://u:1#2@nats-1:4222":                       "<redacted>",
+		"nats://u:12,34@nats-1:4222":                     "<redacted>",
+		"nats://u:p%zz@nats-1:4222":                      "<redacted>",
+		"nats://u:p@ss@nats-1:4222":                      "nats://<redacted>@nats-1:4222",
+		"https://otel.example:4318/v1/metrics?api-key=k": "https://otel.example:4318/<redacted>",
 	} {
 		u := SecretURL(in)
 		if got := u.String(); got != want {
@@ -43,11 +57,12 @@ func TestSecretURL(t *testing.T) {
 // Modelled on Alertmanager's TestHideConfigSecrets.
 func TestHideConfigSecrets(t *testing.T) {
 	secrets := []string{"hdr-TOKEN-1", "natspass2", "judgepass3", "JUDGEPATH4", "anthkey5", "nlipass6",
-		"SLACKTOKEN7", "hooktoken8", "ampass9", "PDPATH10"}
+		"SLACKTOKEN7", "hooktoken8", "ampass9", "PDPATH10", "rbtoken11", "dashtoken12", "driftpass13", "dashtoken14",
+		"tracetoken15", "dashtoken16", "otlppass17"}
 	c, err := Parse([]byte(`
 exporters:
   otlp:
-    endpoint: otel-collector:4317
+    endpoint: "https://otlp:otlppass17@otel-collector:4318/v1/metrics"
     headers: {authorization: "Bearer hdr-TOKEN-1", x-scope: "hdr-TOKEN-1"}
 nats:
   url: "nats://ragwatch:natspass2@nats-1:4222,nats://ragwatch:natspass2@nats-2:4222"
@@ -62,6 +77,16 @@ notifiers:
   - {name: hook, type: webhook, url: "https://hooks.example.com/ragwatch?token=hooktoken8", secret_env: HOOK_HMAC}
   - {name: am, type: alertmanager, url: "http://ops:ampass9@alertmanager:9093"}
   - {name: pd, type: pagerduty, url: "https://events.example.com/PDPATH10", routing_key_env: PD_KEY}
+slos:
+  - {name: cp, metric: citation_precision, alert_below: 0.7, runbook_url: "https://runbooks.example/cp?token=rbtoken11",
+     dashboard_url: "https://grafana.example/d/x?auth_token=dashtoken12"}
+drift:
+  detectors:
+    - {name: scores-ks, signal: retrieval_score, method: ks, buckets: [0, 0.5, 1],
+       runbook_url: "https://u:driftpass13@runbooks.example/drift", dashboard_url: "https://grafana.example/d/y?auth_token=dashtoken14"}
+alerting:
+  trace_url_template: "https://tempo.example/t/{trace_id}?auth=tracetoken15"
+  dashboard_url: "https://grafana.example/d/z?auth_token=dashtoken16"
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +105,8 @@ notifiers:
 		"%+v":    fmt.Sprintf("%+v", *c),
 		"%#v":    fmt.Sprintf("%#v", *c),
 	}
-	shown := []string{"otel-collector:4317", "nats://<redacted>@nats-1:4222", "NATS_TOKEN", "judge-model",
+	shown := []string{"https://<redacted>@otel-collector:4318/<redacted>", "https://runbooks.example/<redacted>",
+		"https://grafana.example/<redacted>", "https://<redacted>@runbooks.example/<redacted>", "https://tempo.example/<redacted>", "nats://<redacted>@nats-1:4222", "NATS_TOKEN", "judge-model",
 		"OPENAI_KEY", "https://<redacted>@judge.example.com/<redacted>", "/run/secrets/anthropic",
 		"https://anthropic.example.com/<redacted>", "http://<redacted>@nli.internal:8080",
 		"https://hooks.slack.com/<redacted>", "https://hooks.example.com/<redacted>", "HOOK_HMAC",

@@ -231,6 +231,8 @@ func renderChart(t *testing.T, dir string, overrides map[string]any) map[string]
 		err := root.ExecuteTemplate(&buf, name, data)
 		return buf.String(), err
 	}
+	// lookup finds nothing, as under `helm template` (no cluster).
+	funcs["lookup"] = func(_, _, _, _ string) map[string]any { return map[string]any{} }
 	funcs["required"] = func(msg string, v any) (any, error) {
 		if v == nil || v == "" {
 			return nil, fmt.Errorf("%s", msg)
@@ -335,4 +337,98 @@ func TestHelmChartRendersValidObjects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNATSCredentialsFromSecrets: no example connects to NATS with a bare URL. A sidecar's
+// config takes the app user's password from the environment, which a Secret fills in both the
+// ragwatch and the app container; a worker logs in to the cluster with a user and a password
+// file mounted from a Secret.
+func TestNATSCredentialsFromSecrets(t *testing.T) {
+	sets := map[string][]any{}
+	for _, f := range []string{"kubernetes/ragwatch-sidecar.yaml", "kubernetes/ragwatch-worker.yaml"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets[f] = decodeStrict(t, f, data)
+	}
+	for name, doc := range renderChart(t, "helm/ragwatch", map[string]any{"worker": map[string]any{"enabled": true}}) {
+		sets["chart "+name] = decodeStrict(t, name, []byte(doc))
+	}
+	var configs []string
+	for _, objs := range sets {
+		for _, o := range objs {
+			if cm, ok := o.(*corev1.ConfigMap); ok && cm.Data["ragwatch.yaml"] != "" {
+				configs = append(configs, cm.Data["ragwatch.yaml"])
+			}
+		}
+	}
+	if len(configs) < 4 {
+		t.Fatalf("found %d ragwatch configs, want the sidecar's and the worker's in both the manifests and the chart", len(configs))
+	}
+	embedded, external := 0, 0
+	for _, c := range configs {
+		cfg, err := config.Parse([]byte(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := cfg.NATS
+		if n.IsEmbedded() {
+			embedded++
+			if n.Embedded.Users.App.PasswordEnv == "" && n.Embedded.Users.App.PasswordFile == "" {
+				t.Errorf("sidecar config does not take the app's NATS password from a Secret:\n%s", c)
+			}
+			continue
+		}
+		external++
+		if strings.Contains(n.URL.Reveal(), "@") || n.User == "" || n.PasswordFile == "" {
+			t.Errorf("worker config connects without user and password file (or with them in the URL):\n%s", c)
+		}
+	}
+	if embedded < 2 || external < 2 {
+		t.Fatalf("embedded configs %d, external %d: want the sidecar and the worker of both examples", embedded, external)
+	}
+	for set, objs := range sets {
+		for _, o := range objs {
+			d, ok := o.(*appsv1.Deployment)
+			if !ok {
+				continue
+			}
+			for _, c := range d.Spec.Template.Spec.Containers {
+				if strings.Contains(c.Image, "ragwatch") && c.Args[0] == "worker" {
+					if !mountsSecret(d.Spec.Template.Spec, c) {
+						t.Errorf("%s: worker %s mounts no Secret for its NATS password", set, d.Name)
+					}
+					continue
+				}
+				want := "RAGWATCH_NATS_APP_PASSWORD"
+				if !strings.Contains(c.Image, "ragwatch") {
+					want = "NATS_PASSWORD" // the app
+				}
+				if !envFromSecret(c, want) {
+					t.Errorf("%s: %s/%s lacks %s from a Secret", set, d.Name, c.Name, want)
+				}
+			}
+		}
+	}
+}
+
+func envFromSecret(c corev1.Container, name string) bool {
+	for _, e := range c.Env {
+		if e.Name == name && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func mountsSecret(pod corev1.PodSpec, c corev1.Container) bool {
+	for _, m := range c.VolumeMounts {
+		for _, v := range pod.Volumes {
+			if v.Name == m.Name && v.Secret != nil {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -39,6 +39,7 @@ receivers:
     http: { endpoint: %q }
 http:
   endpoint: %q
+  api_endpoint: ""
 nats:
   store_dir: %q
   embedded: { endpoint: %q }

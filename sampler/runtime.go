@@ -86,7 +86,8 @@ func (r *Runtime) Start(ctx context.Context) error {
 		}
 	} else if r.Budget.Limited() {
 		// Worker pods spend; their results carry the cost. Charge it here so sampling stops.
-		sub, err := queue.SubscribeScores(r.js.Conn(), r.cfg.ScoresSubjectPrefix, r.Budget, r.reg, r.logger)
+		sub, err := queue.SubscribeScores(r.js.Conn(), r.cfg.ScoresSubjectPrefix, r.Budget,
+			queue.ScoreChecks{MaxWeight: r.Decider.MaxWeight}, r.reg, r.logger)
 		if err != nil {
 			return errors.Join(err, r.Shutdown(ctx))
 		}

@@ -51,7 +51,7 @@ func TestRuntimeEndToEnd(t *testing.T) {
 		defer mu.Unlock()
 		results = append(results, rs...)
 		return nil
-	}), reg, quiet)
+	}), queue.ScoreChecks{MaxWeight: func() float64 { return 4 }}, reg, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

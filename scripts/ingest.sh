@@ -59,6 +59,7 @@ receivers:
     http: { endpoint: "$http" }
 http:
   endpoint: "$api"
+  api_endpoint: ""
 nats:
   store_dir: "$tmp/store"
   embedded: { endpoint: "$natsep" }

@@ -26,14 +26,14 @@ func (e *Engine) Update(c *config.Config) error {
 	}
 	var next []*rule
 	for _, s := range c.SLOs {
-		r, err := newSLORule(s, c.Alerting.DashboardURL)
+		r, err := newSLORule(s, c.Alerting.DashboardURL.Reveal())
 		if err != nil {
 			return err
 		}
 		next = append(next, r)
 	}
 	for _, d := range c.Drift.Detectors {
-		next = append(next, newDriftRule(d, c.Drift, c.Alerting.DashboardURL))
+		next = append(next, newDriftRule(d, c.Drift, c.Alerting.DashboardURL.Reveal()))
 	}
 
 	e.mu.Lock()
@@ -79,7 +79,7 @@ func (e *Engine) Update(c *config.Config) error {
 			g.DeletePartialMatch(prometheus.Labels{"slo": r.name})
 		}
 	}
-	e.traceTmpl = c.Alerting.TraceURLTemplate
+	e.traceTmpl = c.Alerting.TraceURLTemplate.Reveal()
 	e.retention = time.Duration(c.Alerting.ResolvedRetention)
 	return nil
 }

@@ -86,7 +86,7 @@ func (in *instance) active() bool {
 
 func newSLORule(s config.SLO, dashboard string) (*rule, error) {
 	r := &rule{kind: alerts.KindThreshold, name: s.Name, metric: s.Metric, service: s.Service, labels: s.Labels,
-		notifiers: s.Notifiers, runbook: s.RunbookURL, dashboard: s.DashboardURL, forDur: time.Duration(s.For), keep: time.Duration(s.KeepFiringFor),
+		notifiers: s.Notifiers, runbook: s.RunbookURL.Reveal(), dashboard: s.DashboardURL.Reveal(), forDur: time.Duration(s.For), keep: time.Duration(s.KeepFiringFor),
 		sloCfg: s, instances: map[string]*instance{}}
 	if r.dashboard == "" {
 		r.dashboard = dashboard
@@ -113,7 +113,7 @@ func newSLORule(s config.SLO, dashboard string) (*rule, error) {
 
 func newDriftRule(d config.DriftDetector, cfg config.Drift, dashboard string) *rule {
 	r := &rule{kind: alerts.KindDrift, name: d.Name, metric: d.Signal, service: d.Service, labels: d.Labels,
-		notifiers: d.Notifiers, runbook: d.RunbookURL, dashboard: d.DashboardURL, forDur: time.Duration(d.For), keep: time.Duration(d.KeepFiringFor),
+		notifiers: d.Notifiers, runbook: d.RunbookURL.Reveal(), dashboard: d.DashboardURL.Reveal(), forDur: time.Duration(d.For), keep: time.Duration(d.KeepFiringFor),
 		det: d, detector: driftDetector(d), driftWindow: time.Duration(cfg.Window), refWindow: time.Duration(cfg.ReferenceWindow), instances: map[string]*instance{}}
 	r.edges = r.detector.Edges()
 	if r.dashboard == "" {
@@ -160,13 +160,6 @@ func (r *rule) compatible(in *instance) bool {
 		ok = ok && want.Drift.Compatible(in.Drift)
 	}
 	return ok
-}
-
-func (r *rule) badness(x float64) float64 {
-	if r.kind == alerts.KindBurnRate {
-		return r.good.Badness(x)
-	}
-	return r.th.Badness(x)
 }
 
 // add records one value at now.

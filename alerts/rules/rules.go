@@ -80,9 +80,9 @@ func Generate(c *config.Config) (*File, error) {
 	for _, s := range c.SLOs {
 		var g Group
 		if s.Kind == config.SLOBurnRate {
-			g = burnRate(s, c.Alerting.DashboardURL)
+			g = burnRate(s, c.Alerting.DashboardURL.Reveal())
 		} else {
-			g = threshold(s, c.Alerting.DashboardURL)
+			g = threshold(s, c.Alerting.DashboardURL.Reveal())
 		}
 		f.Groups = append(f.Groups, g)
 	}
@@ -98,7 +98,7 @@ func Generate(c *config.Config) (*File, error) {
 				Annotations: annotations(
 					fmt.Sprintf(`Drift in %s for {{ $labels.service }}: %s {{ $value | printf "%%.3g" }} > %s`, d.Signal, strings.ToUpper(d.Method), prom(d.Threshold)),
 					fmt.Sprintf(`The %s distribution over the last %s moved away from its reference on at least one replica (highest %s across replicas).`, d.Signal, dur(c.Drift.Window), strings.ToUpper(d.Method)),
-					d.RunbookURL, first(d.DashboardURL, c.Alerting.DashboardURL)),
+					d.RunbookURL.Reveal(), first(d.DashboardURL.Reveal(), c.Alerting.DashboardURL.Reveal())),
 			})
 		}
 		f.Groups = append(f.Groups, g)
@@ -188,7 +188,7 @@ func threshold(s config.SLO, dashboard string) Group {
 		Annotations: annotations(
 			fmt.Sprintf(`SLO %s: %s 95%% bound {{ $value | printf "%%.3g" }} %s %s for {{ $labels.service }}`, s.Name, s.Metric, side, prom(limit)),
 			fmt.Sprintf(`The 95%% confidence interval of the weighted (1/p) mean of %s over %s, across all replicas, is entirely %s %s.`, s.Metric, ws, side, prom(limit)),
-			s.RunbookURL, first(s.DashboardURL, dashboard)),
+			s.RunbookURL.Reveal(), first(s.DashboardURL.Reveal(), dashboard)),
 	})
 	return g
 }
@@ -229,7 +229,7 @@ func burnRate(s config.SLO, dashboard string) Group {
 				fmt.Sprintf(`SLO %s: error budget burning for {{ $labels.service }} (bad ratio {{ $value | printf "%%.3g" }})`, s.Name),
 				fmt.Sprintf(`%s is good when %s; objective %s over %s. The error budget burns faster than the %s thresholds across all replicas.`,
 					s.Metric, s.GoodWhen, prom(s.Objective), dur(s.Period), sev),
-				s.RunbookURL, first(s.DashboardURL, dashboard)),
+				s.RunbookURL.Reveal(), first(s.DashboardURL.Reveal(), dashboard)),
 		})
 	}
 	return g

@@ -38,7 +38,7 @@ func runBaseline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.StringVar(&path, "c", "", "config file (YAML)")
 	fs.StringVar(&path, "config", "", "config file (YAML)")
 	from := fs.String("from", "", "JSONL file of records ('-' for stdin)")
-	natsURL := fs.String("nats-url", "", "NATS URL of a running ragwatch's JetStream (reads alerting.state_bucket)")
+	natsURL := fs.String("nats-url", "", "NATS URL of a running ragwatch's JetStream (reads alerting.state_bucket); the embedded server needs ragwatch's user: nats://ragwatch:<password>@127.0.0.1:4222")
 	out := fs.String("o", "", "output file (default: drift.baseline_file, else stdout)")
 	if err := fs.Parse(args); err != nil {
 		return 2

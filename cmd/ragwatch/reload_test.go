@@ -33,7 +33,7 @@ func TestRunReloadsOnSIGHUP(t *testing.T) {
 	write := func(level, alertAbove string) {
 		t.Helper()
 		cfg := fmt.Sprintf(`receivers: {otlp: {grpc: {endpoint: ""}, http: {endpoint: ""}}}
-http: {endpoint: "127.0.0.1:0"}
+http: {endpoint: "127.0.0.1:0", api_endpoint: ""}
 log: {level: %s}
 scoring: {workers: 0}
 nats: {store_dir: %q, embedded: {endpoint: "127.0.0.1:-1"}}

@@ -23,6 +23,7 @@ func TestRunCommand(t *testing.T) {
     http: { endpoint: "127.0.0.1:0" }
 http:
   endpoint: "127.0.0.1:0"
+  api_endpoint: "127.0.0.1:0"
 nats:
   store_dir: %q
   embedded: { endpoint: "127.0.0.1:-1" }
@@ -47,7 +48,7 @@ nats:
 		}
 		return fmt.Errorf("log so far:\n%s", stderr.String())
 	})
-	for _, want := range []string{`"otlp_grpc":"127.0.0.1:`, `"otlp_http":"127.0.0.1:`, `"http":"127.0.0.1:`} {
+	for _, want := range []string{`"otlp_grpc":"127.0.0.1:`, `"otlp_http":"127.0.0.1:`, `"http":"127.0.0.1:`, `"api":"127.0.0.1:`} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("log does not say %s:\n%s", want, stderr.String())
 		}

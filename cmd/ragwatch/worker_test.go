@@ -54,7 +54,7 @@ func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
 			}
 		}
 		return nil
-	}), prometheus.NewRegistry(), nil)
+	}), queue.ScoreChecks{MaxWeight: func() float64 { return 2 }}, prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
 
 	httpAddr := testutil.FreeAddr(t)
 	path := filepath.Join(t.TempDir(), "ragwatch.yaml")
-	yaml := fmt.Sprintf("http: {endpoint: %q}\nnats: {url: %q}\nscoring: {workers: 2, retrieval_k: [1, 2]}\n", httpAddr, srv.ClientURL())
+	yaml := fmt.Sprintf("http: {endpoint: %q, api_endpoint: \"\"}\nnats: {url: %q}\nscoring: {workers: 2, retrieval_k: [1, 2]}\n", httpAddr, srv.ClientURL())
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -85,11 +85,13 @@ type Join struct {
 	wg   sync.WaitGroup
 	once sync.Once
 
-	// writes queues the "record seen" state for the KV writer started by Start, so the
-	// record path does not wait for a KV round trip (pending feedback is written at once).
-	// Made by Start only with PersistSeen and a bucket: otherwise nothing is ever queued.
-	writes chan entry
-	async  atomic.Bool
+	// ops queues the KV work of the record and feedback paths (seen states, pending feedback,
+	// lookups of records other sidecars saw) for the writer started by Start with a bucket, so
+	// neither path waits for a KV round trip. Bounded: beyond it work is dropped and counted.
+	ops   chan op
+	async atomic.Bool
+
+	storageFull atomic.Bool // the last KV write was refused for lack of storage
 }
 
 // pending is feedback waiting for its record, in the form persisted to the KV bucket: the
@@ -151,7 +153,7 @@ func New(s Settings) (*Join, error) {
 		}),
 		kvErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_feedback_state_errors_total",
-			Help: "Failed reads and writes of the persisted feedback join state, by operation (put, delete, load, queue_full).",
+			Help: "Failed reads and writes of the persisted feedback join state, by operation (put, delete, get, load, queue_full, storage_full; load_skipped: entries not loaded at start beyond max_entries).",
 		}, []string{"op"}),
 	}
 	j.joined = j.joinTotal.WithLabelValues(OutcomeJoined)
@@ -171,9 +173,9 @@ func (j *Join) Start(ctx context.Context) error {
 		return err
 	}
 	j.Sweep(ctx)
-	if j.s.KV != nil && j.s.PersistSeen {
-		if j.writes == nil {
-			j.writes = make(chan entry, 4096)
+	if j.s.KV != nil {
+		if j.ops == nil {
+			j.ops = make(chan op, opsQueueSize)
 		}
 		j.async.Store(true)
 		j.wg.Add(1)
@@ -312,19 +314,24 @@ func (j *Join) add(ctx context.Context, traceID string, p pending) error {
 	if i >= 0 && j.tab.slots[i].flags&flagSeen != 0 {
 		return j.forwardLateUnlock(ctx, traceID, i, p)
 	}
-	j.mu.Unlock()
-	// Another ragwatch sharing the bucket may have seen the record.
-	if st, ok := j.lookupSeen(ctx, traceID, now); ok {
-		return j.joinRemote(ctx, st, &p)
-	}
-	j.mu.Lock()
-	j.expireLocked(now)
-	i = j.tab.find(traceID)
-	if i >= 0 && j.tab.slots[i].flags&flagSeen != 0 { // the record came meanwhile
-		return j.forwardLateUnlock(ctx, traceID, i, p)
+	async := j.async.Load()
+	if !async {
+		j.mu.Unlock()
+		// Another ragwatch sharing the bucket may have seen the record. Once started, the
+		// writer asks the bucket instead (checkSeen), off the caller's goroutine.
+		if st, ok := j.lookupSeen(ctx, traceID, now); ok {
+			return j.joinRemote(ctx, st, &p)
+		}
+		j.mu.Lock()
+		j.expireLocked(now)
+		i = j.tab.find(traceID)
+		if i >= 0 && j.tab.slots[i].flags&flagSeen != 0 { // the record came meanwhile
+			return j.forwardLateUnlock(ctx, traceID, i, p)
+		}
 	}
 	var dropped []pending
-	if i < 0 {
+	newTrace := i < 0
+	if newTrace {
 		i = j.addLocked(traceID, now)
 	}
 	x := j.tab.ext(i, traceID, true)
@@ -345,6 +352,9 @@ func (j *Join) add(ctx context.Context, traceID string, p pending) error {
 		orphans = append(orphans, orphan{traceID: traceID, p: d})
 	}
 	j.persistPending(ctx, pend)
+	if async && newTrace { // one lookup per trace; the sweep looks again for those still waiting
+		j.enqueue(op{kind: opCheck, traceID: traceID})
+	}
 	return j.forwardOrphans(ctx, orphans)
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ragwatch/ragwatch/internal/natsconn"
 )
 
 // entry is the persisted state of one trace in the KV bucket: ids, times and feedback
@@ -59,19 +61,37 @@ func (j *Join) pendStateLocked(i int, traceID string) entry {
 	return entry{TraceID: traceID, Pending: append([]pending(nil), j.tab.pendingOf(i)...), Expires: j.expiresAt(i)}
 }
 
-// writer persists queued record states until Shutdown, then flushes what is queued.
+// opsQueueSize bounds the KV work waiting for the writer.
+const opsQueueSize = 4096
+
+// Kinds of queued KV work.
+const (
+	opSeen  = iota // put a record's seen state (e)
+	opPend         // put the trace's pending feedback as it is now, or delete its key
+	opCheck        // look up whether another ragwatch saw the trace's record
+)
+
+type op struct {
+	kind    int
+	traceID string
+	e       entry // opSeen
+}
+
+// writer does the queued KV work until Shutdown, then flushes the queued writes; lookups left
+// in the queue are skipped (the feedback stays persisted and the next start's sweep looks).
 func (j *Join) writer() {
 	defer j.wg.Done()
+	ctx := context.Background()
 	for {
 		select {
-		case e := <-j.writes:
-			j.persist(context.Background(), seenPrefix+kvKey(e.TraceID), e)
+		case o := <-j.ops:
+			j.do(ctx, o, true)
 		case <-j.stop:
 			j.async.Store(false)
 			for {
 				select {
-				case e := <-j.writes:
-					j.persist(context.Background(), seenPrefix+kvKey(e.TraceID), e)
+				case o := <-j.ops:
+					j.do(ctx, o, false)
 				default:
 					return
 				}
@@ -80,8 +100,49 @@ func (j *Join) writer() {
 	}
 }
 
-// persistSeen writes a record's state through the writer when it runs, else at once. A full
-// queue drops the write (the join keeps working from memory) and counts it.
+func (j *Join) do(ctx context.Context, o op, lookups bool) {
+	switch o.kind {
+	case opSeen:
+		j.persist(ctx, seenPrefix+kvKey(o.e.TraceID), o.e)
+	case opPend:
+		j.writePending(ctx, o.traceID)
+	case opCheck:
+		if !lookups {
+			return
+		}
+		if st, ok := j.lookupSeen(ctx, o.traceID, j.now()); ok {
+			_ = j.joinRemote(ctx, st, nil) // errors of the next stages are theirs to count
+		}
+	}
+}
+
+// enqueue hands KV work to the writer without waiting; a full queue drops it (the join keeps
+// working from memory, and the sweep retries lookups) and counts it.
+func (j *Join) enqueue(o op) {
+	select {
+	case j.ops <- o:
+	default:
+		j.kvErrors.WithLabelValues("queue_full").Inc()
+	}
+}
+
+// writePending stores the trace's pending feedback as the table holds it now, or deletes the
+// key when none is left: queued writes of one trace cannot overwrite a newer state.
+func (j *Join) writePending(ctx context.Context, traceID string) {
+	j.mu.Lock()
+	var e entry
+	if i := j.tab.find(traceID); i >= 0 {
+		e = j.pendStateLocked(i, traceID)
+	}
+	j.mu.Unlock()
+	if len(e.Pending) == 0 {
+		j.deleteKey(ctx, traceID)
+		return
+	}
+	j.persist(ctx, pendPrefix+kvKey(traceID), e)
+}
+
+// persistSeen writes a record's state through the writer when it runs, else at once.
 func (j *Join) persistSeen(ctx context.Context, e entry) {
 	if j.s.KV == nil || !j.s.PersistSeen {
 		return
@@ -90,11 +151,7 @@ func (j *Join) persistSeen(ctx context.Context, e entry) {
 		j.persist(ctx, seenPrefix+kvKey(e.TraceID), e)
 		return
 	}
-	select {
-	case j.writes <- e:
-	default:
-		j.kvErrors.WithLabelValues("queue_full").Inc()
-	}
+	j.enqueue(op{kind: opSeen, e: e})
 }
 
 func (j *Join) persist(ctx context.Context, key string, e entry) {
@@ -106,25 +163,57 @@ func (j *Join) persist(ctx context.Context, key string, e entry) {
 		j.kvErrors.WithLabelValues("put").Inc()
 		return
 	}
-	if _, err := j.s.KV.Put(context.WithoutCancel(ctx), key, data); err != nil {
+	_, err = j.s.KV.Put(context.WithoutCancel(ctx), key, data)
+	switch {
+	case err == nil:
+		j.storageFull.Store(false)
+	case natsconn.IsStorageFull(err):
+		// The bucket is at feedback.max_bytes: the join goes on from memory.
+		j.kvErrors.WithLabelValues("storage_full").Inc()
+		if !j.storageFull.Swap(true) {
+			j.log.Warn("feedback join state not persisted: the bucket is full (feedback.max_bytes); the join goes on from memory", "err", err)
+		}
+	default:
 		j.kvErrors.WithLabelValues("put").Inc()
 		j.log.Warn("persist feedback join state", "err", err)
 	}
 }
 
-// persistPending writes the trace's pending feedback, or deletes the key when none is left.
+// StorageFull reports whether the last write to the bucket was refused for lack of storage;
+// /readyz reports it.
+func (j *Join) StorageFull() bool { return j.storageFull.Load() }
+
+// persistPending writes the trace's pending feedback (e, taken under the lock), or deletes the
+// key when none is left: through the writer when it runs, else at once.
 func (j *Join) persistPending(ctx context.Context, e entry) {
+	if j.s.KV == nil {
+		return
+	}
+	if j.async.Load() {
+		j.enqueue(op{kind: opPend, traceID: e.TraceID})
+		return
+	}
 	if len(e.Pending) == 0 {
-		j.remove(ctx, e.TraceID)
+		j.deleteKey(ctx, e.TraceID)
 		return
 	}
 	j.persist(ctx, pendPrefix+kvKey(e.TraceID), e)
 }
 
+// remove deletes the trace's pending feedback from the bucket: through the writer when it
+// runs (which deletes it unless new feedback came meanwhile), else at once.
 func (j *Join) remove(ctx context.Context, traceID string) {
 	if j.s.KV == nil {
 		return
 	}
+	if j.async.Load() {
+		j.enqueue(op{kind: opPend, traceID: traceID})
+		return
+	}
+	j.deleteKey(ctx, traceID)
+}
+
+func (j *Join) deleteKey(ctx context.Context, traceID string) {
 	if err := j.s.KV.Delete(context.WithoutCancel(ctx), pendPrefix+kvKey(traceID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		j.kvErrors.WithLabelValues("delete").Inc()
 		j.log.Warn("delete feedback join state", "err", err)
@@ -151,7 +240,9 @@ func (j *Join) lookupSeen(ctx context.Context, traceID string, now time.Time) (e
 	return st, true
 }
 
-// load reads the persisted entries, oldest expiry first.
+// load reads the persisted entries, oldest expiry first. It holds at most max_entries traces
+// while reading, however large the bucket: beyond, the traces expiring first are skipped
+// (counted as op="load_skipped"), as they would be evicted first once loaded.
 func (j *Join) load(ctx context.Context) error {
 	if j.s.KV == nil {
 		return nil
@@ -161,7 +252,7 @@ func (j *Join) load(ctx context.Context) error {
 		return fmt.Errorf("feedback: read join state: %w", err)
 	}
 	defer func() { _ = w.Stop() }()
-	byTrace := map[string]*entry{}
+	set := loadSet{max: j.s.MaxEntries, byTrace: map[string]*loadEntry{}}
 	for {
 		var kve jetstream.KeyValueEntry
 		select {
@@ -177,10 +268,9 @@ func (j *Join) load(ctx context.Context) error {
 			j.kvErrors.WithLabelValues("load").Inc()
 			continue
 		}
-		m := byTrace[e.TraceID]
+		m := set.get(e.TraceID, e.Expires)
 		if m == nil {
-			m = &entry{TraceID: e.TraceID}
-			byTrace[e.TraceID] = m
+			continue
 		}
 		switch {
 		case strings.HasPrefix(kve.Key(), seenPrefix):
@@ -188,12 +278,15 @@ func (j *Join) load(ctx context.Context) error {
 		case strings.HasPrefix(kve.Key(), pendPrefix):
 			m.Pending = e.Pending
 		}
-		if e.Expires.After(m.Expires) {
-			m.Expires = e.Expires
-		}
 	}
-	loaded := make([]*entry, 0, len(byTrace))
-	for _, e := range byTrace {
+	if set.skipped > 0 {
+		j.kvErrors.WithLabelValues("load_skipped").Add(float64(set.skipped))
+		j.log.Warn("feedback join state: the bucket holds more traces than feedback.max_entries; those expiring first were not loaded",
+			"max_entries", j.s.MaxEntries, "skipped", set.skipped)
+	}
+	loaded := make([]*entry, 0, len(set.heap))
+	for _, le := range set.heap {
+		e := &le.entry
 		if e.Seen && len(e.Pending) > 0 {
 			// Seen (here or elsewhere) while feedback waited: joined at the next sweep.
 			e.Seen, e.Service, e.SpanID, e.RecordTime = false, "", "", time.Time{}
@@ -225,4 +318,84 @@ func (j *Join) load(ctx context.Context) error {
 	j.mu.Unlock()
 	j.log.Info("feedback join state loaded", "traces", len(loaded))
 	return j.forwardOrphans(ctx, j.takeLate())
+}
+
+// loadSet holds the traces read at start, at most max of them: a min-heap by expiry, so the
+// traces expiring first give way when the bucket holds more.
+type loadSet struct {
+	max     int
+	byTrace map[string]*loadEntry
+	heap    []*loadEntry
+	skipped int
+}
+
+type loadEntry struct {
+	entry
+	idx int // position in heap
+}
+
+// get returns the entry of traceID, raising its expiry to exp, or a new one; nil when the set
+// is full of traces expiring later.
+func (s *loadSet) get(traceID string, exp time.Time) *loadEntry {
+	if m := s.byTrace[traceID]; m != nil {
+		if exp.After(m.Expires) {
+			m.Expires = exp
+			s.down(m.idx)
+		}
+		return m
+	}
+	if len(s.heap) >= s.max {
+		if !exp.After(s.heap[0].Expires) {
+			s.skipped++
+			return nil
+		}
+		delete(s.byTrace, s.heap[0].TraceID)
+		s.skipped++
+		m := &loadEntry{entry: entry{TraceID: traceID, Expires: exp}}
+		s.heap[0] = m
+		s.byTrace[traceID] = m
+		s.down(0)
+		return m
+	}
+	m := &loadEntry{entry: entry{TraceID: traceID, Expires: exp}, idx: len(s.heap)}
+	s.heap = append(s.heap, m)
+	s.byTrace[traceID] = m
+	s.up(m.idx)
+	return m
+}
+
+func (s *loadSet) less(a, b int) bool { return s.heap[a].Expires.Before(s.heap[b].Expires) }
+
+func (s *loadSet) swap(a, b int) {
+	s.heap[a], s.heap[b] = s.heap[b], s.heap[a]
+	s.heap[a].idx, s.heap[b].idx = a, b
+}
+
+func (s *loadSet) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			return
+		}
+		s.swap(i, p)
+		i = p
+	}
+}
+
+func (s *loadSet) down(i int) {
+	s.heap[i].idx = i
+	for {
+		l, small := 2*i+1, i
+		if l < len(s.heap) && s.less(l, small) {
+			small = l
+		}
+		if r := l + 1; r < len(s.heap) && s.less(r, small) {
+			small = r
+		}
+		if small == i {
+			return
+		}
+		s.swap(i, small)
+		i = small
+	}
 }

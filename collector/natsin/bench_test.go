@@ -25,7 +25,7 @@ func BenchmarkRecordsIntake(b *testing.B) {
 			var kv jetstream.KeyValue
 			if mode == config.NATSModeJetStream {
 				var err error
-				if kv, err = conn.KeyValue(ctx, cfg.Consume.DedupBucket, cfg.Consume.DedupWindow); err != nil {
+				if kv, err = conn.KeyValue(ctx, cfg.Consume.DedupBucket, cfg.Consume.DedupWindow, cfg.Consume.DedupMaxBytes); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -43,7 +43,7 @@ func TestDedupWindowAndBound(t *testing.T) {
 func TestDedupKVAcrossInstances(t *testing.T) {
 	conn, _, cfg := embedded(t)
 	ctx := context.Background()
-	kv, err := conn.KeyValue(ctx, "dedup_test", time.Hour)
+	kv, err := conn.KeyValue(ctx, "dedup_test", time.Hour, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/ragwatch/ragwatch/collector/feedback"
+	"github.com/ragwatch/ragwatch/collector/otlp"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/record"
@@ -74,6 +75,10 @@ type Settings struct {
 	// core NATS message; both count as reason "overloaded".
 	Refuse      func() bool
 	RefuseDelay time.Duration
+	// OTLPLimits bound an OTLP message exactly as the OTLP receivers bound a request (spans,
+	// attributes, value sizes; MaxRequestBytes does not apply: max_payload does); zero fields
+	// take their defaults.
+	OTLPLimits otlp.Limits
 	// MaxJSONDepth and MaxRecordsPerBatch bound a records message before it is decoded; 0
 	// takes record.DefaultMaxJSONDepth and record.DefaultMaxBatch.
 	MaxJSONDepth, MaxRecordsPerBatch int
@@ -117,6 +122,7 @@ func New(s Settings) (*Subscriber, error) {
 	if s.Registerer == nil {
 		s.Registerer = prometheus.NewRegistry()
 	}
+	s.OTLPLimits = s.OTLPLimits.WithDefaults()
 	window, maxEntries := s.Config.Consume.DedupWindow, s.Config.Consume.DedupMax
 	if window <= 0 {
 		window = 10 * time.Minute
@@ -260,6 +266,7 @@ func (s *Subscriber) startJetStream(ctx context.Context, bs []binding) error {
 			Subjects:    subjects,
 			Storage:     jetstream.FileStorage,
 			MaxAge:      c.StreamMaxAge,
+			MaxBytes:    c.StreamMaxBytes, // the oldest go first: acked ones, kept for max_age
 			Replicas:    max(s.cfg.Replicas, 1),
 			MaxMsgSize:  int32(min(s.cfg.MaxPayload, 1<<30)),
 		})
@@ -423,7 +430,10 @@ func (s *Subscriber) handleOTLP(ctx context.Context, data []byte, info msgInfo) 
 		return result{reason: ingest.ReasonMalformed, err: fmt.Errorf("OTLP ExportTraceServiceRequest: %w", err)}
 	}
 	td := req.Traces()
-	n := td.SpanCount()
+	n, reason, err := s.s.OTLPLimits.Check(td)
+	if err != nil {
+		return result{reason: reason, err: fmt.Errorf("OTLP ExportTraceServiceRequest: %w", err)}
+	}
 	if err := s.s.Traces.ConsumeTraces(ctx, td); err != nil {
 		return result{err: err}
 	}

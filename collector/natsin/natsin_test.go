@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/collector/feedback"
+	"github.com/ragwatch/ragwatch/collector/otlp"
 	"github.com/ragwatch/ragwatch/collector/signals"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/ingest"
@@ -36,23 +39,37 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const patience = 40 * time.Second
 
 // embedded starts ragwatch's own embedded server (JetStream in a temp dir, a free port) and
-// returns the connection and a second client for the "application" side.
+// returns the connection and a second client for the "application" side, logged in as the
+// publish-only app user.
 func embedded(t testing.TB) (*natsconn.Conn, *nats.Conn, config.NATS) {
 	t.Helper()
+	dir := t.TempDir()
 	cfg := config.Default().NATS
-	cfg.StoreDir = filepath.Join(t.TempDir(), "store")
+	cfg.StoreDir = filepath.Join(dir, "store")
 	cfg.Embedded.Endpoint = "127.0.0.1:-1"
+	cfg.Embedded.Users.Ragwatch.PasswordFile = filepath.Join(dir, "ragwatch.password")
+	if err := os.WriteFile(cfg.Embedded.Users.Ragwatch.PasswordFile, []byte(ownPassword), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	conn, err := natsconn.Connect(context.Background(), cfg, prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := nats.Connect(conn.ClientURL())
+	app, err := nats.Connect(conn.ClientURL(), conn.AppCredential().Option())
 	if err != nil {
 		conn.Close()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { app.Close(); conn.Close() })
 	return conn, app, cfg
+}
+
+// ownPassword is ragwatch's own password on the test server, for the extra subscriber
+// connections a test opens as another ragwatch instance.
+const ownPassword = "ragwatch-test-password"
+
+func ownLogin(cfg config.NATS) nats.Option {
+	return nats.UserInfo(cfg.Embedded.Users.Ragwatch.Name, ownPassword)
 }
 
 func otlpRequest(t *testing.T, traceID string, spans ...string) []byte {
@@ -252,7 +269,7 @@ func TestJetStreamCrashAndRestartCountsEachRecordOnce(t *testing.T) {
 	// The duplicate marks live in KV, here on a connection of their own, so that the crash
 	// below (the consumer's connection dies) loses the ack but not the mark: the window the
 	// marks exist for.
-	kv, err := conn.KeyValue(ctx, cfg.Consume.DedupBucket, cfg.Consume.DedupWindow)
+	kv, err := conn.KeyValue(ctx, cfg.Consume.DedupBucket, cfg.Consume.DedupWindow, cfg.Consume.DedupMaxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +293,7 @@ func TestJetStreamCrashAndRestartCountsEachRecordOnce(t *testing.T) {
 
 	run := func(name string, crashAt int) (*Subscriber, *nats.Conn) {
 		t.Helper()
-		nc, err := nats.Connect(conn.ClientURL(), nats.Name(name))
+		nc, err := nats.Connect(conn.ClientURL(), nats.Name(name), ownLogin(cfg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +346,7 @@ func TestJetStreamCrashAndRestartCountsEachRecordOnce(t *testing.T) {
 	publish(200, 300)
 	c, cnc := run("ragwatch-c", 0)
 	testutil.Eventually(t, patience, 5*time.Millisecond, "300 records", func() bool { u, _ := sink.snapshot(); return u == 300 })
-	cons, err := js.Consumer(ctx, cfg.Consume.Stream, cfg.Consume.Durable+"_records")
+	cons, err := conn.JS.Consumer(ctx, cfg.Consume.Stream, cfg.Consume.Durable+"_records")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +411,7 @@ func TestJetStreamBadMessagesTerminatedAndFailuresRetried(t *testing.T) {
 	}
 	testutil.Eventually(t, patience, 5*time.Millisecond, "the flaky record after its retry", func() bool { u, _ := sink.snapshot(); return u == 1 })
 	for _, kind := range []string{"records", "feedback"} {
-		cons, err := js.Consumer(ctx, cfg.Consume.Stream, cfg.Consume.Durable+"_"+kind)
+		cons, err := conn.JS.Consumer(ctx, cfg.Consume.Stream, cfg.Consume.Durable+"_"+kind)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -504,7 +521,7 @@ func TestCoreSubscriptionSurvivesServerRestart(t *testing.T) {
 	srv.Shutdown()
 	srv.WaitForShutdown()
 	testutil.Eventually(t, patience, 5*time.Millisecond, "ragwatch_nats_connected 0", func() bool { return connected() == 0 })
-	srv = testutil.RunServer(t, testutil.Port(port))
+	testutil.RunServer(t, testutil.Port(port)) // shut down by t.Cleanup
 	testutil.Eventually(t, patience, 5*time.Millisecond, "ragwatch_nats_connected 1", func() bool { return connected() == 1 })
 	// The client resubscribes right after reconnecting; flush so the server has it.
 	if err := conn.NC.Flush(); err != nil {
@@ -514,5 +531,75 @@ func TestCoreSubscriptionSurvivesServerRestart(t *testing.T) {
 	testutil.Eventually(t, patience, 5*time.Millisecond, "the record after the restart", func() bool { u, _ := sink.snapshot(); return u == 2 })
 	if got := testutil.Sum(t, reg, "ragwatch_nats_reconnects_total", nil); got != 1 {
 		t.Fatalf("reconnects = %v, want 1", got)
+	}
+}
+
+// OTLP over NATS passes the same span, attribute and size limits as OTLP over gRPC and HTTP,
+// with the same reasons: an attribute bomb published on the subject used to reach the assembler.
+func TestOTLPLimitsLikeGRPC(t *testing.T) {
+	conn, app, cfg := embedded(t)
+	reg := prometheus.NewRegistry()
+	traces := &tracesSink{}
+	sub, err := New(Settings{NC: conn.NC, Config: cfg, Traces: traces, Metrics: ingest.NewMetrics(reg), Registerer: reg,
+		OTLPLimits: otlp.Limits{MaxSpansPerRequest: 2, MaxAttributesPerSpan: 4, MaxAttributeValueBytes: 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := sub.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	withAttrs := func(n, size int) []byte {
+		td := ptrace.NewTraces()
+		sp := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+		sp.SetName("bomb")
+		sp.SetTraceID(pcommon.TraceID{1})
+		sp.SetSpanID(pcommon.SpanID{1})
+		for i := range n {
+			sp.Attributes().PutStr(fmt.Sprintf("a%d", i), strings.Repeat("x", size))
+		}
+		b, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, m := range [][]byte{
+		otlpRequest(t, "0123456789abcdef", "a", "b", "c"), // limits: 3 spans > 2
+		withAttrs(5, 1),                                  // limits: 5 attributes > 4
+		withAttrs(1, 65),                                 // limits: a 65-byte value > 64
+		otlpRequest(t, "", "zero-trace-id"),              // invalid
+		otlpRequest(t, "0123456789abcdef", "ok1", "ok2"), // accepted
+	} {
+		if err := app.Publish("ragwatch.otlp.traces", m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := app.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rej := func(reason string) float64 {
+		return testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": reason})
+	}
+	testutil.Eventually(t, patience, 5*time.Millisecond, "5 OTLP messages", func() bool {
+		return testutil.Sum(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": "otlp"}) == 5
+	})
+	if got := rej("limits"); got != 3 {
+		t.Errorf("rejected limits = %v, want 3", got)
+	}
+	if got := rej("invalid"); got != 1 {
+		t.Errorf("rejected invalid = %v, want 1", got)
+	}
+	if got := testutil.Sum(t, reg, "ragwatch_spans_received_total", map[string]string{"receiver": "nats"}); got != 2 {
+		t.Errorf("spans received = %v, want 2", got)
+	}
+	traces.mu.Lock()
+	defer traces.mu.Unlock()
+	if want := []string{"support-bot/ok1", "support-bot/ok2"}; !slices.Equal(traces.names, want) {
+		t.Fatalf("assembler got %q, want %q", traces.names, want)
 	}
 }

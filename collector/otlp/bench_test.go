@@ -205,7 +205,6 @@ func BenchmarkGRPCServerOptions(b *testing.B) {
 	}{
 		{"receiver", nil},
 		{"NumStreamWorkers=2", []grpc.ServerOption{grpc.NumStreamWorkers(2)}},
-		{"SharedWriteBuffer", []grpc.ServerOption{grpc.SharedWriteBuffer(true)}},
 		{"ReadBufferSize=256KiB", []grpc.ServerOption{grpc.ReadBufferSize(256 << 10)}},
 		{"InitialWindowSize=1MiB", []grpc.ServerOption{grpc.InitialWindowSize(1 << 20), grpc.InitialConnWindowSize(4 << 20)}},
 	} {

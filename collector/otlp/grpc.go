@@ -20,24 +20,26 @@ import (
 	"github.com/ragwatch/ragwatch/internal/ingest"
 )
 
+// DefaultMaxConcurrentStreams bounds the exports in flight on one gRPC connection when
+// Settings.MaxConcurrentStreams is 0. gRPC's own default is unbounded: one client could hold
+// thousands of streams, each with a message on its way in. 100 is HTTP/2's recommended floor
+// and far above what an OTLP exporter opens (its batch processor sends one export at a time).
+const DefaultMaxConcurrentStreams = 100
+
 func (r *Receiver) newGRPCServer() *grpc.Server {
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(r.limits.MaxRequestBytes)}
-	if r.set.GRPCTokens != nil { // without tokens the interceptor would only cost every RPC
-		opts = append(opts, grpc.ChainUnaryInterceptor(r.set.GRPCTokens.UnaryInterceptor(func() {
-			r.set.Metrics.Rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonUnauthenticated)
-		})))
+	streams := r.set.MaxConcurrentStreams
+	if streams == 0 {
+		streams = DefaultMaxConcurrentStreams
 	}
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(r.limits.MaxRequestBytes), grpc.MaxConcurrentStreams(streams)}
 	if r.set.GRPCTLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(r.set.GRPCTLS)))
 	}
-	if r.set.Refuse != nil {
-		// A tap runs before the message is read, so a refused export costs no memory.
-		opts = append(opts, grpc.InTapHandle(func(ctx context.Context, _ *tap.Info) (context.Context, error) {
-			if !r.set.Refuse() {
-				return ctx, nil
-			}
-			return ctx, r.grpcOverloaded()
-		}))
+	if r.set.GRPCTokens != nil || r.set.Refuse != nil {
+		// A tap runs on the headers, before the message is read: an export without a valid
+		// token, or one that arrives over the memory limit, costs neither the read nor the
+		// decoding of its body.
+		opts = append(opts, grpc.InTapHandle(r.tap))
 	}
 	// The service takes the message as raw bytes and decodes it with pdata itself, so that a
 	// malformed request is answered INVALID_ARGUMENT with the reason (and counted), as the
@@ -47,6 +49,19 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 	srv := grpc.NewServer(opts...)
 	srv.RegisterService(&traceServiceDesc, &grpcTraces{r: r})
 	return srv
+}
+
+// tap checks an export's headers: the bearer token first (an unauthenticated client learns
+// nothing about the memory state), then the memory limit.
+func (r *Receiver) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	if err := r.set.GRPCTokens.CheckMetadata(info.Header); err != nil {
+		r.set.Metrics.Rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonUnauthenticated)
+		return ctx, status.Error(codes.Unauthenticated, err.Error())
+	}
+	if r.set.Refuse == nil || !r.set.Refuse() {
+		return ctx, nil
+	}
+	return ctx, r.grpcOverloaded()
 }
 
 // grpcOverloaded counts a refusal by the memory guard and returns RESOURCE_EXHAUSTED with

@@ -98,6 +98,18 @@ func (l Limits) check(td ptrace.Traces) (int, *rejection) {
 	return n, nil
 }
 
+// Check validates a decoded request the way the gRPC and HTTP receivers do, for another
+// transport of OTLP (NATS): it returns the number of spans, and for a refused request the
+// ingest reason (the `reason` label) and the problem, which names positions, never content.
+// l should have its defaults applied (WithDefaults).
+func (l Limits) Check(td ptrace.Traces) (spans int, reason string, err error) {
+	n, rej := l.check(td)
+	if rej != nil {
+		return n, rej.reason, rej
+	}
+	return n, "", nil
+}
+
 // position locates a problem in a request without formatting it.
 type position struct {
 	rs, ss, span, sub int

@@ -46,6 +46,9 @@ type Settings struct {
 	GRPCTLS, HTTPTLS *tls.Config
 	// GRPCTokens and HTTPTokens, when set, require a bearer token on every export.
 	GRPCTokens, HTTPTokens *tlsauth.Tokens
+	// MaxConcurrentStreams bounds the gRPC exports in flight on one connection; 0 takes
+	// DefaultMaxConcurrentStreams.
+	MaxConcurrentStreams uint32
 	// Refuse, when set, is asked before an export is read (the memory limit): true answers
 	// gRPC RESOURCE_EXHAUSTED with RetryInfo and HTTP 503 with Retry-After, both
 	// RefuseRetryAfter (default RetryAfter), counted as reason "overloaded".

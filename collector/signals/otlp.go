@@ -88,14 +88,15 @@ func newOTLPExporter(ctx context.Context, c config.OTLPMetrics) (sdkmetric.Expor
 	if c.Timeout <= 0 { // config.Default sets 10s; a hand-built config gets the exporter's default
 		c.Timeout = 10 * time.Second
 	}
-	url := strings.Contains(c.Endpoint, "://")
+	endpoint := c.Endpoint.Reveal()
+	url := strings.Contains(endpoint, "://")
 	switch c.Protocol {
 	case "grpc":
 		opts := []otlpmetricgrpc.Option{otlpmetricgrpc.WithTimeout(c.Timeout)}
 		if url {
-			opts = append(opts, otlpmetricgrpc.WithEndpointURL(c.Endpoint))
+			opts = append(opts, otlpmetricgrpc.WithEndpointURL(endpoint))
 		} else {
-			opts = append(opts, otlpmetricgrpc.WithEndpoint(c.Endpoint))
+			opts = append(opts, otlpmetricgrpc.WithEndpoint(endpoint))
 		}
 		if c.Insecure {
 			opts = append(opts, otlpmetricgrpc.WithInsecure())
@@ -108,13 +109,13 @@ func newOTLPExporter(ctx context.Context, c config.OTLPMetrics) (sdkmetric.Expor
 		opts := []otlpmetrichttp.Option{otlpmetrichttp.WithTimeout(c.Timeout)}
 		if url {
 			// A base URL such as http://collector:4318 gets the standard metrics path.
-			u := c.Endpoint
+			u := endpoint
 			if u2 := strings.TrimSuffix(u, "/"); !strings.Contains(u2[strings.Index(u2, "://")+3:], "/") {
 				u = u2 + "/v1/metrics"
 			}
 			opts = append(opts, otlpmetrichttp.WithEndpointURL(u))
 		} else {
-			opts = append(opts, otlpmetrichttp.WithEndpoint(c.Endpoint))
+			opts = append(opts, otlpmetrichttp.WithEndpoint(endpoint))
 		}
 		if c.Insecure {
 			opts = append(opts, otlpmetrichttp.WithInsecure())

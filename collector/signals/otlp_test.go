@@ -122,7 +122,7 @@ func startHTTPMetricsServer(t *testing.T, failStatus int) (*httptest.Server, *me
 
 func otlpExporters(endpoint, protocol string) config.Exporters {
 	return config.Exporters{OTLP: config.OTLPMetrics{
-		Endpoint: endpoint, Protocol: protocol, Insecure: true,
+		Endpoint: config.SecretURL(endpoint), Protocol: protocol, Insecure: true,
 		// Long interval: the only export is the one Shutdown makes.
 		Interval: time.Hour, Timeout: 5 * time.Second,
 	}}

@@ -333,7 +333,7 @@ func TestZeroDurationsUseDefaults(t *testing.T) {
 	addr, _ := startGRPCMetricsServer(t, nil)
 	s, _ := newTestSignals(t, 10, config.Exporters{
 		Statsd: config.Statsd{Endpoint: conn.LocalAddr().String(), TagFormat: "none"},
-		OTLP:   config.OTLPMetrics{Endpoint: addr, Protocol: "grpc", Insecure: true},
+		OTLP:   config.OTLPMetrics{Endpoint: config.SecretURL(addr), Protocol: "grpc", Insecure: true},
 	})
 	ctx := context.Background()
 	if err := s.Start(ctx); err != nil {

@@ -131,6 +131,29 @@ func TestHealthReadyAndMount(t *testing.T) {
 		t.Errorf("/readyz = %d %q", code, body)
 	}
 
+	// A status check (an external NATS cluster down) shows in the answer but keeps it ready.
+	var natsDown error
+	h.s.AddStatusCheck("nats", func() error { mu.Lock(); defer mu.Unlock(); return natsDown })
+	mu.Lock()
+	natsDown = fmt.Errorf("NATS is not connected")
+	mu.Unlock()
+	if code, _, body := do(t, "GET", h.base+"/readyz", "", ""); code != 200 || body != "ready\ndegraded: nats: NATS is not connected\n" {
+		t.Errorf("/readyz with NATS down = %d %q, want 200 and the degraded line", code, body)
+	}
+	mu.Lock()
+	listening = false
+	mu.Unlock()
+	if code, _, body := do(t, "GET", h.base+"/readyz", "", ""); code != 503 ||
+		body != "not ready\notlp: receivers not listening\ndegraded: nats: NATS is not connected\n" {
+		t.Errorf("/readyz failing and degraded = %d %q", code, body)
+	}
+	mu.Lock()
+	listening, natsDown = true, nil
+	mu.Unlock()
+	if code, _, body := do(t, "GET", h.base+"/readyz", "", ""); code != 200 || body != "ready\n" {
+		t.Errorf("/readyz recovered = %d %q", code, body)
+	}
+
 	// Others mount their endpoints after the server runs.
 	h.s.Mount("GET /api/v1/scores", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		WriteJSON(w, 200, map[string]int{"scores": 0})
@@ -184,7 +207,7 @@ func TestPostRecords(t *testing.T) {
 		t.Fatalf("record = %+v\nwant %+v", h.sink.recs, want)
 	}
 
-	code, _, body = do(t, "POST", h.base+RecordsPath, "", `[{"trace_id":"a","query":"q"},{"trace_id":"b","answer":"x","time":"2026-11-28T10:00:00Z"}]`)
+	code, _, body = do(t, "POST", h.base+RecordsPath, "application/json", `[{"trace_id":"a","query":"q"},{"trace_id":"b","answer":"x","time":"2026-11-28T10:00:00Z"}]`)
 	if code != 202 || body != "{\"accepted\":2}\n" {
 		t.Fatalf("array = %d %q", code, body)
 	}

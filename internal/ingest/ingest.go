@@ -22,6 +22,10 @@ const (
 	ReasonUnauthenticated = "unauthenticated" // missing or wrong credentials
 	ReasonOverloaded      = "overloaded"      // memory limit or full buffer: retryable
 	ReasonDuplicate       = "duplicate"       // already seen (at-least-once redelivery)
+	// Score results read from NATS (receiver "nats").
+	ReasonUnknownMetric = "unknown_metric" // a metric no scorer produces
+	ReasonValueRange    = "value_range"    // a score outside [0, 1]
+	ReasonWeightRange   = "weight_range"   // a weight the sampler cannot give (below 1, above 1/min rate)
 )
 
 // Metrics counts intake.

@@ -11,10 +11,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +34,8 @@ type Conn struct {
 	MaxPayload int
 
 	server    *server.Server // nil when connected to an external cluster
+	ragwatch  Credential     // embedded: ragwatch's own user
+	app       Credential     // embedded: the app's publish-only user
 	logger    *slog.Logger
 	closed    chan struct{} // closed by the client's ClosedHandler
 	closeOnce sync.Once
@@ -103,12 +103,12 @@ func Connect(ctx context.Context, cfg config.NATS, reg prometheus.Registerer, lo
 
 	var urls string
 	if cfg.IsEmbedded() {
-		s, err := startEmbedded(cfg, logger)
+		s, own, app, err := startEmbedded(cfg, logger)
 		if err != nil {
 			return nil, err
 		}
-		c.server = s
-		opts = append(opts, nats.InProcessServer(s))
+		c.server, c.ragwatch, c.app = s, own, app
+		opts = append(opts, nats.InProcessServer(s), own.Option())
 		logger.Info("embedded NATS started", "endpoint", s.Addr().String(), "store_dir", cfg.StoreDir)
 	} else {
 		auth, err := authOptions(cfg)
@@ -124,7 +124,7 @@ func Connect(ctx context.Context, cfg config.NATS, reg prometheus.Registerer, lo
 		c.stopServer()
 		where := "embedded server"
 		if urls != "" {
-			where = redact(cfg.Servers())
+			where = cfg.URL.String() // as SecretURL prints it: also user:pass@host without a scheme
 		}
 		return nil, fmt.Errorf("connect to NATS (%s; check `nats.url` and credentials): %w", where, err)
 	}
@@ -142,12 +142,13 @@ func Connect(ctx context.Context, cfg config.NATS, reg prometheus.Registerer, lo
 	return c, nil
 }
 
-// KeyValue creates or opens the KV bucket; ttl > 0 expires entries after it. History is 1:
-// ragwatch keeps state, not history.
-func (c *Conn) KeyValue(ctx context.Context, bucket string, ttl time.Duration) (jetstream.KeyValue, error) {
+// KeyValue creates or opens the KV bucket; ttl > 0 expires entries after it, maxBytes caps it
+// (puts fail once it is full). History is 1: ragwatch keeps state, not history.
+func (c *Conn) KeyValue(ctx context.Context, bucket string, ttl time.Duration, maxBytes int64) (jetstream.KeyValue, error) {
 	kv, err := c.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:   bucket,
 		TTL:      ttl,
+		MaxBytes: maxBytes,
 		Storage:  jetstream.FileStorage,
 		Replicas: c.Replicas,
 		History:  1,
@@ -168,6 +169,10 @@ func (c *Conn) ClientURL() string {
 	}
 	return c.server.ClientURL()
 }
+
+// AppCredential is the embedded server's publish-only user for the application (records,
+// feedback and OTLP subjects); zero when connected to an external cluster.
+func (c *Conn) AppCredential() Credential { return c.app }
 
 // Close drains the connection (in-flight messages finish, subscriptions stop, buffered
 // publishes flush), then stops the embedded server. Safe to call more than once.
@@ -242,19 +247,6 @@ func backoff(first, maxWait time.Duration) nats.ReconnectDelayHandler {
 	}
 }
 
-// redact drops user info from server URLs for messages.
-func redact(servers []string) string {
-	out := make([]string, 0, len(servers))
-	for _, s := range servers {
-		if u, err := url.Parse(s); err == nil && u.User != nil {
-			u.User = nil
-			s = u.String()
-		}
-		out = append(out, s)
-	}
-	return strings.Join(out, ",")
-}
-
 func joinServers(s []string) string {
 	out := ""
 	for i, u := range s {
@@ -280,6 +272,13 @@ func authOptions(cfg config.NATS) ([]nats.Option, error) {
 			return nil, fmt.Errorf("NATS token (`nats.token_env` / `nats.token_file`): %w", err)
 		}
 		opts = append(opts, nats.Token(tok.Reveal()))
+	}
+	if cfg.User != "" {
+		pw, err := config.ReadSecret(cfg.PasswordEnv, cfg.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("NATS password (`nats.password_env` / `nats.password_file`): %w", err)
+		}
+		opts = append(opts, nats.UserInfo(cfg.User, pw.Reveal()))
 	}
 	t := cfg.TLS
 	if t.CAFile != "" || t.CertFile != "" || t.InsecureSkipVerify {
@@ -308,25 +307,33 @@ func authOptions(cfg config.NATS) ([]nats.Option, error) {
 }
 
 // startEmbedded starts nats-server with JetStream in cfg.StoreDir, listening on
-// cfg.Embedded.Endpoint (port 0 or -1 picks a free port).
-func startEmbedded(cfg config.NATS, logger *slog.Logger) (*server.Server, error) {
+// cfg.Embedded.Endpoint (port 0 or -1 picks a free port). The server requires a user and
+// password from every client: ragwatch's own and the app's (see resolveUsers).
+func startEmbedded(cfg config.NATS, logger *slog.Logger) (*server.Server, Credential, Credential, error) {
+	var own, app Credential
+	fail := func(err error) (*server.Server, Credential, Credential, error) {
+		return nil, Credential{}, Credential{}, err
+	}
 	host, portStr, err := net.SplitHostPort(cfg.Embedded.Endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("`nats.embedded.endpoint` %q: %w", cfg.Embedded.Endpoint, err)
+		return fail(fmt.Errorf("`nats.embedded.endpoint` %q: %w", cfg.Embedded.Endpoint, err))
 	}
 	port, err := strconv.Atoi(portStr)
 	if err != nil {
-		return nil, fmt.Errorf("`nats.embedded.endpoint` %q: port is not a number", cfg.Embedded.Endpoint)
+		return fail(fmt.Errorf("`nats.embedded.endpoint` %q: port is not a number", cfg.Embedded.Endpoint))
 	}
 	if err := checkWritable(cfg.StoreDir); err != nil {
-		return nil, err
+		return fail(err)
+	}
+	if own, app, err = resolveUsers(cfg, logger); err != nil {
+		return fail(err)
 	}
 	if port > 0 {
 		// Check first so the message is clear; nats-server alone only logs it.
 		l, err := net.Listen("tcp", cfg.Embedded.Endpoint)
 		if err != nil {
-			return nil, fmt.Errorf("embedded NATS cannot listen on %s (`nats.embedded.endpoint`): %w; "+
-				"is another ragwatch or nats-server running? Pick another port or set `nats.url` to use it", cfg.Embedded.Endpoint, err)
+			return fail(fmt.Errorf("embedded NATS cannot listen on %s (`nats.embedded.endpoint`): %w; "+
+				"is another ragwatch or nats-server running? Pick another port or set `nats.url` to use it", cfg.Embedded.Endpoint, err))
 		}
 		_ = l.Close()
 	}
@@ -336,16 +343,20 @@ func startEmbedded(cfg config.NATS, logger *slog.Logger) (*server.Server, error)
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   cfg.StoreDir,
-		MaxPayload: int32(cfg.MaxPayload),
-		NoSigs:     true,
-		NoLog:      false,
+		// The streams' caps are reserved against it (config.CheckStorage): the store dir stays
+		// within its volume.
+		JetStreamMaxStore: cfg.Embedded.MaxStore,
+		MaxPayload:        int32(cfg.MaxPayload),
+		NoSigs:            true,
+		NoLog:             false,
+		Users:             serverUsers(cfg.Subjects, own, app),
 	}
 	if opts.MaxPayload <= 0 {
 		opts.MaxPayload = 8 << 20
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
-		return nil, fmt.Errorf("embedded NATS: %w", err)
+		return fail(fmt.Errorf("embedded NATS: %w", err))
 	}
 	sl := &serverLogger{logger: logger.With("component", "nats-server")}
 	s.SetLogger(sl, false, false)
@@ -353,14 +364,14 @@ func startEmbedded(cfg config.NATS, logger *slog.Logger) (*server.Server, error)
 	if msg := sl.fatal(); msg != "" {
 		s.Shutdown()
 		s.WaitForShutdown()
-		return nil, fmt.Errorf("embedded NATS on %s with store %s: %s", cfg.Embedded.Endpoint, cfg.StoreDir, msg)
+		return fail(fmt.Errorf("embedded NATS on %s with store %s: %s", cfg.Embedded.Endpoint, cfg.StoreDir, msg))
 	}
 	if err := readyErr(s); err != nil {
 		s.Shutdown()
 		s.WaitForShutdown()
-		return nil, fmt.Errorf("embedded NATS on %s (`nats.embedded.endpoint`): %w", cfg.Embedded.Endpoint, err)
+		return fail(fmt.Errorf("embedded NATS on %s (`nats.embedded.endpoint`): %w", cfg.Embedded.Endpoint, err))
 	}
-	return s, nil
+	return s, own, app, nil
 }
 
 func readyErr(s *server.Server) error {

@@ -2,6 +2,8 @@ package natsconn
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -9,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
@@ -41,20 +45,20 @@ func TestEmbeddedJetStreamAndKV(t *testing.T) {
 	if got := promtestutil.ToFloat64(c.connected); got != 1 {
 		t.Fatalf("ragwatch_nats_connected = %v, want 1", got)
 	}
-	// An outside app reaches the embedded server over TCP.
-	app, err := nats.Connect(c.ClientURL())
+	// An outside app reaches the embedded server over TCP, with its credentials.
+	app, err := nats.Connect(c.ClientURL(), c.AppCredential().Option())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer app.Close()
-	sub, err := c.NC.SubscribeSync("ragwatch.x")
+	sub, err := c.NC.SubscribeSync("ragwatch.records.x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := c.NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if err := app.Publish("ragwatch.x", []byte("hello")); err != nil {
+	if err := app.Publish("ragwatch.records.x", []byte("hello")); err != nil {
 		t.Fatal(err)
 	}
 	m, err := sub.NextMsg(5 * time.Second)
@@ -63,14 +67,17 @@ func TestEmbeddedJetStreamAndKV(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	kv, err := c.KeyValue(ctx, "test_bucket", time.Hour)
+	kv, err := c.KeyValue(ctx, "test_bucket", time.Hour, 1<<20)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if st, err := kv.Status(ctx); err != nil || st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.MaxBytes != 1<<20 {
+		t.Fatalf("bucket status = %+v, %v; want max_bytes 1MiB", st, err)
 	}
 	if _, err := kv.Put(ctx, "k1", []byte("v1")); err != nil {
 		t.Fatal(err)
 	}
-	again, err := c.KeyValue(ctx, "test_bucket", time.Hour) // opening twice is fine
+	again, err := c.KeyValue(ctx, "test_bucket", time.Hour, 1<<20) // opening twice is fine
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,5 +246,72 @@ func TestBackoff(t *testing.T) {
 		if d < lo || d > hi {
 			t.Fatalf("attempt %d: %v not within [%v, %v]", tc.attempt, d, lo, hi)
 		}
+	}
+}
+
+// The embedded server's JetStream store is limited by nats.embedded.max_store: a stream whose
+// cap does not fit is refused when created, so the store dir never outgrows its volume.
+func TestEmbeddedMaxStore(t *testing.T) {
+	cfg := embeddedCfg(t)
+	cfg.Embedded.MaxStore = 4 << 20
+	c, err := Connect(context.Background(), cfg, prometheus.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if _, err := c.KeyValue(ctx, "fits", 0, 3<<20); err != nil {
+		t.Fatalf("a 3 MiB bucket in a 4 MiB store: %v", err)
+	}
+	_, err = c.KeyValue(ctx, "too_big", 0, 2<<20)
+	if err == nil || !IsStorageFull(err) {
+		t.Fatalf("a second 2 MiB bucket in a 4 MiB store: err = %v, want insufficient storage", err)
+	}
+}
+
+func TestIsStorageFull(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{&jetstream.APIError{ErrorCode: 10023, Description: "insufficient resources"}, true},
+		{&jetstream.APIError{ErrorCode: 10047, Description: "insufficient storage resources available"}, true},
+		{&jetstream.APIError{ErrorCode: 10077, Description: "maximum bytes exceeded"}, true},
+		{&jetstream.APIError{ErrorCode: 10077, Description: "maximum messages exceeded"}, false},
+		{&jetstream.APIError{ErrorCode: 10059, Description: "stream not found"}, false},
+		{errors.New("nats: timeout"), false},
+		{fmt.Errorf("put: %w", errors.New("nats: maximum bytes exceeded")), true},
+	} {
+		if got := IsStorageFull(tc.err); got != tc.want {
+			t.Errorf("IsStorageFull(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// An external cluster with users: nats.user and the password from a file (a mounted Secret)
+// log in without putting the password in nats.url; a wrong one is refused.
+func TestExternalUserPassword(t *testing.T) {
+	s := testutil.RunJetStream(t, func(o *server.Options) { o.Username, o.Password = "sidecar", "s3cret-pw" })
+	cfg := config.Default().NATS
+	cfg.URL = config.SecretURL(s.ClientURL())
+	cfg.User = "sidecar"
+	pwFile := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(pwFile, []byte("s3cret-pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.PasswordFile = pwFile
+	c, err := Connect(context.Background(), cfg, prometheus.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+
+	if err := os.WriteFile(pwFile, []byte("wrong\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Connect(context.Background(), cfg, prometheus.NewRegistry(), nil)
+	if err == nil || !strings.Contains(err.Error(), "Authorization Violation") || strings.Contains(err.Error(), "wrong") {
+		t.Fatalf("wrong password: err = %v", err)
 	}
 }

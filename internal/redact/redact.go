@@ -35,6 +35,10 @@ type detector struct {
 	name  string
 	re    *regexp.Regexp
 	valid func(string) bool // nil: every match counts
+	// replace, when set, replaces valid: it returns the match with the personal data in it
+	// redacted and how many pieces it redacted. Card and IBAN matches take every group that
+	// follows (a CVV, a currency code, a second number): replace finds the numbers inside.
+	replace func(m string) (string, int)
 	// maybe is a cheap pre-check on the text; the regexp runs only when it passes. nil: always.
 	maybe func(s string, digitRun int) bool
 }
@@ -48,9 +52,11 @@ type Redactor struct {
 
 var (
 	emailRe = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`)
-	// 13-19 digits, optionally grouped by spaces or dashes.
-	cardRe = regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`)
-	ibanRe = regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`)
+	// At least 13 digits, optionally grouped by spaces or dashes: the whole run, so that
+	// replaceCards sees a card number with whatever is written next to it.
+	cardRe = regexp.MustCompile(`\b\d(?:[ \-]?\d){12,}\b`)
+	// Up to 80 characters after the check digits: replaceIBANs cuts at the country's length.
+	ibanRe = regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,80}\b`)
 	ipv4Re = regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}\b`)
 	ipv6Re = regexp.MustCompile(`(?i)\b(?:[0-9a-f]{1,4}:){2,7}(?::|[0-9a-f]{1,4})(?:[0-9a-f:]*)`)
 	// International or national phone numbers: optional +CC, then 7-15 digits with separators.
@@ -70,10 +76,10 @@ func New(builtins []string, custom []Pattern, reg prometheus.Registerer) (*Redac
 			r.detectors = append(r.detectors, detector{name: Email, re: emailRe,
 				maybe: func(s string, _ int) bool { return strings.IndexByte(s, '@') >= 0 }})
 		case Card:
-			r.detectors = append(r.detectors, detector{name: Card, re: cardRe, valid: luhn,
+			r.detectors = append(r.detectors, detector{name: Card, re: cardRe, replace: replaceCards,
 				maybe: func(_ string, run int) bool { return run >= 13 }})
 		case IBAN:
-			r.detectors = append(r.detectors, detector{name: IBAN, re: ibanRe, valid: ibanValid,
+			r.detectors = append(r.detectors, detector{name: IBAN, re: ibanRe, replace: replaceIBANs,
 				maybe: func(_ string, run int) bool { return run >= 2 }})
 		case IP:
 			r.detectors = append(r.detectors,
@@ -122,6 +128,11 @@ func (r *Redactor) String(s string) string {
 		}
 		n := 0
 		s = d.re.ReplaceAllStringFunc(s, func(m string) string {
+			if d.replace != nil {
+				out, k := d.replace(m)
+				n += k
+				return out
+			}
 			if d.valid != nil && !d.valid(m) {
 				return m
 			}

@@ -68,3 +68,58 @@ func BenchmarkRedact1KB(b *testing.B) {
 		_ = r.String(text)
 	}
 }
+
+// TestCardAndIBANNextToOtherText covers numbers written with something after them: a CVV
+// after the card number made the whole match fail Luhn (and the phone detector then took the
+// last digits, leaving twelve of sixteen in the text); a currency code after an IBAN made it
+// fail mod-97.
+func TestCardAndIBANNextToOtherText(t *testing.T) {
+	r, err := New(nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, in, want string }{
+		{"card grouped with cvv", "Card 4111 1111 1111 1111 123 please.", "Card [REDACTED:card] please."},
+		{"card plain with cvv", "Card 4111111111111111 123 please.", "Card [REDACTED:card] please."},
+		{"card dashed with cvv", "Card 5555-5555-5555-4444-737.", "Card [REDACTED:card]."},
+		{"amex with four-digit cid", "Amex 3782 822463 10005 1234 ok", "Amex [REDACTED:card] ok"},
+		{"card then expiry", "4111 1111 1111 1111 exp 12/27 cvv 123", "[REDACTED:card] exp 12/27 cvv 123"},
+		{"digits before the card", "Ref 12 35 4111 1111 1111 1111 ok", "Ref 12 35 [REDACTED:card] ok"},
+		{"two cards in one run", "4111 1111 1111 1111 5555 5555 5555 4444", "[REDACTED:card] [REDACTED:card]"},
+		{"long number failing Luhn stays", "Order 1234 5678 9012 3456 789 shipped.", "Order 1234 5678 9012 3456 789 shipped."},
+		{"iban with currency", "Wire DE89 3704 0044 0532 0130 00 EUR today.", "Wire [REDACTED:iban] EUR today."},
+		{"iban compact with currency", "Wire DE89370400440532013000 EUR.", "Wire [REDACTED:iban] EUR."},
+		{"iban with amount", "GB82 WEST 1234 5698 7654 32 1500 GBP", "[REDACTED:iban] 1500 GBP"},
+		{"two ibans", "DE89 3704 0044 0532 0130 00 GB82 WEST 1234 5698 7654 32", "[REDACTED:iban] [REDACTED:iban]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := r.String(tc.in); got != tc.want {
+				t.Errorf("String(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzCardNeverLeaks puts a Luhn-valid card number between arbitrary text and checks that no
+// run of its digits long enough to matter (8 or more) is left in the output.
+func FuzzCardNeverLeaks(f *testing.F) {
+	for _, s := range [][2]string{{"Card ", " 123"}, {"12 34 ", ""}, {"", " 5555 5555 5555 4444"}, {"DE89 ", " EUR"}, {"+49 30 ", "-99"}} {
+		f.Add(s[0], s[1])
+	}
+	r, err := New(nil, nil, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, before, after string) {
+		for _, card := range []string{"4111111111111111", "4111 1111 1111 1111"} {
+			in := before + " " + card + " " + after
+			out := r.String(in)
+			if strings.Contains(before+after, "11111111") || strings.Contains(before+after, "1111 1111") {
+				continue // the text itself holds the digits
+			}
+			if strings.Contains(out, "41111111") || strings.Contains(out, "1111 1111") || strings.Contains(out, "11111111") {
+				t.Fatalf("String(%q) = %q leaks the card", in, out)
+			}
+		}
+	})
+}

@@ -2,15 +2,7 @@ package tlsauth
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,58 +16,12 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
-// pki writes a CA, a server certificate for 127.0.0.1 and a client certificate into dir.
-type pki struct {
-	caFile, certFile, keyFile string
-	client                    tls.Certificate
-	pool                      *x509.CertPool
-}
-
-func newPKI(t *testing.T) pki {
-	t.Helper()
-	dir := t.TempDir()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	issue := func(cn string, usage x509.ExtKeyUsage) ([]byte, *ecdsa.PrivateKey) {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return der, key
-	}
-	write := func(name, typ string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	p := pki{caFile: write("ca.pem", "CERTIFICATE", caDER), pool: x509.NewCertPool()}
-	p.pool.AddCert(ca)
-	sDER, sKey := issue("server", x509.ExtKeyUsageServerAuth)
-	skb, _ := x509.MarshalECPrivateKey(sKey)
-	p.certFile, p.keyFile = write("server.pem", "CERTIFICATE", sDER), write("server-key.pem", "EC PRIVATE KEY", skb)
-	cDER, cKey := issue("client", x509.ExtKeyUsageClientAuth)
-	p.client = tls.Certificate{Certificate: [][]byte{cDER}, PrivateKey: cKey}
-	return p
-}
-
 func TestMutualTLS(t *testing.T) {
-	p := newPKI(t)
-	tc, err := ServerTLS(config.TLSServer{CertFile: p.certFile, KeyFile: p.keyFile, ClientCAFile: p.caFile})
+	p := testutil.NewPKI(t)
+	tc, err := ServerTLS(config.TLSServer{CertFile: p.CertFile, KeyFile: p.KeyFile, ClientCAFile: p.CAFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +35,7 @@ func TestMutualTLS(t *testing.T) {
 	url := "https://" + ln.Addr().String() + "/"
 
 	get := func(certs []tls.Certificate) error {
-		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.pool, Certificates: certs}}}
+		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.Pool, Certificates: certs}}}
 		resp, err := c.Get(url)
 		if err != nil {
 			return err
@@ -99,7 +45,7 @@ func TestMutualTLS(t *testing.T) {
 	if err := get(nil); err == nil {
 		t.Fatal("a client without a certificate was accepted")
 	}
-	if err := get([]tls.Certificate{p.client}); err != nil {
+	if err := get([]tls.Certificate{p.Client}); err != nil {
 		t.Fatalf("client with a certificate: %v", err)
 	}
 	if tc.MinVersion != tls.VersionTLS12 {

@@ -37,9 +37,11 @@ type Decision struct {
 // Decider makes sampling decisions. It is safe for concurrent use.
 type Decider struct {
 	policy atomic.Pointer[policy] // swapped whole by Update
-	budget *Budget
-	now    func() time.Time
-	svc    *labels.ServiceSet
+	// maxWeight holds the float64 bits of the largest MaxWeight of any policy since New.
+	maxWeight atomic.Uint64
+	budget    *Budget
+	now       func() time.Time
+	svc       *labels.ServiceSet
 
 	sampled *prometheus.CounterVec
 	skipped *prometheus.CounterVec
@@ -143,6 +145,25 @@ func Mark(r *record.Record, dec Decision) *record.Record {
 	return &c
 }
 
+// MaxWeight is the largest weight cfg can give a record: 1 / the smallest positive inclusion
+// probability of sampling.rate and the rules (1 when nothing is sampled by probability).
+func MaxWeight(cfg config.Sampling) float64 {
+	minP := 1.0
+	for _, r := range cfg.Rules {
+		if !r.Never && r.Probability != nil && *r.Probability > 0 {
+			minP = min(minP, *r.Probability)
+		}
+	}
+	if cfg.Rate > 0 {
+		minP = min(minP, cfg.Rate)
+	}
+	return 1 / minP
+}
+
+// MaxWeight is the largest weight any policy since New could give: results of records sampled
+// before a reload that raised the rate are still scored, and carry their old weight.
+func (d *Decider) MaxWeight() float64 { return math.Float64frombits(d.maxWeight.Load()) }
+
 // Weight returns 1/p for a sampled record (its Horvitz–Thompson weight), 1 when s is nil or p
 // is not in (0, 1].
 func Weight(s *record.Sampling) float64 {
@@ -165,6 +186,12 @@ type policy struct {
 // config; decisions in flight finish with the policy they started with. The token bucket is
 // kept (with the tokens it holds) when max_per_minute is unchanged.
 func (d *Decider) Update(cfg config.Sampling) {
+	for w := MaxWeight(cfg); ; {
+		old := d.maxWeight.Load()
+		if w <= math.Float64frombits(old) || d.maxWeight.CompareAndSwap(old, math.Float64bits(w)) {
+			break
+		}
+	}
 	p := &policy{rate: cfg.Rate, rules: CompileRules(cfg.Rules), maxPerMinute: cfg.MaxPerMinute}
 	for _, r := range cfg.Rules {
 		p.feedback = p.feedback || r.Match.NegativeFeedback

@@ -91,3 +91,36 @@ func TestRulesFollowsUpdate(t *testing.T) {
 		}
 	}
 }
+
+// MaxWeight bounds the weights of results read from NATS: 1 / the smallest probability any
+// policy since start could give, so records sampled before a reload keep their valid weights.
+func TestMaxWeight(t *testing.T) {
+	p := func(v float64) *float64 { return &v }
+	for _, tt := range []struct {
+		name string
+		cfg  config.Sampling
+		want float64
+	}{
+		{"rate", config.Sampling{Rate: 0.1}, 10},
+		{"rule lower", config.Sampling{Rate: 0.5, Rules: []config.SamplingRule{{Name: "a", Probability: p(0.01)}}}, 100},
+		{"never rule and rate 0", config.Sampling{Rate: 0, Rules: []config.SamplingRule{{Name: "a", Never: true}}}, 1},
+		{"rate 1", config.Sampling{Rate: 1}, 1},
+	} {
+		if got := MaxWeight(tt.cfg); got < tt.want*(1-1e-9) || got > tt.want*(1+1e-9) {
+			t.Errorf("%s: MaxWeight = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	c := &clock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	d, _ := newTestDecider(t, config.Sampling{Rate: 0.25}, nil, c)
+	if got := d.MaxWeight(); got != 4 {
+		t.Fatalf("rate 0.25: %v", got)
+	}
+	d.Update(config.Sampling{Rate: 0.05})
+	if got := d.MaxWeight(); got != 20 {
+		t.Fatalf("after lowering the rate: %v", got)
+	}
+	d.Update(config.Sampling{Rate: 1})
+	if got := d.MaxWeight(); got != 20 {
+		t.Fatalf("after raising the rate: %v, want 20 (records queued at 0.05 are still scored)", got)
+	}
+}

@@ -8,7 +8,8 @@ import (
 
 // Drop reasons of ragwatch_scoring_dropped_total.
 const (
-	DropQueueFull       = "queue_full"       // the in-memory buffer or the stream is full
+	DropQueueFull       = "queue_full"       // the in-memory buffer is full
+	DropStorageFull     = "storage_full"     // JetStream refused the record for lack of storage
 	DropNATSUnavailable = "nats_unavailable" // not connected, or the publish was not acknowledged
 	DropTooLarge        = "too_large"        // the record is larger than the server's max payload
 )
@@ -20,6 +21,8 @@ type Metrics struct {
 	DeadLetter    prometheus.Counter
 	Depth         prometheus.Gauge
 	InvalidScores prometheus.Counter
+	// StorageFull is 1 while JetStream refuses sampled records for lack of storage.
+	StorageFull prometheus.Gauge
 }
 
 // NewMetrics registers (or finds) the queue metrics on reg.
@@ -30,7 +33,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Dropped: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_scoring_dropped_total",
-			Help: "Sampled records dropped before reaching the scoring queue, by reason: queue_full, nats_unavailable, too_large.",
+			Help: "Sampled records dropped before reaching the scoring queue, by reason: queue_full, storage_full, nats_unavailable, too_large.",
 		}, []string{"reason"})),
 		DeadLetter: registerOrGet(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ragwatch_scoring_dead_letter_total",
@@ -44,8 +47,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "ragwatch_scores_invalid_total",
 			Help: "Messages on the scores subjects that were not a valid score result.",
 		})),
+		StorageFull: registerOrGet(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ragwatch_scoring_queue_storage_full",
+			Help: "1 while JetStream refuses sampled records for lack of storage (the scoring stream at scoring.queue.max_bytes, or the server's store full), 0 once a record is accepted again.",
+		})),
 	}
-	for _, r := range []string{DropQueueFull, DropNATSUnavailable, DropTooLarge} {
+	for _, r := range []string{DropQueueFull, DropStorageFull, DropNATSUnavailable, DropTooLarge} {
 		m.Dropped.WithLabelValues(r)
 	}
 	return m

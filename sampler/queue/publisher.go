@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/natsconn"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
@@ -46,6 +48,8 @@ type Publisher struct {
 
 	// DepthInterval is how often the depth gauge is polled; set before Start.
 	DepthInterval time.Duration
+
+	storageFull atomic.Bool // the last acknowledged publish was refused for lack of storage
 
 	mu      sync.RWMutex // guards closed against Offer's send on buf
 	closed  bool
@@ -151,10 +155,27 @@ func (p *Publisher) ackLoop() {
 		timer.Reset(ackTimeout)
 		select {
 		case <-pp.fut.Ok():
+			p.setStorageFull(false)
 		case err := <-pp.fut.Err():
 			p.drop(err)
 		case <-timer.C:
 			p.drop(jetstream.ErrAsyncPublishTimeout)
+		}
+	}
+}
+
+// StorageFull reports whether JetStream refused the last acknowledged publish for lack of
+// storage: sampling goes on, and every sample is counted as dropped (storage_full) until the
+// stream has room again. /readyz reports it.
+func (p *Publisher) StorageFull() bool { return p.storageFull.Load() }
+
+func (p *Publisher) setStorageFull(full bool) {
+	if p.storageFull.Swap(full) != full {
+		p.m.StorageFull.Set(0)
+		if full {
+			p.m.StorageFull.Set(1)
+			p.logger.Warn("JetStream storage full: sampled records are dropped (storage_full) until the scoring stream has room",
+				"stream", p.cfg.Stream, "max_bytes", p.cfg.MaxBytes)
 		}
 	}
 }
@@ -166,8 +187,13 @@ func (p *Publisher) drop(err error) {
 	switch {
 	case errors.Is(err, nats.ErrMaxPayload):
 		reason = DropTooLarge
+	case natsconn.IsStorageFull(err):
+		// "maximum bytes exceeded" (the stream at max_bytes, discard new), "insufficient
+		// resources" (the server's max_store): the disk budget is used up.
+		reason = DropStorageFull
+		p.setStorageFull(true)
 	case errors.As(err, &apiErr) && strings.Contains(apiErr.Description, "maximum"):
-		// "maximum bytes exceeded" / "maximum messages exceeded": the stream is full.
+		// "maximum messages exceeded": the stream is full.
 		reason = DropQueueFull
 	}
 	p.m.Dropped.WithLabelValues(reason).Inc()

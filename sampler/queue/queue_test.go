@@ -238,7 +238,8 @@ func TestPublisherDropsWhenBufferOrStreamFull(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Started: the stream refuses records past max_bytes (discard new) and each refusal counts.
+	// Started: the stream refuses records past max_bytes (discard new) and each refusal counts
+	// as storage_full; the gauge says so until a record is accepted again.
 	p2 := NewPublisher(js, cfg, 100, reg, nil)
 	if err := p2.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -253,9 +254,39 @@ func TestPublisherDropsWhenBufferOrStreamFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := streamMsgs(t, js, cfg.Stream)
-	full := promtestutil.ToFloat64(p2.m.Dropped.WithLabelValues(DropQueueFull)) - 3
+	full := promtestutil.ToFloat64(p2.m.Dropped.WithLabelValues(DropStorageFull))
 	if stored == 0 || stored >= 20 || float64(stored)+full != 20 {
 		t.Fatalf("stored %d + refused %v, want 20 in all with some refused", stored, full)
+	}
+	if q := promtestutil.ToFloat64(p2.m.Dropped.WithLabelValues(DropQueueFull)); q != 3 {
+		t.Fatalf("queue_full drops = %v, want the 3 of the buffer only", q)
+	}
+	if !p2.StorageFull() || promtestutil.ToFloat64(p2.m.StorageFull) != 1 {
+		t.Fatalf("storage full = %v, gauge %v; want true, 1", p2.StorageFull(), promtestutil.ToFloat64(p2.m.StorageFull))
+	}
+
+	// Room again (workers took the records): the next record is accepted and the gauge clears.
+	st, err := js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p3 := NewPublisher(js, cfg, 100, reg, nil)
+	p3.storageFull.Store(true) // as p2 left it; one process has one publisher
+	if err := p3.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p3.Offer(&record.Record{TraceID: "after-purge"}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, "storage full to clear", func() bool { return !p3.StorageFull() })
+	if err := p3.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g := promtestutil.ToFloat64(p3.m.StorageFull); g != 0 {
+		t.Fatalf("storage full gauge = %v after a record was accepted, want 0", g)
 	}
 }
 
@@ -290,7 +321,7 @@ func TestScoresRoundTrip(t *testing.T) {
 		defer mu.Unlock()
 		got = append(got, rs...)
 		return nil
-	}), reg, slog.New(slog.DiscardHandler))
+	}), ScoreChecks{MaxWeight: func() float64 { return 4 }}, reg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

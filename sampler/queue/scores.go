@@ -7,10 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
 
@@ -72,11 +76,33 @@ func (p *ScorePublisher) ConsumeScores(_ context.Context, results []score.Result
 	return nil
 }
 
+// ScoreChecks bound what a result read from the scores subjects may claim. Results arrive from
+// outside the process (worker pods, or anyone allowed to publish there), so they are validated
+// like any input before they can move an SLO.
+type ScoreChecks struct {
+	// MaxWeight returns the largest weight the sampler can give, 1 / its smallest inclusion
+	// probability (decide.Decider.MaxWeight); nil or below 1 allows weight 1 only. Weight 0
+	// (unset) means 1, as in the alert engine.
+	MaxWeight func() float64
+	// Ingest counts each rejected result in ragwatch_ingest_rejected_total{receiver="nats"};
+	// nil counts it only in ragwatch_scores_invalid_total.
+	Ingest *ingest.Metrics
+}
+
+func (c ScoreChecks) maxWeight() float64 {
+	if c.MaxWeight == nil {
+		return 1
+	}
+	return max(c.MaxWeight(), 1)
+}
+
 // SubscribeScores decodes the results published under prefix (every service) and hands each
 // to consumer. The alert engine uses it whether scoring ran in this process or in worker pods,
-// so there is one code path. Invalid messages are counted (ragwatch_scores_invalid_total) and
-// logged, never passed on. Unsubscribe (or Drain) the returned subscription to stop.
-func SubscribeScores(nc *nats.Conn, prefix string, consumer score.Consumer, reg prometheus.Registerer, logger *slog.Logger) (*nats.Subscription, error) {
+// so there is one code path. Invalid messages (see checkResult) are counted
+// (ragwatch_scores_invalid_total, and ragwatch_ingest_rejected_total by reason when
+// checks.Ingest is set) and logged without their content, never passed on. Unsubscribe (or
+// Drain) the returned subscription to stop.
+func SubscribeScores(nc *nats.Conn, prefix string, consumer score.Consumer, checks ScoreChecks, reg prometheus.Registerer, logger *slog.Logger) (*nats.Subscription, error) {
 	if prefix == "" {
 		prefix = DefaultScoresPrefix
 	}
@@ -86,9 +112,12 @@ func SubscribeScores(nc *nats.Conn, prefix string, consumer score.Consumer, reg 
 	m := NewMetrics(reg)
 	sub, err := nc.Subscribe(prefix+".>", func(msg *nats.Msg) {
 		var r score.Result
-		if err := decodeResult(msg.Data, &r); err != nil {
+		if reason, err := decodeResult(msg.Data, &r, checks.maxWeight()); err != nil {
 			m.InvalidScores.Inc()
-			logger.Warn("invalid score result", "subject", msg.Subject, "err", err)
+			if checks.Ingest != nil {
+				checks.Ingest.Rejected(ingest.ReceiverNATS, reason)
+			}
+			logger.Warn("invalid score result", "subject", msg.Subject, "reason", reason, "err", err)
 			return
 		}
 		if err := consumer.ConsumeScores(context.Background(), []score.Result{r}); err != nil {
@@ -105,20 +134,43 @@ func SubscribeScores(nc *nats.Conn, prefix string, consumer score.Consumer, reg 
 	return sub, nil
 }
 
-func decodeResult(data []byte, r *score.Result) error {
+// decodeResult decodes a result and checks it could come from a scorer of this deployment;
+// otherwise it returns the ingest reason and the problem, without content of the result.
+func decodeResult(data []byte, r *score.Result, maxWeight float64) (reason string, _ error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(r); err != nil {
-		return err
+		return ingest.ReasonMalformed, err
 	}
 	switch {
-	case r.TraceID == "":
-		return fmt.Errorf("trace_id is required")
-	case r.Metric == "":
-		return fmt.Errorf("metric is required")
+	case !wellFormedID(r.TraceID):
+		return ingest.ReasonInvalid, fmt.Errorf("trace_id must be 1 to %d printable bytes, not an all-zero OTLP id", record.MaxIDLength)
+	case r.SpanID != "" && !wellFormedID(r.SpanID):
+		return ingest.ReasonInvalid, fmt.Errorf("span_id must be 1 to %d printable bytes, not an all-zero OTLP id", record.MaxIDLength)
+	case len(r.Service) > record.MaxIDLength:
+		return ingest.ReasonInvalid, fmt.Errorf("service is longer than %d bytes", record.MaxIDLength)
+	case !score.KnownMetric(r.Metric):
+		return ingest.ReasonUnknownMetric, errors.New("metric is not one a scorer produces")
 	case !(r.Value >= 0 && r.Value <= 1):
-		return fmt.Errorf("value %v is outside [0, 1]", r.Value)
-	case r.Weight < 0:
-		return fmt.Errorf("weight %v is negative", r.Weight)
+		return ingest.ReasonValueRange, fmt.Errorf("value %v is outside [0, 1]", r.Value)
+	case r.Weight != 0 && !(r.Weight >= 1 && r.Weight <= maxWeight*(1+1e-9)):
+		return ingest.ReasonWeightRange, fmt.Errorf("weight %v is outside [1, %v] (1 / the smallest sampling probability)", r.Weight, maxWeight)
 	}
-	return nil
+	return "", nil
+}
+
+// wellFormedID accepts what a record's trace or span id may be (docs/record.md): 1 to
+// record.MaxIDLength bytes of printable UTF-8, except an all-zero hex id, which OTLP defines as
+// invalid.
+func wellFormedID(id string) bool {
+	if id == "" || len(id) > record.MaxIDLength || !utf8.ValidString(id) {
+		return false
+	}
+	zero := true
+	for _, c := range id {
+		if !unicode.IsPrint(c) {
+			return false
+		}
+		zero = zero && c == '0'
+	}
+	return !(zero && (len(id) == 32 || len(id) == 16))
 }

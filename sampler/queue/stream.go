@@ -10,8 +10,9 @@ import (
 	"github.com/ragwatch/ragwatch/config"
 )
 
-// Setup creates or updates the scoring stream (work-queue retention, file storage, bounded,
-// refusing new records when full), the dead-letter stream and the durable pull consumer, and
+// Setup creates or updates the scoring stream (work-queue retention, file storage, bounded by
+// max_bytes, refusing new records when full), the dead-letter stream (bounded by
+// dead_letter_max_bytes, dropping the oldest when full) and the durable pull consumer, and
 // returns the consumer. Sidecars and worker pods both call it; it is idempotent.
 //
 // The consumer's max_deliver is one more than scoring.queue.max_deliver: workers move a record
@@ -45,7 +46,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg config.ScoringQueue,
 		Storage:     jetstream.FileStorage,
 		Discard:     jetstream.DiscardOld,
 		MaxAge:      cfg.DeadLetterMaxAge,
-		MaxBytes:    cfg.MaxBytes,
+		MaxBytes:    cfg.DeadLetterMaxBytes,
 		Duplicates:  min(cfg.DedupWindow, cfg.DeadLetterMaxAge),
 		Replicas:    replicas,
 	})

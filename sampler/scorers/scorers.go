@@ -29,9 +29,10 @@ type buildOptions struct {
 	redact func(string) string
 }
 
-// WithRedact makes every LLM judge filter its prompts through redact: the process's redactor,
-// so that custom patterns apply and redactions are counted. Without it judges still redact
-// with the built-in detectors (llm.JudgeOptions.Redact).
+// WithRedact makes every LLM judge (prompts and embeddings inputs) and the NLI scorer
+// (premises and hypotheses) filter what they send through redact: the process's redactor,
+// so that custom patterns apply and redactions are counted. Without it they still redact
+// with the built-in detectors (llm.JudgeOptions.Redact, nli.Config.Redact).
 func WithRedact(redact func(string) string) Option {
 	return func(o *buildOptions) { o.redact = redact }
 }
@@ -94,7 +95,7 @@ func Build(cfg config.Scoring, reg prometheus.Registerer, logger *slog.Logger, o
 			sc, err = buildAnthropic(cfg.Anthropic, ms, judgeOpts)
 		case config.BackendNLI:
 			sc, err = nli.New(nli.Config{URL: cfg.NLI.URL.Reveal(), Threshold: cfg.NLI.Threshold, Timeout: cfg.NLI.Timeout,
-				MaxRetries: 2, Metrics: ms, Registerer: reg})
+				MaxRetries: 2, Metrics: ms, Registerer: reg, Redact: bo.redact})
 		}
 		if err != nil {
 			return nil, err

@@ -56,7 +56,8 @@ func TestPoolScoresEveryRecordOnceAndPublishes(t *testing.T) {
 	// The alert engine's side: results arrive through the scores subjects.
 	subConn, _ := testutil.Connect(t, s)
 	viaNATS := newTally()
-	sub, err := queue.SubscribeScores(subConn, rt.Queue.ScoresSubjectPrefix, viaNATS, prometheus.NewRegistry(), quiet)
+	sub, err := queue.SubscribeScores(subConn, rt.Queue.ScoresSubjectPrefix, viaNATS,
+		queue.ScoreChecks{MaxWeight: func() float64 { return 4 }}, prometheus.NewRegistry(), quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,13 +48,21 @@ func New(cfg Config, client *http.Client) *Notifier {
 	return &Notifier{cfg: cfg, client: client}
 }
 
+// esc escapes text for Slack's mrkdwn (and the top-level text, which Slack reads as mrkdwn
+// too), as its formatting guide asks: with &, < and > escaped, text from the traces (a
+// service name, a summary quoting one) cannot write <!channel>, <!here>, <@user> or a
+// <url|label> link of its own.
 var esc = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// escURL escapes the URL part of a <url|label> link: & as Slack asks, and <, > and | (which
+// would end the link or start its label) percent-encoded, which keeps the URL working.
+var escURL = strings.NewReplacer("&", "&amp;", "<", "%3C", ">", "%3E", "|", "%7C")
 
 func link(url, text string) string {
 	if url == "" {
 		return esc.Replace(text)
 	}
-	return "<" + url + "|" + esc.Replace(text) + ">"
+	return "<" + escURL.Replace(url) + "|" + esc.Replace(text) + ">"
 }
 
 // Message builds the message for an alert.
@@ -64,7 +72,8 @@ func (n *Notifier) Message(a alerts.Alert) Message {
 		state = "RESOLVED"
 	}
 	title := fmt.Sprintf("[%s] %s %s (%s, %s)", state, a.Name, a.Rule, a.Service, a.Severity)
-	m := Message{Text: title + ": " + a.Summary}
+	// The header is plain_text, which Slack shows as written; everything else is mrkdwn.
+	m := Message{Text: esc.Replace(title + ": " + a.Summary)}
 	m.Blocks = append(m.Blocks,
 		Block{Type: "header", Text: &Text{Type: "plain_text", Text: title}},
 		Block{Type: "section", Text: &Text{Type: "mrkdwn", Text: esc.Replace(a.Description)}})
@@ -75,7 +84,7 @@ func (n *Notifier) Message(a alerts.Alert) Message {
 		{Type: "mrkdwn", Text: fmt.Sprintf("*Samples*\n%d", a.N)},
 	}
 	if iv := a.IntervalText(); iv != "" {
-		fields = append(fields, Text{Type: "mrkdwn", Text: "*95% interval*\n" + iv})
+		fields = append(fields, Text{Type: "mrkdwn", Text: "*95% interval*\n" + esc.Replace(iv)})
 	}
 	if a.BudgetRemaining != nil {
 		fields = append(fields, Text{Type: "mrkdwn", Text: "*Error budget left*\n" + alerts.FormatValue(*a.BudgetRemaining)})

@@ -44,7 +44,9 @@ type Backend interface {
 	Complete(ctx context.Context, req Request) (Response, error)
 }
 
-// Embedder turns texts into vectors (optional, OpenAI-compatible backends).
+// Embedder turns texts into vectors (optional, OpenAI-compatible backends). The Scorer
+// redacts the texts with the judge's JudgeOptions.Redact before calling Embed, as it does
+// prompts.
 type Embedder interface {
 	Embed(ctx context.Context, texts []string) (vectors [][]float64, inputTokens int64, err error)
 }

@@ -42,8 +42,8 @@ type JudgeOptions struct {
 	// Backoff is the wait before retry n (1-based) when the backend gave no Retry-After;
 	// default 1s·2^(n-1) with jitter, capped at 30s.
 	Backoff func(n int) time.Duration
-	// Redact filters the record text of every prompt before it is sent, so personal data
-	// does not reach an external judge. nil applies every built-in detector of
+	// Redact filters the record text of every prompt and every embeddings input before it
+	// is sent, so personal data does not reach an external judge. nil applies every built-in detector of
 	// internal/redact (e-mail, card, IBAN, IP, phone); pass the process's redactor's String
 	// to count and configure it, or NoRedaction to send text unchanged.
 	Redact func(string) string
@@ -52,6 +52,10 @@ type JudgeOptions struct {
 // NoRedaction sends prompts unchanged (a judge inside the trust boundary, or
 // redaction.enabled: false).
 func NoRedaction(s string) string { return s }
+
+// DefaultRedaction redacts s with every built-in detector of internal/redact, uncounted: what
+// judges (JudgeOptions.Redact) and the NLI scorer use when given no redactor.
+func DefaultRedaction(s string) string { return defaultRedactor.String(s) }
 
 // defaultRedactor is what judges use without JudgeOptions.Redact.
 var defaultRedactor = func() *redact.Redactor {
@@ -94,7 +98,7 @@ func NewJudge(b Backend, o JudgeOptions) *Judge {
 		o.Backoff = defaultBackoff
 	}
 	if o.Redact == nil {
-		o.Redact = defaultRedactor.String
+		o.Redact = DefaultRedaction
 	}
 	return &Judge{b: b, opts: o, sem: make(chan struct{}, o.MaxConcurrency)}
 }

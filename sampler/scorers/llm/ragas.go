@@ -107,7 +107,7 @@ func (s *Scorer) answerRelevancy(ctx context.Context, r *record.Record, u *call)
 	if gen.Noncommittal {
 		return verdict{value: 0, explanation: "noncommittal answer"}, nil
 	}
-	vecs, tok, err := s.embed.Embed(ctx, append([]string{s.cut(r.Query)}, gen.Questions...))
+	vecs, tok, err := s.embedTexts(ctx, append([]string{r.Query}, gen.Questions...))
 	u.InputTokens += tok
 	if err != nil {
 		return verdict{}, &OutcomeError{Outcome: score.OutcomeError, Err: fmt.Errorf("embeddings: %w", err)}

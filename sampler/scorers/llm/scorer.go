@@ -185,8 +185,15 @@ func (s *Scorer) ask(ctx context.Context, u *call, q Question, out any) error {
 	return err
 }
 
+// cut keeps text within the prompt size. A text that is too long is redacted before it is
+// cut: the judge redacts the whole prompt, but a number cut in two goes out in part, too short
+// for its detector (twelve digits of a card). Redacting twice is harmless: markers match no
+// detector.
 func (s *Scorer) cut(text string) string {
 	if len(text) <= s.maxText {
+		return text
+	}
+	if text = s.j.opts.Redact(text); len(text) <= s.maxText {
 		return text
 	}
 	i := s.maxText

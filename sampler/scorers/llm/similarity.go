@@ -24,7 +24,7 @@ func (s *Scorer) answerSimilarity(ctx context.Context, r *record.Record, u *call
 	if err := u.notAsked(); err != nil {
 		return verdict{}, err
 	}
-	vecs, tok, err := s.embed.Embed(ctx, []string{s.cut(r.Answer), s.cut(r.Reference)})
+	vecs, tok, err := s.embedTexts(ctx, []string{r.Answer, r.Reference})
 	u.InputTokens += tok
 	if err != nil {
 		return verdict{}, &OutcomeError{Outcome: score.OutcomeError, Err: fmt.Errorf("embeddings: %w", err)}
@@ -37,6 +37,17 @@ func (s *Scorer) answerSimilarity(ctx context.Context, r *record.Record, u *call
 		return verdict{}, &OutcomeError{Outcome: score.OutcomeError, Err: err}
 	}
 	return verdict{value: math.Min(1, math.Max(0, c)), explanation: "embedding cosine of answer and reference"}, nil
+}
+
+// embedTexts sends texts to the embeddings model, each cut to the prompt size (cut redacts a
+// text before cutting it) and redacted with the judge's redactor: embeddings leave the
+// process like prompts do.
+func (s *Scorer) embedTexts(ctx context.Context, texts []string) ([][]float64, int64, error) {
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		out[i] = s.j.opts.Redact(s.cut(t))
+	}
+	return s.embed.Embed(ctx, out)
 }
 
 func cosine(a, b []float64) (float64, error) {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/text"
@@ -44,6 +46,11 @@ type Config struct {
 	Sleep      func(ctx context.Context, d time.Duration) error
 	// Registerer receives ragwatch_nli_requests_total{outcome}; nil registers nothing.
 	Registerer prometheus.Registerer
+	// Redact filters every premise and hypothesis before it is sent, and the error text the
+	// server sends back. nil applies every built-in detector of internal/redact
+	// (llm.DefaultRedaction); pass the process's redactor's String to count and configure it,
+	// or llm.NoRedaction for a server inside the trust boundary.
+	Redact func(string) string
 }
 
 // Probs are one pair's class probabilities.
@@ -56,6 +63,7 @@ type Probs struct {
 // Scorer asks the NLI server whether each document entails each claim.
 type Scorer struct {
 	c        Config
+	shownURL string                 // c.URL without its credentials, for errors
 	requests *prometheus.CounterVec // nil without a Registerer
 }
 
@@ -72,6 +80,13 @@ func New(c Config) (*Scorer, error) {
 	if c.URL == "" {
 		return nil, errors.New("nli url is required")
 	}
+	// The URL may carry a credential (user info, an API key in the query): errors show it
+	// as config.SecretURL prints it, and /predict goes into the path, not after the query.
+	u, err := url.Parse(c.URL)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("nli url %s is not an absolute http(s) URL", config.SecretURL(c.URL))
+	}
+	u.Path, u.RawPath = strings.TrimSuffix(u.Path, "/")+"/predict", ""
 	if len(c.Metrics) == 0 {
 		c.Metrics = Metrics
 	}
@@ -107,8 +122,11 @@ func New(c Config) (*Scorer, error) {
 			}
 		}
 	}
-	c.URL = strings.TrimSuffix(c.URL, "/") + "/predict"
-	s := &Scorer{c: c}
+	if c.Redact == nil {
+		c.Redact = llm.DefaultRedaction
+	}
+	c.URL = u.String()
+	s := &Scorer{c: c, shownURL: config.SecretURL(c.URL).String()}
 	if c.Registerer != nil {
 		s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ragwatch_nli_requests_total",
 			Help: "Requests to the NLI model server by outcome (ok, error, timeout, bad_response)."}, []string{"outcome"})
@@ -168,7 +186,7 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 				content, ok := docContent(r, id)
 				found = append(found, ok)
 				if ok {
-					pairs = append(pairs, [2]string{s.cut(content), st.Text})
+					pairs = append(pairs, [2]string{content, st.Text})
 				}
 			}
 		}
@@ -248,7 +266,7 @@ func (s *Scorer) faithfulness(ctx context.Context, r *record.Record) (float64, s
 	var pairs [][2]string
 	for _, c := range claims {
 		for _, d := range docs {
-			pairs = append(pairs, [2]string{s.cut(d.Content), c})
+			pairs = append(pairs, [2]string{d.Content, c})
 		}
 	}
 	probs, err := s.Predict(ctx, pairs)
@@ -322,8 +340,10 @@ type label struct {
 }
 
 // Predict sends (premise, hypothesis) pairs to /predict in batches and returns the class
-// probabilities in order.
+// probabilities in order. Every text is redacted (Config.Redact) and premises are cut to
+// what the model reads before they are sent.
 func (s *Scorer) Predict(ctx context.Context, pairs [][2]string) ([]Probs, error) {
+	pairs = s.prepare(pairs)
 	out := make([]Probs, 0, len(pairs))
 	for start := 0; start < len(pairs); start += s.c.BatchSize {
 		end := min(start+s.c.BatchSize, len(pairs))
@@ -334,6 +354,26 @@ func (s *Scorer) Predict(ctx context.Context, pairs [][2]string) ([]Probs, error
 		out = append(out, got...)
 	}
 	return out, nil
+}
+
+// prepare redacts every premise and hypothesis, each distinct text once (a document is the
+// premise of every claim), and then cuts the premises: redacting first keeps a number at the
+// cut from going out in part.
+func (s *Scorer) prepare(pairs [][2]string) [][2]string {
+	done := make(map[string]string)
+	red := func(t string) string {
+		v, ok := done[t]
+		if !ok {
+			v = s.c.Redact(t)
+			done[t] = v
+		}
+		return v
+	}
+	out := make([][2]string, len(pairs))
+	for i, p := range pairs {
+		out[i] = [2]string{s.cut(red(p[0])), red(p[1])}
+	}
+	return out
 }
 
 func (s *Scorer) predictBatch(ctx context.Context, pairs [][2]string) ([]Probs, error) {
@@ -376,6 +416,12 @@ func (s *Scorer) post(ctx context.Context, body []byte, n int) ([]Probs, time.Du
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.c.HTTPClient.Do(req)
 	if err != nil {
+		// *url.Error prints the request URL, with an API key in its query; the error goes to
+		// logs and dead-letter headers.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = s.shownURL
+		}
 		if ctx.Err() == context.DeadlineExceeded {
 			return nil, 0, fmt.Errorf("nli predict: %w", context.DeadlineExceeded)
 		}
@@ -388,7 +434,7 @@ func (s *Scorer) post(ctx context.Context, body []byte, n int) ([]Probs, time.Du
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, llm.ParseRetryAfter(resp.Header, s.c.Now()),
-			fmt.Errorf("nli predict: %w", &llm.APIError{Status: resp.StatusCode, Message: llm.ShortMessage(string(data))})
+			fmt.Errorf("nli predict: %w", &llm.APIError{Status: resp.StatusCode, Message: llm.ShortMessage(s.c.Redact(string(data)))})
 	}
 	var batch [][]label
 	if err := json.Unmarshal(data, &batch); err != nil {

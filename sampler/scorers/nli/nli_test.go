@@ -61,7 +61,7 @@ func newTEI(t *testing.T) *teiServer {
 		s.bodies = append(s.bodies, m)
 		s.mu.Unlock()
 		if err := json.Unmarshal(raw, &body); err != nil {
-			http.Error(w, err.Error(), 422)
+			http.Error(w, err.Error(), http.StatusUnprocessableEntity)
 			return
 		}
 		var out [][]map[string]any
@@ -166,7 +166,7 @@ func TestRetryAndBadResponses(t *testing.T) {
 	srv.override = []func(http.ResponseWriter, *http.Request) bool{
 		func(w http.ResponseWriter, r *http.Request) bool {
 			w.Header().Set("Retry-After", "2")
-			http.Error(w, "model loading", 503)
+			http.Error(w, "model loading", http.StatusServiceUnavailable)
 			return true
 		},
 	}

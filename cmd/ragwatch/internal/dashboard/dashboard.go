@@ -53,7 +53,6 @@ type spec struct {
 	kind, title, desc, unit string
 	queries                 []Query
 	min, max                *float64
-	thresholds              []float64
 }
 
 type row struct {

@@ -15,6 +15,7 @@ receivers:
     http: { endpoint: %q }
 http:
   endpoint: %q
+  api_endpoint: ""  # the demo's API on its loopback metrics address
 nats:
   store_dir: %q
   embedded: { endpoint: %q }

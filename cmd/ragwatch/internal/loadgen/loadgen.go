@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/synth"
 )
 
@@ -224,7 +225,8 @@ func newSender(o Options) (sender, func(), error) {
 	case "nats":
 		nc, err := nats.Connect(o.Endpoint)
 		if err != nil {
-			return nil, nil, fmt.Errorf("connect NATS %s: %w", o.Endpoint, err)
+			// The URL may carry the app user's password (the embedded server requires one).
+			return nil, nil, fmt.Errorf("connect NATS %s: %w", config.SecretURL(o.Endpoint), err)
 		}
 		subject := o.Subject
 		if subject == "" {

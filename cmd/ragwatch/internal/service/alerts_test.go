@@ -31,7 +31,7 @@ func TestAlertsWired(t *testing.T) {
 	defer am.Close()
 	cfg, err := config.Parse([]byte(`
 receivers: {otlp: {grpc: {endpoint: ""}, http: {endpoint: ""}}}
-http: {endpoint: "127.0.0.1:0"}
+http: {endpoint: "127.0.0.1:0", api_endpoint: ""}
 slos:
   - {name: empty-retrievals, metric: empty_retrieval_rate, alert_above: 0.5, min_samples: 5, window: 5m}
 drift: {detectors: []}

@@ -169,6 +169,9 @@ type App struct {
 	// reload applies a re-read config (reload.go); its lock guards cfg after New. nil in
 	// worker mode, which does not reload.
 	reload *reloader
+	// secretFiles are the token sets and TLS configs of the listeners, which a reload reads
+	// again from their files (rotation, revocation).
+	secretFiles []secretFile
 
 	mu      sync.Mutex // guards started and stopped
 	started int        // components started, for undoing a half-done Start
@@ -298,7 +301,7 @@ func (a *App) Start(ctx context.Context) error {
 		a.log.Info("ragwatch worker ready", "http", addrs.HTTP, "workers", a.cfg.Scoring.Workers)
 		return nil
 	}
-	a.log.Info("ragwatch running", "otlp_grpc", addrs.OTLPGRPC, "otlp_http", addrs.OTLPHTTP, "http", addrs.HTTP)
+	a.log.Info("ragwatch running", "otlp_grpc", addrs.OTLPGRPC, "otlp_http", addrs.OTLPHTTP, "http", addrs.HTTP, "api", addrs.API)
 	return nil
 }
 
@@ -333,9 +336,10 @@ func (a *App) shutdownLocked(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Addrs are where the App listens, for logs and tests.
+// Addrs are where the App listens, for logs and tests. API is the API listener's (HTTP's
+// when http.api_endpoint is "").
 type Addrs struct {
-	OTLPGRPC, OTLPHTTP, HTTP string
+	OTLPGRPC, OTLPHTTP, HTTP, API string
 }
 
 // Addrs returns the bound addresses ("" when disabled, not started or not in the mode).
@@ -345,7 +349,7 @@ func (a *App) Addrs() Addrs {
 		out.OTLPGRPC, out.OTLPHTTP = addrString(a.Receivers.GRPCAddr()), addrString(a.Receivers.HTTPAddr())
 	}
 	if a.HTTP != nil {
-		out.HTTP = addrString(a.HTTP.Addr())
+		out.HTTP, out.API = addrString(a.HTTP.Addr()), addrString(a.HTTP.APIAddr())
 	}
 	return out
 }

@@ -123,7 +123,7 @@ func (b *builder) notifiers() (lifecycle, error) {
 func (b *builder) alertEngine() (lifecycle, error) {
 	var store engine.Store
 	if bucket := b.cfg.Alerting.StateBucket; bucket != "" { // window state survives restarts in JetStream KV
-		kv, err := b.NATS.KeyValue(b.ctx, bucket, 0)
+		kv, err := b.NATS.KeyValue(b.ctx, bucket, 0, b.cfg.Alerting.StateMaxBytes)
 		if err != nil {
 			return lifecycle{}, err
 		}
@@ -154,9 +154,12 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 	conn, cfg := b.NATS, b.cfg
 	next := score.Fanout{b.Alerts, b.recentIn}
 	reg, logger := b.Registry, b.logger("scores")
+	// Results come from outside the process (worker pods): a weight is valid up to 1 / the
+	// smallest probability the sampler built below has used since start.
+	checks := queue.ScoreChecks{Ingest: b.Ingest, MaxWeight: func() float64 { return b.Sampler.Decider.MaxWeight() }}
 	return lifecycle{
 		start: func(context.Context) error {
-			s, err := queue.SubscribeScores(conn.NC, cfg.Scoring.Queue.ScoresSubjectPrefix, next, reg, logger)
+			s, err := queue.SubscribeScores(conn.NC, cfg.Scoring.Queue.ScoresSubjectPrefix, next, checks, reg, logger)
 			sub = s
 			return err
 		},
@@ -236,7 +239,7 @@ func (b *builder) feedbackJoin() (lifecycle, error) {
 	var kv jetstream.KeyValue
 	if b.cfg.Feedback.Bucket != "" {
 		var err error
-		if kv, err = b.NATS.KeyValue(b.ctx, b.cfg.Feedback.Bucket, b.cfg.Feedback.Retention+time.Hour); err != nil {
+		if kv, err = b.NATS.KeyValue(b.ctx, b.cfg.Feedback.Bucket, b.cfg.Feedback.Retention+time.Hour, b.cfg.Feedback.MaxBytes); err != nil {
 			return lifecycle{}, err
 		}
 	}
@@ -274,10 +277,11 @@ func (b *builder) assembler() (lifecycle, error) {
 	return lifecycle{start: asm.Start, shutdown: asm.Shutdown}, nil
 }
 
-// http is the one HTTP server of either command, with http.tls and http.auth: /metrics,
-// /healthz, /readyz and the profiler always; in run mode also the /api/v1/ endpoints.
+// http is the HTTP server of either command, with http.tls and http.auth: /metrics, /healthz
+// and /readyz on http.endpoint, the profiler always and in run mode the /api/v1/ endpoints on
+// http.api_endpoint.
 func (b *builder) http() (lifecycle, error) {
-	tlsConf, tokens, err := httpSecurity(b.cfg)
+	tlsConf, tokens, err := b.httpSecurity(b.cfg)
 	if err != nil {
 		return lifecycle{}, err
 	}
@@ -287,13 +291,14 @@ func (b *builder) http() (lifecycle, error) {
 	}
 	in := b.cfg.Limits.Intake
 	srv, err := httpapi.New(httpapi.Settings{
-		Endpoint: b.cfg.HTTP.Endpoint,
-		Gatherer: b.Registry,
-		Records:  records,
-		Metrics:  b.Ingest,
-		TLS:      tlsConf,
-		Tokens:   tokens,
-		Refuse:   refuseFunc(b.guard),
+		Endpoint:    b.cfg.HTTP.Endpoint,
+		APIEndpoint: b.cfg.HTTP.APIEndpoint,
+		Gatherer:    b.Registry,
+		Records:     records,
+		Metrics:     b.Ingest,
+		TLS:         tlsConf,
+		Tokens:      tokens,
+		Refuse:      refuseFunc(b.guard),
 
 		RefuseRetryAfter:   memlimit.RetryAfter,
 		MaxBodyBytes:       in.MaxAPIBodyBytes,
@@ -307,12 +312,38 @@ func (b *builder) http() (lifecycle, error) {
 	}
 	b.HTTP = srv
 	nc := b.NATS.NC
-	srv.AddReadinessCheck("nats", func() error {
+	natsUp := func() error {
 		if !nc.IsConnected() {
 			return errors.New("NATS is not connected")
 		}
 		return nil
-	})
+	}
+	// A sidecar's readiness is its app pod's: an external cluster's outage must not take every
+	// app pod out of its Service. Intake goes on (samples are counted as dropped), so NATS is
+	// reported, not required; the embedded server is part of the process, and a worker without
+	// NATS has nothing to do. docs/deploy.md has the table.
+	if b.mode == ModeRun && !b.NATS.Embedded() {
+		srv.AddStatusCheck("nats", natsUp)
+	} else {
+		srv.AddReadinessCheck("nats", natsUp)
+	}
+	if join := b.FeedbackJoin; join != nil {
+		srv.AddStatusCheck("feedback_state", func() error {
+			if join.StorageFull() {
+				return errors.New("JetStream storage full: the feedback join goes on from memory")
+			}
+			return nil
+		})
+	}
+	if b.Sampler != nil {
+		pub := b.Sampler.Publisher
+		srv.AddStatusCheck("scoring_queue", func() error {
+			if pub.StorageFull() {
+				return errors.New("JetStream storage full: samples are dropped (storage_full)")
+			}
+			return nil
+		})
+	}
 	if b.mode == ModeRun {
 		srv.Mount("GET /api/v1/alerts", b.Alerts.Handler())
 		srv.Mount("GET /api/v1/scores", b.recent.Handler())
@@ -327,7 +358,7 @@ func (b *builder) http() (lifecycle, error) {
 }
 
 func (b *builder) otlpReceivers() (lifecycle, error) {
-	sec, err := otlpSecurity(b.cfg)
+	sec, err := b.otlpSecurity(b.cfg)
 	if err != nil {
 		return lifecycle{}, err
 	}
@@ -343,6 +374,8 @@ func (b *builder) otlpReceivers() (lifecycle, error) {
 		HTTPTokens:   sec.otlpHTTPTokens,
 		Refuse:       refuseFunc(b.guard),
 		Admit:        admitFunc(b.guard),
+
+		MaxConcurrentStreams: uint32(b.cfg.Receivers.OTLP.MaxConcurrentStreams), // validated ≤ 2^20
 
 		RefuseRetryAfter: memlimit.RetryAfter,
 		Logger:           b.logger("otlp"),
@@ -361,7 +394,7 @@ func (b *builder) natsSubscribers() (lifecycle, error) {
 	var dedup jetstream.KeyValue
 	if c := b.cfg.NATS.Consume; c.Mode == config.NATSModeJetStream {
 		var err error
-		if dedup, err = b.NATS.KeyValue(b.ctx, c.DedupBucket, c.DedupWindow); err != nil {
+		if dedup, err = b.NATS.KeyValue(b.ctx, c.DedupBucket, c.DedupWindow, c.DedupMaxBytes); err != nil {
 			return lifecycle{}, err
 		}
 	}
@@ -371,6 +404,7 @@ func (b *builder) natsSubscribers() (lifecycle, error) {
 		Records: b.FeedbackJoin, Traces: b.Assembler, Feedback: b.FeedbackJoin,
 		Metrics: b.Ingest, DedupKV: dedup, Registerer: b.Registry,
 		Refuse: refuseFunc(b.guard), RefuseDelay: memlimit.RetryAfter,
+		OTLPLimits:   otlpLimits(b.cfg), // the same limits as the OTLP receivers
 		MaxJSONDepth: in.MaxJSONDepth, MaxRecordsPerBatch: in.MaxRecordsPerBatch,
 		Logger: b.logger("natsin"), Now: b.o.now,
 	})

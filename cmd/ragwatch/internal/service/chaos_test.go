@@ -122,7 +122,7 @@ func TestChaos(t *testing.T) {
 	t.Setenv("RAGWATCH_CHAOS_JUDGE_KEY", "sk-chaos")
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 receivers: {otlp: {grpc: {endpoint: ""}, http: {endpoint: ""}}}
-http: {endpoint: "127.0.0.1:0"}
+http: {endpoint: "127.0.0.1:0", api_endpoint: ""}
 nats:
   url: nats://127.0.0.1:%d
   reconnect_wait: 50ms
@@ -246,7 +246,7 @@ notifiers:
 	eventually("drops counted while NATS is down", 5*time.Second, func() bool {
 		return natsDrops() >= dropped0+50
 	})
-	ns = testutil.RunJetStream(t, testutil.StoreDir(natsDir), testutil.Port(natsPort))
+	testutil.RunJetStream(t, testutil.StoreDir(natsDir), testutil.Port(natsPort)) // shut down by t.Cleanup
 	eventually("NATS reconnected", 10*time.Second, func() bool { return natsConnected() == 1 })
 	s0 := scores()
 	eventually("scores flow after NATS is back", 15*time.Second, func() bool { return scores() >= s0+20 })

@@ -226,7 +226,7 @@ func testConfig(t *testing.T) *config.Config {
 	cfg.NATS.Embedded.Endpoint = "127.0.0.1:-1" // -1: a free port (0 would be nats-server's default 4222)
 	cfg.Receivers.OTLP.GRPC.Endpoint = "127.0.0.1:0"
 	cfg.Receivers.OTLP.HTTP.Endpoint = "127.0.0.1:0"
-	cfg.HTTP.Endpoint = "127.0.0.1:0"
+	cfg.HTTP.Endpoint, cfg.HTTP.APIEndpoint = "127.0.0.1:0", ""
 	cfg.Assembly.Wait = 50 * time.Millisecond
 	cfg.Assembly.CompleteWait = 20 * time.Millisecond // complete traces take the early release
 	cfg.Assembly.Timeout = 10 * time.Second
@@ -238,7 +238,7 @@ func startEnv(t *testing.T, cfg *config.Config) *env {
 	e := &env{sink: &sink{}, statsd: newStatsdServer(t), metrics: newMetricsServer(t)}
 	cfg.Exporters.Statsd.Endpoint = e.statsd.conn.LocalAddr().String()
 	cfg.Exporters.Statsd.FlushInterval = 10 * time.Millisecond
-	cfg.Exporters.OTLP.Endpoint = e.metrics.addr
+	cfg.Exporters.OTLP.Endpoint = config.SecretURL(e.metrics.addr)
 	cfg.Exporters.OTLP.Protocol = "grpc"
 	cfg.Exporters.OTLP.Insecure = true
 	cfg.Exporters.OTLP.Interval = 50 * time.Millisecond

@@ -39,7 +39,7 @@ func TestJudgeNeverSeesPersonalData(t *testing.T) {
 	t.Setenv("S1_JUDGE_KEY", "sk-test")
 	cfg, err := config.Parse([]byte(`
 receivers: {otlp: {grpc: {endpoint: ""}, http: {endpoint: ""}}}
-http: {endpoint: "127.0.0.1:0"}
+http: {endpoint: "127.0.0.1:0", api_endpoint: ""}
 sampling: {rate: 1}
 scoring:
   backend: openai

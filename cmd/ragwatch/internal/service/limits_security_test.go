@@ -76,7 +76,7 @@ func TestMemoryLimitRefusesAndRecovers(t *testing.T) {
 		_, err := client.Export(ctx, ptraceotlp.NewExportRequestFromTraces(ragTrace(2)))
 		return err
 	}
-	nc, err := nats.Connect(a.NATS.ClientURL())
+	nc, err := nats.Connect(a.NATS.ClientURL(), a.NATS.AppCredential().Option())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,11 +151,13 @@ func TestMemoryLimitRefusesAndRecovers(t *testing.T) {
 
 // TestIntakeLimits sends JSON nested too deep and batches over limits.max_records_per_batch to
 // the API and to NATS: each is refused before decoding with a clear error and counted as
-// reason "limits"; a batch at the limit passes.
+// reason "limits"; a batch at the limit passes. An OTLP request with an attribute over
+// limits.intake.max_attribute_value_bytes is refused alike over gRPC and over NATS.
 func TestIntakeLimits(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Limits.Intake.MaxRecordsPerBatch = 3
 	cfg.Limits.Intake.MaxJSONDepth = 8
+	cfg.Limits.Intake.MaxAttributeValueBytes = 1024
 	sk := &sink{}
 	a, err := service.New(cfg, nil, service.WithRecordSink(sk))
 	if err != nil {
@@ -204,7 +206,7 @@ func TestIntakeLimits(t *testing.T) {
 			t.Errorf("POST %s = %d %s, want %d %s", c.path, code, answer, c.code, c.answer)
 		}
 	}
-	nc, err := nats.Connect(a.NATS.ClientURL())
+	nc, err := nats.Connect(a.NATS.ClientURL(), a.NATS.AppCredential().Option())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,11 +216,32 @@ func TestIntakeLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	bomb := ragTrace(7)
+	bomb.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().PutStr("big", strings.Repeat("x", 2000))
+	req := ptraceotlp.NewExportRequestFromTraces(bomb)
+	pb, err := req.MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Publish("ragwatch.otlp.traces", pb); err != nil {
+		t.Fatal(err)
+	}
 	_ = nc.Flush()
+	conn, err := grpc.NewClient(a.Addrs().OTLPGRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := ptraceotlp.NewGRPCClient(conn).Export(context.Background(), req); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("gRPC export of an attribute bomb: %v, want InvalidArgument", err)
+	}
 	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "the NATS batch at the limit", func() bool { return sk.get("dddd0000000000000000000000000022") != nil })
 	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "NATS rejections", func() bool {
-		return testutil.Sum(t, a.Registry, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": "limits"}) == 2
+		return testutil.Sum(t, a.Registry, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": "limits"}) == 3
 	})
+	if got := testutil.Sum(t, a.Registry, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "otlp_grpc", "reason": "limits"}); got != 1 {
+		t.Errorf("gRPC limits rejections = %v, want 1", got)
+	}
 	if got := testutil.Sum(t, a.Registry, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "api", "reason": "limits"}); got != 3 {
 		t.Fatalf("api limits rejections = %v, want 3", got)
 	}

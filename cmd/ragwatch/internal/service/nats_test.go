@@ -19,7 +19,7 @@ import (
 // counted once, and OTLP over NATS reaches the assembler.
 func TestNATSIntakeAndFeedbackJoin(t *testing.T) {
 	e := startEnv(t, testConfig(t))
-	nc, err := nats.Connect(e.app.NATS.ClientURL())
+	nc, err := nats.Connect(e.app.NATS.ClientURL(), e.app.NATS.AppCredential().Option())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,9 @@ type ReloadResult struct {
 }
 
 // Reload reads the config again (SIGHUP, POST /api/v1/reload) and applies what can change
-// while running: SLOs, drift detectors (and drift windows), notifiers, alerting.trace_url_template,
+// while running: the bearer-token files and TLS certificates of every listener (read again at
+// their running paths, so a rotated certificate is served from the next handshake and a token
+// removed from its file stops working when Reload returns), SLOs, drift detectors (and drift windows), notifiers, alerting.trace_url_template,
 // alerting.dashboard_url, alerting.resolved_retention, sampling rate, rules, max_per_minute and
 // budget, and log.level. Alert window state is kept for every SLO and detector whose window is
 // unchanged. Changes to other keys are not applied: they are listed in the result and logged
@@ -169,6 +171,17 @@ func (a *App) reloadLocked() (*ReloadResult, error) {
 		restart = append(restart, "sampling.budget")
 	}
 
+	// Token files and certificates are read before anything is applied: one that cannot be
+	// read rejects the reload, and a success never leaves a revoked token working.
+	commits := make([]func(), 0, len(a.secretFiles))
+	for _, f := range a.secretFiles {
+		commit, err := f.prepare()
+		if err != nil {
+			return nil, &ReloadError{Problems: []string{fmt.Sprintf("%s: %v", f.key, err)}}
+		}
+		commits = append(commits, commit)
+	}
+
 	// Apply. The engine checks its references first; if the notifiers then cannot be built,
 	// the engine goes back to the running config so nothing changes.
 	if err := a.Alerts.Update(next); err != nil {
@@ -184,6 +197,9 @@ func (a *App) reloadLocked() (*ReloadResult, error) {
 	a.Sampler.Budget.Update(next.Sampling.Budget)
 	if a.reload.opts.level != nil {
 		a.reload.opts.level.Set(level)
+	}
+	for _, commit := range commits {
+		commit()
 	}
 	a.cfg = next
 	return &ReloadResult{RestartRequired: restart}, nil

@@ -26,7 +26,7 @@ import (
 // top-level YAML.
 const reloadConfig = `
 receivers: {otlp: {grpc: {endpoint: ""}, http: {endpoint: ""}}}
-http: {endpoint: "127.0.0.1:0"}
+http: {endpoint: "127.0.0.1:0", api_endpoint: ""}
 log: {level: info}
 sampling: {rate: %s}
 scoring: {workers: 0}
@@ -96,7 +96,7 @@ func (e *reloadEnv) write(t *testing.T, yaml string) {
 // reload posts to /api/v1/reload and decodes the answer.
 func (e *reloadEnv) reload(t *testing.T) (int, map[string][]string) {
 	t.Helper()
-	resp, err := http.Post(e.base+"/api/v1/reload", "", nil)
+	resp, err := http.Post(e.base+"/api/v1/reload", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestReloadAppliesAValidConfig(t *testing.T) {
 	e.clock.Add(int64(time.Minute))
 	next := fmt.Sprintf(reloadConfig, "1", "0.1", "alerting: {evaluation_interval: 1m}\n")
 	next = strings.Replace(next, "log: {level: info}", "log: {level: debug}", 1)
-	e.write(t, strings.Replace(next, `http: {endpoint: "127.0.0.1:0"}`, `http: {endpoint: "127.0.0.1:1"}`, 1))
+	e.write(t, strings.Replace(next, `http: {endpoint: "127.0.0.1:0", api_endpoint: ""}`, `http: {endpoint: "127.0.0.1:1"}`, 1))
 	code, body := e.reload(t)
 	want := map[string][]string{"status": {"success"}, "errors": nil, "restart_required": {"http", "alerting.evaluation_interval"}}
 	if code != http.StatusOK || !reflect.DeepEqual(body, want) {
@@ -282,13 +282,14 @@ func TestReloadRejectsABadConfig(t *testing.T) {
 
 func TestReloadIsBehindTheAPIToken(t *testing.T) {
 	t.Setenv("RAGWATCH_RELOAD_TEST_TOKEN", "s3cret-token")
-	e := startReloadEnv(t, strings.Replace(fmt.Sprintf(reloadConfig, "0", "0.3", ""), `http: {endpoint: "127.0.0.1:0"}`,
-		`http: {endpoint: "127.0.0.1:0", auth: {token_env: RAGWATCH_RELOAD_TEST_TOKEN}}`, 1))
+	e := startReloadEnv(t, strings.Replace(fmt.Sprintf(reloadConfig, "0", "0.3", ""), `http: {endpoint: "127.0.0.1:0", api_endpoint: ""}`,
+		`http: {endpoint: "127.0.0.1:0", api_endpoint: "", auth: {token_env: RAGWATCH_RELOAD_TEST_TOKEN}}`, 1))
 	for _, tc := range []struct {
 		auth string
 		want int
 	}{{"", http.StatusUnauthorized}, {"Bearer wrong", http.StatusUnauthorized}, {"Bearer s3cret-token", http.StatusOK}} {
 		req, _ := http.NewRequest(http.MethodPost, e.base+"/api/v1/reload", nil)
+		req.Header.Set("Content-Type", "application/json")
 		if tc.auth != "" {
 			req.Header.Set("Authorization", tc.auth)
 		}

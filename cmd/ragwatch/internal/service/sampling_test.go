@@ -18,7 +18,7 @@ import (
 func TestSamplingAndScoringWired(t *testing.T) {
 	cfg, err := config.Parse([]byte(`
 receivers: {otlp: {grpc: {endpoint: ""}, http: {endpoint: ""}}}
-http: {endpoint: "127.0.0.1:0"}
+http: {endpoint: "127.0.0.1:0", api_endpoint: ""}
 sampling: {rate: 1}
 scoring: {workers: 2, metrics: [mrr]}
 slos:

@@ -18,20 +18,30 @@ import (
 	"github.com/ragwatch/ragwatch/sampler/scorers"
 )
 
+// secretFile is a token set or a TLS config that a reload reads again from its files: Prepare
+// reads them, commit puts them in force. key names it in a rejected reload's problems.
+type secretFile struct {
+	key     string
+	prepare func() (commit func(), err error)
+}
+
 // otlpSec is the resolved TLS configs and bearer tokens of the OTLP receivers.
 type otlpSec struct {
 	grpcTLS, otlpHTTPTLS       *tls.Config
 	grpcTokens, otlpHTTPTokens *tlsauth.Tokens
 }
 
-func otlpSecurity(cfg *config.Config) (otlpSec, error) {
+// otlpSecurity resolves the receivers' TLS and tokens and adds them to the App's secret
+// files, so a reload rotates them.
+func (a *App) otlpSecurity(cfg *config.Config) (otlpSec, error) {
 	var s otlpSec
-	var err error
 	o := cfg.Receivers.OTLP
-	if s.grpcTLS, err = tlsauth.ServerTLS(o.GRPC.TLS, "h2"); err != nil {
+	grpcTLS, err := tlsauth.NewServerConfig(o.GRPC.TLS, "h2")
+	if err != nil {
 		return s, fmt.Errorf("receivers.otlp.grpc.tls: %w", err)
 	}
-	if s.otlpHTTPTLS, err = tlsauth.ServerTLS(o.HTTP.TLS, "h2", "http/1.1"); err != nil {
+	httpTLS, err := tlsauth.NewServerConfig(o.HTTP.TLS, "h2", "http/1.1")
+	if err != nil {
 		return s, fmt.Errorf("receivers.otlp.http.tls: %w", err)
 	}
 	if s.grpcTokens, err = tlsauth.NewTokens(o.GRPC.Auth); err != nil {
@@ -40,13 +50,18 @@ func otlpSecurity(cfg *config.Config) (otlpSec, error) {
 	if s.otlpHTTPTokens, err = tlsauth.NewTokens(o.HTTP.Auth); err != nil {
 		return s, fmt.Errorf("receivers.otlp.http.auth: %w", err)
 	}
+	s.grpcTLS, s.otlpHTTPTLS = grpcTLS.TLS(), httpTLS.TLS()
+	a.rotate("receivers.otlp.grpc.tls", grpcTLS != nil, grpcTLS.Prepare)
+	a.rotate("receivers.otlp.http.tls", httpTLS != nil, httpTLS.Prepare)
+	a.rotate("receivers.otlp.grpc.auth", s.grpcTokens != nil, s.grpcTokens.Prepare)
+	a.rotate("receivers.otlp.http.auth", s.otlpHTTPTokens != nil, s.otlpHTTPTokens.Prepare)
 	return s, nil
 }
 
 // httpSecurity resolves http.tls and http.auth, which `ragwatch run` and `ragwatch worker`
-// apply alike to their one HTTP server.
-func httpSecurity(cfg *config.Config) (*tls.Config, *tlsauth.Tokens, error) {
-	tlsConf, err := tlsauth.ServerTLS(cfg.HTTP.TLS, "h2", "http/1.1")
+// apply alike to their HTTP listeners.
+func (a *App) httpSecurity(cfg *config.Config) (*tls.Config, *tlsauth.Tokens, error) {
+	tlsConf, err := tlsauth.NewServerConfig(cfg.HTTP.TLS, "h2", "http/1.1")
 	if err != nil {
 		return nil, nil, fmt.Errorf("http.tls: %w", err)
 	}
@@ -54,7 +69,15 @@ func httpSecurity(cfg *config.Config) (*tls.Config, *tlsauth.Tokens, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("http.auth: %w", err)
 	}
-	return tlsConf, tokens, nil
+	a.rotate("http.tls", tlsConf != nil, tlsConf.Prepare)
+	a.rotate("http.auth", tokens != nil, tokens.Prepare)
+	return tlsConf.TLS(), tokens, nil
+}
+
+func (a *App) rotate(key string, enabled bool, prepare func() (func(), error)) {
+	if enabled {
+		a.secretFiles = append(a.secretFiles, secretFile{key: key, prepare: prepare})
+	}
 }
 
 // buildRedactor builds the one redactor of the process from cfg.Redaction; nil when disabled
@@ -129,9 +152,10 @@ func configTree(cfg *config.Config) (map[string]any, error) {
 	return tree, nil
 }
 
-// JudgeRedaction is the scorers.Build option that makes LLM judges redact their prompts with r
-// (custom patterns, counted). With r nil (redaction disabled) judges keep their built-in
-// default: prompts to an external judge are redacted regardless.
+// JudgeRedaction is the scorers.Build option that makes LLM judges (prompts, embeddings inputs)
+// and the NLI scorer redact what they send with r (custom patterns, counted). With r nil
+// (redaction disabled) they keep their built-in default: text to an external model server is
+// redacted regardless.
 func JudgeRedaction(r *redact.Redactor) []scorers.Option {
 	if r == nil {
 		return nil

@@ -90,7 +90,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 
 	cfgText := fmt.Sprintf(`
 receivers: {otlp: {grpc: {endpoint: "127.0.0.1:0", auth: {token_file: %q}}, http: {endpoint: ""}}}
-http: {endpoint: "127.0.0.1:0", auth: {token_file: %q}}
+http: {endpoint: "127.0.0.1:0", api_endpoint: "", auth: {token_file: %q}}
 exporters:
   otlp: {endpoint: %q, protocol: grpc, insecure: true, interval: 50ms, headers: {x-api-key: %q}}
 nats: {url: %q, token_file: %q}

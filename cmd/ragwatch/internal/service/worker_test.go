@@ -21,7 +21,7 @@ import (
 func workerConfig(url string) *config.Config {
 	cfg := config.Default()
 	cfg.NATS.URL = config.SecretURL(url)
-	cfg.HTTP.Endpoint = "127.0.0.1:0"
+	cfg.HTTP.Endpoint, cfg.HTTP.APIEndpoint = "127.0.0.1:0", ""
 	cfg.Scoring.Workers = 1
 	return cfg
 }

@@ -29,24 +29,44 @@ ragwatch then takes 90% of the cgroup's limit itself.
 {{- end -}}
 {{- end -}}
 
+{{/* The Secret holding the app's password for the embedded NATS server (key app-password). */}}
+{{- define "ragwatch.natsSecret" -}}
+{{ .Values.natsSecret.name | default (printf "%s-nats" (include "ragwatch.fullname" .)) }}
+{{- end -}}
+
+{{/* The app container's env for publishing on the embedded NATS server. */}}
+{{- define "ragwatch.appNATSEnv" -}}
+- name: NATS_URL
+  value: nats://127.0.0.1:4222
+- name: NATS_USER
+  value: {{ .Values.config.nats.embedded.users.app.name | quote }}
+- name: NATS_PASSWORD
+  valueFrom:
+    secretKeyRef: {name: {{ include "ragwatch.natsSecret" . }}, key: app-password}
+{{- end -}}
+
 {{/* The ragwatch sidecar container: include it in any pod spec's containers list. */}}
 {{- define "ragwatch.sidecar" -}}
 - name: ragwatch
   image: {{ include "ragwatch.image" . }}
   imagePullPolicy: {{ .Values.image.pullPolicy }}
-  args: ["run", "-c", "/etc/ragwatch/ragwatch.yaml", "--log-format", "json"]
+  args: ["run", "-c", "/etc/ragwatch/ragwatch.yaml", "--log-format", "json", "--shutdown-timeout", {{ .Values.shutdownTimeout | quote }}]
   ports:
     - {name: ragwatch-http, containerPort: 9464}
     - {name: otlp-grpc, containerPort: 4317}
     - {name: otlp-http, containerPort: 4318}
   env:
   {{- include "ragwatch.gomemlimit" .Values.resources | nindent 4 }}
+    - name: RAGWATCH_NATS_APP_PASSWORD
+      valueFrom:
+        secretKeyRef: {name: {{ include "ragwatch.natsSecret" . }}, key: app-password}
   {{- if .Values.secretName }}
   envFrom:
     - secretRef: {name: {{ .Values.secretName }}}
   {{- end }}
   resources:
     {{- toYaml .Values.resources | nindent 4 }}
+  {{- /* /readyz fails only while the receivers do not listen: NATS and storage are reported in its body (docs/deploy.md). */}}
   livenessProbe:
     httpGet: {path: /healthz, port: ragwatch-http}
   readinessProbe:

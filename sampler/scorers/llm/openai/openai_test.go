@@ -25,12 +25,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // reply is one scripted HTTP response.
 type reply struct {
-	status  int
-	header  map[string]string
-	body    string
-	block   bool // wait for the client to give up
-	hangup  bool // drop the connection without a response
-	content string
+	status int
+	header map[string]string
+	body   string
+	block  bool // wait for the client to give up
+	hangup bool // drop the connection without a response
 }
 
 // server speaks OpenAI's chat-completions and embeddings wire format from a script and

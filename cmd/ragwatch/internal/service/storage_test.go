@@ -1,0 +1,125 @@
+package service_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/testutil"
+)
+
+// Every stream and KV bucket ragwatch creates is capped as the config says (StorageCaps), so
+// the embedded store cannot outgrow the volume it lives on and take the app's pod with it.
+func TestEveryStreamIsCapped(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.NATS.Consume.Mode = config.NATSModeJetStream // the intake stream and the dedup bucket too
+	e := startEnv(t, cfg)
+
+	want := map[string]int64{}
+	for _, sc := range cfg.StorageCaps() {
+		want[sc.Name] = sc.MaxBytes
+	}
+	ctx := context.Background()
+	got := map[string]int64{}
+	l := e.app.NATS.JS.ListStreams(ctx)
+	for info := range l.Info() {
+		got[info.Config.Name] = info.Config.MaxBytes
+	}
+	if err := l.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Errorf("streams = %v, want %v", got, want)
+	}
+	for name, b := range got {
+		if b <= 0 {
+			t.Errorf("stream %s has no byte cap (max_bytes %d)", name, b)
+		} else if want[name] != b {
+			t.Errorf("stream %s max_bytes = %d, want %d", name, b, want[name])
+		}
+	}
+}
+
+// When JetStream refuses samples for lack of storage, intake degrades to counting: every
+// record still gets its signals, each refused sample is counted (storage_full), the gauge and
+// /readyz say so, and the pod stays ready.
+func TestStorageFullDegradesToCounting(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Sampling.Rate = 1
+	cfg.Scoring.Workers = 0              // nobody takes records off the queue
+	cfg.Scoring.Queue.MaxBytes = 8 << 10 // a handful of records
+	e := startEnv(t, cfg)
+
+	const n = 40
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"trace_id":"%032x","service":"full-app","query":"%s","answer":"a"}`, i+1, strings.Repeat("q", 1000))
+	}
+	b.WriteString("]")
+	resp, err := http.Post(e.base+"/api/v1/records", "application/json", strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST = %d", resp.StatusCode)
+	}
+	var m map[string]float64
+	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, "samples refused for storage", func() bool {
+		m = scrape(t, e.base)
+		return m[`ragwatch_scoring_dropped_total{reason="storage_full"}`] > 0 && m[`ragwatch_requests_total{service="full-app"}`] == n
+	})
+	if m[`ragwatch_scoring_queue_storage_full`] != 1 {
+		t.Errorf("ragwatch_scoring_queue_storage_full = %v, want 1", m[`ragwatch_scoring_queue_storage_full`])
+	}
+	if q := m[`ragwatch_scoring_dropped_total{reason="queue_full"}`]; q != 0 {
+		t.Errorf("queue_full drops = %v, want 0: the stream's refusals are storage_full", q)
+	}
+	code, body := get(t, e.base+"/readyz")
+	if code != http.StatusOK || !strings.Contains(body, "degraded: scoring_queue: JetStream storage full") {
+		t.Fatalf("/readyz = %d %q, want 200 with the storage_full line", code, body)
+	}
+}
+
+// With an external cluster, NATS going away does not make the sidecar (and so the app's pod)
+// unready: /readyz reports it and stays 200.
+func TestExternalNATSDownKeepsSidecarReady(t *testing.T) {
+	s := testutil.RunJetStream(t)
+	cfg := testConfig(t)
+	cfg.NATS.URL = config.SecretURL(s.ClientURL())
+	cfg.NATS.ReconnectWait = 50 * time.Millisecond
+	cfg.NATS.ReconnectMaxWait = 100 * time.Millisecond
+	e := startEnv(t, cfg)
+	if code, body := get(t, e.base+"/readyz"); code != http.StatusOK || body != "ready\n" {
+		t.Fatalf("/readyz with NATS up = %d %q", code, body)
+	}
+	s.Shutdown()
+	s.WaitForShutdown()
+	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, "NATS reported down", func() bool {
+		_, body := get(t, e.base+"/readyz")
+		return strings.Contains(body, "degraded: nats: NATS is not connected")
+	})
+	if code, body := get(t, e.base+"/readyz"); code != http.StatusOK || !strings.HasPrefix(body, "ready\n") {
+		t.Fatalf("/readyz with external NATS down = %d %q, want 200", code, body)
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}

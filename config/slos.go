@@ -1,0 +1,189 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v3"
+)
+
+// SLO kinds.
+const (
+	SLOThreshold = "threshold"
+	SLOBurnRate  = "burn_rate"
+)
+
+// SLO is one service-level objective on a signal or eval metric (docs/alerts.md).
+//
+// A threshold SLO fires when the 95% confidence interval of the weighted (1/p) mean over Window
+// lies entirely on the wrong side of AlertBelow/AlertAbove for For. A burn-rate SLO classifies
+// each sample as good or bad with GoodWhen and alerts on the multi-window burn rates of BurnRates.
+type SLO struct {
+	Name    string `yaml:"name"`
+	Kind    string `yaml:"kind"` // threshold | burn_rate
+	Metric  string `yaml:"metric"`
+	Service string `yaml:"service"` // only this service; "" = each service separately
+
+	Objective  float64  `yaml:"objective"`
+	AlertBelow *float64 `yaml:"alert_below"`
+	AlertAbove *float64 `yaml:"alert_above"`
+	// Hysteresis is the margin the point estimate must recover past the threshold to resolve.
+	Hysteresis float64 `yaml:"hysteresis"`
+
+	GoodWhen  string           `yaml:"good_when"` // burn_rate: ">= 0.5", "< 2.5", ...
+	Period    model.Duration   `yaml:"period"`    // burn_rate: the error budget's period
+	BurnRates []BurnRateWindow `yaml:"burn_rates"`
+
+	Window        model.Duration `yaml:"window"`
+	MinSamples    int            `yaml:"min_samples"`
+	For           model.Duration `yaml:"for"`
+	KeepFiringFor model.Duration `yaml:"keep_firing_for"`
+
+	Severity     string            `yaml:"severity"` // page | ticket | info
+	Labels       map[string]string `yaml:"labels"`
+	RunbookURL   SecretURL         `yaml:"runbook_url"`   // may carry a token, as every *_url
+	DashboardURL SecretURL         `yaml:"dashboard_url"` // (a dashboard's ?auth_token=)
+	Notifiers    []string          `yaml:"notifiers"`     // none = all
+}
+
+// BurnRateWindow is one alert of the multi-window multi-burn-rate scheme: it fires when the
+// error budget burns faster than Factor over both LongWindow and ShortWindow.
+type BurnRateWindow struct {
+	Severity    string         `yaml:"severity"`
+	LongWindow  model.Duration `yaml:"long_window"`
+	ShortWindow model.Duration `yaml:"short_window"`
+	Factor      float64        `yaml:"factor"`
+}
+
+// DefaultBurnRates are the SRE workbook's alerts for a 30-day budget.
+func DefaultBurnRates() []BurnRateWindow {
+	return []BurnRateWindow{
+		{Severity: "page", LongWindow: model.Duration(time.Hour), ShortWindow: model.Duration(5 * time.Minute), Factor: 14.4},
+		{Severity: "page", LongWindow: model.Duration(6 * time.Hour), ShortWindow: model.Duration(30 * time.Minute), Factor: 6},
+		{Severity: "ticket", LongWindow: model.Duration(72 * time.Hour), ShortWindow: model.Duration(6 * time.Hour), Factor: 1},
+	}
+}
+
+// UnmarshalYAML fills defaults before decoding.
+func (s *SLO) UnmarshalYAML(n *yaml.Node) error {
+	type plain SLO
+	p := plain{Kind: SLOThreshold, MinSamples: 30, Severity: "page"}
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	has := mappingKeys(n)
+	if p.Kind == SLOBurnRate {
+		if !has["window"] {
+			p.Window = 0
+		}
+		if !has["period"] {
+			p.Period = model.Duration(30 * 24 * time.Hour)
+		}
+		if !has["burn_rates"] {
+			p.BurnRates = DefaultBurnRates()
+		}
+	} else if !has["window"] {
+		p.Window = model.Duration(15 * time.Minute)
+	}
+	if !has["keep_firing_for"] {
+		p.KeepFiringFor = max(p.For, model.Duration(time.Minute))
+	}
+	*s = SLO(p)
+	return nil
+}
+
+// Validate implements Validator.
+func (s SLO) Validate() error {
+	var errs []error
+	if !nameRE.MatchString(s.Name) {
+		errs = append(errs, Invalid("name", "must be 1-64 letters, digits, '_', '.' or '-', got %q", s.Name))
+	}
+	if s.Metric == "" {
+		errs = append(errs, Invalid("metric", "is required"))
+	}
+	if s.MinSamples < 1 {
+		errs = append(errs, Invalid("min_samples", "must be at least 1"))
+	}
+	if s.For < 0 {
+		errs = append(errs, Invalid("for", "must not be negative"))
+	}
+	if s.KeepFiringFor < 0 {
+		errs = append(errs, Invalid("keep_firing_for", "must not be negative"))
+	}
+	if s.Hysteresis < 0 || math.IsNaN(s.Hysteresis) {
+		errs = append(errs, Invalid("hysteresis", "must not be negative"))
+	}
+	errs = append(errs, checkLabels(s.Labels)...)
+	errs = append(errs, checkAlertURL("runbook_url", s.RunbookURL)...)
+	errs = append(errs, checkAlertURL("dashboard_url", s.DashboardURL)...)
+	switch s.Kind {
+	case SLOThreshold:
+		if s.Window <= 0 {
+			errs = append(errs, Invalid("window", "must be positive"))
+		}
+		if (s.AlertBelow == nil) == (s.AlertAbove == nil) {
+			errs = append(errs, Invalid("alert_below", "set exactly one of alert_below or alert_above"))
+		}
+		if !validSeverity(s.Severity) {
+			errs = append(errs, Invalid("severity", "must be page, ticket or info, got %q", s.Severity))
+		}
+		if s.GoodWhen != "" {
+			errs = append(errs, Invalid("good_when", "is only for kind burn_rate"))
+		}
+	case SLOBurnRate:
+		if !(s.Objective > 0 && s.Objective < 1) {
+			errs = append(errs, Invalid("objective", "must be between 0 and 1 (exclusive) for a burn_rate SLO, got %v", s.Objective))
+		}
+		if _, _, err := ParseGoodWhen(s.GoodWhen); err != nil {
+			errs = append(errs, Invalid("good_when", "%v", err))
+		}
+		if s.AlertBelow != nil || s.AlertAbove != nil {
+			errs = append(errs, Invalid("alert_below", "alert_below/alert_above are only for kind threshold"))
+		}
+		if s.Period <= 0 {
+			errs = append(errs, Invalid("period", "must be positive"))
+		}
+		if len(s.BurnRates) == 0 {
+			errs = append(errs, Invalid("burn_rates", "needs at least one window pair"))
+		}
+		for i, b := range s.BurnRates {
+			k := fmt.Sprintf("burn_rates[%d]", i)
+			if !validSeverity(b.Severity) {
+				errs = append(errs, Invalid(k+".severity", "must be page, ticket or info, got %q", b.Severity))
+			}
+			if b.ShortWindow <= 0 || b.LongWindow <= 0 {
+				errs = append(errs, Invalid(k, "`long_window` and `short_window` must be positive"))
+			} else if b.ShortWindow >= b.LongWindow {
+				errs = append(errs, Invalid(k+".short_window", "must be shorter than long_window (%s)", b.LongWindow))
+			}
+			if b.LongWindow > s.Period && s.Period > 0 {
+				errs = append(errs, Invalid(k+".long_window", "must not exceed period (%s)", s.Period))
+			}
+			if !(b.Factor > 0) {
+				errs = append(errs, Invalid(k+".factor", "must be positive"))
+			}
+		}
+	default:
+		errs = append(errs, Invalid("kind", "must be threshold or burn_rate, got %q", s.Kind))
+	}
+	return joinErrs(errs)
+}
+
+// ParseGoodWhen parses a burn-rate SLO's `good_when` (">= 0.5", "<250").
+func ParseGoodWhen(s string) (op string, v float64, err error) {
+	s = strings.TrimSpace(s)
+	for _, o := range []string{">=", "<=", ">", "<"} {
+		if rest, ok := strings.CutPrefix(s, o); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+				return "", 0, fmt.Errorf("must be an operator (>=, >, <=, <) and a number, got %q", s)
+			}
+			return o, v, nil
+		}
+	}
+	return "", 0, fmt.Errorf("must be an operator (>=, >, <=, <) and a number, got %q", s)
+}

@@ -1,0 +1,162 @@
+package natsconn
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/ragwatch/ragwatch/config"
+)
+
+// Credential is a user of the embedded server. File is where a generated password is kept
+// ("" when the password came from the config). Inbox is the reply-subject prefix the user may
+// subscribe to ("" for ragwatch, which may subscribe to anything).
+type Credential struct {
+	User     string
+	Password config.Secret
+	File     string
+	Inbox    string
+}
+
+// Option logs a client in as c, with c's inbox prefix when it has one.
+func (c Credential) Option() nats.Option {
+	return func(o *nats.Options) error {
+		if err := nats.UserInfo(c.User, c.Password.Reveal())(o); err != nil {
+			return err
+		}
+		if c.Inbox == "" {
+			return nil
+		}
+		return nats.CustomInboxPrefix(c.Inbox)(o)
+	}
+}
+
+// AppInbox is the reply-subject prefix of the app user: the one thing it may subscribe to, so
+// that it can publish with a JetStream acknowledgement (nats.CustomInboxPrefix) without
+// seeing the replies ragwatch itself receives on _INBOX.
+func AppInbox(user string) string { return "_INBOX_" + user }
+
+// Roles of the embedded users; a generated password is kept in <store_dir>/nats-<role>.password.
+const (
+	roleRagwatch = "ragwatch"
+	roleApp      = "app"
+)
+
+// resolveUsers returns ragwatch's and the app's credentials: from password_env/password_file
+// when set, else generated at first start into the store dir (mode 0600) and read back on
+// later starts.
+func resolveUsers(cfg config.NATS, logger *slog.Logger) (own, app Credential, err error) {
+	u := cfg.Embedded.Users
+	if own, err = resolveUser(cfg.StoreDir, roleRagwatch, u.Ragwatch, logger); err != nil {
+		return Credential{}, Credential{}, err
+	}
+	if app, err = resolveUser(cfg.StoreDir, roleApp, u.App, logger); err != nil {
+		return Credential{}, Credential{}, err
+	}
+	app.Inbox = AppInbox(app.User)
+	if own.User == app.User {
+		return Credential{}, Credential{}, errors.New("`nats.embedded.users`: the ragwatch and app users must differ")
+	}
+	return own, app, nil
+}
+
+func resolveUser(storeDir, role string, u config.NATSUser, logger *slog.Logger) (Credential, error) {
+	key := "nats.embedded.users." + role
+	name := u.Name
+	if name == "" {
+		name = role
+	}
+	if u.PasswordEnv != "" || u.PasswordFile != "" {
+		pw, err := config.ReadSecret(u.PasswordEnv, u.PasswordFile)
+		if err != nil {
+			return Credential{}, fmt.Errorf("`%s` password: %w", key, err)
+		}
+		if pw == "" {
+			return Credential{}, fmt.Errorf("`%s` password: empty", key)
+		}
+		return Credential{User: name, Password: pw}, nil
+	}
+	file := filepath.Join(storeDir, "nats-"+role+".password")
+	pw, created, err := loadOrGenerate(file)
+	if err != nil {
+		return Credential{}, fmt.Errorf("`%s`: no password configured and %w", key, err)
+	}
+	if created {
+		logger.Info("generated NATS password (set "+key+".password_file to choose one)", "user", name, "file", file)
+	} else {
+		logger.Info("NATS password read from file", "user", name, "file", file)
+	}
+	return Credential{User: name, Password: pw, File: file}, nil
+}
+
+// loadOrGenerate reads the password in file, or creates the file (mode 0600, exclusive) with
+// a new random password. A file readable by others is narrowed to 0600.
+func loadOrGenerate(file string) (pw config.Secret, created bool, err error) {
+	b, err := os.ReadFile(file)
+	switch {
+	case err == nil:
+		if fi, serr := os.Stat(file); serr == nil && fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(file, 0o600); err != nil {
+				return "", false, fmt.Errorf("password file %s is readable by others and cannot be narrowed to 0600: %w", file, err)
+			}
+		}
+		s := strings.TrimSpace(string(b))
+		if s == "" {
+			return "", false, fmt.Errorf("password file %s is empty; remove it to generate a new one", file)
+		}
+		return config.Secret(s), false, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", false, fmt.Errorf("read password file %s: %w", file, err)
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", false, fmt.Errorf("generate a password: %w", err)
+	}
+	s := base64.RawURLEncoding.EncodeToString(raw)
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", false, fmt.Errorf("create password file %s: %w", file, err)
+	}
+	_, werr := f.WriteString(s + "\n")
+	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+		_ = os.Remove(file)
+		return "", false, fmt.Errorf("write password file %s: %w", file, err)
+	}
+	return config.Secret(s), true, nil
+}
+
+// serverUsers gives ragwatch every permission and the app publish on the enabled ingest
+// subjects only, and subscribe on its own inbox (for JetStream publish acknowledgements). The
+// publish deny list repeats what the allow list already excludes, so that a subject configured
+// as ">" still cannot reach the JetStream API, KV buckets or ragwatch's replies.
+func serverUsers(subjects config.NATSSubjects, own, app Credential) []*server.User {
+	var allow []string
+	for _, s := range []string{subjects.Records, subjects.Feedback, subjects.OTLP} {
+		if s != "" {
+			allow = append(allow, s)
+		}
+	}
+	deny := []string{"$JS.>", "$KV.>", "$O.>", "$SYS.>", "_INBOX.>"}
+	if len(allow) == 0 {
+		deny = []string{">"} // every ingest subject disabled: an empty allow list would allow all
+	}
+	return []*server.User{
+		{Username: own.User, Password: own.Password.Reveal()},
+		{Username: app.User, Password: app.Password.Reveal(), Permissions: &server.Permissions{
+			Publish: &server.SubjectPermission{
+				Allow: allow,
+				Deny:  deny,
+			},
+			Subscribe: &server.SubjectPermission{Allow: []string{app.Inbox + ".>"}},
+		}},
+	}
+}
