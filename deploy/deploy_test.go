@@ -15,6 +15,7 @@ import (
 	"github.com/Masterminds/sprig/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -64,6 +65,12 @@ func decodeStrict(t *testing.T, name string, data []byte) []any {
 			obj = &corev1.Service{}
 		case "apps/v1/Deployment":
 			obj = &appsv1.Deployment{}
+		case "v1/ServiceAccount":
+			obj = &corev1.ServiceAccount{}
+		case "rbac.authorization.k8s.io/v1/Role":
+			obj = &rbacv1.Role{}
+		case "rbac.authorization.k8s.io/v1/RoleBinding":
+			obj = &rbacv1.RoleBinding{}
 		case "monitoring.coreos.com/v1/ServiceMonitor":
 			obj = &serviceMonitor{}
 		default:
@@ -183,8 +190,8 @@ func checkGoMemLimit(t *testing.T, file string, c corev1.Container) {
 
 func TestKubernetesManifestsDecodeStrictly(t *testing.T) {
 	files, _ := filepath.Glob("kubernetes/*.yaml")
-	if len(files) != 2 {
-		t.Fatalf("manifests = %v, want the sidecar and the worker", files)
+	if len(files) != 3 {
+		t.Fatalf("manifests = %v, want the sidecar, the worker and the central replicas", files)
 	}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
