@@ -92,6 +92,10 @@ type OTLPReceivers struct {
 	// MaxConcurrentStreams bounds the gRPC exports in flight on one connection; 0 takes
 	// otlp.DefaultMaxConcurrentStreams (100). gRPC's own default is unbounded.
 	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
+	// UpstreamSamplingProbability declares that only this share of the traffic reaches ragwatch
+	// (a Collector samples before it): the records of traces whose tracestate declares no
+	// probability (ot=th) weigh 1/p in signal counts and score aggregates. 0: not sampled.
+	UpstreamSamplingProbability float64 `yaml:"upstream_sampling_probability"`
 }
 
 // Endpoint is a listen address; "" disables the listener.
@@ -122,6 +126,9 @@ func (o OTLPReceivers) Validate() error {
 	}
 	if o.MaxConcurrentStreams < 0 || o.MaxConcurrentStreams > 1<<20 {
 		errs = append(errs, Invalid("max_concurrent_streams", "must be between 0 and 1048576"))
+	}
+	if p := o.UpstreamSamplingProbability; !(p >= 0 && p <= 1) {
+		errs = append(errs, Invalid("upstream_sampling_probability", "must be between 0 (not sampled upstream) and 1, got %v", p))
 	}
 	return joinErrs(errs)
 }

@@ -15,6 +15,10 @@ type Result struct {
 	Feedback []record.Feedback
 	// RAG is false when the trace has no retrieval and no generation at all (outcome not_rag).
 	RAG bool
+	// UpstreamP is the sampling probability the trace's tracestate declares (its root's, else
+	// the first span's that declares one): 0 when none does, -1 when that declaration is
+	// malformed. Records carry it as UpstreamProbability when it is positive.
+	UpstreamP float64
 }
 
 // Assemble turns the spans of one trace into records. It is pure: no clock, no metrics. Spans of
@@ -36,7 +40,7 @@ func Assemble(spans []Span) Result {
 			gens = append(gens, i)
 		}
 	}
-	res := Result{RAG: len(rets) > 0 || len(gens) > 0}
+	res := Result{RAG: len(rets) > 0 || len(gens) > 0, UpstreamP: upstreamP(spans)}
 	byStart := func(a, b int) int { return t.nodes[a].start.Compare(t.nodes[b].start) }
 	slices.SortStableFunc(rets, byStart)
 	slices.SortStableFunc(gens, byStart)
@@ -56,7 +60,29 @@ func Assemble(spans []Span) Result {
 		if fb != nil {
 			r.Feedback = fb[i]
 		}
+		if res.UpstreamP > 0 {
+			r.UpstreamProbability = res.UpstreamP
+		}
 		res.Records = append(res.Records, r)
 	}
 	return res
+}
+
+// upstreamP picks the trace's declared upstream sampling probability: the true root's when it
+// declares one (head samplers set it there, and children inherit it), else the first span's.
+func upstreamP(spans []Span) float64 {
+	var first float64
+	for i := range spans {
+		s := &spans[i]
+		if s.UpstreamP == 0 {
+			continue
+		}
+		if s.ParentSpanID.IsEmpty() {
+			return s.UpstreamP
+		}
+		if first == 0 {
+			first = s.UpstreamP
+		}
+	}
+	return first
 }

@@ -57,6 +57,9 @@ type Settings struct {
 	Registerer prometheus.Registerer   // nil: metrics are not registered
 	Logger     *slog.Logger            // nil: discard
 	Now        func() time.Time        // nil: time.Now
+	// UpstreamProbability is receivers.otlp.upstream_sampling_probability: the records of a
+	// trace whose tracestate declares no sampling probability get it (0: none).
+	UpstreamProbability float64
 }
 
 // Assembler holds spans by trace id until the trace is complete, then assembles and hands its
@@ -72,6 +75,7 @@ type Assembler struct {
 	log      *slog.Logger
 	now      func() time.Time
 	m        *metrics
+	upstream float64 // Settings.UpstreamProbability
 	// early is set when complete_wait is shorter than wait: complete traces are tracked and
 	// released at complete_wait. Unset, assembly runs exactly as before complete_wait existed.
 	early bool
@@ -142,6 +146,7 @@ func New(s Settings) (*Assembler, error) {
 		log:      s.Logger,
 		now:      s.Now,
 		m:        m,
+		upstream: s.UpstreamProbability,
 		early:    s.Config.CompleteWait < s.Config.Wait,
 		traces:   make(map[pcommon.TraceID]*trace),
 		done:     newRecentSet(min(max(s.Config.MaxTraces, 1024), 1<<17)),
@@ -539,9 +544,15 @@ func (a *Assembler) finish(ctx context.Context, tr *trace) error {
 	if !tr.rootSeen {
 		outcome = OutcomePartial
 	}
+	if res.UpstreamP < 0 {
+		a.m.badTraceState.Inc()
+	}
 	var errs []error
 	for _, r := range res.Records {
 		a.m.records.WithLabelValues(outcome).Inc()
+		if r.UpstreamProbability == 0 && a.upstream > 0 {
+			r.UpstreamProbability = a.upstream
+		}
 		if err := a.next.ConsumeRecord(ctx, r); err != nil {
 			a.m.deliveryErrors.WithLabelValues("records").Inc()
 			a.log.Warn("record consumer failed", "trace_id", r.TraceID, "err", err)
@@ -732,6 +743,7 @@ type metrics struct {
 	held           prometheus.Gauge
 	heldBytes      prometheus.Gauge
 	releasedVec    *prometheus.CounterVec
+	badTraceState  prometheus.Counter
 	released       [len(releaseReasons)]prometheus.Counter // by releaseReason, resolved once
 }
 
@@ -765,6 +777,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ragwatch_assembly_released_total",
 			Help: "Held traces taken out for assembly, by what released them: complete (assembly.complete_wait after the trace was visibly complete), wait (assembly.wait after a local root or the missing half), timeout (assembly.timeout: no root, or a half that never came), shutdown. Evictions are counted in ragwatch_traces_evicted_total.",
 		}, []string{"reason"}),
+		badTraceState: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ragwatch_tracestate_invalid_total",
+			Help: "Assembled traces whose tracestate `ot` entry declares a malformed sampling probability (th or p): it is ignored, as if none were declared.",
+		}),
 	}
 	for i, r := range releaseReasons {
 		m.released[i] = m.releasedVec.WithLabelValues(r)
@@ -781,7 +797,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.records, m.evicted, m.late, m.deliveryErrors, m.held, m.heldBytes, m.releasedVec} {
+	for _, c := range []prometheus.Collector{m.records, m.evicted, m.late, m.deliveryErrors, m.held, m.heldBytes, m.releasedVec, m.badTraceState} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -28,6 +28,9 @@ type Span struct {
 	Attrs      []Attr
 	Events     []Event
 	Links      []Link
+	// UpstreamP is the sampling probability the span's tracestate declares (ot=th or ot=p, see
+	// UpstreamProbability): 0 when it declares none, -1 when the declaration is malformed.
+	UpstreamP float64
 }
 
 // Attr is one attribute.
@@ -148,6 +151,13 @@ func fromSpan(ps ptrace.Span, service string, buf *attrBuf) Span {
 		End:          ps.EndTimestamp().AsTime(),
 		Service:      service,
 		pooled:       true,
+	}
+	if ts := ps.TraceState().AsRaw(); ts != "" {
+		if p, found, err := UpstreamProbability(ts); err != nil {
+			s.UpstreamP = -1
+		} else if found {
+			s.UpstreamP = p
+		}
 	}
 	if evs := ps.Events(); evs.Len() > 0 {
 		for i := 0; i < evs.Len() && len(s.Events) < maxEventsPerSpan; i++ {

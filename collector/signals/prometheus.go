@@ -73,7 +73,7 @@ func newPromRecorder(reg prometheus.Registerer) (*promRecorder, error) {
 	p := &promRecorder{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_requests_total",
-			Help: "RAG requests (records) seen, by service.",
+			Help: "RAG requests seen, by service: each record counts 1/p when only a sample with probability p reaches ragwatch (tracestate ot=th, receivers.otlp.upstream_sampling_probability).",
 		}, []string{"service"}),
 		documents: hist("ragwatch_retrieved_documents",
 			"Documents in the final context of a request.", DocumentBuckets, "service"),
@@ -92,7 +92,7 @@ func newPromRecorder(reg prometheus.Registerer) (*promRecorder, error) {
 			DurationBuckets, "service", "stage"),
 		empty: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_empty_retrievals_total",
-			Help: "Requests whose final context holds no document.",
+			Help: "Requests whose final context holds no document (weighted like ragwatch_requests_total).",
 		}, []string{"service"}),
 		citations: hist("ragwatch_citations_per_answer",
 			"Citations per answer (requests with an answer).", CitationBuckets, "service"),
@@ -157,10 +157,11 @@ func (p *promRecorder) Record(_ context.Context, o Observation) {
 		return labels
 	}
 	if o.Request {
-		s.requests.Inc()
+		w := o.weight()
+		s.requests.Add(w)
 		s.documents.Observe(float64(o.Documents))
 		if o.Documents == 0 {
-			s.empty.Inc()
+			s.empty.Add(w)
 		}
 		if o.Scored {
 			s.score.observe(o.MeanScore, ex, now)

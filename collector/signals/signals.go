@@ -63,6 +63,10 @@ type Observation struct {
 	// Request is true for a whole record; false for feedback joined later, where only the
 	// feedback fields are set.
 	Request bool
+	// Weight is how many requests of the traffic the record stands for: 1/p when only a
+	// sample with probability p reached ragwatch (record.UpstreamWeight). Request counts add it;
+	// distributions are observed once (sampling keeps their shape). 0 counts as 1.
+	Weight float64
 
 	Documents int     // documents in the final context
 	Scored    bool    // at least one document has a score
@@ -262,6 +266,7 @@ func (s *Signals) ConsumeRecord(ctx context.Context, r *record.Record) error {
 	}
 	o := s.observe(r)
 	o.Request = true
+	o.Weight = r.UpstreamWeight()
 	computeRecord(&o, r)
 	s.record(ctx, o)
 	return nil
@@ -312,6 +317,14 @@ func (s *Signals) observeFeedback(service, traceID, spanID string, f *record.Fee
 		}
 	}
 	return o
+}
+
+// weight is Weight, 1 when unset.
+func (o *Observation) weight() float64 {
+	if o.Weight > 1 {
+		return o.Weight
+	}
+	return 1
 }
 
 // maxScore bounds the document scores taken into account: an infinite or absurd score (a bug

@@ -156,12 +156,12 @@ func TestPrometheusCounters(t *testing.T) {
 		t.Error("ConsumeRecord(nil): want an error")
 	}
 	want := `
-# HELP ragwatch_requests_total RAG requests (records) seen, by service.
+# HELP ragwatch_requests_total RAG requests seen, by service: each record counts 1/p when only a sample with probability p reaches ragwatch (tracestate ot=th, receivers.otlp.upstream_sampling_probability).
 # TYPE ragwatch_requests_total counter
 ragwatch_requests_total{service="other"} 1
 ragwatch_requests_total{service="search"} 1
 ragwatch_requests_total{service="support-bot"} 2
-# HELP ragwatch_empty_retrievals_total Requests whose final context holds no document.
+# HELP ragwatch_empty_retrievals_total Requests whose final context holds no document (weighted like ragwatch_requests_total).
 # TYPE ragwatch_empty_retrievals_total counter
 ragwatch_empty_retrievals_total{service="other"} 1
 ragwatch_empty_retrievals_total{service="search"} 1
@@ -452,5 +452,23 @@ func TestExemplarGate(t *testing.T) {
 	}
 	if got := exemplar(0.5); got != "" {
 		t.Errorf("le=0.5 exemplar %s, want none", got)
+	}
+}
+
+// A record kept upstream with probability p stands for 1/p requests in the request counts; its
+// distributions are observed once.
+func TestPrometheusCountsWeighUpstreamSampling(t *testing.T) {
+	s, reg := newTestSignals(t, 4, config.Exporters{})
+	sampled := recordB() // no documents: an empty retrieval too
+	sampled.UpstreamProbability = 0.25
+	consume(t, s, sampled, recordB())
+	if got := testutil.Sum(t, reg, "ragwatch_requests_total", map[string]string{"service": "support-bot"}); got != 5 {
+		t.Errorf("ragwatch_requests_total = %v, want 5 (4 for the sampled record, 1 for the other)", got)
+	}
+	if got := testutil.Sum(t, reg, "ragwatch_empty_retrievals_total", map[string]string{"service": "support-bot"}); got != 5 {
+		t.Errorf("ragwatch_empty_retrievals_total = %v, want 5", got)
+	}
+	if got := testutil.Sum(t, reg, "ragwatch_retrieved_documents", map[string]string{"service": "support-bot"}); got != 2 {
+		t.Errorf("ragwatch_retrieved_documents observations = %v, want 2", got)
 	}
 }

@@ -218,10 +218,16 @@ func (s *statsdRecorder) Record(_ context.Context, o Observation) {
 	w := lineWriter{b: (*bp)[:0], prefix: s.prefix}
 	in, suf := t.infix, t.suffix
 	if o.Request {
-		w.int(statRequests, in, 1, "|c", suf)
+		// A record that stands for 1/p requests is sent with statsd's sample rate @p, which
+		// the server scales back.
+		count := "|c"
+		if wt := o.weight(); wt > 1 {
+			count = "|c|@" + strconv.FormatFloat(1/wt, 'g', -1, 64)
+		}
+		w.int(statRequests, in, 1, count, suf)
 		w.int(statRetrieved, in, int64(o.Documents), "|g", suf)
 		if o.Documents == 0 {
-			w.int(statEmpty, in, 1, "|c", suf)
+			w.int(statEmpty, in, 1, count, suf)
 		}
 		if o.Scored {
 			w.gauge(statAvgRelevance, in, o.MeanScore, suf)

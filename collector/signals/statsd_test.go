@@ -159,13 +159,36 @@ func TestStatsdPackets(t *testing.T) {
 				t.Errorf("ragwatch_statsd_errors_total = %v, want 0", v)
 			}
 			if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP ragwatch_requests_total RAG requests (records) seen, by service.
+# HELP ragwatch_requests_total RAG requests seen, by service: each record counts 1/p when only a sample with probability p reaches ragwatch (tracestate ot=th, receivers.otlp.upstream_sampling_probability).
 # TYPE ragwatch_requests_total counter
 ragwatch_requests_total{service="support-bot"} 3
 `), "ragwatch_requests_total"); err != nil {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// A record kept upstream with probability p sends its request counters with statsd's sample
+// rate @p (before the tags), which the server scales back to 1/p requests.
+func TestStatsdSampleRateOfUpstreamSampling(t *testing.T) {
+	conn := listenUDP(t)
+	s, _ := newTestSignals(t, 10, statsdExporters(conn.LocalAddr().String(), "datadog"))
+	ctx := context.Background()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := recordB()
+	r.UpstreamProbability = 0.25
+	consume(t, s, r)
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := readPackets(t, conn, 1)[0]
+	for _, want := range []string{"rag.requests:1|c|@0.25|#service:support-bot\n", "rag.empty_retrievals:1|c|@0.25|#service:support-bot\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("packet\n%s\nlacks %q", got, want)
+		}
 	}
 }
 
@@ -296,7 +319,7 @@ func TestConcurrentConsumeAndShutdown(t *testing.T) {
 	}
 	wg.Wait()
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP ragwatch_requests_total RAG requests (records) seen, by service.
+# HELP ragwatch_requests_total RAG requests seen, by service: each record counts 1/p when only a sample with probability p reaches ragwatch (tracestate ot=th, receivers.otlp.upstream_sampling_probability).
 # TYPE ragwatch_requests_total counter
 ragwatch_requests_total{service="support-bot"} 800
 `), "ragwatch_requests_total"); err != nil {

@@ -36,8 +36,23 @@ type Record struct {
 	// except for keys the operator configures.
 	Attributes map[string]string `json:"attributes,omitempty"`
 
+	// UpstreamProbability is the probability with which the trace was kept by sampling before
+	// it reached ragwatch (the tracestate's ot=th, or receivers.otlp.upstream_sampling_probability);
+	// 0 means it was not sampled upstream. Signal counts weight the record by its inverse, and
+	// the sampler multiplies it into Sampling.Probability.
+	UpstreamProbability float64 `json:"upstream_probability,omitempty"`
+
 	// Sampling is set by the sampler on records chosen for scoring.
 	Sampling *Sampling `json:"sampling,omitempty"`
+}
+
+// UpstreamWeight is how many traces of the traffic the record stands for: 1/UpstreamProbability,
+// or 1 when it is unset or not a probability in (0, 1].
+func (r *Record) UpstreamWeight() float64 {
+	if p := r.UpstreamProbability; p > 0 && p <= 1 {
+		return 1 / p
+	}
+	return 1
 }
 
 // Document is one retrieved (or reranked) passage in the order the application used it.
@@ -94,7 +109,8 @@ func (f Feedback) Sentiment() string {
 	}
 }
 
-// Sampling records why and with which inclusion probability a record was chosen for scoring.
+// Sampling records why and with which inclusion probability a record was chosen for scoring:
+// ragwatch's own probability times the record's UpstreamProbability, when one is declared.
 // Aggregates over scores weight each record by 1/Probability.
 type Sampling struct {
 	Probability float64 `json:"probability"`

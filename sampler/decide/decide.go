@@ -138,10 +138,16 @@ func (d *Decider) Rules() (n int, feedback bool) {
 func (d *Decider) Skip(reason string) { d.skipped.WithLabelValues(reason).Inc() }
 
 // Mark returns a shallow copy of r carrying the decision's Sampling; r itself is shared with
-// other stages and must not be changed.
+// other stages and must not be changed. The probability composes with the record's upstream
+// sampling: a trace kept upstream with probability q and sampled here with p was included with
+// probability q·p, so its scores weigh 1/(q·p).
 func Mark(r *record.Record, dec Decision) *record.Record {
 	c := *r
-	c.Sampling = &record.Sampling{Probability: dec.Probability, Reason: dec.Reason}
+	p := dec.Probability
+	if q := r.UpstreamProbability; q > 0 && q <= 1 {
+		p *= q
+	}
+	c.Sampling = &record.Sampling{Probability: p, Reason: dec.Reason}
 	return &c
 }
 

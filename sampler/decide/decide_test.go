@@ -335,3 +335,24 @@ func TestWeightedMeanMergeSub(t *testing.T) {
 		t.Fatalf("effective n %v", eff)
 	}
 }
+
+// The scores of a record kept upstream with probability q and sampled here with p weigh
+// 1/(q·p): the two samplings compose.
+func TestMarkComposesUpstreamProbability(t *testing.T) {
+	for _, tc := range []struct {
+		upstream, p, want float64
+	}{
+		{0, 0.25, 4},     // nothing declared upstream
+		{1, 0.25, 4},     // th:0
+		{0.5, 0.25, 8},   // th:8
+		{0.25, 1, 4},     // th:c, every record scored here
+		{0.125, 0.5, 16}, // p:3
+		{2, 0.5, 2},      // not a probability: ignored
+	} {
+		r := &record.Record{TraceID: idHigh, UpstreamProbability: tc.upstream}
+		m := Mark(r, Decision{Sample: true, Probability: tc.p, Reason: "rate"})
+		if w := Weight(m.Sampling); w != tc.want {
+			t.Errorf("upstream %v, p %v: weight %v, want %v", tc.upstream, tc.p, w, tc.want)
+		}
+	}
+}

@@ -269,6 +269,8 @@ func (b *builder) assembler() (lifecycle, error) {
 		Registerer: b.Registry,
 		Logger:     b.logger("assemble"),
 		Now:        b.o.now,
+		// Records of traces whose tracestate declares no sampling probability.
+		UpstreamProbability: b.cfg.Receivers.OTLP.UpstreamSamplingProbability,
 	})
 	if err != nil {
 		return lifecycle{}, fmt.Errorf("build assembler: %w", err)
