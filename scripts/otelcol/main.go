@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
+	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor"
@@ -29,7 +30,7 @@ import (
 
 func components() (otelcol.Factories, error) {
 	var err error
-	f := otelcol.Factories{}
+	f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
 	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](
 		otlpreceiver.NewFactory(),
 	); err != nil {
