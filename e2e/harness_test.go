@@ -29,8 +29,15 @@ type process struct {
 
 func start(t *testing.T, name string, args ...string) *process {
 	t.Helper()
+	return startEnv(t, nil, name, args...)
+}
+
+// startEnv is start with the process environment env (nil: the test's own).
+func startEnv(t *testing.T, env []string, name string, args ...string) *process {
+	t.Helper()
 	p := &process{name: name, log: &testutil.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(name, args...)
+	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
