@@ -1,5 +1,6 @@
 // Package e2e holds the end-to-end suite: the ragwatch binary with real Prometheus and
-// Alertmanager servers and traffic through the OpenTelemetry SDK. Run it with
+// Alertmanager servers and traffic through the OpenTelemetry SDK, and ragwatch replicas behind a
+// real OpenTelemetry Collector (built from scripts/otelcol, configs from deploy/otelcol). Run it with
 // `go test -tags e2e ./e2e/` (make e2e); it needs prometheus, promtool and
 // prometheus-alertmanager on PATH (Debian packages prometheus and prometheus-alertmanager).
 package e2e
