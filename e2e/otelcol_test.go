@@ -180,6 +180,19 @@ func ragTraces(n int, service string, seed uint64) (exports []ptrace.Traces, ids
 	return append(children, roots...), ids
 }
 
+// setTraceState sets the W3C tracestate of every span of td.
+func setTraceState(td ptrace.Traces, ts string) {
+	for i := 0; i < td.ResourceSpans().Len(); i++ {
+		rs := td.ResourceSpans().At(i)
+		for j := 0; j < rs.ScopeSpans().Len(); j++ {
+			spans := rs.ScopeSpans().At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				spans.At(k).TraceState().FromRaw(ts)
+			}
+		}
+	}
+}
+
 // moveSpans copies every span of td, with its resource and scope, into the Traces dst picks.
 func moveSpans(td ptrace.Traces, dst func(ptrace.Span) ptrace.Traces) {
 	for i := 0; i < td.ResourceSpans().Len(); i++ {
@@ -388,6 +401,11 @@ func TestCollectorTopologies(t *testing.T) {
 		})
 		const n, plain = 25, 10
 		exports, _ := ragTraces(n, "support-bot", 11)
+		// An SDK sampler upstream kept these traces with probability 1/4 and said so in the
+		// tracestate, which the Collector passes on: each record stands for 4 requests.
+		for _, td := range exports {
+			setTraceState(td, "ot=th:c;rv:9b8233f7e3a151")
+		}
 		export(t, col, append(exports, plainTraces(plain, "checkout"))...)
 
 		testutil.CheckFor(t, 60*time.Second, 200*time.Millisecond, "the backend got every span and ragwatch every RAG trace", func() error {
@@ -403,6 +421,19 @@ func TestCollectorTopologies(t *testing.T) {
 		}
 		if got := r.sum(t, "ragwatch_spans_received_total", nil); got != 3*n {
 			t.Errorf("ragwatch received %v spans, want %d: the RAG spans once, the checkout spans filtered out", got, 3*n)
+		}
+		// Signals are recorded just after the record is counted as assembled.
+		requests := func() float64 {
+			return r.sum(t, "ragwatch_requests_total", map[string]string{"service": "support-bot"})
+		}
+		testutil.CheckFor(t, 10*time.Second, 100*time.Millisecond, "request signals", func() error {
+			if got := requests(); got < 4*n {
+				return fmt.Errorf("ragwatch_requests_total = %v", got)
+			}
+			return nil
+		})
+		if got := requests(); got != 4*n {
+			t.Errorf("ragwatch_requests_total = %v, want %d: %d records sampled upstream at 1/4", got, 4*n, n)
 		}
 		for _, m := range []struct {
 			labels map[string]string
