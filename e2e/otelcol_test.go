@@ -78,6 +78,7 @@ receivers:
     http: { endpoint: "" }
 http:
   endpoint: %q
+  api_endpoint: ""
 nats:
   store_dir: %q
   embedded: { endpoint: %q }
