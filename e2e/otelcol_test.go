@@ -84,7 +84,7 @@ nats:
   embedded: { endpoint: %q }
 assembly:
   wait: 300ms
-  timeout: 20s
+  timeout: 4s
 sampling:
   rate: 1.0
 scoring:
@@ -347,10 +347,27 @@ func TestCollectorTopologies(t *testing.T) {
 			return nil
 		})
 		t.Logf("%d traces assembled %s after the export began", n, time.Since(began).Round(time.Millisecond))
+		// A trace split over the replicas would leave a rootless part held until
+		// assembly.timeout (4s), then assembled as partial: wait until nothing is held.
+		// Signals are recorded just after a record is counted as assembled.
+		testutil.CheckFor(t, 30*time.Second, 200*time.Millisecond, "no trace held, every request recorded", func() error {
+			var requests float64
+			for _, r := range replicas {
+				if v := r.sum(t, "ragwatch_assembly_traces_held", nil); v != 0 {
+					return fmt.Errorf("%s holds %v traces", r.name, v)
+				}
+				requests += r.sum(t, "ragwatch_requests_total", nil)
+			}
+			if requests < n {
+				return fmt.Errorf("ragwatch_requests_total %v of %d", requests, n)
+			}
+			return nil
+		})
 		total, each := assembled()
 		if total != n || each[0] == 0 || each[1] == 0 {
 			t.Errorf("assembled per replica %v, want a split of exactly %d over both", each, n)
 		}
+		var requests float64
 		for _, r := range replicas {
 			for _, m := range []struct {
 				name   string
@@ -360,11 +377,17 @@ func TestCollectorTopologies(t *testing.T) {
 				{"ragwatch_records_total", map[string]string{"outcome": "not_rag"}},
 				{"ragwatch_assembly_released_total", map[string]string{"reason": "timeout"}},
 				{"ragwatch_late_spans_total", nil},
+				// A root without its retriever would make a record without documents.
+				{"ragwatch_empty_retrievals_total", nil},
 			} {
 				if v := r.sum(t, m.name, m.labels); v != 0 {
 					t.Errorf("%s: %s%v = %v, want 0: a trace was split or delivered twice", r.name, m.name, m.labels, v)
 				}
 			}
+			requests += r.sum(t, "ragwatch_requests_total", nil)
+		}
+		if requests != n {
+			t.Errorf("ragwatch_requests_total over the replicas = %v, want %d", requests, n)
 		}
 
 		// Every trace's score is on exactly one replica.
