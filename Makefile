@@ -9,7 +9,8 @@ LDFLAGS  := -s -w -X main.version=$(VERSION)
 # grpcnotrace keeps golang.org/x/net/trace (and with it html/template, whose reflective method
 # calls switch off the linker's dead-code elimination) out of the binary: 87 MB -> 55 MB, and
 # ≈ 14 MiB less resident memory (docs/performance.md).
-TAGS     ?= grpcnotrace
+# timetzdata embeds the time zone database: the image is FROM scratch (deploy/docker/Dockerfile).
+TAGS     ?= grpcnotrace timetzdata
 FUZZTIME ?= 5s
 BENCH    ?= .
 

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,6 +27,38 @@ func TestReleaseBuildLinksNoTemplatePackage(t *testing.T) {
 	for _, p := range deps {
 		if p == "text/template" || p == "html/template" {
 			t.Errorf("the release build links %s: find who imports it with `go list -tags grpcnotrace -deps -f '{{.ImportPath}} {{.Imports}}' ./cmd/ragwatch`", p)
+		}
+	}
+}
+
+// The image is FROM scratch, so the release build must carry what a base image would have
+// given it: CA roots and the time zone database. Both come from the Makefile's tags and imports.
+func TestReleaseBuildCarriesRootsAndZones(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tags string
+	for line := range strings.Lines(string(mk)) {
+		if v, ok := strings.CutPrefix(line, "TAGS"); ok {
+			_, tags, _ = strings.Cut(v, "?=")
+			tags = strings.TrimSpace(tags)
+		}
+	}
+	if tags == "" {
+		t.Fatal("no TAGS line in the Makefile")
+	}
+	out, err := exec.Command("go", "list", "-tags", tags, "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	for _, want := range []string{"golang.org/x/crypto/x509roots/fallback", "time/tzdata"} {
+		if !slices.Contains(deps, want) {
+			t.Errorf("the release build (tags %q) does not link %s; the scratch image needs it", tags, want)
 		}
 	}
 }
