@@ -8,12 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -25,31 +22,9 @@ import (
 
 func startGRPC(t *testing.T, set Settings) (*harness, ptraceotlp.GRPCClient) {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	s := &sink{}
 	set.GRPCEndpoint = "127.0.0.1:0"
-	if set.Next == nil {
-		set.Next = s
-	}
-	set.Metrics = ingest.NewMetrics(reg)
-	r, err := New(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := grpc.NewClient(r.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = conn.Close()
-		if err := r.Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	return &harness{t: t, r: r, sink: s, reg: reg, conn: conn}, ptraceotlp.NewGRPCClient(conn)
+	h := startWith(t, set)
+	return h, ptraceotlp.NewGRPCClient(h.conn)
 }
 
 // The token is checked on the headers, before gRPC reads the message: an unauthenticated

@@ -76,15 +76,20 @@ type harness struct {
 
 func start(t *testing.T, limits Limits) *harness {
 	t.Helper()
+	return startWith(t, Settings{GRPCEndpoint: "127.0.0.1:0", HTTPEndpoint: "127.0.0.1:0", Limits: limits})
+}
+
+// startWith starts a receiver with set, counting into a fresh registry and handing spans to a
+// sink unless set.Next is given, and dials its gRPC endpoint; both close at cleanup.
+func startWith(t *testing.T, set Settings) *harness {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	s := &sink{}
-	r, err := New(Settings{
-		GRPCEndpoint: "127.0.0.1:0",
-		HTTPEndpoint: "127.0.0.1:0",
-		Limits:       limits,
-		Next:         s,
-		Metrics:      ingest.NewMetrics(reg),
-	})
+	if set.Next == nil {
+		set.Next = s
+	}
+	set.Metrics = ingest.NewMetrics(reg)
+	r, err := New(set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +106,11 @@ func start(t *testing.T, limits Limits) *harness {
 			t.Error(err)
 		}
 	})
-	return &harness{t: t, r: r, sink: s, reg: reg, url: "http://" + r.HTTPAddr().String() + TracesPath, conn: conn}
+	h := &harness{t: t, r: r, sink: s, reg: reg, conn: conn}
+	if set.HTTPEndpoint != "" {
+		h.url = "http://" + r.HTTPAddr().String() + TracesPath
+	}
+	return h
 }
 
 func (h *harness) rejected(receiver, reason string) float64 {
