@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/ragwatch/ragwatch/config"
 )
@@ -138,7 +139,12 @@ func loadOrGenerate(file string) (pw config.Secret, created bool, err error) {
 // subjects only, and subscribe on its own inbox (for JetStream publish acknowledgements). The
 // publish deny list repeats what the allow list already excludes, so that a subject configured
 // as ">" still cannot reach the JetStream API, KV buckets or ragwatch's replies.
-func serverUsers(subjects config.NATSSubjects, own, app Credential) []*server.User {
+//
+// The server holds bcrypt hashes, not the passwords: nothing in its options (or a dump of them)
+// gives a password away, and nats-server does not warn about plaintext passwords at start. The
+// minimum cost is enough: the hashes never leave the process, which holds its own password in
+// the clear for its client anyway, and every connect and start pays the cost.
+func serverUsers(subjects config.NATSSubjects, own, app Credential) ([]*server.User, error) {
 	var allow []string
 	for _, s := range []string{subjects.Records, subjects.Feedback, subjects.OTLP} {
 		if s != "" {
@@ -149,14 +155,22 @@ func serverUsers(subjects config.NATSSubjects, own, app Credential) []*server.Us
 	if len(allow) == 0 {
 		deny = []string{">"} // every ingest subject disabled: an empty allow list would allow all
 	}
+	ownHash, err := bcrypt.GenerateFromPassword([]byte(own.Password.Reveal()), bcrypt.MinCost)
+	if err != nil {
+		return nil, fmt.Errorf("hash the NATS password of user %s: %w", own.User, err)
+	}
+	appHash, err := bcrypt.GenerateFromPassword([]byte(app.Password.Reveal()), bcrypt.MinCost)
+	if err != nil {
+		return nil, fmt.Errorf("hash the NATS password of user %s: %w", app.User, err)
+	}
 	return []*server.User{
-		{Username: own.User, Password: own.Password.Reveal()},
-		{Username: app.User, Password: app.Password.Reveal(), Permissions: &server.Permissions{
+		{Username: own.User, Password: string(ownHash)},
+		{Username: app.User, Password: string(appHash), Permissions: &server.Permissions{
 			Publish: &server.SubjectPermission{
 				Allow: allow,
 				Deny:  deny,
 			},
 			Subscribe: &server.SubjectPermission{Allow: []string{app.Inbox + ".>"}},
 		}},
-	}
+	}, nil
 }

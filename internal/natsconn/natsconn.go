@@ -337,6 +337,10 @@ func startEmbedded(cfg config.NATS, logger *slog.Logger) (*server.Server, Creden
 		}
 		_ = l.Close()
 	}
+	users, err := serverUsers(cfg.Subjects, own, app)
+	if err != nil {
+		return fail(err)
+	}
 	opts := &server.Options{
 		ServerName: "ragwatch",
 		Host:       host,
@@ -349,7 +353,7 @@ func startEmbedded(cfg config.NATS, logger *slog.Logger) (*server.Server, Creden
 		MaxPayload:        int32(cfg.MaxPayload),
 		NoSigs:            true,
 		NoLog:             false,
-		Users:             serverUsers(cfg.Subjects, own, app),
+		Users:             users,
 	}
 	if opts.MaxPayload <= 0 {
 		opts.MaxPayload = 8 << 20
