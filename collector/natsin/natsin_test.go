@@ -254,7 +254,7 @@ func jsConfig(cfg config.NATS) config.NATS {
 	cfg.Consume.Mode = config.NATSModeJetStream
 	// Long enough that messages waiting in the client's pull buffer (slow under -race) are not
 	// redelivered early; the crashed run's unacked record comes back after it.
-	cfg.Consume.AckWait = 2 * time.Second
+	cfg.Consume.AckWait = 5 * time.Second
 	cfg.Consume.MaxDeliver = 10
 	return cfg
 }
@@ -365,8 +365,13 @@ func TestJetStreamCrashAndRestartCountsEachRecordOnce(t *testing.T) {
 			t.Fatalf("%s consumed %d times", id, n)
 		}
 	}
-	if got := testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": "duplicate"}); got != 1 {
-		t.Fatalf("duplicates = %v, want exactly the one record consumed but not acked", got)
+	// At least the record consumed but not acked came back and was recognised. Under load (the
+	// race detector, a busy CI machine) a message can also wait in the client's pull buffer past
+	// AckWait and be redelivered while its first delivery is still on its way: the same marks
+	// catch that one too, which the exactly-once check above already proves, so the count is a
+	// lower bound, not an exact figure.
+	if got := testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": "duplicate"}); got < 1 {
+		t.Fatalf("duplicates = %v, want at least the one record consumed but not acked", got)
 	}
 }
 
