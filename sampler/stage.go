@@ -60,7 +60,7 @@ func (s *Stage) ConsumeRecord(_ context.Context, r *record.Record) error {
 	}
 	dec := s.d.Decide(r, trigger)
 	if dec.Sample {
-		_ = s.out.Offer(decide.Mark(r, dec)) // a drop is counted by the Offerer
+		_ = s.out.Offer(s.d.Mark(r, dec)) // a drop is counted by the Offerer
 		s.recent.put(r, dec.Probability, stateSampled, false, s.now())
 		return nil
 	}
@@ -117,7 +117,7 @@ func (s *Stage) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 	}
 	dec := s.d.Decide(full, decide.Feedback)
 	if dec.Sample {
-		_ = s.out.Offer(decide.Mark(full, dec))
+		_ = s.out.Offer(s.d.Mark(full, dec))
 		if known {
 			s.recent.markSampled(r, dec.Probability)
 		} else {

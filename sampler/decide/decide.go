@@ -140,15 +140,27 @@ func (d *Decider) Skip(reason string) { d.skipped.WithLabelValues(reason).Inc() 
 // Mark returns a shallow copy of r carrying the decision's Sampling; r itself is shared with
 // other stages and must not be changed. The probability composes with the record's upstream
 // sampling: a trace kept upstream with probability q and sampled here with p was included with
-// probability q·p, so its scores weigh 1/(q·p).
-func Mark(r *record.Record, dec Decision) *record.Record {
+// probability q·p, so its scores weigh 1/(q·p). The weight given raises MaxWeight, so the
+// scores of a record sampled upstream are not refused as out of range when they come back.
+func (d *Decider) Mark(r *record.Record, dec Decision) *record.Record {
 	c := *r
 	p := dec.Probability
 	if q := r.UpstreamProbability; q > 0 && q <= 1 {
 		p *= q
+		d.raiseMaxWeight(1 / p)
 	}
 	c.Sampling = &record.Sampling{Probability: p, Reason: dec.Reason}
 	return &c
+}
+
+// raiseMaxWeight makes MaxWeight at least w.
+func (d *Decider) raiseMaxWeight(w float64) {
+	for {
+		old := d.maxWeight.Load()
+		if !(w > math.Float64frombits(old)) || d.maxWeight.CompareAndSwap(old, math.Float64bits(w)) {
+			return
+		}
+	}
 }
 
 // MaxWeight is the largest weight cfg can give a record: 1 / the smallest positive inclusion
@@ -166,8 +178,9 @@ func MaxWeight(cfg config.Sampling) float64 {
 	return 1 / minP
 }
 
-// MaxWeight is the largest weight any policy since New could give: results of records sampled
-// before a reload that raised the rate are still scored, and carry their old weight.
+// MaxWeight is the largest weight any policy since New could give, or Mark gave to a record
+// sampled upstream: results of records sampled before a reload that raised the rate are still
+// scored, and carry their old weight.
 func (d *Decider) MaxWeight() float64 { return math.Float64frombits(d.maxWeight.Load()) }
 
 // Weight returns 1/p for a sampled record (its Horvitz–Thompson weight), 1 when s is nil or p
@@ -192,12 +205,7 @@ type policy struct {
 // config; decisions in flight finish with the policy they started with. The token bucket is
 // kept (with the tokens it holds) when max_per_minute is unchanged.
 func (d *Decider) Update(cfg config.Sampling) {
-	for w := MaxWeight(cfg); ; {
-		old := d.maxWeight.Load()
-		if w <= math.Float64frombits(old) || d.maxWeight.CompareAndSwap(old, math.Float64bits(w)) {
-			break
-		}
-	}
+	d.raiseMaxWeight(MaxWeight(cfg))
 	p := &policy{rate: cfg.Rate, rules: CompileRules(cfg.Rules), maxPerMinute: cfg.MaxPerMinute}
 	for _, r := range cfg.Rules {
 		p.feedback = p.feedback || r.Match.NegativeFeedback

@@ -126,7 +126,8 @@ ragwatch_sampling_skipped_total{reason="rule"} 1
 
 func TestMarkCopies(t *testing.T) {
 	r := &record.Record{TraceID: idHigh, Query: "q"}
-	m := Mark(r, Decision{Sample: true, Probability: 0.25, Reason: "rate"})
+	d := New(config.Sampling{Rate: 0.25}, nil, labels.NewServiceSet(10), nil, prometheus.NewRegistry())
+	m := d.Mark(r, Decision{Sample: true, Probability: 0.25, Reason: "rate"})
 	if r.Sampling != nil {
 		t.Fatal("Mark changed the shared record")
 	}
@@ -283,7 +284,7 @@ func TestWeightedMeanRecoversTrueMean(t *testing.T) {
 		if !dec.Sample {
 			continue
 		}
-		w := Weight(Mark(rec, dec).Sampling)
+		w := Weight(d.Mark(rec, dec).Sampling)
 		weighted.Add(value, w)
 		results = append(results, score.Result{Value: value, Weight: w})
 		naiveSum += value
@@ -337,8 +338,13 @@ func TestWeightedMeanMergeSub(t *testing.T) {
 }
 
 // The scores of a record kept upstream with probability q and sampled here with p weigh
-// 1/(q·p): the two samplings compose.
+// 1/(q·p): the two samplings compose, and MaxWeight (the bound on score weights read back from
+// NATS) rises to the weight given, so those scores are not refused as out of range.
 func TestMarkComposesUpstreamProbability(t *testing.T) {
+	d := New(config.Sampling{Rate: 0.25}, nil, labels.NewServiceSet(10), nil, prometheus.NewRegistry())
+	if got := d.MaxWeight(); got != 4 {
+		t.Fatalf("MaxWeight before any upstream record = %v, want 4", got)
+	}
 	for _, tc := range []struct {
 		upstream, p, want float64
 	}{
@@ -350,9 +356,12 @@ func TestMarkComposesUpstreamProbability(t *testing.T) {
 		{2, 0.5, 2},      // not a probability: ignored
 	} {
 		r := &record.Record{TraceID: idHigh, UpstreamProbability: tc.upstream}
-		m := Mark(r, Decision{Sample: true, Probability: tc.p, Reason: "rate"})
+		m := d.Mark(r, Decision{Sample: true, Probability: tc.p, Reason: "rate"})
 		if w := Weight(m.Sampling); w != tc.want {
 			t.Errorf("upstream %v, p %v: weight %v, want %v", tc.upstream, tc.p, w, tc.want)
 		}
+	}
+	if got := d.MaxWeight(); got != 16 {
+		t.Fatalf("MaxWeight after marking = %v, want 16, the largest weight given", got)
 	}
 }
