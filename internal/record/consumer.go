@@ -52,3 +52,29 @@ type FeedbackConsumerFunc func(ctx context.Context, f Feedback) error
 func (fn FeedbackConsumerFunc) ConsumeFeedback(ctx context.Context, f Feedback) error {
 	return fn(ctx, f)
 }
+
+// LabelConsumer receives human labels on their own: labels that arrived after their record
+// went by, or whose record never arrived. Labels that arrive before their record ride on
+// Record.Labels instead and go to the record Consumer.
+type LabelConsumer interface {
+	ConsumeLabel(ctx context.Context, l Label) error
+}
+
+// LabelConsumerFunc adapts a function to LabelConsumer.
+type LabelConsumerFunc func(ctx context.Context, l Label) error
+
+// ConsumeLabel calls fn.
+func (fn LabelConsumerFunc) ConsumeLabel(ctx context.Context, l Label) error { return fn(ctx, l) }
+
+// PairConsumer receives the two records of a shadow pair (same PairID) once both arrived:
+// a is the one whose variant is the comparison's baseline when known, else the first to
+// arrive. Like a Consumer it must not keep them without copying.
+type PairConsumer interface {
+	ConsumePair(ctx context.Context, a, b *Record) error
+}
+
+// PairConsumerFunc adapts a function to PairConsumer.
+type PairConsumerFunc func(ctx context.Context, a, b *Record) error
+
+// ConsumePair calls fn.
+func (fn PairConsumerFunc) ConsumePair(ctx context.Context, a, b *Record) error { return fn(ctx, a, b) }

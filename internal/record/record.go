@@ -27,6 +27,23 @@ type Record struct {
 	Latency   Latency    `json:"latency_ms"`
 	Feedback  *Feedback  `json:"feedback,omitempty"`
 
+	// Variant names the version of the app that served the turn (model, prompt, index,
+	// reranker...): `rag.variant`, else the first of variants.attributes the trace carries.
+	// Metric labels cap it to variants.max_values distinct values.
+	Variant string `json:"variant,omitempty"`
+	// PairID joins the two answers of a shadow pair: the app ran two variants on one request
+	// and gave both records the same `rag.pair_id`. They are judged together once both arrive.
+	PairID string `json:"pair_id,omitempty"`
+	// Turn is the turn's position in its conversation, from 1; 0 means unknown.
+	Turn int `json:"turn,omitempty"`
+	// History holds the conversation's previous turns, oldest first, without system messages
+	// and without the current question; bounded by conversation.max_history_turns and
+	// conversation.max_history_bytes (TrimHistory).
+	History []Message `json:"history,omitempty"`
+	// Labels are human labels joined to the record (POST /api/v1/labels, NATS
+	// ragwatch.labels.>), or given with it in an offline evaluation set.
+	Labels *Label `json:"labels,omitempty"`
+
 	// Reference is a gold answer (canary or offline traffic); Relevance maps document id to a
 	// graded relevance label (trec_eval convention: grades below 1 are not relevant).
 	Reference string         `json:"reference,omitempty"`
@@ -97,6 +114,99 @@ type Feedback struct {
 	Time    time.Time `json:"time,omitzero"`
 }
 
+// Message is one message of a conversation's history.
+type Message struct {
+	Role    string `json:"role"` // "user" or "assistant"
+	Content string `json:"content"`
+}
+
+// Message roles.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Label is a person's judgement of one record: values for any metric (`faithfulness`,
+// `judge_tone`, ...; each in [0, 1]), graded relevance per document id, a reference answer, and
+// who labelled it. Like Feedback it is the one form labels take inside ragwatch: attached to
+// its record, or alone (naming its record by TraceID, SpanID and Service) to a LabelConsumer.
+type Label struct {
+	TraceID   string             `json:"trace_id,omitempty"`
+	SpanID    string             `json:"span_id,omitempty"`
+	Service   string             `json:"service,omitempty"`
+	Values    map[string]float64 `json:"values,omitempty"`
+	Relevance map[string]int     `json:"relevance,omitempty"`
+	Reference string             `json:"reference,omitempty"`
+	Labeler   string             `json:"labeler,omitempty"`
+	Time      time.Time          `json:"time,omitzero"`
+}
+
+// Validate checks a label received from outside and returns every problem.
+func (l *Label) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if len(l.TraceID) > MaxIDLength {
+		bad("trace_id", "longer than %d bytes", MaxIDLength)
+	}
+	if len(l.SpanID) > MaxIDLength {
+		bad("span_id", "longer than %d bytes", MaxIDLength)
+	}
+	if len(l.Values) == 0 && len(l.Relevance) == 0 && l.Reference == "" {
+		bad("label", "needs at least one of values, relevance or reference")
+	}
+	if len(l.Values) > MaxAttributes {
+		bad("values", "more than %d metrics", MaxAttributes)
+	}
+	for m, v := range l.Values {
+		if m == "" || len(m) > MaxIDLength {
+			bad("values", "metric names must be 1 to %d bytes", MaxIDLength)
+		}
+		if math.IsNaN(v) || v < 0 || v > 1 {
+			bad("values."+truncID(m), "must be between 0 and 1")
+		}
+	}
+	if len(l.Relevance) > MaxRelevanceLabel {
+		bad("relevance", "more than %d labels", MaxRelevanceLabel)
+	}
+	if len(l.Reference) > MaxTextBytes {
+		bad("reference", "longer than %d bytes", MaxTextBytes)
+	}
+	if len(l.Labeler) > MaxIDLength {
+		bad("labeler", "longer than %d bytes", MaxIDLength)
+	}
+	return errors.Join(errs...)
+}
+
+func truncID(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// TrimHistory bounds a conversation history to the newest maxTurns messages and maxBytes of
+// content (0 disables a bound), dropping the oldest first. It returns the kept suffix of h (not
+// a copy) and how many messages were dropped.
+func TrimHistory(h []Message, maxTurns, maxBytes int) (kept []Message, dropped int) {
+	start := 0
+	if maxTurns > 0 && len(h) > maxTurns {
+		start = len(h) - maxTurns
+	}
+	if maxBytes > 0 {
+		size := 0
+		for i := len(h) - 1; i >= start; i-- {
+			size += len(h[i].Content)
+			if size > maxBytes {
+				start = i + 1
+				break
+			}
+		}
+	}
+	return h[start:], start
+}
+
 // Sentiment buckets a feedback score for metric labels.
 func (f Feedback) Sentiment() string {
 	switch {
@@ -143,6 +253,8 @@ const (
 	MaxTextBytes      = 1 << 20 // query, answer, reference, one document's content
 	MaxAttributes     = 128
 	MaxRelevanceLabel = 10000
+	MaxVariantLength  = 128
+	MaxHistory        = 1000 // messages in a record's history from outside
 )
 
 // Validate checks a record received from outside (HTTP API, NATS) and returns every problem.
@@ -159,6 +271,31 @@ func (r *Record) Validate() error {
 	}
 	if len(r.SpanID) > MaxIDLength {
 		bad("span_id", "longer than %d bytes", MaxIDLength)
+	}
+	if len(r.Variant) > MaxVariantLength {
+		bad("variant", "longer than %d bytes", MaxVariantLength)
+	}
+	if len(r.PairID) > MaxIDLength {
+		bad("pair_id", "longer than %d bytes", MaxIDLength)
+	}
+	if r.Turn < 0 {
+		bad("turn", "must be 1 or more (0 or absent: unknown)")
+	}
+	if len(r.History) > MaxHistory {
+		bad("history", "more than %d messages", MaxHistory)
+	}
+	for i, m := range r.History {
+		if m.Role != RoleUser && m.Role != RoleAssistant {
+			bad(fmt.Sprintf("history[%d].role", i), "must be %q or %q", RoleUser, RoleAssistant)
+		}
+		if len(m.Content) > MaxTextBytes {
+			bad(fmt.Sprintf("history[%d].content", i), "longer than %d bytes", MaxTextBytes)
+		}
+	}
+	if r.Labels != nil {
+		if err := r.Labels.Validate(); err != nil {
+			bad("labels", "%v", err)
+		}
 	}
 	if r.Query == "" && r.Answer == "" && len(r.Documents) == 0 {
 		bad("record", "needs at least one of query, answer or documents")

@@ -211,3 +211,31 @@ func FuzzDecodeJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestTrimHistory(t *testing.T) {
+	h := []Message{{RoleUser, "aaaa"}, {RoleAssistant, "bbbb"}, {RoleUser, "cc"}, {RoleAssistant, "d"}}
+	for _, tc := range []struct {
+		turns, bytes, dropped int
+	}{
+		{0, 0, 0}, {10, 100, 0}, {2, 0, 2}, {0, 7, 1}, {0, 6, 2}, {0, 3, 2}, {3, 11, 1}, {0, 2, 3}, {1, 0, 3},
+	} {
+		kept, dropped := TrimHistory(h, tc.turns, tc.bytes)
+		if dropped != tc.dropped || len(kept) != len(h)-tc.dropped {
+			t.Errorf("TrimHistory(%d, %d) dropped %d kept %d, want dropped %d", tc.turns, tc.bytes, dropped, len(kept), tc.dropped)
+		}
+	}
+}
+
+func TestValidateConversationFields(t *testing.T) {
+	r := Record{TraceID: "t", Query: "q", Turn: -1, Variant: strings.Repeat("v", 129),
+		History: []Message{{Role: "system", Content: "x"}}, Labels: &Label{Values: map[string]float64{"faithfulness": 2}}}
+	err := r.Validate()
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	for _, want := range []string{"variant: longer than 128", "turn: must be 1", "history[0].role", "labels: values.faithfulness: must be between 0 and 1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
