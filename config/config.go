@@ -21,6 +21,10 @@ type Config struct {
 	NATS     NATS     `yaml:"nats"`
 	Feedback Feedback `yaml:"feedback"`
 
+	Variants     Variants     `yaml:"variants"`
+	Conversation Conversation `yaml:"conversation"`
+	Pairs        Pairs        `yaml:"pairs"`
+
 	Sampling Sampling `yaml:"sampling"`
 	Scoring  Scoring  `yaml:"scoring"`
 
@@ -68,10 +72,14 @@ func Default() *Config {
 		Log:      Log{Level: "info", Format: "text"},
 		NATS:     defaultNATS(),
 		Feedback: defaultFeedback(),
-		Sampling: defaultSampling(),
-		Scoring:  defaultScoring(),
-		Drift:    defaultDrift(),
-		Alerting: defaultAlerting(),
+
+		Variants:     defaultVariants(),
+		Conversation: defaultConversation(),
+		Pairs:        defaultPairs(),
+		Sampling:     defaultSampling(),
+		Scoring:      defaultScoring(),
+		Drift:        defaultDrift(),
+		Alerting:     defaultAlerting(),
 
 		Redaction: defaultRedaction(),
 		Limits:    defaultLimits(),

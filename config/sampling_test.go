@@ -144,3 +144,19 @@ scoring:
 		t.Errorf("got %d problems, want %d:\n%s", n, len(want), msg)
 	}
 }
+
+func TestEvaluationSectionsValidate(t *testing.T) {
+	c := Default()
+	c.Variants.MaxValues = 0
+	c.Conversation.MaxHistoryTurns = -1
+	c.Pairs.Wait = 0
+	err := c.validate(nil)
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	for _, want := range []string{"variants.max_values", "conversation.max_history_turns", "pairs.wait"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+}
