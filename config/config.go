@@ -28,10 +28,11 @@ type Config struct {
 	Sampling Sampling `yaml:"sampling"`
 	Scoring  Scoring  `yaml:"scoring"`
 
-	SLOs      []SLO      `yaml:"slos"`
-	Drift     Drift      `yaml:"drift"`
-	Notifiers []Notifier `yaml:"notifiers"`
-	Alerting  Alerting   `yaml:"alerting"`
+	SLOs        []SLO        `yaml:"slos"`
+	Comparisons []Comparison `yaml:"comparisons"`
+	Drift       Drift        `yaml:"drift"`
+	Notifiers   []Notifier   `yaml:"notifiers"`
+	Alerting    Alerting     `yaml:"alerting"`
 
 	Redaction Redaction `yaml:"redaction"`
 

@@ -80,6 +80,9 @@ notifiers:
 slos:
   - {name: cp, metric: citation_precision, alert_below: 0.7, runbook_url: "https://runbooks.example/cp?token=rbtoken11",
      dashboard_url: "https://grafana.example/d/x?auth_token=dashtoken12"}
+comparisons:
+  - {name: canary, metrics: [faithfulness], baseline: v1, runbook_url: "https://runbooks.example/canary?token=rbtoken17",
+     dashboard_url: "https://grafana.example/d/c?auth_token=dashtoken18"}
 drift:
   detectors:
     - {name: scores-ks, signal: retrieval_score, method: ks, buckets: [0, 0.5, 1],
