@@ -92,6 +92,7 @@ type NATSSubjects struct {
 	Records  string `yaml:"records"`  // JSON record or array of records
 	OTLP     string `yaml:"otlp"`     // OTLP ExportTraceServiceRequest, protobuf
 	Feedback string `yaml:"feedback"` // feedback JSON
+	Labels   string `yaml:"labels"`   // human labels JSON
 }
 
 // NATSConsume chooses how ragwatch consumes its subjects.
@@ -147,6 +148,7 @@ func defaultNATS() NATS {
 			Records:  "ragwatch.records.>",
 			OTLP:     "ragwatch.otlp.traces",
 			Feedback: "ragwatch.feedback.>",
+			Labels:   "ragwatch.labels.>",
 		},
 		Consume: NATSConsume{
 			Mode:           NATSModeCore,
@@ -281,7 +283,7 @@ func (u NATSEmbeddedUsers) validate() []error {
 func (s NATSSubjects) validate() []error {
 	var errs []error
 	seen := map[string]string{}
-	for _, kv := range [][2]string{{"records", s.Records}, {"otlp", s.OTLP}, {"feedback", s.Feedback}} {
+	for _, kv := range [][2]string{{"records", s.Records}, {"otlp", s.OTLP}, {"feedback", s.Feedback}, {"labels", s.Labels}} {
 		key, subj := kv[0], kv[1]
 		if subj == "" {
 			continue

@@ -21,7 +21,7 @@ func TestNATSDefaults(t *testing.T) {
 	if c.NATS.StoreDir != "./ragwatch-data" || c.NATS.Embedded.Endpoint != "127.0.0.1:4222" {
 		t.Fatalf("fixed defaults changed: %q %q", c.NATS.StoreDir, c.NATS.Embedded.Endpoint)
 	}
-	if c.NATS.Subjects != (NATSSubjects{Records: "ragwatch.records.>", OTLP: "ragwatch.otlp.traces", Feedback: "ragwatch.feedback.>"}) {
+	if c.NATS.Subjects != (NATSSubjects{Records: "ragwatch.records.>", OTLP: "ragwatch.otlp.traces", Feedback: "ragwatch.feedback.>", Labels: "ragwatch.labels.>"}) {
 		t.Fatalf("subjects = %+v", c.NATS.Subjects)
 	}
 	if u := c.NATS.Embedded.Users; u.Ragwatch != (NATSUser{Name: "ragwatch"}) || u.App != (NATSUser{Name: "app"}) {

@@ -178,7 +178,7 @@ echo "ragwatch: records=$records (loadgen sent ${sent:-?}) cpu=${cpu_ms}ms (duri
 echo "ragwatch: records by outcome: $(get "http://$api/metrics" | awk '/^ragwatch_records_total\{/ { o = $1; sub(/.*outcome="/, "", o); sub(/".*/, "", o); s[o] += $NF } END { for (o in s) printf "%s=%.0f ", o, s[o] }')"
 echo "ragwatch: spans_received=$(metric ragwatch_spans_received_total) rejected=$(metric ragwatch_ingest_rejected_total)" \
 	"evicted=$(metric ragwatch_traces_evicted_total) late_spans=$(metric ragwatch_late_spans_total)" \
-	"delivery_errors=$(metric ragwatch_assembly_delivery_errors_total) held=$(metric ragwatch_assembly_traces_held) feedback_state_errors=$(metric ragwatch_feedback_state_errors_total)" \
+	"delivery_errors=$(metric ragwatch_assembly_delivery_errors_total) held=$(metric ragwatch_assembly_traces_held) join_state_errors=$(metric ragwatch_join_state_errors_total)" \
 	"sampled=$(metric ragwatch_sampled_total) scoring_dropped=$(metric ragwatch_scoring_dropped_total) scorer_calls=$(metric ragwatch_scoring_attempts_total)"
 if grep -qiE 'level=(ERROR|WARN)' "$tmp/ragwatch.log"; then
 	echo "ragwatch log (warnings/errors, first 5):"

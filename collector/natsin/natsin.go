@@ -1,5 +1,5 @@
 // Package natsin reads ragwatch's NATS subjects: records (JSON), OTLP traces (protobuf
-// ExportTraceServiceRequest) and user feedback (JSON), through a core queue subscription or a
+// ExportTraceServiceRequest), user feedback and human labels (JSON), through a core queue subscription or a
 // JetStream durable consumer with explicit acks, and hands them to the pipeline.
 package natsin
 
@@ -19,7 +19,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
-	"github.com/ragwatch/ragwatch/collector/feedback"
+	"github.com/ragwatch/ragwatch/collector/join"
 	"github.com/ragwatch/ragwatch/collector/otlp"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/ingest"
@@ -44,6 +44,7 @@ const (
 	KindRecords  = "records"
 	KindOTLP     = "otlp"
 	KindFeedback = "feedback"
+	KindLabels   = "labels"
 )
 
 // Message outcomes, the `outcome` label of ragwatch_nats_messages_total.
@@ -64,6 +65,7 @@ type Settings struct {
 	Records  record.Consumer
 	Traces   TracesConsumer
 	Feedback record.FeedbackConsumer
+	Labels   record.LabelConsumer
 
 	// Metrics is the process's shared intake counters (receiver "nats").
 	Metrics *ingest.Metrics
@@ -142,7 +144,7 @@ func New(s Settings) (*Subscriber, error) {
 		dedup: newDedup(window, maxEntries, kv, s.Now),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_nats_messages_total",
-			Help: "NATS messages consumed, by kind (records, otlp, feedback) and outcome (accepted, rejected, duplicate, retry, failed).",
+			Help: "NATS messages consumed, by kind (records, otlp, feedback, labels) and outcome (accepted, rejected, duplicate, retry, failed).",
 		}, []string{"kind", "outcome"}),
 	}
 	dropped := prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -192,6 +194,9 @@ func (s *Subscriber) bindings() []binding {
 	}
 	if s.s.Feedback != nil && s.cfg.Subjects.Feedback != "" {
 		out = append(out, binding{KindFeedback, s.cfg.Subjects.Feedback, s.handleFeedback})
+	}
+	if s.s.Labels != nil && s.cfg.Subjects.Labels != "" {
+		out = append(out, binding{KindLabels, s.cfg.Subjects.Labels, s.handleLabels})
 	}
 	return out
 }
@@ -262,7 +267,7 @@ func (s *Subscriber) startJetStream(ctx context.Context, bs []binding) error {
 	if c.CreateStream {
 		_, err := s.s.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name:        c.Stream,
-			Description: "ragwatch intake: records, OTLP traces and feedback",
+			Description: "ragwatch intake: records, OTLP traces, feedback and labels",
 			Subjects:    subjects,
 			Storage:     jetstream.FileStorage,
 			MaxAge:      c.StreamMaxAge,
@@ -443,7 +448,7 @@ func (s *Subscriber) handleOTLP(ctx context.Context, data []byte, info msgInfo) 
 }
 
 func (s *Subscriber) handleFeedback(ctx context.Context, data []byte, info msgInfo) result {
-	evs, err := feedback.DecodeEvents(data)
+	evs, err := join.DecodeEvents(data)
 	if err != nil {
 		return result{reason: decodeReason(err), err: err}
 	}
@@ -462,6 +467,28 @@ func (s *Subscriber) handleFeedback(ctx context.Context, data []byte, info msgIn
 	}
 	s.markMessage(ctx, key)
 	return result{consumed: len(evs)}
+}
+
+func (s *Subscriber) handleLabels(ctx context.Context, data []byte, info msgInfo) result {
+	ls, err := join.DecodeLabels(data)
+	if err != nil {
+		return result{reason: decodeReason(err), err: err}
+	}
+	key, dup := s.messageDup(ctx, info)
+	if dup {
+		return result{duplicates: 1}
+	}
+	var errs []error
+	for _, l := range ls {
+		if err := s.s.Labels.ConsumeLabel(ctx, l); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return result{err: err}
+	}
+	s.markMessage(ctx, key)
+	return result{consumed: len(ls)}
 }
 
 // messageDup detects a JetStream redelivery of a message consumed before, by stream

@@ -22,7 +22,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"go.uber.org/goleak"
 
-	"github.com/ragwatch/ragwatch/collector/feedback"
+	"github.com/ragwatch/ragwatch/collector/join"
 	"github.com/ragwatch/ragwatch/collector/otlp"
 	"github.com/ragwatch/ragwatch/collector/signals"
 	"github.com/ragwatch/ragwatch/config"
@@ -124,14 +124,14 @@ func TestCoreSubjectsIntoThePipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	join, err := feedback.New(feedback.Settings{Retention: time.Hour, Next: sig, NextFeedback: sig, Registerer: reg})
+	jn, err := join.New(join.Settings{Retention: time.Hour, Next: sig, NextFeedback: sig, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	traces := &tracesSink{}
 	subCfg := cfg
 	subCfg.MaxPayload = 4096 // below the server's limit, to see our own check
-	sub, err := New(Settings{NC: conn.NC, Config: subCfg, Records: join, Traces: traces, Feedback: join, Metrics: im, Registerer: reg})
+	sub, err := New(Settings{NC: conn.NC, Config: subCfg, Records: jn, Traces: traces, Feedback: jn, Metrics: im, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,8 +192,8 @@ func TestCoreSubjectsIntoThePipeline(t *testing.T) {
 		{"requests search", req("search"), 1},
 		{"feedback support-bot negative", fb("support-bot", "negative"), 1},
 		{"feedback search positive", fb("search", "positive"), 1},
-		{"join joined", testutil.Sum(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "joined"}), 2},
-		{"feedback pending", testutil.Sum(t, reg, "ragwatch_feedback_pending", nil), 1},
+		{"join joined", testutil.Sum(t, reg, "ragwatch_join_total", map[string]string{"join": "feedback", "outcome": "joined"}), 2},
+		{"feedback pending", testutil.Sum(t, reg, "ragwatch_join_pending", map[string]string{"join": "feedback"}), 1},
 		{"spans nats", testutil.Sum(t, reg, "ragwatch_spans_received_total", map[string]string{"receiver": "nats"}), 3},
 		{"rejected duplicate", rej("duplicate"), 1},
 		{"rejected malformed", rej("malformed"), 2},
@@ -606,5 +606,69 @@ func TestOTLPLimitsLikeGRPC(t *testing.T) {
 	defer traces.mu.Unlock()
 	if want := []string{"support-bot/ok1", "support-bot/ok2"}; !slices.Equal(traces.names, want) {
 		t.Fatalf("assembler got %q, want %q", traces.names, want)
+	}
+}
+
+// TestLabelsSubject publishes labels with nats.go into the real join: a label for a record
+// seen before goes on alone naming it, one for an unseen record waits, bad messages are
+// counted with their reason.
+func TestLabelsSubject(t *testing.T) {
+	conn, app, cfg := embedded(t)
+	reg := prometheus.NewRegistry()
+	im := ingest.NewMetrics(reg)
+	var mu sync.Mutex
+	var late []record.Label
+	jn, err := join.New(join.Settings{Retention: time.Hour, Next: record.Discard,
+		NextFeedback: record.FeedbackConsumerFunc(func(context.Context, record.Feedback) error { return nil }),
+		NextLabel: record.LabelConsumerFunc(func(_ context.Context, l record.Label) error {
+			mu.Lock()
+			defer mu.Unlock()
+			late = append(late, l)
+			return nil
+		}),
+		Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := New(Settings{NC: conn.NC, Config: cfg, Records: jn, Labels: jn, Metrics: im, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Shutdown(context.Background()) }()
+	if err := jn.ConsumeRecord(context.Background(), &record.Record{TraceID: "t-seen", Service: "support-bot", Query: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range []string{
+		`{"trace_id":"t-seen","values":{"faithfulness":0.25},"labeler":"ann"}`,
+		`[{"trace_id":"t-later","reference":"gold"}]`,
+		`{"trace_id":`, // malformed
+		`{"trace_id":"t","values":{"faithfulness":1.5}}`, // invalid
+	} {
+		if err := app.Publish("ragwatch.labels.review", []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, patience, 5*time.Millisecond, "all 4 messages", func() bool {
+		return testutil.Sum(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": "labels"}) == 4
+	})
+	mv := func(outcome string) float64 {
+		return testutil.Sum(t, reg, "ragwatch_nats_messages_total", map[string]string{"kind": "labels", "outcome": outcome})
+	}
+	rej := func(reason string) float64 {
+		return testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": reason})
+	}
+	if mv("accepted") != 2 || mv("rejected") != 2 || rej("malformed") != 1 || rej("invalid") != 1 {
+		t.Fatalf("accepted=%v rejected=%v malformed=%v invalid=%v", mv("accepted"), mv("rejected"), rej("malformed"), rej("invalid"))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(late) != 1 || late[0].TraceID != "t-seen" || late[0].Service != "support-bot" || late[0].Values["faithfulness"] != 0.25 || late[0].Labeler != "ann" {
+		t.Fatalf("late labels = %+v", late)
+	}
+	if jn.Pending() != 1 {
+		t.Fatalf("pending = %d, want 1", jn.Pending())
 	}
 }

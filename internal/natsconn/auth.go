@@ -146,7 +146,7 @@ func loadOrGenerate(file string) (pw config.Secret, created bool, err error) {
 // the clear for its client anyway, and every connect and start pays the cost.
 func serverUsers(subjects config.NATSSubjects, own, app Credential) ([]*server.User, error) {
 	var allow []string
-	for _, s := range []string{subjects.Records, subjects.Feedback, subjects.OTLP} {
+	for _, s := range []string{subjects.Records, subjects.Feedback, subjects.OTLP, subjects.Labels} {
 		if s != "" {
 			allow = append(allow, s)
 		}

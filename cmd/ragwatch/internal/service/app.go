@@ -16,7 +16,7 @@ import (
 	"github.com/ragwatch/ragwatch/alerts/engine"
 	"github.com/ragwatch/ragwatch/alerts/notify"
 	"github.com/ragwatch/ragwatch/collector/assemble"
-	"github.com/ragwatch/ragwatch/collector/feedback"
+	"github.com/ragwatch/ragwatch/collector/join"
 	"github.com/ragwatch/ragwatch/collector/natsin"
 	"github.com/ragwatch/ragwatch/collector/otlp"
 	"github.com/ragwatch/ragwatch/collector/signals"
@@ -102,8 +102,9 @@ var parts = []part{
 	{"sampler", ModeRun, (*builder).sampler},
 	// The worker's scoring: the same pool, pulling from the queue the sidecars feed.
 	{"scoring workers", ModeWorker, (*builder).scoringWorkers},
-	// The record fan-out's front: feedback joined to its record once.
-	{"feedback join", ModeRun, (*builder).feedbackJoin},
+	// The record fan-out's front: feedback and labels joined to their record once, shadow
+	// pairs completed, turns given their session's history.
+	{"join", ModeRun, (*builder).join},
 	// --- Middle: spans into records. ---
 	{"assembler", ModeRun, (*builder).assembler},
 	// --- Front: the listeners. ---
@@ -152,9 +153,11 @@ type App struct {
 	// NATS is the one connection (embedded server or cluster) every NATS user shares; it is
 	// opened by New and closed last by Shutdown.
 	NATS *natsconn.Conn
-	// FeedbackJoin sits in front of Records: it attaches early feedback to its record and
-	// sends late feedback to Feedback. It serves POST /api/v1/feedback.
-	FeedbackJoin *feedback.Join
+	// Join sits in front of Records: it attaches early feedback and labels to their record
+	// and sends late ones to Feedback and Labels, hands completed shadow pairs to Pairs, and
+	// fills a turn's history from its session. It serves POST /api/v1/feedback and
+	// /api/v1/labels.
+	Join *join.Join
 	// NATSIn reads records, OTLP traces and feedback from the NATS subjects.
 	NATSIn    *natsin.Subscriber
 	Receivers *otlp.Receiver
@@ -164,6 +167,10 @@ type App struct {
 	Records record.Fanout
 	// Feedback receives feedback joined after its record.
 	Feedback feedbackFanout
+	// Labels receives labels joined after their record, and orphaned ones.
+	Labels labelFanout
+	// Pairs receives shadow pairs once both records arrived.
+	Pairs pairFanout
 
 	components []component
 	// reload applies a re-read config (reload.go); its lock guards cfg after New. nil in
@@ -369,6 +376,35 @@ func (f *feedbackFanout) ConsumeFeedback(ctx context.Context, fb record.Feedback
 	var errs []error
 	for _, c := range *f {
 		if err := c.ConsumeFeedback(ctx, fb); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// labelFanout hands labels that arrived after their record to every consumer and joins their
+// errors.
+type labelFanout []record.LabelConsumer
+
+// ConsumeLabel implements record.LabelConsumer.
+func (f *labelFanout) ConsumeLabel(ctx context.Context, l record.Label) error {
+	var errs []error
+	for _, c := range *f {
+		if err := c.ConsumeLabel(ctx, l); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// pairFanout hands completed shadow pairs to every consumer and joins their errors.
+type pairFanout []record.PairConsumer
+
+// ConsumePair implements record.PairConsumer.
+func (f *pairFanout) ConsumePair(ctx context.Context, a, b *record.Record) error {
+	var errs []error
+	for _, c := range *f {
+		if err := c.ConsumePair(ctx, a, b); err != nil {
 			errs = append(errs, err)
 		}
 	}

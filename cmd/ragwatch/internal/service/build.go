@@ -13,7 +13,7 @@ import (
 	"github.com/ragwatch/ragwatch/alerts/engine"
 	"github.com/ragwatch/ragwatch/alerts/notify"
 	"github.com/ragwatch/ragwatch/collector/assemble"
-	"github.com/ragwatch/ragwatch/collector/feedback"
+	"github.com/ragwatch/ragwatch/collector/join"
 	"github.com/ragwatch/ragwatch/collector/natsin"
 	"github.com/ragwatch/ragwatch/collector/otlp"
 	"github.com/ragwatch/ragwatch/collector/signals"
@@ -214,9 +214,10 @@ func (b *builder) scoringWorkers() (lifecycle, error) {
 	return lifecycle{start: pool.Start, shutdown: pool.Shutdown}, nil
 }
 
-// feedbackJoin puts the join in front of the record fan-out: records and feedback from every
-// receiver pass through it, so each feedback reaches the stages once, joined to its record.
-func (b *builder) feedbackJoin() (lifecycle, error) {
+// join puts the join in front of the record fan-out: records, feedback and labels from every
+// receiver pass through it, so each feedback and label reaches the stages once, joined to its
+// record; it also completes shadow pairs and gives turns their session's history.
+func (b *builder) join() (lifecycle, error) {
 	// Record stages, in the order each record visits them. A new stage is a part above this
 	// one in the list, appended here.
 	b.Records = record.Fanout{
@@ -233,6 +234,10 @@ func (b *builder) feedbackJoin() (lifecycle, error) {
 		b.Alerts,
 		b.Sampler.Stage, // late negative feedback can sample its record
 	}
+	// Labels joined after their record (or never joined), one line per consumer.
+	b.Labels = labelFanout{}
+	// Shadow pairs once both halves arrived, one line per consumer.
+	b.Pairs = pairFanout{}
 	// The join, the assembler and the API hold &App.Records, so the test sinks appended at the
 	// end of build are seen; nothing may be appended after New returns (the fan-out is read
 	// without a lock).
@@ -243,29 +248,38 @@ func (b *builder) feedbackJoin() (lifecycle, error) {
 			return lifecycle{}, err
 		}
 	}
-	join, err := feedback.New(feedback.Settings{
-		Retention:    b.cfg.Feedback.Retention,
-		MaxEntries:   b.cfg.Feedback.MaxEntries,
-		Next:         &b.Records,
-		NextFeedback: &b.Feedback,
-		KV:           kv,
-		PersistSeen:  b.cfg.Feedback.PersistSeen,
-		Registerer:   b.Registry,
-		Logger:       b.logger("feedback"),
-		Now:          b.o.now,
+	conv := b.cfg.Conversation
+	j, err := join.New(join.Settings{
+		Retention:       b.cfg.Feedback.Retention,
+		MaxEntries:      b.cfg.Feedback.MaxEntries,
+		Next:            &b.Records,
+		NextFeedback:    &b.Feedback,
+		NextLabel:       &b.Labels,
+		NextPair:        &b.Pairs,
+		PairWait:        b.cfg.Pairs.Wait,
+		MaxPendingPairs: b.cfg.Pairs.MaxPending,
+		SessionTTL:      conv.SessionTTL,
+		MaxSessions:     conv.MaxSessions,
+		MaxHistoryTurns: conv.MaxHistoryTurns,
+		MaxHistoryBytes: conv.MaxHistoryBytes,
+		KV:              kv,
+		PersistSeen:     b.cfg.Feedback.PersistSeen,
+		Registerer:      b.Registry,
+		Logger:          b.logger("join"),
+		Now:             b.o.now,
 	})
 	if err != nil {
-		return lifecycle{}, fmt.Errorf("build feedback join: %w", err)
+		return lifecycle{}, fmt.Errorf("build join: %w", err)
 	}
-	b.FeedbackJoin = join
-	return lifecycle{start: join.Start, shutdown: join.Shutdown}, nil
+	b.Join = j
+	return lifecycle{start: j.Start, shutdown: j.Shutdown}, nil
 }
 
 func (b *builder) assembler() (lifecycle, error) {
 	asm, err := assemble.New(assemble.Settings{
 		Config:     assemblyConfig(b.cfg.Assembly, b.guard),
-		Next:       b.FeedbackJoin,
-		Feedback:   b.FeedbackJoin,
+		Next:       b.Join,
+		Feedback:   b.Join,
 		Registerer: b.Registry,
 		Logger:     b.logger("assemble"),
 		Now:        b.o.now,
@@ -288,8 +302,8 @@ func (b *builder) http() (lifecycle, error) {
 		return lifecycle{}, err
 	}
 	var records record.Consumer // POST /api/v1/records; a nil interface leaves it out
-	if b.FeedbackJoin != nil {
-		records = b.FeedbackJoin
+	if b.Join != nil {
+		records = b.Join
 	}
 	in := b.cfg.Limits.Intake
 	srv, err := httpapi.New(httpapi.Settings{
@@ -329,10 +343,10 @@ func (b *builder) http() (lifecycle, error) {
 	} else {
 		srv.AddReadinessCheck("nats", natsUp)
 	}
-	if join := b.FeedbackJoin; join != nil {
+	if j := b.Join; j != nil {
 		srv.AddStatusCheck("feedback_state", func() error {
-			if join.StorageFull() {
-				return errors.New("JetStream storage full: the feedback join goes on from memory")
+			if j.StorageFull() {
+				return errors.New("JetStream storage full: the join goes on from memory")
 			}
 			return nil
 		})
@@ -349,7 +363,8 @@ func (b *builder) http() (lifecycle, error) {
 	if b.mode == ModeRun {
 		srv.Mount("GET /api/v1/alerts", b.Alerts.Handler())
 		srv.Mount("GET /api/v1/scores", b.recent.Handler())
-		srv.Mount("POST /api/v1/feedback", b.FeedbackJoin.Handler(b.Ingest))
+		srv.Mount("POST /api/v1/feedback", b.Join.Handler(b.Ingest))
+		srv.Mount("POST /api/v1/labels", b.Join.LabelsHandler(b.Ingest))
 		if b.reload, err = newReloader(b.o.reload, b.o.now, b.Registry, b.logger("reload")); err != nil {
 			return lifecycle{}, err
 		}
@@ -390,7 +405,7 @@ func (b *builder) otlpReceivers() (lifecycle, error) {
 	return lifecycle{start: rcv.Start, shutdown: rcv.Shutdown}, nil
 }
 
-// natsSubscribers reads the NATS subjects: records and feedback into the join, OTLP into the
+// natsSubscribers reads the NATS subjects: records, feedback and labels into the join, OTLP into the
 // assembler.
 func (b *builder) natsSubscribers() (lifecycle, error) {
 	var dedup jetstream.KeyValue
@@ -403,7 +418,7 @@ func (b *builder) natsSubscribers() (lifecycle, error) {
 	in := b.cfg.Limits.Intake
 	sub, err := natsin.New(natsin.Settings{
 		NC: b.NATS.NC, JS: b.NATS.JS, Config: b.cfg.NATS,
-		Records: b.FeedbackJoin, Traces: b.Assembler, Feedback: b.FeedbackJoin,
+		Records: b.Join, Traces: b.Assembler, Feedback: b.Join, Labels: b.Join,
 		Metrics: b.Ingest, DedupKV: dedup, Registerer: b.Registry,
 		Refuse: refuseFunc(b.guard), RefuseDelay: memlimit.RetryAfter,
 		OTLPLimits:   otlpLimits(b.cfg), // the same limits as the OTLP receivers

@@ -187,7 +187,7 @@ notifiers:
 			}
 			r := &record.Record{TraceID: fmt.Sprintf("%032x", i+1), Service: "chat", Query: "what is the capital of France?",
 				Answer: "Paris.", Time: time.Now()}
-			if err := a.FeedbackJoin.ConsumeRecord(ctx, r); err != nil {
+			if err := a.Join.ConsumeRecord(ctx, r); err != nil {
 				trafficErr.CompareAndSwap(nil, err)
 			}
 			sent.Add(1)

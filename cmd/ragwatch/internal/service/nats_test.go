@@ -75,8 +75,8 @@ func TestNATSIntakeAndFeedbackJoin(t *testing.T) {
 	want := map[string]float64{
 		`ragwatch_feedback_total{sentiment="negative",service="support-bot"}`: 1,
 		`ragwatch_feedback_total{sentiment="positive",service="support-bot"}`: 1,
-		`ragwatch_feedback_join_total{outcome="joined"}`:                      2,
-		`ragwatch_feedback_join_total{outcome="orphaned"}`:                    0,
+		`ragwatch_join_total{join="feedback",outcome="joined"}`:               2,
+		`ragwatch_join_total{join="feedback",outcome="orphaned"}`:             0,
 		`ragwatch_requests_total{service="support-bot"}`:                      2,
 		`ragwatch_spans_received_total{receiver="nats"}`:                      2,
 		`ragwatch_nats_messages_total{kind="records",outcome="accepted"}`:     1,

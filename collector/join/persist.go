@@ -1,4 +1,4 @@
-package feedback
+package join
 
 import (
 	"context"
@@ -28,12 +28,18 @@ type entry struct {
 	Expires    time.Time `json:"exp"`
 }
 
-// Bucket key prefixes: record-seen states and pending feedback live under separate keys so
-// several ragwatch processes sharing one bucket never overwrite each other's.
+// Bucket key prefixes, one per input: record-seen states and pending feedback and labels live
+// under separate keys so several ragwatch processes sharing one bucket never overwrite each
+// other's; pairs and sessions have their own.
 const (
 	seenPrefix = "seen."
 	pendPrefix = "pend."
+	pairPrefix = "pair."
+	sessPrefix = "sess."
 )
+
+// prefixes is the key prefix of what waits in each namespace.
+var prefixes = [numNS]string{nsTrace: pendPrefix, nsPair: pairPrefix, nsSession: sessPrefix}
 
 // kvKey maps a trace id to a valid KV key: ids made of safe characters are kept (readable with
 // `nats kv get`), others are hashed.
@@ -66,15 +72,21 @@ const opsQueueSize = 4096
 
 // Kinds of queued KV work.
 const (
-	opSeen  = iota // put a record's seen state (e)
-	opPend         // put the trace's pending feedback as it is now, or delete its key
-	opCheck        // look up whether another ragwatch saw the trace's record
+	opSeen      = iota // put a record's seen state (e)
+	opPend             // put the trace's pending feedback as it is now, or delete its key
+	opCheck            // look up whether another ragwatch saw the trace's record
+	opPairClaim        // store a pair's first half, or complete the pair with another's
+	opPairDone         // mark a pair complete (exp)
+	opSession          // put a session's state as it is now, or delete its key
+	opDelete           // delete key
 )
 
 type op struct {
 	kind    int
-	traceID string
-	e       entry // opSeen
+	traceID string // the trace, pair or session id
+	e       entry  // opSeen
+	exp     time.Time
+	key     string // opDelete
 }
 
 // writer does the queued KV work until Shutdown, then flushes the queued writes; lookups left
@@ -113,6 +125,14 @@ func (j *Join) do(ctx context.Context, o op, lookups bool) {
 		if st, ok := j.lookupSeen(ctx, o.traceID, j.now()); ok {
 			_ = j.joinRemote(ctx, st, nil) // errors of the next stages are theirs to count
 		}
+	case opPairClaim:
+		j.claimPair(ctx, o.traceID)
+	case opPairDone:
+		j.putPairDone(ctx, o.traceID, o.exp)
+	case opSession:
+		j.writeSession(ctx, o.traceID)
+	case opDelete:
+		j.deleteKV(ctx, o.key)
 	}
 }
 
@@ -154,29 +174,38 @@ func (j *Join) persistSeen(ctx context.Context, e entry) {
 	j.enqueue(op{kind: opSeen, e: e})
 }
 
-func (j *Join) persist(ctx context.Context, key string, e entry) {
+func (j *Join) persist(ctx context.Context, key string, e entry) { j.persistValue(ctx, key, e) }
+
+// persistValue writes v's JSON under key.
+func (j *Join) persistValue(ctx context.Context, key string, v any) {
 	if j.s.KV == nil {
 		return
 	}
-	data, err := json.Marshal(e)
+	data, err := json.Marshal(v)
 	if err != nil {
 		j.kvErrors.WithLabelValues("put").Inc()
 		return
 	}
 	_, err = j.s.KV.Put(context.WithoutCancel(ctx), key, data)
-	switch {
-	case err == nil:
+	if err == nil {
 		j.storageFull.Store(false)
-	case natsconn.IsStorageFull(err):
+		return
+	}
+	j.putFailed(err)
+}
+
+// putFailed counts a refused write.
+func (j *Join) putFailed(err error) {
+	if natsconn.IsStorageFull(err) {
 		// The bucket is at feedback.max_bytes: the join goes on from memory.
 		j.kvErrors.WithLabelValues("storage_full").Inc()
 		if !j.storageFull.Swap(true) {
-			j.log.Warn("feedback join state not persisted: the bucket is full (feedback.max_bytes); the join goes on from memory", "err", err)
+			j.log.Warn("join state not persisted: the bucket is full (feedback.max_bytes); the join goes on from memory", "err", err)
 		}
-	default:
-		j.kvErrors.WithLabelValues("put").Inc()
-		j.log.Warn("persist feedback join state", "err", err)
+		return
 	}
+	j.kvErrors.WithLabelValues("put").Inc()
+	j.log.Warn("persist join state", "err", err)
 }
 
 // StorageFull reports whether the last write to the bucket was refused for lack of storage;
@@ -214,10 +243,32 @@ func (j *Join) remove(ctx context.Context, traceID string) {
 }
 
 func (j *Join) deleteKey(ctx context.Context, traceID string) {
-	if err := j.s.KV.Delete(context.WithoutCancel(ctx), pendPrefix+kvKey(traceID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	j.deleteKV(ctx, pendPrefix+kvKey(traceID))
+}
+
+func (j *Join) deleteKV(ctx context.Context, key string) {
+	if err := j.s.KV.Delete(context.WithoutCancel(ctx), key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		j.kvErrors.WithLabelValues("delete").Inc()
-		j.log.Warn("delete feedback join state", "err", err)
+		j.log.Warn("delete join state", "err", err)
 	}
+}
+
+// removeKey deletes what waited for the key of namespace ns from the bucket: through the
+// writer when it runs, else at once.
+func (j *Join) removeKey(ctx context.Context, ns uint8, id string) {
+	if ns == nsTrace {
+		j.remove(ctx, id)
+		return
+	}
+	if j.s.KV == nil {
+		return
+	}
+	key := prefixes[ns] + kvKey(id)
+	if j.async.Load() {
+		j.enqueue(op{kind: opDelete, key: key})
+		return
+	}
+	j.deleteKV(ctx, key)
 }
 
 // lookupSeen reads the record-seen state another ragwatch (or an earlier run) wrote to the
@@ -249,19 +300,40 @@ func (j *Join) load(ctx context.Context) error {
 	}
 	w, err := j.s.KV.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
-		return fmt.Errorf("feedback: read join state: %w", err)
+		return fmt.Errorf("join: read join state: %w", err)
 	}
 	defer func() { _ = w.Stop() }()
 	set := loadSet{max: j.s.MaxEntries, byTrace: map[string]*loadEntry{}}
+	var pairs []pairEntry
+	var sessions []sessionEntry
+	now := j.now()
 	for {
 		var kve jetstream.KeyValueEntry
 		select {
 		case kve = <-w.Updates():
 		case <-ctx.Done():
-			return fmt.Errorf("feedback: read join state: %w", ctx.Err())
+			return fmt.Errorf("join: read join state: %w", ctx.Err())
 		}
 		if kve == nil {
 			break // initial values done
+		}
+		switch key := kve.Key(); {
+		case strings.HasPrefix(key, pairPrefix):
+			var e pairEntry
+			if err := json.Unmarshal(kve.Value(), &e); err != nil || e.PairID == "" {
+				j.kvErrors.WithLabelValues("load").Inc()
+			} else if j.s.NextPair != nil && e.Expires.After(now) {
+				pairs = append(pairs, e)
+			}
+			continue
+		case strings.HasPrefix(key, sessPrefix):
+			var e sessionEntry
+			if err := json.Unmarshal(kve.Value(), &e); err != nil || e.SessionID == "" {
+				j.kvErrors.WithLabelValues("load").Inc()
+			} else if j.s.SessionTTL > 0 && e.Expires.After(now) {
+				sessions = append(sessions, e)
+			}
+			continue
 		}
 		var e entry
 		if err := json.Unmarshal(kve.Value(), &e); err != nil || e.TraceID == "" {
@@ -281,7 +353,7 @@ func (j *Join) load(ctx context.Context) error {
 	}
 	if set.skipped > 0 {
 		j.kvErrors.WithLabelValues("load_skipped").Add(float64(set.skipped))
-		j.log.Warn("feedback join state: the bucket holds more traces than feedback.max_entries; those expiring first were not loaded",
+		j.log.Warn("join state: the bucket holds more traces than feedback.max_entries; those expiring first were not loaded",
 			"max_entries", j.s.MaxEntries, "skipped", set.skipped)
 	}
 	loaded := make([]*entry, 0, len(set.heap))
@@ -303,7 +375,7 @@ func (j *Join) load(ctx context.Context) error {
 			e.Pending = e.Pending[len(e.Pending)-MaxPendingPerTrace:]
 		}
 		for j.tab.full() { // the oldest go, as when more traces arrive than max_entries
-			j.dropLocked(j.tab.oldest())
+			j.dropLocked(j.tab.oldest(), true)
 		}
 		i := j.tab.add(j.tab.key(e.TraceID), e.TraceID, int64(e.Expires.Sub(j.base)))
 		if e.Seen {
@@ -311,12 +383,44 @@ func (j *Join) load(ctx context.Context) error {
 		}
 		if len(e.Pending) > 0 {
 			j.tab.ext(i, e.TraceID, true).pending = e.Pending
-			j.pending += len(e.Pending)
+			for _, p := range e.Pending {
+				j.pending[p.kind()]++
+			}
 		}
+	}
+	// Pairs and sessions, oldest expiry first, so the bound keeps the newest.
+	sort.Slice(pairs, func(a, b int) bool { return pairs[a].Expires.Before(pairs[b].Expires) })
+	for _, e := range pairs {
+		if j.tab.findNS(nsPair, e.PairID) >= 0 || (!e.Done && e.First == nil) {
+			continue
+		}
+		for j.tab.fullNS(nsPair) {
+			j.dropLocked(j.tab.oldestNS(nsPair), true)
+		}
+		i := j.tab.add(j.tab.keyNS(nsPair, e.PairID), e.PairID, int64(e.Expires.Sub(j.base)))
+		ps := &pairState{}
+		if !e.Done {
+			ps.first = e.First
+			j.pending[jPair]++
+		}
+		j.tab.ext(i, e.PairID, true).pair = ps
+	}
+	sort.Slice(sessions, func(a, b int) bool { return sessions[a].Expires.Before(sessions[b].Expires) })
+	for _, e := range sessions {
+		if j.tab.findNS(nsSession, e.SessionID) >= 0 {
+			continue
+		}
+		for j.tab.fullNS(nsSession) {
+			j.dropLocked(j.tab.oldestNS(nsSession), true)
+		}
+		i := j.tab.add(j.tab.keyNS(nsSession, e.SessionID), e.SessionID, int64(e.Expires.Sub(j.base)))
+		st := e.sessionState
+		j.tab.ext(i, e.SessionID, true).sess = &st
+		j.pending[jSession]++
 	}
 	j.gaugesLocked()
 	j.mu.Unlock()
-	j.log.Info("feedback join state loaded", "traces", len(loaded))
+	j.log.Info("join state loaded", "traces", len(loaded), "pairs", len(pairs), "sessions", len(sessions))
 	return j.forwardOrphans(ctx, j.takeLate())
 }
 

@@ -1,4 +1,4 @@
-package feedback
+package join
 
 import (
 	"context"
@@ -66,8 +66,8 @@ func newJoin(t *testing.T, kv jetstream.KeyValue, clk *testutil.Clock, reg *prom
 }
 
 func joined(t *testing.T, reg *prometheus.Registry) (float64, float64) {
-	return testutil.Sum(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "joined"}),
-		testutil.Sum(t, reg, "ragwatch_feedback_join_total", map[string]string{"outcome": "orphaned"})
+	return testutil.Sum(t, reg, "ragwatch_join_total", map[string]string{"join": "feedback", "outcome": "joined"}),
+		testutil.Sum(t, reg, "ragwatch_join_total", map[string]string{"join": "feedback", "outcome": "orphaned"})
 }
 
 func rec(trace string) *record.Record {
@@ -191,12 +191,12 @@ func TestOrphanedAfterRetention(t *testing.T) {
 	if s.records[0].Feedback != nil {
 		t.Fatal("orphaned feedback must not be attached later")
 	}
-	if got := testutil.Sum(t, reg, "ragwatch_feedback_tracked_traces", map[string]string{}); got != 1 {
+	if got := testutil.Sum(t, reg, "ragwatch_join_tracked_traces", map[string]string{}); got != 1 {
 		t.Fatalf("tracked = %v", got)
 	}
 }
 
-func TestBoundedEntriesOrphanOldest(t *testing.T) {
+func TestBoundedEntriesEvictOldest(t *testing.T) {
 	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	s := &sink{}
@@ -211,11 +211,14 @@ func TestBoundedEntriesOrphanOldest(t *testing.T) {
 		}
 		clk.Add(time.Second)
 	}
-	if jn, or := joined(t, reg); jn != 0 || or != 1 || j.Pending() != 2 {
-		t.Fatalf("joined=%v orphaned=%v pending=%d", jn, or, j.Pending())
+	evicted := func() float64 {
+		return testutil.Sum(t, reg, "ragwatch_join_total", map[string]string{"join": "feedback", "outcome": "evicted"})
+	}
+	if jn, or := joined(t, reg); jn != 0 || or != 0 || evicted() != 1 || j.Pending() != 2 {
+		t.Fatalf("joined=%v orphaned=%v evicted=%v pending=%d", jn, or, evicted(), j.Pending())
 	}
 	if len(s.feedback) != 1 || s.feedback[0].TraceID != "a" {
-		t.Fatalf("the oldest must be orphaned: %+v", s.feedback)
+		t.Fatalf("the oldest must be evicted and still forwarded: %+v", s.feedback)
 	}
 	// Many feedback events for one missing trace are bounded too: c holds 1 + 19, keeps 16.
 	for range MaxPendingPerTrace + 3 {
@@ -223,8 +226,8 @@ func TestBoundedEntriesOrphanOldest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if jn, or := joined(t, reg); jn != 0 || or != 5 || j.Pending() != 1+MaxPendingPerTrace {
-		t.Fatalf("joined=%v orphaned=%v pending=%d", jn, or, j.Pending())
+	if jn, or := joined(t, reg); jn != 0 || or != 0 || evicted() != 5 || j.Pending() != 1+MaxPendingPerTrace {
+		t.Fatalf("joined=%v orphaned=%v evicted=%v pending=%d", jn, or, evicted(), j.Pending())
 	}
 }
 

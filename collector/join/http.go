@@ -1,4 +1,4 @@
-package feedback
+package join
 
 import (
 	"encoding/json"
@@ -11,10 +11,10 @@ import (
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
-// MaxBodyBytes bounds a POST /api/v1/feedback body.
+// MaxBodyBytes bounds a POST /api/v1/feedback or /api/v1/labels body.
 const MaxBodyBytes = 1 << 20
 
-// Response is the JSON body of POST /api/v1/feedback.
+// Response is the JSON body of POST /api/v1/feedback and /api/v1/labels.
 type Response struct {
 	Accepted int      `json:"accepted,omitempty"`
 	Error    string   `json:"error,omitempty"`
@@ -25,6 +25,25 @@ type Response struct {
 // with the number accepted, or 400 (413, 415) with every reason; rejects are counted in
 // ragwatch_ingest_rejected_total{receiver="api"}. metrics may be nil.
 func (j *Join) Handler(metrics *ingest.Metrics) http.Handler {
+	return j.intakeHandler(metrics, "feedback", func(r *http.Request, body []byte) (int, error) {
+		evs, err := DecodeEvents(body)
+		if err != nil {
+			return 0, err
+		}
+		for _, f := range evs {
+			if err := j.ConsumeFeedback(r.Context(), f); err != nil {
+				// Validation passed; a downstream consumer failed. The feedback is recorded.
+				j.log.Warn("feedback consumer failed", "err", err)
+			}
+		}
+		return len(evs), nil
+	})
+}
+
+// intakeHandler is the POST endpoint of one input (what: "feedback", "labels"): method and
+// content type checks, the body limit, and the answer; consume decodes and hands on the body,
+// returning how many items it accepted or every problem.
+func (j *Join) intakeHandler(metrics *ingest.Metrics, what string, consume func(r *http.Request, body []byte) (int, error)) http.Handler {
 	reject := func(w http.ResponseWriter, code int, reason, msg string, reasons []string) {
 		if metrics != nil {
 			metrics.Rejected(ingest.ReceiverAPI, reason)
@@ -54,7 +73,7 @@ func (j *Join) Handler(metrics *ingest.Metrics) http.Handler {
 			reject(w, http.StatusBadRequest, ingest.ReasonMalformed, "read body: "+err.Error(), nil)
 			return
 		}
-		evs, err := DecodeEvents(body)
+		n, err := consume(r, body)
 		if err != nil {
 			reason := ingest.ReasonInvalid
 			switch {
@@ -67,16 +86,10 @@ func (j *Join) Handler(metrics *ingest.Metrics) http.Handler {
 			for _, e := range unjoin(err) {
 				reasons = append(reasons, e.Error())
 			}
-			reject(w, http.StatusBadRequest, reason, "invalid feedback", reasons)
+			reject(w, http.StatusBadRequest, reason, "invalid "+what, reasons)
 			return
 		}
-		for _, f := range evs {
-			if err := j.ConsumeFeedback(r.Context(), f); err != nil {
-				// Validation passed; a downstream consumer failed. The feedback is recorded.
-				j.log.Warn("feedback consumer failed", "err", err)
-			}
-		}
-		writeJSON(w, http.StatusAccepted, Response{Accepted: len(evs)})
+		writeJSON(w, http.StatusAccepted, Response{Accepted: n})
 	})
 }
 

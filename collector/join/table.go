@@ -1,4 +1,4 @@
-package feedback
+package join
 
 import (
 	"hash/maphash"
@@ -10,7 +10,9 @@ import (
 	"github.com/ragwatch/ragwatch/internal/offheap"
 )
 
-// table holds what the join remembers of each trace in memory that the garbage collector
+// table holds what the join remembers of each key — a trace (feedback and labels wait for
+// their record by trace id), a shadow pair (by pair id) or a conversation session (by session
+// id) — in memory that the garbage collector
 // never has to scan: a slab of fixed-size slots without pointers, linked in arrival order (the
 // oldest is evicted or expires first), and an open-addressing index from trace id to slot. At
 // the default bound (200,000 traces) that is ≈ 61 bytes per trace instead of ≈ 300 with a map of
@@ -27,15 +29,21 @@ import (
 // is lost: other trace ids to rawIDs (≈ 118 bytes per trace in all), other span ids and time
 // zones and feedback waiting for its record to extra.
 //
+// Every slot carries its namespace (nsTrace, nsPair, nsSession): the index is shared, ids of
+// different namespaces never match, and each namespace has its own arrival list and bound, so
+// the oldest trace, pair or session is evicted or expires first within its own kind.
+//
 // A table is not safe for concurrent use: the Join guards it with its mutex.
 type table struct {
 	slotMem    *offheap.Array[slot]
 	slots      []slot // slotMem's slots in use; its capacity is max
 	cellMem    *offheap.Array[uint32]
-	free       uint32 // first free slot + 1 (the free list is linked through slot.next)
-	head, tail uint32 // oldest and newest slot + 1
-	n          int    // traces held
-	max        int    // bound on n
+	free       uint32        // first free slot + 1 (the free list is linked through slot.next)
+	head, tail [numNS]uint32 // per namespace: oldest and newest slot + 1
+	count      [numNS]int    // per namespace: keys held
+	limit      [numNS]int    // per namespace: bound on count
+	n          int           // keys held in all
+	max        int           // bound on n: the sum of the limits
 
 	// cells is the index: Robin Hood linear probing over power-of-two cells, each holding
 	// slot index + 1 in its low idxBits bits and its distance from its home cell above. The
@@ -67,7 +75,16 @@ type slot struct {
 	prev, next uint32   // arrival order (slot + 1); next also links the free list
 	svc        uint32   // the record's service: id of the interned name, 0 = none
 	flags      uint8
+	ns         uint8 // the key's namespace (in the padding: the slot stays 56 bytes)
 }
+
+// Namespaces of the table's keys.
+const (
+	nsTrace   uint8 = iota // a trace id: feedback and labels wait here for their record
+	nsPair                 // a pair id: the first record of a shadow pair waits for the second
+	nsSession              // a session id: a conversation's turn count and last turns
+	numNS
+)
 
 const (
 	flagSeen  uint8 = 1 << iota // the record was seen (here or, joined remotely, elsewhere)
@@ -76,13 +93,16 @@ const (
 	flagTime                    // time holds the record's time
 )
 
-// extra is what a slot cannot hold. Few traces have one: those with feedback waiting for
-// their record, and those whose span id or time are not in the OTLP form.
+// extra is what a slot cannot hold. Few traces have one: those with feedback or labels
+// waiting for their record, and those whose span id or time are not in the OTLP form. Every
+// pair and session slot has one: its state.
 type extra struct {
-	traceID    string
+	id         string    // the key's id (trace, pair or session id)
 	spanID     string    // a span id that is not 16 lowercase hex characters
 	recordTime time.Time // a record time that is not UTC Unix nanoseconds
 	pending    []pending
+	pair       *pairState    // nsPair
+	sess       *sessionState // nsSession
 }
 
 // maxTableEntries bounds max_entries so that a slot index and a probe distance of at least
@@ -91,9 +111,18 @@ const maxTableEntries = 1 << 24
 
 const minCells = 64
 
-func newTable(maxEntries int) *table {
-	maxEntries = min(max(maxEntries, 1), maxTableEntries)
-	t := &table{max: maxEntries, seed: maphash.MakeSeed(), rawSeed: maphash.MakeSeed(),
+// newTable returns a table for traces only (tests).
+func newTable(maxEntries int) *table { return newTableNS([numNS]int{nsTrace: maxEntries}) }
+
+// newTableNS returns a table holding at most limits[ns] keys of each namespace.
+func newTableNS(limits [numNS]int) *table {
+	maxEntries := 0
+	for ns := range limits { // the sum stays within maxTableEntries: each namespace's bound is met first
+		limits[ns] = min(max(limits[ns], 0), maxTableEntries-maxEntries)
+		maxEntries += limits[ns]
+	}
+	maxEntries = max(maxEntries, 1)
+	t := &table{max: maxEntries, limit: limits, seed: maphash.MakeSeed(), rawSeed: maphash.MakeSeed(),
 		rawIDs: map[uint32]string{}, extra: map[uint32]*extra{}, svcByName: map[string]uint32{}}
 	t.slotMem = offheap.New[slot](maxEntries)
 	t.slots = t.slotMem.Slice()[:0]
@@ -107,19 +136,22 @@ func (t *table) offHeapBytes() int {
 	return len(t.slots)*int(unsafe.Sizeof(slot{})) + len(t.cells)*4
 }
 
-// traceKey is a trace id in slot form.
+// traceKey is a key (a trace id, or a pair or session id) in slot form.
 type traceKey struct {
 	id  [16]byte
 	raw bool
+	ns  uint8
 }
 
-func (t *table) key(traceID string) traceKey {
-	var k traceKey
-	if len(traceID) == 32 && decodeHex(k.id[:], traceID) {
+func (t *table) key(traceID string) traceKey { return t.keyNS(nsTrace, traceID) }
+
+func (t *table) keyNS(ns uint8, id string) traceKey {
+	k := traceKey{ns: ns}
+	if len(id) == 32 && decodeHex(k.id[:], id) {
 		return k
 	}
 	k.raw = true
-	h1, h2 := maphash.String(t.seed, traceID), maphash.String(t.rawSeed, traceID)
+	h1, h2 := maphash.String(t.seed, id), maphash.String(t.rawSeed, id)
 	for i := range 8 {
 		k.id[i], k.id[8+i] = byte(h1>>(8*i)), byte(h2>>(8*i))
 	}
@@ -166,22 +198,29 @@ func encodeHex(b []byte) string {
 	return string(out)
 }
 
-func (t *table) hash(id *[16]byte) uint64 { return maphash.Bytes(t.seed, id[:]) }
+// hash places a key in the index; the namespace moves a pair or session id away from the
+// trace with the same id.
+func (t *table) hash(id *[16]byte, ns uint8) uint64 {
+	return maphash.Bytes(t.seed, id[:]) + uint64(ns)*0x9e3779b97f4a7c15
+}
 
 // find returns the slot holding traceID, or -1.
-func (t *table) find(traceID string) int {
-	if t.n == 0 {
+func (t *table) find(traceID string) int { return t.findNS(nsTrace, traceID) }
+
+// findNS returns the slot holding id in namespace ns, or -1.
+func (t *table) findNS(ns uint8, id string) int {
+	if t.count[ns] == 0 {
 		return -1
 	}
-	return t.lookup(t.key(traceID), traceID)
+	return t.lookup(t.keyNS(ns, id), id)
 }
 
 // lookup returns the slot holding the trace of key k (traceID), or -1.
 func (t *table) lookup(k traceKey, traceID string) int {
-	if t.n == 0 {
+	if t.count[k.ns] == 0 {
 		return -1
 	}
-	pos := t.hash(&k.id) & t.mask
+	pos := t.hash(&k.id, k.ns) & t.mask
 	idxMask := uint32(1)<<t.idxBits - 1
 	for d := uint32(0); ; d++ {
 		c := t.cells[pos]
@@ -192,7 +231,7 @@ func (t *table) lookup(k traceKey, traceID string) int {
 		if cd == d {
 			i := c&idxMask - 1
 			s := &t.slots[i]
-			if s.id == k.id && (s.flags&flagRawID != 0) == k.raw && (!k.raw || t.rawIDs[i] == traceID) {
+			if s.id == k.id && s.ns == k.ns && (s.flags&flagRawID != 0) == k.raw && (!k.raw || t.rawIDs[i] == traceID) {
 				return int(i)
 			}
 		}
@@ -201,7 +240,10 @@ func (t *table) lookup(k traceKey, traceID string) int {
 }
 
 // full reports whether adding a trace needs the oldest evicted first.
-func (t *table) full() bool { return t.n >= t.max }
+func (t *table) full() bool { return t.fullNS(nsTrace) }
+
+// fullNS reports whether adding a key of namespace ns needs its oldest evicted first.
+func (t *table) fullNS(ns uint8) bool { return t.count[ns] >= t.limit[ns] }
 
 // add remembers a new trace (absent, and the table not full) as the newest and returns its
 // slot.
@@ -216,13 +258,14 @@ func (t *table) add(k traceKey, traceID string, expires int64) int {
 		t.slots = t.slots[:i+1]
 	}
 	s := &t.slots[i]
-	*s = slot{id: k.id, expires: expires}
+	*s = slot{id: k.id, expires: expires, ns: k.ns}
 	if k.raw {
 		s.flags = flagRawID
 		t.rawIDs[i] = traceID
 	}
 	t.link(i)
 	t.n++
+	t.count[k.ns]++
 	if uint64(t.n) > uint64(len(t.cells))/8*7 || !t.place(i) {
 		t.rebuild(max(2*len(t.cells), minCells))
 	}
@@ -232,7 +275,7 @@ func (t *table) add(k traceKey, traceID string, expires int64) int {
 // remove forgets slot i. Its extra, if any, is dropped: callers take what they need first.
 func (t *table) remove(i int) {
 	s := &t.slots[i]
-	pos := t.hash(&s.id) & t.mask
+	pos := t.hash(&s.id, s.ns) & t.mask
 	idxMask := uint32(1)<<t.idxBits - 1
 	for t.cells[pos]&idxMask != uint32(i)+1 {
 		pos = (pos + 1) & t.mask
@@ -253,6 +296,7 @@ func (t *table) remove(i int) {
 		delete(t.rawIDs, uint32(i))
 	}
 	delete(t.extra, uint32(i))
+	t.count[s.ns]--
 	*s = slot{next: t.free}
 	t.free = uint32(i) + 1
 	t.n--
@@ -261,7 +305,7 @@ func (t *table) remove(i int) {
 // place puts slot i's cell into the index; false when a cell would land too far from its
 // home, leaving some cell (maybe i's) out: the caller rebuilds the index then.
 func (t *table) place(i uint32) bool {
-	pos := t.hash(&t.slots[i].id) & t.mask
+	pos := t.hash(&t.slots[i].id, t.slots[i].ns) & t.mask
 	cur, d := i+1, uint32(0)
 	for {
 		c := t.cells[pos]
@@ -291,8 +335,10 @@ func (t *table) rebuild(size int) {
 		}
 		t.mask = uint64(size - 1)
 		ok := true
-		for i := t.head; i != 0 && ok; i = t.slots[i-1].next {
-			ok = t.place(i - 1)
+		for ns := range t.head {
+			for i := t.head[ns]; i != 0 && ok; i = t.slots[i-1].next {
+				ok = t.place(i - 1)
+			}
 		}
 		if ok {
 			return
@@ -303,26 +349,28 @@ func (t *table) rebuild(size int) {
 
 func (t *table) link(i uint32) {
 	s := &t.slots[i]
-	s.prev, s.next = t.tail, 0
-	if t.tail != 0 {
-		t.slots[t.tail-1].next = i + 1
+	ns := s.ns
+	s.prev, s.next = t.tail[ns], 0
+	if t.tail[ns] != 0 {
+		t.slots[t.tail[ns]-1].next = i + 1
 	} else {
-		t.head = i + 1
+		t.head[ns] = i + 1
 	}
-	t.tail = i + 1
+	t.tail[ns] = i + 1
 }
 
 func (t *table) unlink(i uint32) {
 	s := &t.slots[i]
+	ns := s.ns
 	if s.prev != 0 {
 		t.slots[s.prev-1].next = s.next
 	} else {
-		t.head = s.next
+		t.head[ns] = s.next
 	}
 	if s.next != 0 {
 		t.slots[s.next-1].prev = s.prev
 	} else {
-		t.tail = s.prev
+		t.tail[ns] = s.prev
 	}
 	s.prev, s.next = 0, 0
 }
@@ -334,14 +382,17 @@ func (t *table) touch(i int, expires int64) {
 	t.slots[i].expires = expires
 }
 
-// oldest returns the oldest slot, or -1.
-func (t *table) oldest() int { return int(t.head) - 1 }
+// oldest returns the oldest trace slot, or -1.
+func (t *table) oldest() int { return t.oldestNS(nsTrace) }
+
+// oldestNS returns the oldest slot of namespace ns, or -1.
+func (t *table) oldestNS(ns uint8) int { return int(t.head[ns]) - 1 }
 
 // ext returns slot i's extra, creating it (for traceID) when create is set.
 func (t *table) ext(i int, traceID string, create bool) *extra {
 	x := t.extra[uint32(i)]
 	if x == nil && create {
-		x = &extra{traceID: traceID}
+		x = &extra{id: traceID}
 		t.extra[uint32(i)] = x
 	}
 	return x
@@ -350,7 +401,7 @@ func (t *table) ext(i int, traceID string, create bool) *extra {
 // tidy drops slot i's extra when the slot holds everything again.
 func (t *table) tidy(i int) {
 	x := t.extra[uint32(i)]
-	if x != nil && x.spanID == "" && x.recordTime.IsZero() && len(x.pending) == 0 {
+	if x != nil && x.spanID == "" && x.recordTime.IsZero() && len(x.pending) == 0 && x.pair == nil && x.sess == nil {
 		delete(t.extra, uint32(i))
 	}
 }

@@ -1,4 +1,4 @@
-package feedback
+package join
 
 import (
 	"fmt"
@@ -50,7 +50,7 @@ func checkTable(t *testing.T, tab *table, order []string, absent []string) {
 		}
 		cells++
 		i := c&idxMask - 1
-		home := tab.hash(&tab.slots[i].id) & tab.mask
+		home := tab.hash(&tab.slots[i].id, tab.slots[i].ns) & tab.mask
 		if want := (uint64(pos) - home) & tab.mask; uint64(c>>tab.idxBits) != want {
 			t.Fatalf("cell %d: distance %d, want %d", pos, c>>tab.idxBits, want)
 		}

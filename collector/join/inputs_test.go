@@ -1,0 +1,570 @@
+package join
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
+)
+
+// fullSink keeps copies of what reaches every consumer of the join.
+type fullSink struct {
+	sink
+	lmu    sync.Mutex
+	labels []record.Label
+	pairs  [][2]record.Record
+}
+
+func (s *fullSink) ConsumeLabel(_ context.Context, l record.Label) error {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	s.labels = append(s.labels, l)
+	return nil
+}
+
+func (s *fullSink) ConsumePair(_ context.Context, a, b *record.Record) error {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	s.pairs = append(s.pairs, [2]record.Record{*a, *b})
+	return nil
+}
+
+func (s *fullSink) gotLabels() []record.Label {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	return append([]record.Label(nil), s.labels...)
+}
+
+func (s *fullSink) gotPairs() [][2]record.Record {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	return append([][2]record.Record(nil), s.pairs...)
+}
+
+func (s *fullSink) gotRecords() []record.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]record.Record(nil), s.records...)
+}
+
+// newFullJoin starts a join with every input enabled: pairs (wait 10m, 4 pending) and
+// sessions (TTL 30m, 100 sessions, unbounded history) unless mod changes them.
+func newFullJoin(t *testing.T, kv jetstream.KeyValue, clk *testutil.Clock, reg *prometheus.Registry, mod func(*Settings)) (*Join, *fullSink) {
+	t.Helper()
+	s := &fullSink{}
+	set := Settings{Retention: time.Hour, Next: s, NextFeedback: s, NextLabel: s, NextPair: s,
+		PairWait: 10 * time.Minute, MaxPendingPairs: 4, SessionTTL: 30 * time.Minute, MaxSessions: 100,
+		KV: kv, PersistSeen: kv != nil, Registerer: reg, Now: clk.Now}
+	if mod != nil {
+		mod(&set)
+	}
+	j, err := New(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = j.Shutdown(context.Background()) })
+	return j, s
+}
+
+func outcomeOf(t *testing.T, reg *prometheus.Registry, join, outcome string) float64 {
+	t.Helper()
+	return testutil.Sum(t, reg, "ragwatch_join_total", map[string]string{"join": join, "outcome": outcome})
+}
+
+func pendingOf(t *testing.T, reg *prometheus.Registry, join string) float64 {
+	t.Helper()
+	return testutil.Sum(t, reg, "ragwatch_join_pending", map[string]string{"join": join})
+}
+
+func newBucket(t *testing.T) jetstream.KeyValue {
+	t.Helper()
+	_, js := testutil.Connect(t, testutil.RunJetStream(t))
+	kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "ragwatch_feedback", TTL: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLabelsBeforeAndAfterTheirRecord(t *testing.T) {
+	clk := testutil.NewClock(t0)
+	reg := prometheus.NewRegistry()
+	j, s := newFullJoin(t, nil, clk, reg, nil)
+	ctx := context.Background()
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+	// Two labels before the record merge onto it: later values per metric win, relevance
+	// maps merge, the last reference and labeler win.
+	must(t, j.ConsumeLabel(ctx, record.Label{TraceID: trace, Values: map[string]float64{"faithfulness": 0.2, "judge_tone": 0.5},
+		Relevance: map[string]int{"d1": 2}, Reference: "first", Labeler: "ann"}))
+	clk.Add(time.Second)
+	must(t, j.ConsumeLabel(ctx, record.Label{TraceID: trace, Values: map[string]float64{"faithfulness": 0.9},
+		Relevance: map[string]int{"d2": 1}, Labeler: "bob"}))
+	if j.Pending() != 2 || pendingOf(t, reg, "label") != 2 {
+		t.Fatalf("pending = %d, gauge %v", j.Pending(), pendingOf(t, reg, "label"))
+	}
+	r := rec(trace)
+	must(t, j.ConsumeRecord(ctx, r))
+	if r.Labels != nil {
+		t.Fatal("the caller's record must stay untouched")
+	}
+	want := &record.Label{Values: map[string]float64{"faithfulness": 0.9, "judge_tone": 0.5},
+		Relevance: map[string]int{"d1": 2, "d2": 1}, Reference: "first", Labeler: "bob", Time: t0.Add(time.Second)}
+	if got := s.gotRecords(); len(got) != 1 || !reflect.DeepEqual(got[0].Labels, want) {
+		t.Fatalf("record labels = %+v, want %+v", got[0].Labels, want)
+	}
+	if len(s.gotLabels()) != 0 {
+		t.Fatalf("labels joined to their record must not be forwarded alone: %+v", s.gotLabels())
+	}
+
+	// After the record: forwarded alone, naming the record.
+	clk.Add(time.Minute)
+	must(t, j.ConsumeLabel(ctx, record.Label{TraceID: trace, Values: map[string]float64{"judge_tone": 1}}))
+	wantLate := record.Label{TraceID: trace, SpanID: "00f067aa0ba902b7", Service: "support-bot",
+		Values: map[string]float64{"judge_tone": 1}, Time: clk.Now()}
+	if got := s.gotLabels(); len(got) != 1 || !reflect.DeepEqual(got[0], wantLate) {
+		t.Fatalf("late label = %+v, want %+v", got, wantLate)
+	}
+
+	// Never its record: orphaned after the retention, and still forwarded.
+	must(t, j.ConsumeLabel(ctx, record.Label{TraceID: "never", Service: "search", Reference: "gold"}))
+	clk.Add(time.Hour + time.Second)
+	j.Sweep(ctx)
+	if got := s.gotLabels(); len(got) != 2 || got[1].TraceID != "never" || got[1].Service != "search" || got[1].Reference != "gold" {
+		t.Fatalf("orphaned label = %+v", got)
+	}
+	if jn, or := outcomeOf(t, reg, "label", "joined"), outcomeOf(t, reg, "label", "orphaned"); jn != 3 || or != 1 {
+		t.Fatalf("label joined=%v orphaned=%v, want 3 1", jn, or)
+	}
+	if fj := outcomeOf(t, reg, "feedback", "joined"); fj != 0 || pendingOf(t, reg, "label") != 0 {
+		t.Fatalf("feedback joined=%v label pending=%v", fj, pendingOf(t, reg, "label"))
+	}
+}
+
+// TestLabelsAndFeedbackShareTheTrace: feedback and a label for one trace both wait and both
+// join, each counted under its own join.
+func TestLabelsAndFeedbackShareTheTrace(t *testing.T) {
+	clk := testutil.NewClock(t0)
+	reg := prometheus.NewRegistry()
+	j, s := newFullJoin(t, nil, clk, reg, nil)
+	ctx := context.Background()
+	must(t, j.ConsumeFeedback(ctx, record.Feedback{TraceID: "t1", Score: -1}))
+	must(t, j.ConsumeLabel(ctx, record.Label{TraceID: "t1", Values: map[string]float64{"faithfulness": 0}}))
+	must(t, j.ConsumeRecord(ctx, rec("t1")))
+	got := s.gotRecords()
+	if len(got) != 1 || got[0].Feedback == nil || got[0].Feedback.Score != -1 || got[0].Labels == nil || got[0].Labels.Values["faithfulness"] != 0 {
+		t.Fatalf("record = %+v", got)
+	}
+	if outcomeOf(t, reg, "feedback", "joined") != 1 || outcomeOf(t, reg, "label", "joined") != 1 {
+		t.Fatal("each joined once under its own join")
+	}
+}
+
+func TestLabelsAcrossRestart(t *testing.T) {
+	kv := newBucket(t)
+	ctx := context.Background()
+	clk := testutil.NewClock(t0)
+	j1, _ := newFullJoin(t, kv, clk, prometheus.NewRegistry(), nil)
+	must(t, j1.ConsumeLabel(ctx, record.Label{TraceID: "before-restart", Values: map[string]float64{"correctness": 1}, Labeler: "ann"}))
+	must(t, j1.ConsumeRecord(ctx, rec("seen-before-restart")))
+	must(t, j1.Shutdown(ctx))
+
+	clk.Add(time.Minute)
+	reg := prometheus.NewRegistry()
+	j2, s2 := newFullJoin(t, kv, clk, reg, nil)
+	if j2.Pending() != 1 {
+		t.Fatalf("pending after restart = %d, want 1", j2.Pending())
+	}
+	must(t, j2.ConsumeRecord(ctx, rec("before-restart")))
+	want := &record.Label{Values: map[string]float64{"correctness": 1}, Labeler: "ann", Time: t0}
+	if got := s2.gotRecords(); len(got) != 1 || !reflect.DeepEqual(got[0].Labels, want) {
+		t.Fatalf("label after restart: %+v", got)
+	}
+	must(t, j2.ConsumeLabel(ctx, record.Label{TraceID: "seen-before-restart", Reference: "gold"}))
+	if got := s2.gotLabels(); len(got) != 1 || got[0].Service != "support-bot" || got[0].SpanID != "00f067aa0ba902b7" {
+		t.Fatalf("late label for a record seen before the restart: %+v", got)
+	}
+	if jn := outcomeOf(t, reg, "label", "joined"); jn != 2 {
+		t.Fatalf("label joined = %v, want 2", jn)
+	}
+}
+
+func pairRec(trace, variant string) *record.Record {
+	r := rec(trace)
+	r.PairID, r.Variant = "pair-1", variant
+	return r
+}
+
+func TestPairJoinedInEitherOrder(t *testing.T) {
+	for _, firstVariant := range []string{"control", "candidate"} {
+		t.Run(firstVariant+" first", func(t *testing.T) {
+			clk := testutil.NewClock(t0)
+			reg := prometheus.NewRegistry()
+			j, s := newFullJoin(t, nil, clk, reg, nil)
+			ctx := context.Background()
+			other := map[string]string{"control": "candidate", "candidate": "control"}[firstVariant]
+			a, b := pairRec("trace-a", firstVariant), pairRec("trace-b", other)
+			must(t, j.ConsumeRecord(ctx, a))
+			if len(s.gotPairs()) != 0 || pendingOf(t, reg, "pair") != 1 {
+				t.Fatalf("a lone half waits: pairs=%d pending=%v", len(s.gotPairs()), pendingOf(t, reg, "pair"))
+			}
+			clk.Add(time.Minute)
+			must(t, j.ConsumeRecord(ctx, b))
+			got := s.gotPairs()
+			if len(got) != 1 || !reflect.DeepEqual(got[0][0], *a) || !reflect.DeepEqual(got[0][1], *b) {
+				t.Fatalf("pairs = %+v", got)
+			}
+			// Both still flow on unchanged.
+			if recs := s.gotRecords(); len(recs) != 2 || !reflect.DeepEqual(recs[0], *a) || !reflect.DeepEqual(recs[1], *b) {
+				t.Fatalf("records = %+v", recs)
+			}
+			// A third member is counted and ignored; a redelivery of a half too.
+			must(t, j.ConsumeRecord(ctx, pairRec("trace-c", "extra")))
+			if len(s.gotPairs()) != 1 || len(s.gotRecords()) != 3 {
+				t.Fatalf("a third member must only flow on: pairs=%d records=%d", len(s.gotPairs()), len(s.gotRecords()))
+			}
+			if jn, ig, pend := outcomeOf(t, reg, "pair", "joined"), outcomeOf(t, reg, "pair", "ignored"), pendingOf(t, reg, "pair"); jn != 1 || ig != 1 || pend != 0 {
+				t.Fatalf("pair joined=%v ignored=%v pending=%v, want 1 1 0", jn, ig, pend)
+			}
+			clk.Add(time.Hour)
+			j.Sweep(ctx)
+			if or := outcomeOf(t, reg, "pair", "orphaned"); or != 0 {
+				t.Fatalf("a completed pair is not orphaned: %v", or)
+			}
+		})
+	}
+}
+
+func TestPairAcrossRestart(t *testing.T) {
+	kv := newBucket(t)
+	ctx := context.Background()
+	clk := testutil.NewClock(t0)
+	j1, _ := newFullJoin(t, kv, clk, prometheus.NewRegistry(), nil)
+	a := pairRec("trace-a", "control")
+	a.Query, a.Answer = "what is the refund window?", "30 days"
+	must(t, j1.ConsumeRecord(ctx, a))
+	must(t, j1.Shutdown(ctx))
+
+	clk.Add(time.Minute)
+	reg := prometheus.NewRegistry()
+	j2, s2 := newFullJoin(t, kv, clk, reg, nil)
+	if pendingOf(t, reg, "pair") != 1 {
+		t.Fatalf("the waiting half must be loaded: pending %v", pendingOf(t, reg, "pair"))
+	}
+	b := pairRec("trace-b", "candidate")
+	must(t, j2.ConsumeRecord(ctx, b))
+	got := s2.gotPairs()
+	if len(got) != 1 || got[0][0].TraceID != "trace-a" || got[0][0].Answer != "30 days" || got[0][0].Variant != "control" || got[0][1].TraceID != "trace-b" {
+		t.Fatalf("pairs = %+v", got)
+	}
+	must(t, j2.Shutdown(ctx))
+	// The completed pair is remembered in the bucket: a third member after another restart is
+	// ignored.
+	reg3 := prometheus.NewRegistry()
+	j3, s3 := newFullJoin(t, kv, clk, reg3, nil)
+	must(t, j3.ConsumeRecord(ctx, pairRec("trace-c", "extra")))
+	if len(s3.gotPairs()) != 0 || outcomeOf(t, reg3, "pair", "ignored") != 1 {
+		t.Fatalf("third after restart: pairs=%d ignored=%v", len(s3.gotPairs()), outcomeOf(t, reg3, "pair", "ignored"))
+	}
+}
+
+// TestPairAcrossSharedBucket: the halves of a pair reach two ragwatch processes sharing one
+// bucket; the second completes the pair from the bucket, and the first stops waiting without
+// counting an orphan.
+func TestPairAcrossSharedBucket(t *testing.T) {
+	kv := newBucket(t)
+	ctx := context.Background()
+	clk := testutil.NewClock(t0)
+	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
+	ja, sa := newFullJoin(t, kv, clk, regA, nil)
+	jb, sb := newFullJoin(t, kv, clk, regB, nil)
+	a, b := pairRec("trace-a", "control"), pairRec("trace-b", "candidate")
+	must(t, ja.ConsumeRecord(ctx, a))
+	testutil.Eventually(t, 5*time.Second, 2*time.Millisecond, "A's half claimed in the bucket", func() bool {
+		_, err := kv.Get(ctx, "pair.pair-1")
+		return err == nil
+	})
+	must(t, jb.ConsumeRecord(ctx, b))
+	testutil.Eventually(t, 5*time.Second, 2*time.Millisecond, "B completing the pair", func() bool { return len(sb.gotPairs()) == 1 })
+	got := sb.gotPairs()[0]
+	if !reflect.DeepEqual(got[0], *a) || !reflect.DeepEqual(got[1], *b) {
+		t.Fatalf("pair = %+v", got)
+	}
+	if pendingOf(t, regB, "pair") != 0 || outcomeOf(t, regB, "pair", "joined") != 1 {
+		t.Fatalf("B pending=%v joined=%v", pendingOf(t, regB, "pair"), outcomeOf(t, regB, "pair", "joined"))
+	}
+	testutil.Eventually(t, 5*time.Second, 2*time.Millisecond, "the pair marked complete", func() bool {
+		e, err := kv.Get(ctx, "pair.pair-1")
+		return err == nil && strings.Contains(string(e.Value()), `"done":true`)
+	})
+	clk.Add(time.Minute)
+	ja.Sweep(ctx) // A learns from the bucket that its half was paired
+	if pendingOf(t, regA, "pair") != 0 {
+		t.Fatalf("A still waits: %v", pendingOf(t, regA, "pair"))
+	}
+	clk.Add(time.Hour)
+	ja.Sweep(ctx)
+	jb.Sweep(ctx)
+	if len(sa.gotPairs()) != 0 || outcomeOf(t, regA, "pair", "orphaned") != 0 || outcomeOf(t, regA, "pair", "joined") != 0 {
+		t.Fatalf("A must count nothing: pairs=%d orphaned=%v", len(sa.gotPairs()), outcomeOf(t, regA, "pair", "orphaned"))
+	}
+}
+
+func TestPairExpiryAndEviction(t *testing.T) {
+	kv := newBucket(t)
+	clk := testutil.NewClock(t0)
+	reg := prometheus.NewRegistry()
+	j, s := newFullJoin(t, kv, clk, reg, func(s *Settings) { s.MaxPendingPairs = 2 })
+	ctx := context.Background()
+	for i, id := range []string{"p1", "p2", "p3"} {
+		r := rec("trace-" + id)
+		r.PairID = id
+		must(t, j.ConsumeRecord(ctx, r))
+		clk.Add(time.Duration(i+1) * time.Second)
+	}
+	if ev, pend := outcomeOf(t, reg, "pair", "evicted"), pendingOf(t, reg, "pair"); ev != 1 || pend != 2 {
+		t.Fatalf("evicted=%v pending=%v, want 1 2", ev, pend)
+	}
+	clk.Add(10 * time.Minute)
+	j.Sweep(ctx)
+	if or, pend := outcomeOf(t, reg, "pair", "orphaned"), pendingOf(t, reg, "pair"); or != 2 || pend != 0 || len(s.gotPairs()) != 0 {
+		t.Fatalf("orphaned=%v pending=%v pairs=%d, want 2 0 0", or, pend, len(s.gotPairs()))
+	}
+	testutil.Eventually(t, 5*time.Second, 2*time.Millisecond, "orphaned halves leaving the bucket", func() bool {
+		for _, id := range []string{"p1", "p2", "p3"} {
+			if _, err := kv.Get(ctx, "pair."+id); !errors.Is(err, jetstream.ErrKeyNotFound) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func turn(session, trace, q, a string) *record.Record {
+	r := rec(trace)
+	r.SessionID, r.Query, r.Answer = session, q, a
+	return r
+}
+
+func msgs(m ...string) []record.Message {
+	var out []record.Message
+	for i, c := range m {
+		role := record.RoleUser
+		if i%2 == 1 {
+			role = record.RoleAssistant
+		}
+		out = append(out, record.Message{Role: role, Content: c})
+	}
+	return out
+}
+
+func TestSessionTurnsAndHistory(t *testing.T) {
+	clk := testutil.NewClock(t0)
+	reg := prometheus.NewRegistry()
+	j, s := newFullJoin(t, nil, clk, reg, nil)
+	ctx := context.Background()
+	for i, qa := range [][2]string{{"q1", "a1"}, {"q2", "a2"}, {"q3", "a3"}} {
+		r := turn("s-1", "trace-"+qa[0], qa[0], qa[1])
+		must(t, j.ConsumeRecord(ctx, r))
+		if r.Turn != 0 || r.History != nil {
+			t.Fatal("the caller's record must stay untouched")
+		}
+		clk.Add(time.Duration(i+1) * time.Minute)
+	}
+	got := s.gotRecords()
+	wantHist := [][]record.Message{nil, msgs("q1", "a1"), msgs("q1", "a1", "q2", "a2")}
+	for i, r := range got {
+		if r.Turn != i+1 || !reflect.DeepEqual(r.History, wantHist[i]) {
+			t.Fatalf("turn %d: Turn=%d History=%+v, want %+v", i+1, r.Turn, r.History, wantHist[i])
+		}
+	}
+	if jn, pend := outcomeOf(t, reg, "session", "joined"), pendingOf(t, reg, "session"); jn != 2 || pend != 1 {
+		t.Fatalf("session joined=%v pending=%v, want 2 1", jn, pend)
+	}
+	// Another session is apart.
+	must(t, j.ConsumeRecord(ctx, turn("s-2", "trace-x", "hello", "hi")))
+	if r := s.gotRecords()[3]; r.Turn != 1 || r.History != nil {
+		t.Fatalf("another session: %+v", r)
+	}
+}
+
+func TestSessionHistoryBounds(t *testing.T) {
+	clk := testutil.NewClock(t0)
+	reg := prometheus.NewRegistry()
+	j, s := newFullJoin(t, nil, clk, reg, func(s *Settings) { s.MaxHistoryTurns = 2; s.MaxHistoryBytes = 1000 })
+	ctx := context.Background()
+	for _, qa := range [][2]string{{"q1", "a1"}, {"q2", "a2"}, {"q3", "a3"}} {
+		must(t, j.ConsumeRecord(ctx, turn("s-1", "trace-"+qa[0], qa[0], qa[1])))
+	}
+	got := s.gotRecords()
+	if got[2].Turn != 3 || !reflect.DeepEqual(got[2].History, msgs("q2", "a2")) {
+		t.Fatalf("turn 3: %d %+v", got[2].Turn, got[2].History)
+	}
+	// q1 and a1 left when turn 2 was remembered, q2 and a2 when turn 3 was.
+	if d := testutil.Sum(t, reg, "ragwatch_conversation_history_dropped_total", nil); d != 4 {
+		t.Fatalf("history dropped = %v, want 4", d)
+	}
+}
+
+// TestSessionRecordCarriesItsOwn: a record with its own turn and history keeps them, and the
+// state follows it.
+func TestSessionRecordCarriesItsOwn(t *testing.T) {
+	clk := testutil.NewClock(t0)
+	reg := prometheus.NewRegistry()
+	j, s := newFullJoin(t, nil, clk, reg, nil)
+	ctx := context.Background()
+	must(t, j.ConsumeRecord(ctx, turn("s-1", "t1", "q1", "a1")))
+	own := turn("s-1", "t5", "q5", "a5")
+	own.Turn, own.History = 5, msgs("q4", "a4")
+	must(t, j.ConsumeRecord(ctx, own))
+	must(t, j.ConsumeRecord(ctx, turn("s-1", "t6", "q6", "a6")))
+	got := s.gotRecords()
+	if got[1].Turn != 5 || !reflect.DeepEqual(got[1].History, msgs("q4", "a4")) {
+		t.Fatalf("own turn and history must stay: %+v", got[1])
+	}
+	if got[2].Turn != 6 || !reflect.DeepEqual(got[2].History, msgs("q4", "a4", "q5", "a5")) {
+		t.Fatalf("next turn: %d %+v", got[2].Turn, got[2].History)
+	}
+}
+
+func TestSessionAcrossRestart(t *testing.T) {
+	kv := newBucket(t)
+	ctx := context.Background()
+	clk := testutil.NewClock(t0)
+	j1, _ := newFullJoin(t, kv, clk, prometheus.NewRegistry(), nil)
+	must(t, j1.ConsumeRecord(ctx, turn("s-1", "t1", "q1", "a1")))
+	must(t, j1.ConsumeRecord(ctx, turn("s-1", "t2", "q2", "a2")))
+	must(t, j1.Shutdown(ctx))
+
+	clk.Add(time.Minute)
+	j2, s2 := newFullJoin(t, kv, clk, prometheus.NewRegistry(), nil)
+	must(t, j2.ConsumeRecord(ctx, turn("s-1", "t3", "q3", "a3")))
+	if got := s2.gotRecords(); got[0].Turn != 3 || !reflect.DeepEqual(got[0].History, msgs("q1", "a1", "q2", "a2")) {
+		t.Fatalf("turn after restart: %d %+v", got[0].Turn, got[0].History)
+	}
+	must(t, j2.Shutdown(ctx))
+
+	// Another ragwatch sharing the bucket, which never held the session, reads it there.
+	j3, s3 := newFullJoin(t, kv, clk, prometheus.NewRegistry(), nil)
+	must(t, j3.ConsumeRecord(ctx, turn("s-1", "t4", "q4", "a4")))
+	if got := s3.gotRecords(); got[0].Turn != 4 || len(got[0].History) != 6 {
+		t.Fatalf("turn at another ragwatch: %d %+v", got[0].Turn, got[0].History)
+	}
+}
+
+// TestSessionFromTheBucketAtAnotherReplica: a session unknown here is read from the shared
+// bucket before the record goes on.
+func TestSessionFromTheBucketAtAnotherReplica(t *testing.T) {
+	kv := newBucket(t)
+	ctx := context.Background()
+	clk := testutil.NewClock(t0)
+	a, _ := newFullJoin(t, kv, clk, prometheus.NewRegistry(), nil)
+	b, sb := newFullJoin(t, kv, clk, prometheus.NewRegistry(), nil)
+	must(t, a.ConsumeRecord(ctx, turn("s-9", "t1", "q1", "a1")))
+	testutil.Eventually(t, 5*time.Second, 2*time.Millisecond, "A's session written", func() bool {
+		_, err := kv.Get(ctx, "sess.s-9")
+		return err == nil
+	})
+	must(t, b.ConsumeRecord(ctx, turn("s-9", "t2", "q2", "a2")))
+	if got := sb.gotRecords(); got[0].Turn != 2 || !reflect.DeepEqual(got[0].History, msgs("q1", "a1")) {
+		t.Fatalf("B's turn: %d %+v", got[0].Turn, got[0].History)
+	}
+}
+
+func TestSessionExpiryAndEviction(t *testing.T) {
+	clk := testutil.NewClock(t0)
+	reg := prometheus.NewRegistry()
+	j, s := newFullJoin(t, nil, clk, reg, func(s *Settings) { s.MaxSessions = 2 })
+	ctx := context.Background()
+	for _, id := range []string{"s-1", "s-2", "s-3"} {
+		must(t, j.ConsumeRecord(ctx, turn(id, "t-"+id, "q", "a")))
+		clk.Add(time.Second)
+	}
+	if ev, pend := outcomeOf(t, reg, "session", "evicted"), pendingOf(t, reg, "session"); ev != 1 || pend != 2 {
+		t.Fatalf("evicted=%v pending=%v, want 1 2", ev, pend)
+	}
+	clk.Add(30 * time.Minute)
+	j.Sweep(ctx)
+	if or, pend := outcomeOf(t, reg, "session", "orphaned"), pendingOf(t, reg, "session"); or != 2 || pend != 0 {
+		t.Fatalf("orphaned=%v pending=%v, want 2 0", or, pend)
+	}
+	// A forgotten session starts again at turn 1.
+	must(t, j.ConsumeRecord(ctx, turn("s-3", "t-again", "q", "a")))
+	if r := s.gotRecords()[3]; r.Turn != 1 || r.History != nil {
+		t.Fatalf("after expiry: %+v", r)
+	}
+}
+
+func TestLabelsHTTP(t *testing.T) {
+	clk := testutil.NewClock(t0)
+	reg := prometheus.NewRegistry()
+	j, s := newFullJoin(t, nil, clk, reg, nil)
+	im := ingest.NewMetrics(reg)
+	srv := httptest.NewServer(j.LabelsHandler(im))
+	defer srv.Close()
+	must(t, j.ConsumeRecord(context.Background(), rec("t-seen")))
+	post := func(ct, body string) (int, string) {
+		t.Helper()
+		resp, err := http.Post(srv.URL, ct, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	cases := []struct {
+		name, ct, body string
+		code           int
+		resp           string
+	}{
+		{"one", "application/json", `{"trace_id":"t-seen","values":{"faithfulness":0.5},"labeler":"ann"}`, 202, `{"accepted":1}`},
+		{"array", "application/json; charset=utf-8", `[{"trace_id":"t-1","relevance":{"d1":2}},{"trace_id":"t-2","reference":"gold"}]`, 202, `{"accepted":2}`},
+		{"bad JSON", "application/json", `{"trace_id":`, 400, ""},
+		{"unknown key", "application/json", `{"trace_id":"t","score":1}`, 400, ""},
+		{"bad values", "application/json", `[{"trace_id":"t","values":{"faithfulness":2}},{"values":{"x":0.5}},{"trace_id":"t"}]`, 400,
+			`{"error":"invalid labels","reasons":["[0].values.faithfulness: must be between 0 and 1","[1].trace_id: is required","[2].label: needs at least one of values, relevance or reference"]}`},
+		{"content type", "text/plain", `{"trace_id":"t","reference":"x"}`, 415, `{"error":"Content-Type must be application/json"}`},
+	}
+	for _, tc := range cases {
+		code, body := post(tc.ct, tc.body)
+		if code != tc.code || (tc.resp != "" && body != tc.resp) {
+			t.Errorf("%s: %d %s, want %d %s", tc.name, code, body, tc.code, tc.resp)
+		}
+	}
+	if got := s.gotLabels(); len(got) != 1 || got[0].TraceID != "t-seen" || got[0].Labeler != "ann" || got[0].Service != "support-bot" {
+		t.Fatalf("late labels = %+v", got)
+	}
+	if j.Pending() != 2 {
+		t.Fatalf("pending = %d, want 2", j.Pending())
+	}
+	rej := func(reason string) float64 {
+		return testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "api", "reason": reason})
+	}
+	if rej("malformed") != 2 || rej("invalid") != 1 || rej("content_type") != 1 {
+		t.Fatalf("rejected malformed=%v invalid=%v content_type=%v", rej("malformed"), rej("invalid"), rej("content_type"))
+	}
+}

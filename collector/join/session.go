@@ -1,0 +1,154 @@
+package join
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ragwatch/ragwatch/internal/record"
+)
+
+// sessionState is what the join remembers of a conversation: how many turns it had and its
+// last messages (oldest first, within conversation.max_history_turns and max_history_bytes).
+// It is content: held in memory and in ragwatch's own KV bucket like the scoring queue holds
+// records (docs/security.md).
+type sessionState struct {
+	Turns   int              `json:"turns"`
+	History []record.Message `json:"history,omitempty"`
+}
+
+// sessionEntry is a session in the bucket (key "sess.<session id>").
+type sessionEntry struct {
+	SessionID string `json:"t"`
+	sessionState
+	Expires time.Time `json:"exp"`
+}
+
+// sessionLookupTimeout bounds the bucket read for a session this ragwatch does not know.
+const sessionLookupTimeout = 2 * time.Second
+
+// session gives r what it lacks from its session's earlier turns and remembers r's turn:
+// Turn = the turns before + 1 when r has none, History = the remembered turns when r has
+// none (a record that carries them, from its spans or its app, keeps its own and they update
+// the state: turns = the larger). It returns r itself when it changed nothing, else a copy.
+//
+// A session this ragwatch does not hold is read from the KV bucket first (a restart, or
+// another ragwatch sharing the bucket took its earlier turns); one that it holds is not read
+// again, so turns of one session spread over several ragwatch processes at once can be
+// numbered from a stale state. Records are numbered in the order they arrive: a turn that
+// arrives before an earlier one takes the earlier number, and its history lacks that turn.
+func (j *Join) session(ctx context.Context, r *record.Record, now time.Time) *record.Record {
+	id := r.SessionID
+	var stored *sessionEntry
+	if j.s.KV != nil {
+		j.mu.Lock()
+		known := j.tab.findNS(nsSession, id) >= 0
+		j.mu.Unlock()
+		if !known {
+			stored = j.lookupSession(ctx, id, now)
+		}
+	}
+	j.mu.Lock()
+	j.expireLocked(now)
+	i := j.tab.findNS(nsSession, id)
+	if i < 0 {
+		i = j.addKeyLocked(j.tab.keyNS(nsSession, id), id, now)
+		st := &sessionState{}
+		if stored != nil {
+			st = &stored.sessionState
+		}
+		j.tab.ext(i, id, true).sess = st
+		j.pending[jSession]++
+	} else {
+		j.tab.touch(i, j.expiry(nsSession, now))
+	}
+	st := j.tab.ext(i, id, true).sess
+	out := r
+	if r.Turn == 0 || (r.History == nil && len(st.History) > 0) {
+		c := *r
+		if c.Turn == 0 {
+			c.Turn = st.Turns + 1
+		}
+		if c.History == nil && len(st.History) > 0 {
+			c.History = slices.Clone(st.History)
+		}
+		out = &c
+	}
+	if st.Turns > 0 {
+		j.count(jSession, oJoined, 1)
+	}
+	st.Turns = max(st.Turns, out.Turn)
+	h := st.History
+	if r.History != nil {
+		h = r.History
+	}
+	h = slices.Clip(h)
+	if r.Query != "" {
+		h = append(h, record.Message{Role: record.RoleUser, Content: strings.Clone(r.Query)})
+	}
+	if r.Answer != "" {
+		h = append(h, record.Message{Role: record.RoleAssistant, Content: strings.Clone(r.Answer)})
+	}
+	kept, dropped := record.TrimHistory(h, j.s.MaxHistoryTurns, j.s.MaxHistoryBytes)
+	st.History = slices.Clone(kept)
+	var e sessionEntry
+	if j.s.KV != nil && !j.async.Load() {
+		e = sessionEntry{SessionID: id, sessionState: sessionState{Turns: st.Turns, History: st.History}, Expires: j.expiresAt(i)}
+	}
+	j.gaugesLocked()
+	j.mu.Unlock()
+	if dropped > 0 {
+		j.historyDropped.Add(float64(dropped))
+	}
+	if err := j.forwardOrphans(ctx, j.takeLate()); err != nil {
+		j.log.Warn("join: forward orphans", "err", err)
+	}
+	if j.s.KV != nil {
+		if j.async.Load() {
+			j.enqueue(op{kind: opSession, traceID: id})
+		} else {
+			j.persistValue(ctx, sessPrefix+kvKey(id), e)
+		}
+	}
+	return out
+}
+
+// writeSession stores the session as the table holds it now (queued writes of one session
+// cannot overwrite a newer state); a session no longer held is deleted.
+func (j *Join) writeSession(ctx context.Context, id string) {
+	j.mu.Lock()
+	var e *sessionEntry
+	if i := j.tab.findNS(nsSession, id); i >= 0 {
+		st := j.tab.ext(i, id, true).sess
+		e = &sessionEntry{SessionID: id, sessionState: sessionState{Turns: st.Turns, History: st.History}, Expires: j.expiresAt(i)}
+	}
+	j.mu.Unlock()
+	if e == nil {
+		j.deleteKV(ctx, sessPrefix+kvKey(id))
+		return
+	}
+	j.persistValue(ctx, sessPrefix+kvKey(id), e)
+}
+
+// lookupSession reads a session another ragwatch (or an earlier run) wrote to the bucket.
+func (j *Join) lookupSession(ctx context.Context, id string, now time.Time) *sessionEntry {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionLookupTimeout)
+	defer cancel()
+	kve, err := j.s.KV.Get(ctx, sessPrefix+kvKey(id))
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			j.kvErrors.WithLabelValues("get").Inc()
+		}
+		return nil
+	}
+	var e sessionEntry
+	if err := json.Unmarshal(kve.Value(), &e); err != nil || e.SessionID != id || !e.Expires.After(now) {
+		return nil
+	}
+	return &e
+}
