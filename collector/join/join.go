@@ -111,7 +111,8 @@ type Settings struct {
 	SweepInterval time.Duration
 }
 
-// Join is the feedback join. Its methods are safe for concurrent use.
+// Join is the join of feedback, labels, shadow pairs and sessions to their records. Its
+// methods are safe for concurrent use.
 type Join struct {
 	s   Settings
 	log *slog.Logger

@@ -37,15 +37,16 @@ const sessionLookupTimeout = 2 * time.Second
 // none (a record that carries them, from its spans or its app, keeps its own and they update
 // the state: turns = the larger). It returns r itself when it changed nothing, else a copy.
 //
-// A session this ragwatch does not hold is read from the KV bucket first (a restart, or
-// another ragwatch sharing the bucket took its earlier turns); one that it holds is not read
-// again, so turns of one session spread over several ragwatch processes at once can be
+// Every session is written to the KV bucket (off the record path), and read back at start.
+// With PersistSeen (sidecars sharing the bucket) a session this ragwatch does not hold is read
+// from the bucket first (another ragwatch took its earlier turns); one that it holds is not
+// read again, so turns of one session spread over several ragwatch processes at once can be
 // numbered from a stale state. Records are numbered in the order they arrive: a turn that
 // arrives before an earlier one takes the earlier number, and its history lacks that turn.
 func (j *Join) session(ctx context.Context, r *record.Record, now time.Time) *record.Record {
 	id := r.SessionID
 	var stored *sessionEntry
-	if j.s.KV != nil {
+	if j.s.KV != nil && j.s.PersistSeen { // sidecars share the bucket: another may hold the session
 		j.mu.Lock()
 		known := j.tab.findNS(nsSession, id) >= 0
 		j.mu.Unlock()

@@ -1,7 +1,7 @@
 // Package offheap allocates large pointer-free arrays outside the Go heap, in anonymous memory
 // mappings that the kernel backs with pages only when they are first written.
 //
-// Long-lived tables sized by configuration (the feedback join's slots and index, the
+// Long-lived tables sized by configuration (the join's slots and index, the
 // assembler's set of recently assembled trace ids) would otherwise count towards the garbage
 // collector's heap goal, which lets the heap grow to about twice the live data (GOGC=100):
 // every byte of such a table costs a second byte of headroom in resident memory although the

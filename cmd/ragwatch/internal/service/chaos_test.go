@@ -168,7 +168,7 @@ notifiers:
 	})
 	defer func() { _ = shutdown() }()
 
-	// Steady traffic through the feedback join (where the assembler and the API hand records
+	// Steady traffic through the join (where the assembler and the API hand records
 	// in): every record has no documents, so the SLO fires and stays firing.
 	stop := make(chan struct{})
 	var sent atomic.Int64
