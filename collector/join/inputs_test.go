@@ -568,3 +568,24 @@ func TestLabelsHTTP(t *testing.T) {
 		t.Fatalf("rejected malformed=%v invalid=%v content_type=%v", rej("malformed"), rej("invalid"), rej("content_type"))
 	}
 }
+
+func FuzzDecodeLabels(f *testing.F) {
+	f.Add([]byte(`{"trace_id":"abc","values":{"faithfulness":0.5}}`))
+	f.Add([]byte(`[{"trace_id":"a","relevance":{"d1":2},"reference":"r","labeler":"ann"}]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ls, err := DecodeLabels(data)
+		if err != nil {
+			return
+		}
+		for _, l := range ls {
+			if l.TraceID == "" || len(l.TraceID) > record.MaxIDLength || len(l.Service) > record.MaxIDLength || l.Validate() != nil {
+				t.Fatalf("decoded an invalid label %+v", l)
+			}
+			for _, v := range l.Values {
+				if v < 0 || v > 1 {
+					t.Fatalf("value %v out of range", v)
+				}
+			}
+		}
+	})
+}

@@ -234,10 +234,14 @@ func (b *builder) join() (lifecycle, error) {
 		b.Alerts,
 		b.Sampler.Stage, // late negative feedback can sample its record
 	}
-	// Labels joined after their record (or never joined), one line per consumer.
-	b.Labels = labelFanout{}
-	// Shadow pairs once both halves arrived, one line per consumer.
-	b.Pairs = pairFanout{}
+	// Labels joined after their record, or never joined: one record.LabelConsumer per line.
+	b.Labels = labelFanout{
+		// none yet
+	}
+	// Shadow pairs once both halves arrived: one record.PairConsumer per line.
+	b.Pairs = pairFanout{
+		// none yet
+	}
 	// The join, the assembler and the API hold &App.Records, so the test sinks appended at the
 	// end of build are seen; nothing may be appended after New returns (the fan-out is read
 	// without a lock).
