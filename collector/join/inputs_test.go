@@ -467,7 +467,7 @@ func TestSessionAcrossRestart(t *testing.T) {
 	}
 	must(t, j2.Shutdown(ctx))
 
-	// Another ragwatch sharing the bucket, which never held the session, reads it there.
+	// A third start reads the session back too, with turn 3 remembered.
 	j3, s3 := newFullJoin(t, kv, clk, prometheus.NewRegistry(), nil)
 	must(t, j3.ConsumeRecord(ctx, turn("s-1", "t4", "q4", "a4")))
 	if got := s3.gotRecords(); got[0].Turn != 4 || len(got[0].History) != 6 {
