@@ -589,3 +589,54 @@ func FuzzDecodeLabels(f *testing.F) {
 		}
 	})
 }
+
+// TestInputsConcurrently runs every input from several goroutines with the KV writer running
+// (for the race detector), then checks the counts add up.
+func TestInputsConcurrently(t *testing.T) {
+	kv := newBucket(t)
+	clk := testutil.NewClock(t0)
+	reg := prometheus.NewRegistry()
+	j, s := newFullJoin(t, kv, clk, reg, func(s *Settings) { s.MaxPendingPairs = 1000 })
+	ctx := context.Background()
+	const workers, n = 4, 50
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n {
+				id := string(rune('a'+w)) + "-" + string(rune('A'+i%26)) + string(rune('A'+i/26))
+				r := turn("s-"+string(rune('a'+w)), "t-"+id, "q", "a")
+				r.PairID = "p-" + string(rune('A'+i%26)) + string(rune('A'+i/26)) // one pair per i across workers
+				_ = j.ConsumeLabel(ctx, record.Label{TraceID: "t-" + id, Values: map[string]float64{"x": 1}})
+				_ = j.ConsumeRecord(ctx, r)
+				_ = j.ConsumeFeedback(ctx, record.Feedback{TraceID: "t-" + id, Score: 1})
+				if i%10 == 0 {
+					j.Sweep(ctx)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := len(s.gotRecords()); got != workers*n {
+		t.Fatalf("records = %d", got)
+	}
+	for _, r := range s.gotRecords() {
+		if r.Labels == nil || r.Labels.Values["x"] != 1 {
+			t.Fatalf("label must ride on its record: %+v", r)
+		}
+	}
+	if jn := outcomeOf(t, reg, "label", "joined"); jn != workers*n {
+		t.Fatalf("labels joined = %v", jn)
+	}
+	if jn := outcomeOf(t, reg, "feedback", "joined"); jn != workers*n {
+		t.Fatalf("feedback joined = %v", jn)
+	}
+	// Each pair id got 4 records: one pair, two ignored.
+	if jn, ig := outcomeOf(t, reg, "pair", "joined"), outcomeOf(t, reg, "pair", "ignored"); jn != n || ig != 2*n || len(s.gotPairs()) != n {
+		t.Fatalf("pairs joined=%v ignored=%v consumed=%d", jn, ig, len(s.gotPairs()))
+	}
+	if jn := outcomeOf(t, reg, "session", "joined"); jn != workers*(n-1) {
+		t.Fatalf("session joined = %v", jn)
+	}
+}
