@@ -2,6 +2,7 @@ package text
 
 import (
 	"strings"
+	"unicode/utf8"
 )
 
 // A refusal is an answer that declines to answer because the application does not have the
@@ -57,9 +58,21 @@ var notRefusalAfter = []string{"why", "of", "whether you", "if you", "about you"
 // (or the sentence must end): "there is no information loss" is not a refusal.
 var absenceAfter = []string{"about", "on", "regarding", "concerning", "in", "for", "of", "available", "that", "to", "given", "was", "is", "provided", "related"}
 
-// IsRefusal reports whether answer declines to answer for lack of information.
+// IsRefusal reports whether answer declines to answer for lack of information. It runs on
+// every record (ragwatch_refusals_total), so it reads at most refusalScan bytes, and only
+// answers holding a negation anchor (not, n't, no, dont, unable) are matched phrase by phrase.
 func IsRefusal(answer string) bool {
-	var buf [4]string
+	if len(answer) > refusalScan {
+		i := refusalScan
+		for i > 0 && !utf8.RuneStart(answer[i]) {
+			i--
+		}
+		answer = answer[:i]
+	}
+	if !hasNegationAnchor(answer) {
+		return false
+	}
+	var buf [8]string
 	ss := AppendSentences(buf[:0], answer)
 	if len(ss) > 2 {
 		ss = ss[:2]
@@ -72,46 +85,99 @@ func IsRefusal(answer string) bool {
 	return false
 }
 
-func normalizeRefusal(s string) string {
-	return strings.NewReplacer("\u2019", "'", "\u2018", "'", "`", "'", "\u00a0", " ").Replace(strings.ToLower(s))
-}
+// refusalScan bounds the bytes of an answer IsRefusal reads: its first two sentences are in it.
+const refusalScan = 600
 
-func refusalSentence(s string) bool {
-	for _, p := range refusalPhrases {
-		for from := 0; ; {
-			i := strings.Index(s[from:], p)
-			if i < 0 {
-				break
-			}
-			i += from
-			from = i + len(p)
-			if i > 0 && isWordByte(s[i-1]) {
-				continue // "... ai don't know" is not "i don't know"
-			}
-			rest := s[i+len(p):]
-			if len(rest) > 0 && isWordByte(rest[0]) {
-				continue // "i don't knowingly"
-			}
-			rest = strings.TrimLeft(rest, " ,")
-			if strings.Contains(p, "know") && followedBy(rest, notRefusalAfter) {
-				continue
-			}
-			if strings.HasPrefix(p, "there") || strings.HasPrefix(p, "no ") {
-				if rest = strings.TrimLeft(rest, " "); rest != "" && isWordByte(rest[0]) && !followedBy(rest, absenceAfter) {
-					continue
-				}
-			}
-			if !strings.HasPrefix(p, "i") && !strings.HasPrefix(p, "the ") && !strings.HasPrefix(p, "there") &&
-				!strings.HasPrefix(p, "no ") && !strings.Contains(p, "mentioned") && !aboutSource(s[:i]) {
-				continue // "the router does not say hello"
-			}
-			if strings.Contains(rest, " but ") || strings.HasPrefix(rest, "but ") {
-				continue
-			}
+// hasNegationAnchor reports whether s holds, in any case, "not", "n't" ("n’t"), "no ", "dont" or
+// "unable": every refusal phrase holds one. It does not allocate.
+func hasNegationAnchor(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i] | 0x20
+		if c != 'n' && c != 'u' && c != 'd' {
+			continue
+		}
+		rest := s[i:]
+		if hasPrefixFold(rest, "not") || hasPrefixFold(rest, "n't") || hasPrefixFold(rest, "n\u2019t") ||
+			hasPrefixFold(rest, "no ") || hasPrefixFold(rest, "dont") || hasPrefixFold(rest, "unable") {
 			return true
 		}
 	}
 	return false
+}
+
+// hasPrefixFold is strings.HasPrefix with ASCII letters compared without case.
+func hasPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		a, b := s[i], prefix[i]
+		if a >= 'A' && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
+// normalizeRefusal lower-cases s, makes apostrophes ASCII and collapses white space.
+func normalizeRefusal(s string) string {
+	return strings.Join(strings.Fields(apostrophes.Replace(strings.ToLower(s))), " ")
+}
+
+var apostrophes = strings.NewReplacer("\u2019", "'", "\u2018", "'", "`", "'")
+
+// phrasesByWord indexes refusalPhrases by their first word, so a sentence is matched word by
+// word instead of phrase by phrase.
+var phrasesByWord = func() map[string][]string {
+	m := map[string][]string{}
+	for _, p := range refusalPhrases {
+		w, _, _ := strings.Cut(p, " ")
+		m[w] = append(m[w], p)
+	}
+	return m
+}()
+
+func refusalSentence(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if (i > 0 && isWordByte(s[i-1])) || !isWordByte(s[i]) {
+			continue // not a word start: "... ai don't know" is not "i don't know"
+		}
+		j := i
+		for j < len(s) && s[j] != ' ' {
+			j++
+		}
+		for _, p := range phrasesByWord[s[i:j]] {
+			if strings.HasPrefix(s[i:], p) && refusalAt(s, i, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refusalAt reports whether phrase p, found at s[i:], makes the sentence a refusal.
+func refusalAt(s string, i int, p string) bool {
+	rest := s[i+len(p):]
+	if len(rest) > 0 && isWordByte(rest[0]) {
+		return false // "i don't knowingly"
+	}
+	rest = strings.TrimLeft(rest, " ,")
+	if strings.Contains(p, "know") && followedBy(rest, notRefusalAfter) {
+		return false
+	}
+	if strings.HasPrefix(p, "there") || strings.HasPrefix(p, "no ") {
+		if rest != "" && isWordByte(rest[0]) && !followedBy(rest, absenceAfter) {
+			return false
+		}
+	}
+	if !strings.HasPrefix(p, "i") && !strings.HasPrefix(p, "the ") && !strings.HasPrefix(p, "there") &&
+		!strings.HasPrefix(p, "no ") && !strings.Contains(p, "mentioned") && !aboutSource(s[:i]) {
+		return false // "the router does not say hello"
+	}
+	return !strings.Contains(rest, " but ") && !strings.HasPrefix(rest, "but ")
 }
 
 // aboutSource reports whether the words before a phrase name a source ("the documents", "the

@@ -27,6 +27,7 @@ func TestIsRefusal(t *testing.T) {
 		{"Based on the sources, the launch date is not provided in the text.", true},
 		{"Hello! The information provided does not cover this plan. Please contact sales.", true},
 		{"I DON'T KNOW", true},
+		{"I do not\tknow", true},
 		{"Good question. I dont know, sorry.", true},
 		{"No relevant information was found for your query.", true},
 		{"The knowledge base does not say which regions are supported.", true},
@@ -67,4 +68,19 @@ func FuzzIsRefusal(f *testing.F) {
 	f.Add("I don't know why you'd wait.")
 	f.Add("The documents do not say.")
 	f.Fuzz(func(t *testing.T, s string) { IsRefusal(s) })
+}
+
+func BenchmarkIsRefusal(b *testing.B) {
+	for _, answer := range []string{
+		"The Enterprise plan costs $50 per month and includes SSO, audit logs and priority support [ent]. Annual billing takes 10% off. Contact sales for more than 500 seats.",
+		"No, the Pro plan does not include SSO: it is only in the Enterprise plan, which costs $50 per month.",
+		"I'm sorry, but I couldn't find anything about SSO in the documents.",
+	} {
+		b.Run(answer[:12], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				IsRefusal(answer)
+			}
+		})
+	}
 }
