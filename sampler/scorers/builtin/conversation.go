@@ -127,10 +127,3 @@ func (j *judge) answerable(question string) (bool, string) {
 	s, _ := j.index().support(tokenize(question), nil)
 	return s >= j.threshold, fmt.Sprintf("the context covers the question at %.2f (threshold %.2f)", s, j.threshold)
 }
-
-// RefusalCorrect is refusal_correct for a record's question (resolved against its history),
-// answer and documents.
-func RefusalCorrect(query string, history []record.Message, answer string, docs []record.Document) (float64, string, bool) {
-	q, _ := ResolveQuestion(query, history)
-	return newJudge(docs, DefaultThreshold).refusalCorrect(q, answer)
-}
