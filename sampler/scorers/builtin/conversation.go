@@ -79,12 +79,12 @@ func needsContext(q string) bool {
 			return true
 		}
 	}
-	content := 0
 	for _, w := range words(q) {
 		if anaphors[w] {
 			return true
 		}
 	}
+	content := 0
 	for _, t := range tokenize(q) {
 		if !t.stop && !t.meta {
 			content++
