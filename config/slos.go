@@ -27,6 +27,9 @@ type SLO struct {
 	Kind    string `yaml:"kind"` // threshold | burn_rate
 	Metric  string `yaml:"metric"`
 	Service string `yaml:"service"` // only this service; "" = each service separately
+	// MinTurn limits the SLO to records (and their scores) at this turn of a conversation or
+	// later; 0 counts every record. Records of unknown turn, and feedback, are left out.
+	MinTurn int `yaml:"min_turn"`
 
 	Objective  float64  `yaml:"objective"`
 	AlertBelow *float64 `yaml:"alert_below"`
@@ -107,6 +110,9 @@ func (s SLO) Validate() error {
 	}
 	if s.MinSamples < 1 {
 		errs = append(errs, Invalid("min_samples", "must be at least 1"))
+	}
+	if s.MinTurn < 0 || s.MinTurn > 1000 {
+		errs = append(errs, Invalid("min_turn", "must be between 0 and 1000, got %d", s.MinTurn))
 	}
 	if s.For < 0 {
 		errs = append(errs, Invalid("for", "must not be negative"))

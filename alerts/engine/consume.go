@@ -21,7 +21,7 @@ func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
 	defer e.mu.Unlock()
 	var err error
 	eachSignal(r, func(name string, v float64) {
-		if e2 := e.observe(name, r.Service, v, 1, slo.Sample{TraceID: r.TraceID, SpanID: r.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
+		if e2 := e.observe(name, r.Service, r.Turn, v, 1, slo.Sample{TraceID: r.TraceID, SpanID: r.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
 			err = e2
 		}
 	})
@@ -36,7 +36,7 @@ func (e *Engine) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 	defer e.mu.Unlock()
 	var err error
 	eachFeedbackSignal(&f, func(name string, v float64) {
-		if e2 := e.observe(name, f.Service, v, 1, slo.Sample{TraceID: f.TraceID, SpanID: f.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
+		if e2 := e.observe(name, f.Service, 0, v, 1, slo.Sample{TraceID: f.TraceID, SpanID: f.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
 			err = e2
 		}
 	})
@@ -56,7 +56,7 @@ func (e *Engine) ConsumeScores(_ context.Context, results []score.Result) error 
 		if w == 0 {
 			w = 1
 		}
-		if err := e.observe(res.Metric, res.Service, res.Value, w,
+		if err := e.observe(res.Metric, res.Service, res.Turn, res.Value, w,
 			slo.Sample{TraceID: res.TraceID, SpanID: res.SpanID, Value: res.Value, Time: now}, now); err != nil {
 			errs = append(errs, err)
 		}
@@ -64,8 +64,9 @@ func (e *Engine) ConsumeScores(_ context.Context, results []score.Result) error 
 	return errors.Join(errs...)
 }
 
-// observe adds one value to every rule on metric. Called with e.mu held.
-func (e *Engine) observe(metric, service string, x, w float64, s slo.Sample, now time.Time) error {
+// observe adds one value, of a record at turn (0: unknown), to every rule on metric whose
+// filters it passes. Called with e.mu held.
+func (e *Engine) observe(metric, service string, turn int, x, w float64, s slo.Sample, now time.Time) error {
 	rules := e.byMetric[metric]
 	if len(rules) == 0 {
 		return nil
@@ -80,6 +81,9 @@ func (e *Engine) observe(metric, service string, x, w float64, s slo.Sample, now
 	}
 	var label string
 	for _, r := range rules {
+		if turn < r.minTurn {
+			continue
+		}
 		key := r.service
 		if key != "" {
 			if service != key {

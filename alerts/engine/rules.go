@@ -38,6 +38,7 @@ type rule struct {
 	name      string
 	metric    string
 	service   string // filter; "" = every service separately
+	minTurn   int    // filter: values of this turn or later only (0: every value)
 	labels    map[string]string
 	notifiers []string
 	runbook   string
@@ -85,7 +86,7 @@ func (in *instance) active() bool {
 }
 
 func newSLORule(s config.SLO, dashboard string) (*rule, error) {
-	r := &rule{kind: alerts.KindThreshold, name: s.Name, metric: s.Metric, service: s.Service, labels: s.Labels,
+	r := &rule{kind: alerts.KindThreshold, name: s.Name, metric: s.Metric, service: s.Service, minTurn: s.MinTurn, labels: s.Labels,
 		notifiers: s.Notifiers, runbook: s.RunbookURL.Reveal(), dashboard: s.DashboardURL.Reveal(), forDur: time.Duration(s.For), keep: time.Duration(s.KeepFiringFor),
 		sloCfg: s, instances: map[string]*instance{}}
 	if r.dashboard == "" {

@@ -32,6 +32,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxDrop := fs.Float64("max-drop", 0.02, "largest allowed fall of a metric's mean below the baseline")
 	writeBaseline := fs.String("write-baseline", "", "write this run's metric means as a baseline file")
 	concurrency := fs.Int("concurrency", 4, "records scored at once")
+	noHistory := fs.Bool("no-history", false, "score records as if they had no conversation history (turns still bucket them)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -77,7 +78,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		out = outFile
 	}
-	rep, err := eval.Run(ctx, in, out, eval.Options{Scorers: ss, Concurrency: *concurrency, Progress: stderr})
+	rep, err := eval.Run(ctx, in, out, eval.Options{Scorers: ss, Concurrency: *concurrency, Progress: stderr, NoHistory: *noHistory})
 	if outFile != nil {
 		if cerr := outFile.Close(); cerr != nil && err == nil {
 			err = cerr

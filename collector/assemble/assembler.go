@@ -60,6 +60,9 @@ type Settings struct {
 	// UpstreamProbability is receivers.otlp.upstream_sampling_probability: the records of a
 	// trace whose tracestate declares no sampling probability get it (0: none).
 	UpstreamProbability float64
+	// Conversation bounds the history records read from their generation's input messages
+	// (max_history_turns, max_history_bytes; zero values: unbounded).
+	Conversation config.Conversation
 }
 
 // Assembler holds spans by trace id until the trace is complete, then assembles and hands its
@@ -76,6 +79,7 @@ type Assembler struct {
 	now      func() time.Time
 	m        *metrics
 	upstream float64 // Settings.UpstreamProbability
+	conv     config.Conversation
 	// early is set when complete_wait is shorter than wait: complete traces are tracked and
 	// released at complete_wait. Unset, assembly runs exactly as before complete_wait existed.
 	early bool
@@ -147,6 +151,7 @@ func New(s Settings) (*Assembler, error) {
 		now:      s.Now,
 		m:        m,
 		upstream: s.UpstreamProbability,
+		conv:     s.Conversation,
 		early:    s.Config.CompleteWait < s.Config.Wait,
 		traces:   make(map[pcommon.TraceID]*trace),
 		done:     newRecentSet(min(max(s.Config.MaxTraces, 1024), 1<<17)),
@@ -553,6 +558,7 @@ func (a *Assembler) finish(ctx context.Context, tr *trace) error {
 		if r.UpstreamProbability == 0 && a.upstream > 0 {
 			r.UpstreamProbability = a.upstream
 		}
+		a.trimHistory(r)
 		if err := a.next.ConsumeRecord(ctx, r); err != nil {
 			a.m.deliveryErrors.WithLabelValues("records").Inc()
 			a.log.Warn("record consumer failed", "trace_id", r.TraceID, "err", err)
@@ -744,6 +750,7 @@ type metrics struct {
 	heldBytes      prometheus.Gauge
 	releasedVec    *prometheus.CounterVec
 	badTraceState  prometheus.Counter
+	historyDropped prometheus.Counter
 	released       [len(releaseReasons)]prometheus.Counter // by releaseReason, resolved once
 }
 
@@ -781,6 +788,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ragwatch_tracestate_invalid_total",
 			Help: "Assembled traces whose tracestate `ot` entry declares a malformed sampling probability (th or p): it is ignored, as if none were declared.",
 		}),
+		historyDropped: newHistoryDropped(),
 	}
 	for i, r := range releaseReasons {
 		m.released[i] = m.releasedVec.WithLabelValues(r)
@@ -800,6 +808,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, c := range []prometheus.Collector{m.records, m.evicted, m.late, m.deliveryErrors, m.held, m.heldBytes, m.releasedVec, m.badTraceState} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
+		}
+	}
+	// Shared with the session join, which trims the histories it gives: one counter.
+	if err := reg.Register(m.historyDropped); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, err
+		}
+		if c, ok := are.ExistingCollector.(prometheus.Counter); ok {
+			m.historyDropped = c
 		}
 	}
 	return m, nil

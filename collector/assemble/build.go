@@ -156,6 +156,9 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 	if r.Query == "" && answerGen >= 0 {
 		r.Query = lastUserText(t.nodes[answerGen].f)
 	}
+	if answerGen >= 0 {
+		r.History, r.Turn = historyOf(t.nodes[answerGen].f)
+	}
 
 	// Model and usage.
 	if answerGen >= 0 {

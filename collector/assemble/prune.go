@@ -7,7 +7,8 @@ import (
 // What a held span keeps. A trace waits up to assembly.wait (or timeout) in memory, so FromTraces
 // keeps only the attributes the readers (facts.go, readers.go, quickKind, hasFeedback) will ever
 // read, and drops the input messages they will not: a RAG app's LLM span carries its whole
-// context (several KB) in a system message, and assembly reads only the last user message.
+// context (several KB) in a system message, and assembly reads only the user and assistant
+// messages (the question and the conversation's history, history.go).
 // Every reader's result is the same with or without what is dropped here.
 
 // keepAttr reports whether a span attribute is one a reader reads: the keys of readFacts (and
@@ -114,7 +115,7 @@ func keepMessageEvent(e *Event, attrs []Attr) bool {
 }
 
 // pruneSpanAttrs drops the span attributes that no reader will read given the others: the
-// input messages other than the one lastUserText can return, and the input of a span that is
+// input messages other than those lastUserText and historyOf can return, and the input of a span that is
 // certainly a generation and not a retrieval (only retrievals' and non-generation turns' input
 // is read; OpenInference puts an LLM call's whole request there). msgs is scratch.
 func pruneSpanAttrs(as []Attr, s *Span, msgs *[]message) []Attr {
@@ -145,12 +146,13 @@ func pruneSpanAttrs(as []Attr, s *Span, msgs *[]message) []Attr {
 	if !oiIn && !legacyIn && !onlyGen {
 		return as
 	}
-	keepOI, keepLegacy := -1, -1
+	var oiBuf, legacyBuf [64]bool
+	var keepOI, keepLegacy []bool
 	if oiIn {
-		keepOI = lastReadMessage(as, "llm.input_messages.", setOIMessage, msgs)
+		keepOI = readMessages(as, "llm.input_messages.", setOIMessage, msgs, oiBuf[:0])
 	}
 	if legacyIn {
-		keepLegacy = lastReadMessage(as, "gen_ai.prompt.", setRoleContent, msgs)
+		keepLegacy = readMessages(as, "gen_ai.prompt.", setRoleContent, msgs, legacyBuf[:0])
 	}
 	out := 0
 	for i := range as {
@@ -176,10 +178,11 @@ func pruneSpanAttrs(as []Attr, s *Span, msgs *[]message) []Attr {
 	return as[:out]
 }
 
-// lastReadMessage returns the index of the message lastText(msgs, "user") returns in the
-// flattened list under prefix (-1 when none has text); set is the reader's own setter, so the
-// list is built exactly as readFacts builds it.
-func lastReadMessage(as []Attr, prefix string, set func([]message, string, Value) []message, scratch *[]message) int {
+// readMessages marks, in the flattened list under prefix, the messages a reader reads: the one
+// lastText(msgs, "user") returns, and every user or assistant message with text (historyOf reads
+// those as the conversation's history). set is the reader's own setter, so the list is built
+// exactly as readFacts builds it; keep is appended to and returned.
+func readMessages(as []Attr, prefix string, set func([]message, string, Value) []message, scratch *[]message, keep []bool) []bool {
 	msgs := (*scratch)[:0]
 	defer func() {
 		clear(msgs)
@@ -190,23 +193,24 @@ func lastReadMessage(as []Attr, prefix string, set func([]message, string, Value
 			msgs = set(msgs, rest, as[i].Value)
 		}
 	}
-	for k := len(msgs) - 1; k >= 0; k-- {
-		if strings.EqualFold(msgs[k].role, "user") && msgs[k].text() != "" {
-			return k
+	for k := range msgs {
+		keep = append(keep, historyMessage(&msgs[k]))
+	}
+	if lastUser(msgs) < 0 { // lastText falls back to the last message without a role
+		for k := len(msgs) - 1; k >= 0; k-- {
+			if msgs[k].role == "" && msgs[k].text() != "" {
+				keep[k] = true
+				break
+			}
 		}
 	}
-	for k := len(msgs) - 1; k >= 0; k-- {
-		if msgs[k].role == "" && msgs[k].text() != "" {
-			return k
-		}
-	}
-	return -1
+	return keep
 }
 
-// messageKept reports whether the key suffix "{i}...." belongs to message keep.
-func messageKept(rest string, keep int) bool {
+// messageKept reports whether the key suffix "{i}...." belongs to a message marked in keep.
+func messageKept(rest string, keep []bool) bool {
 	i, _, valid := splitIndex(rest, maxIndexed)
-	return valid && i == keep
+	return valid && i < len(keep) && keep[i]
 }
 
 // onlyGeneration reports whether readFacts will certainly classify the span as a generation

@@ -34,6 +34,7 @@ const (
 	otlpDuration  = "ragwatch.request.duration"     // unit s → ragwatch_request_duration_seconds
 	otlpEmpty     = "ragwatch.empty_retrievals"     // → ragwatch_empty_retrievals_total
 	otlpCitations = "ragwatch.citations_per_answer" // → ragwatch_citations_per_answer
+	otlpRefusals  = "ragwatch.refusals"             // → ragwatch_refusals_total
 )
 
 // otlpRecorder records to OpenTelemetry SDK instruments read by a periodic reader that pushes
@@ -50,6 +51,7 @@ type otlpRecorder struct {
 	duration  metric.Float64Histogram
 	empty     metric.Int64Counter
 	citations metric.Int64Histogram
+	refusals  metric.Int64Counter
 
 	attrs sync.Map // service -> *otlpAttrs; bounded by labels.ServiceSet
 }
@@ -195,6 +197,9 @@ func newOTLPInstruments(provider *sdkmetric.MeterProvider) (*otlpRecorder, error
 		metric.WithDescription("Citations per answer (requests with an answer)."),
 		metric.WithExplicitBucketBoundaries(CitationBuckets...))
 	keep(err)
+	r.refusals, err = m.Int64Counter(otlpRefusals, metric.WithUnit("{request}"),
+		metric.WithDescription("Requests whose answer declines to answer for lack of information."))
+	keep(err)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("create OTLP instruments: %w", errors.Join(errs...))
 	}
@@ -288,6 +293,9 @@ func (r *otlpRecorder) Record(ctx context.Context, o Observation) {
 		if o.Answered {
 			r.tokens.Record(ctx, o.AnswerTokens, a.rec...)
 			r.citations.Record(ctx, int64(o.Citations), a.rec...)
+		}
+		if o.Refusal {
+			r.refusals.Add(ctx, 1, a.add...)
 		}
 		for i, ms := range o.LatencyMS {
 			if ms > 0 {

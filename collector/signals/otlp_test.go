@@ -222,6 +222,7 @@ var wantOTLP = []string{
 	"ragwatch.citations_per_answer{service=support-bot} unit={citation} histogram Cumulative count=2 sum=1 buckets=[0:1 1:1]",
 	"ragwatch.empty_retrievals{service=support-bot} unit={request} sum monotonic=true Cumulative value=1",
 	"ragwatch.feedback{sentiment=positive,service=support-bot} unit={feedback} sum monotonic=true Cumulative value=1 exemplars=" + traceA + "/" + spanA,
+	"ragwatch.refusals{service=support-bot} unit={request} sum monotonic=true Cumulative value=1", // record B: "I do not know"
 	"ragwatch.request.duration{service=support-bot,stage=generation} unit=s histogram Cumulative count=1 sum=0.812 buckets=[1:1] exemplars=" + traceA + "/" + spanA,
 	"ragwatch.request.duration{service=support-bot,stage=retrieval} unit=s histogram Cumulative count=1 sum=0.035 buckets=[0.05:1] exemplars=" + traceA + "/" + spanA,
 	"ragwatch.request.duration{service=support-bot,stage=total} unit=s histogram Cumulative count=2 sum=0.99 buckets=[0.25:1 1:1] exemplars=" + traceB + "," + traceA + "/" + spanA,

@@ -20,6 +20,7 @@ type promRecorder struct {
 	duration  *prometheus.HistogramVec
 	empty     *prometheus.CounterVec
 	citations *prometheus.HistogramVec
+	refusals  *prometheus.CounterVec
 
 	series sync.Map // service label -> *promSeries; bounded by labels.ServiceSet
 }
@@ -36,6 +37,7 @@ type promSeries struct {
 	duration  [numStages]gatedObserver
 	empty     prometheus.Counter
 	citations prometheus.Observer
+	refusals  prometheus.Counter
 }
 
 // gatedObserver is a histogram child that takes exemplars through its gate.
@@ -96,9 +98,13 @@ func newPromRecorder(reg prometheus.Registerer) (*promRecorder, error) {
 		}, []string{"service"}),
 		citations: hist("ragwatch_citations_per_answer",
 			"Citations per answer (requests with an answer).", CitationBuckets, "service"),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_refusals_total",
+			Help: "Requests whose answer declines to answer for lack of information (\"I don't know\", \"the documents do not say\"), weighted like ragwatch_requests_total.",
+		}, []string{"service"}),
 	}
 	for _, c := range []prometheus.Collector{p.requests, p.documents, p.score, p.topScore, p.tokens,
-		p.feedback, p.duration, p.empty, p.citations} {
+		p.feedback, p.duration, p.empty, p.citations, p.refusals} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("signals: register metrics: %w", err)
 		}
@@ -118,6 +124,7 @@ func (p *promRecorder) seriesFor(service string) *promSeries {
 		tokens:    p.tokens.WithLabelValues(service),
 		empty:     p.empty.WithLabelValues(service),
 		citations: p.citations.WithLabelValues(service),
+		refusals:  p.refusals.WithLabelValues(service),
 	}
 	for i := range s.feedback {
 		s.feedback[i] = gatedCounter{p.feedback.WithLabelValues(service, Sentiment(i).String()), newExemplarGate(nil)}
@@ -135,7 +142,7 @@ func (p *promRecorder) forget(service string) {
 	p.series.Delete(service)
 	l := prometheus.Labels{"service": service}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{p.requests, p.documents,
-		p.score, p.topScore, p.tokens, p.feedback, p.duration, p.empty, p.citations} {
+		p.score, p.topScore, p.tokens, p.feedback, p.duration, p.empty, p.citations, p.refusals} {
 		v.DeletePartialMatch(l)
 	}
 }
@@ -170,6 +177,9 @@ func (p *promRecorder) Record(_ context.Context, o Observation) {
 		if o.Answered {
 			s.tokens.Observe(float64(o.AnswerTokens))
 			s.citations.Observe(float64(o.Citations))
+		}
+		if o.Refusal {
+			s.refusals.Add(w)
 		}
 		for i, ms := range o.LatencyMS {
 			if ms > 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/text"
 )
 
 // Stage indexes the latency stages of a record.
@@ -76,6 +77,7 @@ type Observation struct {
 	Answered     bool  // the record has an answer or output tokens
 	AnswerTokens int64 // output tokens from usage, else words of the answer
 	Citations    int   // citations of the answer (only when Answered)
+	Refusal      bool  // the answer declines for lack of information (text.IsRefusal)
 
 	// LatencyMS holds the stage durations in milliseconds; 0 means not measured.
 	LatencyMS [numStages]float64
@@ -362,6 +364,7 @@ func computeRecord(o *Observation, r *record.Record) {
 	}
 	if o.Answered {
 		o.Citations = len(r.Citations)
+		o.Refusal = text.IsRefusal(r.Answer)
 	}
 	for i, ms := range [numStages]float64{r.Latency.Retrieval, r.Latency.Generation, r.Latency.Total} {
 		if ms > 0 && ms < 1e12 { // skips 0 (unmeasured), negative, NaN and absurd values

@@ -105,7 +105,7 @@ func TestObservation(t *testing.T) {
 		}},
 		{"empty retrieval, words", recordB(), Observation{
 			Service: "support-bot", TraceID: traceB, Request: true,
-			Answered: true, AnswerTokens: 4, LatencyMS: [numStages]float64{0, 0, 120},
+			Answered: true, AnswerTokens: 4, Refusal: true, LatencyMS: [numStages]float64{0, 0, 120},
 		}},
 		{"no answer, negative top score, unusable ids", &record.Record{
 			TraceID: strings.Repeat("a", 65), SpanID: "x", Documents: []record.Document{{ID: "a", Score: score(-2)}, {ID: "b", Score: score(-4)}},
@@ -470,5 +470,19 @@ func TestPrometheusCountsWeighUpstreamSampling(t *testing.T) {
 	}
 	if got := testutil.Sum(t, reg, "ragwatch_retrieved_documents", map[string]string{"service": "support-bot"}); got != 2 {
 		t.Errorf("ragwatch_retrieved_documents observations = %v, want 2", got)
+	}
+}
+
+// Refusals count like requests: a record kept upstream with probability p counts 1/p; an answer
+// that only looks like one ("I don't know why ...") is not counted.
+func TestPrometheusRefusalsWeighUpstreamSampling(t *testing.T) {
+	s, reg := newTestSignals(t, 4, config.Exporters{})
+	sampled := recordB() // "I do not know"
+	sampled.UpstreamProbability = 0.25
+	notRefusal := recordB()
+	notRefusal.Answer = "I don't know why you'd wait: refunds take 5 days."
+	consume(t, s, sampled, recordB(), notRefusal)
+	if got := testutil.Sum(t, reg, "ragwatch_refusals_total", map[string]string{"service": "support-bot"}); got != 5 {
+		t.Errorf("ragwatch_refusals_total = %v, want 5 (4 for the sampled record, 1 for the other)", got)
 	}
 }

@@ -26,6 +26,7 @@ const (
 	statEmpty        = "empty_retrievals" // counter
 	statUserFeedback = "user_feedback"    // gauge (float, -1..1)
 	statFeedback     = "feedback"         // counter, tagged with sentiment
+	statRefusals     = "refusals"         // counter
 )
 
 var statLatency = [numStages]string{"latency.retrieval", "latency.generation", "latency.total"} // timings (ms)
@@ -235,6 +236,9 @@ func (s *statsdRecorder) Record(_ context.Context, o Observation) {
 		if o.Answered {
 			w.int(statAnswerLength, in, o.AnswerTokens, "|g", suf)
 			w.int(statCitations, in, int64(o.Citations), "|g", suf)
+		}
+		if o.Refusal {
+			w.int(statRefusals, in, 1, count, suf)
 		}
 		for i, ms := range o.LatencyMS {
 			if ms > 0 {

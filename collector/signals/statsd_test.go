@@ -87,6 +87,7 @@ func TestStatsdPackets(t *testing.T) {
 			"rag.empty_retrievals:1|c|#service:support-bot",
 			"rag.answer_length:4|g|#service:support-bot",
 			"rag.citations:0|g|#service:support-bot",
+			"rag.refusals:1|c|#service:support-bot", // "I do not know"
 			"rag.latency.total:120|ms|#service:support-bot",
 			"rag.user_feedback:0|g|#service:support-bot",
 			"rag.user_feedback:-1|g|#service:support-bot",
@@ -108,6 +109,7 @@ func TestStatsdPackets(t *testing.T) {
 			"rag.empty_retrievals,service=support-bot:1|c",
 			"rag.answer_length,service=support-bot:4|g",
 			"rag.citations,service=support-bot:0|g",
+			"rag.refusals,service=support-bot:1|c",
 			"rag.latency.total,service=support-bot:120|ms",
 			"rag.user_feedback,service=support-bot:0|g",
 			"rag.user_feedback,service=support-bot:-1|g",
@@ -129,6 +131,7 @@ func TestStatsdPackets(t *testing.T) {
 			"rag.empty_retrievals:1|c",
 			"rag.answer_length:4|g",
 			"rag.citations:0|g",
+			"rag.refusals:1|c",
 			"rag.latency.total:120|ms",
 			"rag.user_feedback:0|g",
 			"rag.user_feedback:-1|g",
@@ -417,14 +420,15 @@ func TestStatsdLongChunkSplit(t *testing.T) {
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	consume(t, s, recordB()) // 6 lines, 139 bytes
+	consume(t, s, recordB()) // 7 lines, 156 bytes
 	if err := s.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
 		"rag.requests:1|c\nrag.retrieved_count:0|g",
 		"rag.empty_retrievals:1|c\nrag.answer_length:4|g",
-		"rag.citations:0|g\nrag.latency.total:120|ms",
+		"rag.citations:0|g\nrag.refusals:1|c",
+		"rag.latency.total:120|ms",
 	}
 	got := readPackets(t, conn, len(want))
 	if !slices.Equal(got, want) {

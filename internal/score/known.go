@@ -13,7 +13,7 @@ const MaxK = 1000
 // they are read from records, never published as scores.
 var scored = map[string]bool{
 	Faithfulness: true, AnswerRelevancy: true, ContextPrecision: true, ContextRecall: true,
-	CitationPrecision: true, CitationRecall: true, AnswerSimilarity: true,
+	CitationPrecision: true, CitationRecall: true, AnswerSimilarity: true, RefusalCorrect: true,
 	RubricRelevance: true, RubricCompleteness: true, RubricAccuracy: true, RubricCitationQuality: true,
 	MRR: true,
 }

@@ -14,3 +14,14 @@ func TestKnownMetric(t *testing.T) {
 		}
 	}
 }
+
+func TestTurnBucket(t *testing.T) {
+	for turn, want := range map[int]string{-1: "", 0: "", 1: "1", 2: "2", 3: "3-5", 5: "3-5", 6: "6+", 40: "6+"} {
+		if got := TurnBucket(turn); got != want {
+			t.Errorf("TurnBucket(%d) = %q, want %q", turn, got, want)
+		}
+	}
+	if !KnownMetric(RefusalCorrect) {
+		t.Error("refusal_correct is not a known metric")
+	}
+}

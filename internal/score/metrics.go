@@ -14,6 +14,10 @@ const (
 	CitationPrecision = "citation_precision"
 	CitationRecall    = "citation_recall"
 	AnswerSimilarity  = "answer_similarity"
+	// RefusalCorrect is scored only for answers that decline to answer (text.IsRefusal): 1 when
+	// the retrieved context does not support an answer (a correct refusal), 0 when it does (an
+	// unwarranted refusal). Whichever scorer scores answer_relevancy scores it.
+	RefusalCorrect = "refusal_correct"
 )
 
 // Rubric metrics, scored only by an LLM judge following a written rubric.
@@ -51,3 +55,22 @@ const (
 	SignalNegativeFeedbackRate     = "negative_feedback_rate"
 	SignalFeedbackScore            = "feedback_score"
 )
+
+// TurnBucket is the `turn_bucket` label of a turn position: "1", "2", "3-5" or "6+"; "" for
+// an unknown turn (0), which no by-turn series counts.
+func TurnBucket(turn int) string {
+	switch {
+	case turn <= 0:
+		return ""
+	case turn == 1:
+		return "1"
+	case turn == 2:
+		return "2"
+	case turn <= 5:
+		return "3-5"
+	}
+	return "6+"
+}
+
+// TurnBuckets lists the turn buckets in order.
+var TurnBuckets = []string{"1", "2", "3-5", "6+"}

@@ -27,6 +27,9 @@ type Result struct {
 	CostUSD      float64   `json:"cost_usd,omitempty"`
 	Explanation  string    `json:"explanation,omitempty"`
 	Time         time.Time `json:"time"`
+	// Turn is the scored record's position in its conversation (record.Record.Turn); 0 when
+	// unknown. SLOs with min_turn and the by-turn metrics read it.
+	Turn int `json:"turn,omitempty"`
 }
 
 // Scorer scores a record on one or more metrics. A scorer that cannot judge a metric for a

@@ -32,11 +32,15 @@ type Options struct {
 	// ProgressEvery is the interval between progress lines; default 2s.
 	ProgressEvery time.Duration
 	Now           func() time.Time
+	// NoHistory scores every record as if it had no conversation history (its turn still
+	// places it in a turn bucket): run with and without to see what the history changes.
+	NoHistory bool
 }
 
 // Line is one output line: a record's scores and the metrics that failed, by outcome.
 type Line struct {
 	TraceID string             `json:"trace_id"`
+	Turn    int                `json:"turn,omitempty"`
 	Scores  map[string]float64 `json:"scores"`
 	Errors  map[string]string  `json:"errors,omitempty"`
 }
@@ -56,7 +60,17 @@ type Report struct {
 	Records  int       // records scored
 	BadLines []string  // "line N: problem" for lines that are not valid records
 	Metrics  []Summary // sorted by metric name
-	values   map[string][]float64
+	// ByTurn summarises each metric by the records' turn bucket (score.TurnBuckets), sorted by
+	// metric then bucket; empty when no record has a turn.
+	ByTurn []TurnSummary
+	values map[string][]float64
+	turns  map[[2]string][]float64 // metric, turn bucket
+}
+
+// TurnSummary is one metric over the records of one turn bucket.
+type TurnSummary struct {
+	TurnBucket string `json:"turn_bucket"`
+	Summary
 }
 
 // Run reads records from in (one JSON record per line; blank lines skipped; unknown fields
@@ -72,7 +86,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	rep := &Report{values: map[string][]float64{}}
+	rep := &Report{values: map[string][]float64{}, turns: map[[2]string][]float64{}}
 	errCount := map[string]int{}
 	br := bufio.NewReaderSize(in, 1<<20)
 	var enc *json.Encoder
@@ -86,8 +100,12 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 		lines := scoreBatch(ctx, batch, o)
 		for _, l := range lines {
 			rep.Records++
+			b := score.TurnBucket(l.Turn)
 			for m, v := range l.Scores {
 				rep.values[m] = append(rep.values[m], v)
+				if b != "" {
+					rep.turns[[2]string{m, b}] = append(rep.turns[[2]string{m, b}], v)
+				}
 			}
 			for m := range l.Errors {
 				errCount[m]++
@@ -113,6 +131,9 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 		}
 		if len(strings.TrimSpace(string(line))) > 0 {
 			r, perr := parse(line, lineNo, o.Now())
+			if perr == nil && o.NoHistory {
+				r.History = nil
+			}
 			if perr != nil {
 				rep.BadLines = append(rep.BadLines, fmt.Sprintf("line %d: %v", lineNo, perr))
 			} else {
@@ -148,6 +169,13 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 		s := Summarize(rep.values[m])
 		s.Metric, s.Errors = m, errCount[m]
 		rep.Metrics = append(rep.Metrics, s)
+		for _, b := range score.TurnBuckets {
+			if v := rep.turns[[2]string{m, b}]; len(v) > 0 {
+				ts := TurnSummary{TurnBucket: b, Summary: Summarize(v)}
+				ts.Metric = m
+				rep.ByTurn = append(rep.ByTurn, ts)
+			}
+		}
 	}
 	return rep, nil
 }
@@ -202,7 +230,7 @@ func scoreBatch(ctx context.Context, recs []*record.Record, o Options) []Line {
 }
 
 func scoreOne(ctx context.Context, r *record.Record, scorers []score.Scorer) Line {
-	l := Line{TraceID: r.Key(), Scores: map[string]float64{}}
+	l := Line{TraceID: r.Key(), Turn: r.Turn, Scores: map[string]float64{}}
 	for _, s := range scorers {
 		res, err := s.Score(ctx, r)
 		for _, x := range res {
@@ -271,6 +299,13 @@ func (r *Report) WriteTable(w io.Writer) {
 			continue
 		}
 		fmt.Fprintf(w, "%-26s %6d %7.4f  [%.4f, %.4f] %7d\n", s.Metric, s.N, s.Mean, s.Lo, s.Hi, s.Errors)
+	}
+	if len(r.ByTurn) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nby turn\n%-26s %5s %6s %7s %17s\n", "metric", "turn", "n", "mean", "95% CI")
+	for _, s := range r.ByTurn {
+		fmt.Fprintf(w, "%-26s %5s %6d %7.4f  [%.4f, %.4f]\n", s.Metric, s.TurnBucket, s.N, s.Mean, s.Lo, s.Hi)
 	}
 }
 

@@ -126,3 +126,53 @@ func TestBaselineGate(t *testing.T) {
 		t.Fatal("missing file accepted")
 	}
 }
+
+// histScorer scores "hist" = messages in the record's history / 10.
+type histScorer struct{}
+
+func (histScorer) Name() string { return "hist" }
+func (histScorer) Score(_ context.Context, r *record.Record) ([]score.Result, error) {
+	return []score.Result{{Metric: "hist", Value: float64(len(r.History)) / 10}}, nil
+}
+
+func TestRunByTurn(t *testing.T) {
+	in := strings.Join([]string{
+		`{"trace_id":"a","query":"q","answer":"a","turn":1}`,
+		`{"trace_id":"b","query":"q","answer":"a","turn":2,"history":[{"role":"user","content":"x"},{"role":"assistant","content":"y"}]}`,
+		`{"trace_id":"c","query":"q","answer":"a","turn":3,"history":[{"role":"user","content":"x"},{"role":"assistant","content":"y"},{"role":"user","content":"x"},{"role":"assistant","content":"y"}]}`,
+		`{"trace_id":"d","query":"q","answer":"a","turn":5,"history":[{"role":"user","content":"x"},{"role":"assistant","content":"y"}]}`,
+		`{"trace_id":"e","query":"q","answer":"a"}`,
+	}, "\n")
+	for _, noHistory := range []bool{false, true} {
+		var out bytes.Buffer
+		rep, err := Run(context.Background(), strings.NewReader(in), &out, Options{Scorers: []score.Scorer{histScorer{}}, NoHistory: noHistory})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []TurnSummary{
+			{"1", Summary{Metric: "hist", N: 1}},
+			{"2", Summary{Metric: "hist", N: 1, Mean: 0.2, Lo: 0.2, Hi: 0.2}},
+			{"3-5", Summary{Metric: "hist", N: 2, Mean: 0.3, Lo: 0, Hi: 1}},
+		}
+		if noHistory {
+			want[1].Mean, want[1].Lo, want[1].Hi = 0, 0, 0
+			want[2].Mean, want[2].Hi = 0, 0
+		}
+		for i := range rep.ByTurn {
+			rep.ByTurn[i].Mean = math.Round(rep.ByTurn[i].Mean*1e9) / 1e9
+			rep.ByTurn[i].Lo = math.Round(rep.ByTurn[i].Lo*1e9) / 1e9
+			rep.ByTurn[i].Hi = math.Round(rep.ByTurn[i].Hi*1e9) / 1e9
+		}
+		if !reflect.DeepEqual(rep.ByTurn, want) {
+			t.Errorf("no history %v: by turn %+v, want %+v", noHistory, rep.ByTurn, want)
+		}
+		if !strings.Contains(out.String(), `{"trace_id":"c","turn":3,"scores"`) {
+			t.Errorf("lines lack the turn:\n%s", out.String())
+		}
+		var table bytes.Buffer
+		rep.WriteTable(&table)
+		if !strings.Contains(table.String(), "by turn") || !strings.Contains(table.String(), "hist                         3-5      2") {
+			t.Errorf("table:\n%s", table.String())
+		}
+	}
+}

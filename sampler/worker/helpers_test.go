@@ -62,6 +62,7 @@ func enqueue(t *testing.T, js jetstream.JetStream, cfg config.ScoringQueue, n in
 	keys := make([]string, n)
 	for i := range keys {
 		r := &record.Record{TraceID: fmt.Sprintf("%032x", i+1), Service: "chat", Query: "q", Answer: "a",
+			Turn:     i % 7, // 0 (unknown) to 6: every turn bucket
 			Sampling: &record.Sampling{Probability: p, Reason: "rate"}}
 		keys[i] = r.Key()
 		if err := pub.Offer(r); err != nil {

@@ -14,6 +14,7 @@ const (
 
 type metrics struct {
 	evalScore *prometheus.HistogramVec
+	byTurn    *prometheus.HistogramVec
 	duration  *prometheus.HistogramVec
 	attempts  *prometheus.CounterVec
 	cost      *prometheus.CounterVec
@@ -30,6 +31,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Scores of sampled records (0..1, higher is better), by service and metric. Unweighted: weight by 1/p for estimates (docs/sampling.md).",
 			Buckets: EvalBuckets,
 		}, []string{"service", "metric"})),
+		byTurn: registerOrGet(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ragwatch_eval_score_by_turn",
+			Help:    "Scores of sampled records whose turn is known, by service, metric and turn_bucket (1, 2, 3-5, 6+). Unweighted, like ragwatch_eval_score.",
+			Buckets: EvalBuckets,
+		}, []string{"service", "metric", "turn_bucket"})),
 		duration: registerOrGet(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ragwatch_scoring_duration_seconds",
 			Help:    "Time one scorer took on one record, by scorer.",

@@ -274,6 +274,7 @@ func (p *Pool) scoreAll(ctx context.Context, r *record.Record) ([]score.Result, 
 				x.Scorer = name
 			}
 			x.Weight = weight
+			x.Turn = r.Turn
 			if x.Time.IsZero() {
 				x.Time = p.opts.Now()
 			}
@@ -285,6 +286,9 @@ func (p *Pool) scoreAll(ctx context.Context, r *record.Record) ([]score.Result, 
 	}
 	for _, x := range out {
 		p.m.evalScore.WithLabelValues(service, x.Metric).Observe(x.Value)
+		if b := score.TurnBucket(x.Turn); b != "" {
+			p.m.byTurn.WithLabelValues(service, x.Metric, b).Observe(x.Value)
+		}
 	}
 	return out, nil
 }

@@ -108,6 +108,23 @@ ragwatch_scoring_queue_depth 0
 	if h.GetSampleCount() != 50 || h.GetSampleSum() != 25 {
 		t.Fatalf("eval_score count %d sum %v", h.GetSampleCount(), h.GetSampleSum())
 	}
+	// Turns 0..6 in turn: the 8 records of turn 0 are in no bucket.
+	for bucket, n := range map[string]uint64{"1": 7, "2": 7, "3-5": 21, "6+": 7} {
+		h := testutil.Series(t, reg, "ragwatch_eval_score_by_turn", map[string]string{"service": "chat", "metric": "faithfulness", "turn_bucket": bucket}).GetHistogram()
+		if h.GetSampleCount() != n || h.GetSampleSum() != float64(n)/2 {
+			t.Errorf("eval_score_by_turn{turn_bucket=%q} count %d sum %v, want %d %v", bucket, h.GetSampleCount(), h.GetSampleSum(), n, float64(n)/2)
+		}
+	}
+	if n := promtestutil.CollectAndCount(reg, "ragwatch_eval_score_by_turn"); n != 4 {
+		t.Errorf("%d eval_score_by_turn series, want 4", n)
+	}
+	turns := map[int]int{}
+	for _, r := range direct.all {
+		turns[r.Turn]++
+	}
+	if turns[0] != 8 || turns[3] != 7 || turns[6] != 7 {
+		t.Errorf("results by turn %v, want the records' turns", turns)
+	}
 }
 
 // A worker process dies with records in flight (its connection closes without acks), the NATS

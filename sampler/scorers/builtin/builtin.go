@@ -71,6 +71,7 @@ func New(opts Options) *Scorer {
 			s.metrics[m] = true
 		}
 	}
+	s.metrics[score.RefusalCorrect] = s.metrics[score.AnswerRelevancy] // scored with it, for refusals
 	return s
 }
 
@@ -109,7 +110,9 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 		})
 	}
 	add(score.Faithfulness, func() (float64, string, bool) { return j.faithfulness(r.Answer) })
-	add(score.AnswerRelevancy, func() (float64, string, bool) { return j.answerRelevancy(r.Query, r.Answer) })
+	q, _ := ResolveQuestion(r.Query, r.History) // a later turn's question, with what it refers to
+	add(score.AnswerRelevancy, func() (float64, string, bool) { return j.answerRelevancy(q, r.Answer) })
+	add(score.RefusalCorrect, func() (float64, string, bool) { return j.refusalCorrect(q, r.Answer) })
 	add(score.ContextPrecision, func() (float64, string, bool) {
 		return j.contextPrecision(r.Relevance, r.Answer, r.Reference)
 	})

@@ -212,7 +212,10 @@ func TestAnswerRelevancy(t *testing.T) {
 		// No documents: every question term weighs ln 3; half covered, and no date: ×0.5.
 		{"half the terms and no date", "When did the bridge open?", "The bridge is red.", nil, 0.25, "answer covers 1/2 question terms; no number or date for a how-many/when question", true},
 		{"who question without a name", "Who designed the bridge?", "An engineer designed the bridge.", nil, 0.5, "answer covers 2/2 question terms; no name for a who question", true},
-		{"noncommittal", "When did the bridge open?", "I don't know.", nil, 0, "noncommittal answer", true},
+		// A refusal is right when nothing supports an answer, and wrong when a passage does.
+		{"correct refusal", "When did the bridge open?", "I don't know.", nil, 1, "correct refusal: nothing retrieved", true},
+		{"unwarranted refusal", "What is the capital of France?", "The documents do not say.", capital, 0, "refusal although the context covers the question at 1.00 (threshold 0.50)", true},
+		{"not a refusal", "When did the bridge open?", "I don't know why you'd wait: the bridge opened in 1937.", nil, 1, "answer covers 2/2 question terms", true},
 		{"no question", "", "The bridge opened in 1937.", nil, 0, "", false},
 		// "Paris." is supported by the first passage, which holds capital and France.
 		{"terse answer grounded in a passage", "What is the capital of France?", "Paris.", capital, 1, "answer covers 2/2 question terms (2 through its supporting passages)", true},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/text"
 )
 
 // DefaultThreshold is the support a claim needs to count as supported, and the faithfulness
@@ -159,8 +160,9 @@ func weakestQuarter(supports []float64) float64 {
 // number or a time (how many, when) or a name (who) and the answer holds none. An answer claim
 // that a passage supports brings that passage's terms along, so a terse grounded answer
 // ("Paris." to "What is the capital of France?" with "Paris is the capital of France" retrieved)
-// counts as addressing the question. A noncommittal answer ("I don't know", "the context does
-// not say") scores 0. ok is false without a question with content words or without an answer.
+// counts as addressing the question. A refusal ("I don't know", "the context does not say":
+// text.IsRefusal) scores 1 when the context does not support an answer and 0 when it does
+// (conversation.go). ok is false without a question with content words or without an answer.
 func AnswerRelevancy(query, answer string, docs []record.Document) (value float64, explanation string, ok bool) {
 	return newJudge(docs, DefaultThreshold).answerRelevancy(query, answer)
 }
@@ -191,8 +193,8 @@ func (j *judge) answerRelevancy(query, answer string) (float64, string, bool) {
 	if len(terms) == 0 {
 		return 0, "", false
 	}
-	if noncommittal(answer) {
-		return 0, "noncommittal answer", true
+	if text.IsRefusal(answer) {
+		return j.refusalRelevancy(query)
 	}
 	at := tokenize(stripMarkers(answer, j.isID))
 	inAnswer := map[string]bool{}
@@ -261,27 +263,6 @@ func expectedType(query string) string {
 
 var months = set("january", "february", "march", "april", "may", "june", "july", "august",
 	"september", "october", "november", "december", "yesterday", "today", "tomorrow")
-
-var noncommittalPhrases = []string{
-	"i don't know", "i do not know", "i'm not sure", "i am not sure", "cannot answer",
-	"can't answer", "unable to answer", "not able to answer", "no information",
-	"not enough information", "does not contain", "doesn't contain", "does not mention",
-	"doesn't mention", "does not provide", "doesn't provide", "not mentioned",
-	"not provided in", "no relevant", "i cannot", "i can't", "i'm sorry", "i am sorry",
-}
-
-func noncommittal(answer string) bool {
-	a := strings.ToLower(strings.ReplaceAll(answer, "’", "'"))
-	if len(a) > 400 {
-		return false // a long answer that mentions a gap still answers
-	}
-	for _, p := range noncommittalPhrases {
-		if strings.Contains(a, p) {
-			return true
-		}
-	}
-	return false
-}
 
 // ContextPrecision is the mean of precision@k over the ranks k that hold a relevant document
 // (average precision over the returned list), 0 when none is relevant. Relevance comes from

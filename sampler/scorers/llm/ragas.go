@@ -14,13 +14,15 @@ import (
 
 var claimsSchema = object(map[string]any{"claims": arrayOf(str(), 0, 30)})
 
-func (s *Scorer) claims(ctx context.Context, u *call, metric, question, answer string) ([]string, error) {
+// claims splits answer into claims; history is the conversation's HISTORY block ("" for none),
+// so that pronouns resolve to what earlier turns named.
+func (s *Scorer) claims(ctx context.Context, u *call, metric, history, question, answer string) ([]string, error) {
 	var split struct {
 		Claims []string `json:"claims"`
 	}
 	err := s.ask(ctx, u, Question{Metric: metric,
 		System: "You split an answer into its atomic factual claims. " + dataRules,
-		User: block("QUESTION", "", s.cut(question)) + block("ANSWER", "", s.cut(answer)) +
+		User: history + block("QUESTION", "", s.cut(question)) + block("ANSWER", "", s.cut(answer)) +
 			"List every factual claim the ANSWER makes, each as one short standalone sentence with pronouns resolved. " +
 			"Leave out greetings, hedges, questions and statements about the answer itself. At most 30 claims. " +
 			`Reply as {"claims": ["...", ...]}; an answer without factual claims gives {"claims": []}.`,
@@ -38,7 +40,7 @@ func (s *Scorer) faithfulness(ctx context.Context, r *record.Record, u *call) (v
 	if strings.TrimSpace(r.Answer) == "" || len(r.Documents) == 0 {
 		return verdict{skip: true}, nil
 	}
-	claims, err := s.claims(ctx, u, score.Faithfulness, r.Query, r.Answer)
+	claims, err := s.claims(ctx, u, score.Faithfulness, s.historyBlock(r), r.Query, r.Answer)
 	if err != nil {
 		return verdict{}, err
 	}
@@ -86,9 +88,12 @@ func (s *Scorer) answerRelevancy(ctx context.Context, r *record.Record, u *call)
 	if strings.TrimSpace(r.Query) == "" || strings.TrimSpace(r.Answer) == "" {
 		return verdict{skip: true}, nil
 	}
+	if u.st.conv.isRefusal(r) {
+		return s.refusalRelevancy(ctx, r, u)
+	}
 	if s.embed == nil {
 		return s.rate(ctx, u, score.AnswerRelevancy, "how directly and fully the ANSWER addresses the QUESTION",
-			rubricRelevancy, block("QUESTION", "", s.cut(r.Query))+block("ANSWER", "", s.cut(r.Answer)))
+			rubricRelevancy, s.historyBlock(r)+block("QUESTION", "", s.cut(r.Query))+block("ANSWER", "", s.cut(r.Answer)))
 	}
 	// RAGAS: generate the questions the answer answers, compare them with the real one.
 	var gen struct {

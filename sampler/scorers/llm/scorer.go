@@ -107,6 +107,12 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 			Explanation: v.explanation, Time: s.now(),
 		})
 	}
+	if v, ok := st.conv.refusalCorrect(); ok {
+		out = append(out, score.Result{
+			TraceID: r.TraceID, SpanID: r.SpanID, Service: r.Service, Metric: score.RefusalCorrect, Value: v.value,
+			Weight: weight(r), Scorer: s.j.b.Name(), Model: s.j.b.Model(), Explanation: v.explanation, Time: s.now(),
+		})
+	}
 	if len(failed) > 0 {
 		return out, failed
 	}
@@ -126,6 +132,7 @@ type recordState struct {
 	citeDone bool
 	supports []bool
 	citeErr  error
+	conv     convState // conversation.go: the standalone question and the refusal check
 	// down is set once a question failed with the backend unavailable (OutcomeError.Unavailable):
 	// the record's later questions are not sent and fail with it. A failed attempt's results are
 	// thrown away (the worker scores the whole record again after its backoff), so asking the
@@ -152,6 +159,14 @@ func (u *call) notAsked() error {
 }
 
 func (s *Scorer) scoreMetric(ctx context.Context, m string, r *record.Record, u *call, st *recordState) (verdict, error) {
+	switch m {
+	case score.Faithfulness, score.CitationPrecision, score.CitationRecall:
+	default: // metrics of the question: a later turn's is judged as rewritten to stand alone
+		var err error
+		if r, err = s.standalone(ctx, m, r, u); err != nil {
+			return verdict{}, err
+		}
+	}
 	switch m {
 	case score.Faithfulness:
 		return s.faithfulness(ctx, r, u)

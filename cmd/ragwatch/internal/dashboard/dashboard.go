@@ -114,6 +114,10 @@ func rows() []row {
 				q(`ragwatch_slo_value`, "{{slo}}")}},
 			{kind: "timeseries", title: "Records sampled for scoring", unit: "ops", queries: []Query{
 				q(`sum by (reason) (rate(ragwatch_sampled_total{`+sel+`}[$__rate_interval]))`, "{{reason}}")}},
+			{kind: "timeseries", title: "Quality by turn", unit: "short", min: f(0), max: f(1),
+				desc: "Mean score by metric and conversation turn (1, 2, 3-5, 6+): a falling line at later turns means follow-up questions are answered worse.",
+				queries: []Query{
+					q(`sum by (metric, turn_bucket) (rate(ragwatch_eval_score_by_turn_sum{`+sel+`}[$__rate_interval])) / sum by (metric, turn_bucket) (rate(ragwatch_eval_score_by_turn_count{`+sel+`}[$__rate_interval]))`, "{{metric}} turn {{turn_bucket}}")}},
 		}},
 		{"Alerts and error budgets", []spec{
 			{kind: "stat", title: "Alerts firing", unit: "short", queries: []Query{

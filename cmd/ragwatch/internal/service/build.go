@@ -289,6 +289,7 @@ func (b *builder) assembler() (lifecycle, error) {
 		Now:        b.o.now,
 		// Records of traces whose tracestate declares no sampling probability.
 		UpstreamProbability: b.cfg.Receivers.OTLP.UpstreamSamplingProbability,
+		Conversation:        b.cfg.Conversation,
 	})
 	if err != nil {
 		return lifecycle{}, fmt.Errorf("build assembler: %w", err)

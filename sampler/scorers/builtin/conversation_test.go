@@ -1,0 +1,86 @@
+package builtin
+
+import (
+	"context"
+	"testing"
+
+	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/score"
+)
+
+func TestResolveQuestion(t *testing.T) {
+	u := func(s string) record.Message { return record.Message{Role: record.RoleUser, Content: s} }
+	a := func(s string) record.Message { return record.Message{Role: record.RoleAssistant, Content: s} }
+	hist := []record.Message{u("How much does the Pro plan cost per month?"), a("Pro costs $20 a month.")}
+	tests := []struct {
+		name, query string
+		history     []record.Message
+		want        string
+		resolved    bool
+	}{
+		{"anaphor", "what about the other one?", hist, "How much does the Pro plan cost per month? \nwhat about the other one?", true},
+		{"short", "Enterprise?", hist, "How much does the Pro plan cost per month? \nEnterprise?", true},
+		{"follow-up opener", "And for annual billing with discounts included?", hist, "How much does the Pro plan cost per month? \nAnd for annual billing with discounts included?", true},
+		{"stands alone", "How much does the Enterprise plan cost per month?", hist, "How much does the Enterprise plan cost per month?", false},
+		{"no history", "what about the other one?", nil, "what about the other one?", false},
+		// The previous question leans on the one before: both are taken.
+		{"chained", "and that?", []record.Message{u("Which plans include SSO support?"), a("Enterprise."), u("How much is it?"), a("$50.")},
+			"Which plans include SSO support? \nHow much is it? \nand that?", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, resolved := ResolveQuestion(tt.query, tt.history)
+			if got != tt.want || resolved != tt.resolved {
+				t.Errorf("ResolveQuestion = %q, %v; want %q, %v", got, resolved, tt.want, tt.resolved)
+			}
+		})
+	}
+}
+
+// A later turn's answer relevancy is judged against the resolved question, and a refusal gets
+// refusal_correct next to its answer relevancy.
+func TestScoreConversationAndRefusals(t *testing.T) {
+	plans := docs("The Pro plan costs $20 per month.", "The Enterprise plan costs $50 per month and includes SSO.")
+	hist := []record.Message{{Role: record.RoleUser, Content: "How much does the Pro plan cost?"}, {Role: record.RoleAssistant, Content: "$20 per month."}}
+	sc := New(Options{Metrics: []string{score.AnswerRelevancy}})
+	tests := []struct {
+		name string
+		r    record.Record
+		want map[string]float64
+	}{
+		// Alone, "what about the other one?" names nothing the answer takes up ("one" is a
+		// number term): 0. Resolved, it asks how much the Pro plan costs per month: the answer
+		// covers cost and month (with plan through its passage) and gives a price; an answer off
+		// the point covers less and gives no number (×0.5).
+		{"later turn without the history", record.Record{Query: "what about the other one?", Answer: "Enterprise costs $50 per month.", Documents: plans},
+			map[string]float64{score.AnswerRelevancy: 0}},
+		{"later turn", record.Record{Query: "what about the other one?", History: hist, Answer: "Enterprise costs $50 per month.", Documents: plans},
+			map[string]float64{score.AnswerRelevancy: 0.338587615198}},
+		{"later turn answered off the point", record.Record{Query: "what about the other one?", History: hist, Answer: "Enterprise includes SSO.", Documents: plans},
+			map[string]float64{score.AnswerRelevancy: 0.169293807599}},
+		{"correct refusal", record.Record{Query: "Does the Pro plan include phone support?", Answer: "The documents do not say.", Documents: plans},
+			map[string]float64{score.AnswerRelevancy: 1, score.RefusalCorrect: 1}},
+		{"unwarranted refusal", record.Record{Query: "How much does the Enterprise plan cost per month?", Answer: "I couldn't find that.", Documents: plans},
+			map[string]float64{score.AnswerRelevancy: 0, score.RefusalCorrect: 0}},
+		{"refusal resolved against the history", record.Record{Query: "and Enterprise?", History: hist, Answer: "I don't know.", Documents: plans},
+			map[string]float64{score.AnswerRelevancy: 0, score.RefusalCorrect: 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := sc.Score(context.Background(), &tt.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]float64{}
+			for _, x := range res {
+				got[x.Metric] = x.Value
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("scores %v, want %v", got, tt.want)
+			}
+			for m, w := range tt.want {
+				near(t, m, got[m], w)
+			}
+		})
+	}
+}
