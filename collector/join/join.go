@@ -249,7 +249,7 @@ func New(s Settings) (*Join, error) {
 		}, []string{"op"}),
 		historyDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ragwatch_conversation_history_dropped_total",
-			Help: "Conversation history messages dropped by conversation.max_history_turns and max_history_bytes.",
+			Help: "Conversation history messages dropped, oldest first, to fit conversation.max_history_turns and conversation.max_history_bytes.",
 		}),
 	}
 	for ji, name := range joinNames {
