@@ -202,7 +202,7 @@ func (s *Scorer) geval(ctx context.Context, d JudgeDef, version string, r *recor
 			for k, c := range e.Context {
 				ex.Documents = append(ex.Documents, record.Document{ID: strconv.Itoa(k + 1), Content: c})
 			}
-			b.WriteString(block("EXAMPLE", fmt.Sprintf("index=%d score=%d", i+1, e.Score), s.inputText(d, ex, false)))
+			b.WriteString(block("EXAMPLE", fmt.Sprintf("index=%d score=%d", i+1, e.Score), strings.TrimSuffix(s.inputText(d, ex, false), "\n")))
 		}
 		b.WriteString("The record to evaluate:\n")
 	}
