@@ -27,6 +27,8 @@ type ScorerOptions struct {
 	MaxDocuments int
 	MaxTextBytes int
 	Now          func() time.Time
+	// OnlyJudges scores Judges alone, none of MetricNames (Metrics is ignored).
+	OnlyJudges bool
 	// Judges are G-Eval judges scored after Metrics (the `judges` config section); SetJudges
 	// replaces them while running.
 	Judges []JudgeDef
@@ -50,8 +52,11 @@ var _ score.Scorer = (*Scorer)(nil)
 // NewScorer returns a Scorer asking j. Unknown metric names are an error.
 func NewScorer(j *Judge, o ScorerOptions) (*Scorer, error) {
 	ms := o.Metrics
-	if len(ms) == 0 {
+	if len(ms) == 0 && !o.OnlyJudges {
 		ms = MetricNames
+	}
+	if o.OnlyJudges {
+		ms = nil
 	}
 	for _, m := range ms {
 		if !slices.Contains(MetricNames, m) {
