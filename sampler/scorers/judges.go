@@ -24,6 +24,8 @@ func WithJudges(judges []config.Judge, set *JudgeSet) Option {
 type JudgeSet struct {
 	mu      sync.Mutex
 	scorers map[string]*llm.Scorer
+	// scoring is set when Build filled the set: this process scores records.
+	scoring bool
 }
 
 // NewJudgeSet returns an empty set for WithJudges to fill.
@@ -36,6 +38,15 @@ func (s *JudgeSet) add(backend string, sc *llm.Scorer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.scorers[backend] = sc
+}
+
+func (s *JudgeSet) markScoring() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scoring = true
 }
 
 // Prepare converts the judges of a new config (reading their examples files) and returns the
@@ -51,9 +62,9 @@ func (s *JudgeSet) Prepare(judges []config.Judge, scoring config.Scoring) (commi
 	defer s.mu.Unlock()
 	for i, j := range judges {
 		b := j.JudgeBackend(scoring)
-		// No scorer at all: this process does not score (worker pods do, and read their
-		// judges when they start).
-		if len(s.scorers) > 0 && s.scorers[b] == nil {
+		// A process that does not score (worker pods do) accepts any judge: the pods read
+		// theirs when they start.
+		if s.scoring && s.scorers[b] == nil {
 			return nil, fmt.Errorf("judges[%d]: backend %s was not running when ragwatch started; restart to add it", i, b)
 		}
 	}

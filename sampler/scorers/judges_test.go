@@ -83,3 +83,24 @@ func TestBuildWithJudges(t *testing.T) {
 		t.Fatalf("a judge on a backend not running was accepted: %v", err)
 	}
 }
+
+// A process that scores only with the built-in scorer cannot take a judge on reload (its
+// backend has no scorer); one that does not score at all accepts it for its worker pods.
+func TestPrepareWithoutLLMScorer(t *testing.T) {
+	c, err := config.Parse(fmt.Appendf(nil, judgesYAML, "http://127.0.0.1:1", "whether the ANSWER is polite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := NewJudgeSet()
+	if _, err := Build(c.Scoring, prometheus.NewRegistry(), nil, WithJudges(nil, set)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Prepare(c.Judges, c.Scoring); err == nil || !strings.Contains(err.Error(), "backend openai was not running") {
+		t.Fatalf("Prepare = %v", err)
+	}
+	commit, err := NewJudgeSet().Prepare(c.Judges, c.Scoring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit()
+}

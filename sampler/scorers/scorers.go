@@ -66,6 +66,7 @@ func Build(cfg config.Scoring, reg prometheus.Registerer, logger *slog.Logger, o
 		return nil, err
 	}
 	score.RegisterJudgeMetrics(judgeMetrics(bo.judges)...)
+	bo.judgeSet.markScoring()
 	var judgeMetrics *llm.Metrics
 	judgeOpts := func(b config.LLMBackend) (llm.JudgeOptions, error) {
 		if judgeMetrics == nil && reg != nil {

@@ -345,7 +345,10 @@ func ExpectedScore(lps []TokenLogprob, lo, hi int) (float64, bool) {
 		if err != nil || v < lo || v > hi {
 			continue
 		}
-		p := math.Exp(a.Logprob)
+		p := math.Exp(min(a.Logprob, 0)) // a log-probability above 0 is not one
+		if math.IsNaN(p) {
+			continue
+		}
 		sum += float64(v) * p
 		total += p
 	}
