@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -253,5 +254,47 @@ func TestExpectedScore(t *testing.T) {
 				t.Fatalf("ExpectedScore = %v, %v; want %v, %v", got, ok, tt.want, tt.ok)
 			}
 		})
+	}
+}
+
+// Records scored at the same time wait for one generation of the steps instead of each
+// asking.
+func TestStepsGeneratedOnceUnderConcurrency(t *testing.T) {
+	srv := newServer(t)
+	srv.chat = []reply{completion(`{"steps":["Read it.","Pick."]}`, 5, 5)}
+	for range 8 {
+		srv.chat = append(srv.chat, completion(`{"reasoning":"ok","score":3}`, 5, 5))
+	}
+	d := toneJudge()
+	d.Examples = nil
+	sc := judgeScorer(t, srv, d)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := sc.Score(context.Background(), toneRecord())
+			if err == nil && (len(res) != 1 || res[0].Value != 0.5) {
+				err = fmt.Errorf("results %+v", res)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := 0
+	for _, r := range srv.requests() {
+		if strings.Contains(messages(t, r)[1][1], "Write the evaluation steps") {
+			steps++
+		}
+	}
+	if n := len(srv.requests()); n != 9 || steps != 1 {
+		t.Fatalf("%d requests, %d for steps; want 9 and 1", n, steps)
 	}
 }
