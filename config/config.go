@@ -27,6 +27,8 @@ type Config struct {
 
 	Sampling Sampling `yaml:"sampling"`
 	Scoring  Scoring  `yaml:"scoring"`
+	// Judges are user-defined G-Eval judges, scored as metrics judge_<name> (judges.go).
+	Judges []Judge `yaml:"judges"`
 
 	SLOs        []SLO        `yaml:"slos"`
 	Comparisons []Comparison `yaml:"comparisons"`

@@ -52,6 +52,9 @@ func (e *Engine) ConsumeScores(_ context.Context, results []score.Result) error 
 	var errs []error
 	for i := range results {
 		res := &results[i]
+		if !e.admitJudgeVersion(res.Metric, res.JudgeVersion) {
+			continue
+		}
 		w := res.Weight
 		if w == 0 {
 			w = 1

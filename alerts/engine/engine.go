@@ -68,6 +68,8 @@ type Engine struct {
 	// forgotten holds the store keys of instances dropped by dropEvicted, deleted by the next
 	// Save (eviction happens on the record path, which must not wait for the store).
 	forgotten []string
+	// judgeVersions tracks the definition version of each judge metric (judgeversion.go).
+	judgeVersions map[string]*judgeVersions
 
 	evictMu sync.Mutex // guards evicted; taken inside mu, never the other way round
 	evicted []string   // service labels evicted from the set, dropped by the next Evaluate

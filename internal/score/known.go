@@ -3,6 +3,7 @@ package score
 import (
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // MaxK bounds the cut-off of a retrieval metric ("ndcg@10"): a ranking longer than a record's
@@ -22,7 +23,7 @@ var scored = map[string]bool{
 // or a retrieval family with a cut-off k in [1, MaxK] ("precision@3"). Results from outside
 // the process (NATS) are checked with it, so a forged name cannot create a series.
 func KnownMetric(metric string) bool {
-	if scored[metric] {
+	if scored[metric] || judgeMetric(metric) {
 		return true
 	}
 	for _, family := range []string{PrecisionAt, RecallAt, NDCGAt, HitAt} {
@@ -32,4 +33,37 @@ func KnownMetric(metric string) bool {
 		}
 	}
 	return false
+}
+
+// JudgePrefix starts the metric name of every judge defined in the `judges` config section:
+// judge `tone` scores metric `judge_tone`.
+const JudgePrefix = "judge_"
+
+// judges are the judge metrics this process was configured with (RegisterJudgeMetrics).
+var judges struct {
+	sync.RWMutex
+	names map[string]bool
+}
+
+// RegisterJudgeMetrics makes KnownMetric accept the given judge metric names ("judge_tone").
+// The service calls it with the configured judges at start and on every reload; names are
+// never removed, so results of a judge a reload dropped that are still in flight are kept.
+func RegisterJudgeMetrics(names ...string) {
+	judges.Lock()
+	defer judges.Unlock()
+	if judges.names == nil {
+		judges.names = map[string]bool{}
+	}
+	for _, n := range names {
+		judges.names[n] = true
+	}
+}
+
+func judgeMetric(metric string) bool {
+	if !strings.HasPrefix(metric, JudgePrefix) {
+		return false
+	}
+	judges.RLock()
+	defer judges.RUnlock()
+	return judges.names[metric]
 }

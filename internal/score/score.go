@@ -30,7 +30,21 @@ type Result struct {
 	// Turn is the scored record's position in its conversation (record.Record.Turn); 0 when
 	// unknown. SLOs with min_turn and the by-turn metrics read it.
 	Turn int `json:"turn,omitempty"`
+	// Method says how a judge's value was obtained: MethodLogprobs (the expectation over the
+	// scale under the model's token probabilities) or MethodParsed (the integer it wrote).
+	// Empty for scorers that are not rating judges.
+	Method string `json:"method,omitempty"`
+	// JudgeVersion identifies the definition of the judge that produced the result (a hash of
+	// its criteria, steps, scale, inputs, examples and scope): results of a changed judge do
+	// not mix with the old one's. Empty for scorers that are not judges.
+	JudgeVersion string `json:"judge_version,omitempty"`
 }
+
+// Values of Result.Method.
+const (
+	MethodLogprobs = "logprobs"
+	MethodParsed   = "parsed"
+)
 
 // Scorer scores a record on one or more metrics. A scorer that cannot judge a metric for a
 // record (no reference, no citations) omits it; it never invents a value. Errors are returned

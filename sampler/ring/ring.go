@@ -37,6 +37,9 @@ type Entry struct {
 	Model       string    `json:"model,omitempty"`
 	Explanation string    `json:"explanation,omitempty"`
 	Time        time.Time `json:"time"`
+	// Method and JudgeVersion are a judge's (score.Result).
+	Method       string `json:"method,omitempty"`
+	JudgeVersion string `json:"judge_version,omitempty"`
 	// Query and Answer are set only when the ring was built with content enabled and saw the
 	// record (ConsumeRecord).
 	Query  string `json:"query,omitempty"`
@@ -139,7 +142,8 @@ func (r *Ring) Query(metric string, below float64, limit int) []Entry {
 			continue
 		}
 		e := Entry{TraceID: res.TraceID, SpanID: res.SpanID, Service: res.Service, Metric: res.Metric, Value: res.Value,
-			Scorer: res.Scorer, Model: res.Model, Explanation: res.Explanation, Time: res.Time}
+			Scorer: res.Scorer, Model: res.Model, Explanation: res.Explanation, Time: res.Time,
+			Method: res.Method, JudgeVersion: res.JudgeVersion}
 		if r.withContent {
 			key := res.TraceID
 			if res.SpanID != "" {

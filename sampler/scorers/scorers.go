@@ -26,7 +26,9 @@ import (
 type Option func(*buildOptions)
 
 type buildOptions struct {
-	redact func(string) string
+	redact   func(string) string
+	judges   []config.Judge
+	judgeSet *JudgeSet
 }
 
 // WithRedact makes every LLM judge (prompts and embeddings inputs) and the NLI scorer
@@ -59,6 +61,12 @@ func Build(cfg config.Scoring, reg prometheus.Registerer, logger *slog.Logger, o
 		b := cfg.MetricBackend(m)
 		groups[b] = append(groups[b], m)
 	}
+	judges, err := JudgeDefs(bo.judges, cfg)
+	if err != nil {
+		return nil, err
+	}
+	score.RegisterJudgeMetrics(judgeMetrics(bo.judges)...)
+	bo.judgeSet.markScoring()
 	var judgeMetrics *llm.Metrics
 	judgeOpts := func(b config.LLMBackend) (llm.JudgeOptions, error) {
 		if judgeMetrics == nil && reg != nil {
@@ -75,7 +83,7 @@ func Build(cfg config.Scoring, reg prometheus.Registerer, logger *slog.Logger, o
 	var out []score.Scorer
 	for _, backend := range []string{config.BackendBuiltin, config.BackendOpenAI, config.BackendAnthropic, config.BackendNLI} {
 		ms := groups[backend]
-		if len(ms) == 0 {
+		if len(ms) == 0 && len(judges[backend]) == 0 {
 			continue
 		}
 		var sc score.Scorer
@@ -90,15 +98,21 @@ func Build(cfg config.Scoring, reg prometheus.Registerer, logger *slog.Logger, o
 			}
 			sc = builtin.New(builtin.Options{Metrics: keep})
 		case config.BackendOpenAI:
-			sc, err = buildOpenAI(cfg.OpenAI, ms, judgeOpts)
+			sc, err = buildOpenAI(cfg.OpenAI, ms, judges[backend], judgeOpts)
 		case config.BackendAnthropic:
-			sc, err = buildAnthropic(cfg.Anthropic, ms, judgeOpts)
+			sc, err = buildAnthropic(cfg.Anthropic, ms, judges[backend], judgeOpts)
 		case config.BackendNLI:
 			sc, err = nli.New(nli.Config{URL: cfg.NLI.URL.Reveal(), Threshold: cfg.NLI.Threshold, Timeout: cfg.NLI.Timeout,
 				MaxRetries: 2, Metrics: ms, Registerer: reg, Redact: bo.redact})
 		}
 		if err != nil {
 			return nil, err
+		}
+		if ls, ok := sc.(*llm.Scorer); ok {
+			bo.judgeSet.add(backend, ls)
+		}
+		for _, d := range judges[backend] {
+			ms = append(ms, d.Metric)
 		}
 		logger.Info("scorer ready", "backend", backend, "metrics", strings.Join(ms, ","))
 		out = append(out, sc)
@@ -118,7 +132,7 @@ func Build(cfg config.Scoring, reg prometheus.Registerer, logger *slog.Logger, o
 	return out, nil
 }
 
-func buildOpenAI(b config.LLMBackend, metrics []string, opts func(config.LLMBackend) (llm.JudgeOptions, error)) (score.Scorer, error) {
+func buildOpenAI(b config.LLMBackend, metrics []string, judges []llm.JudgeDef, opts func(config.LLMBackend) (llm.JudgeOptions, error)) (score.Scorer, error) {
 	key, err := config.ReadSecret(b.APIKeyEnv, b.APIKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("scoring.openai api key: %w", err)
@@ -129,10 +143,10 @@ func buildOpenAI(b config.LLMBackend, metrics []string, opts func(config.LLMBack
 	}
 	be := openai.New(openai.Config{BaseURL: b.BaseURL.Reveal(), Model: b.Model, APIKey: key,
 		EmbeddingsModel: b.EmbeddingsModel, HTTPClient: judgeClient(b.MaxConcurrency)})
-	return llm.NewScorer(llm.NewJudge(be, o), llm.ScorerOptions{Metrics: metrics, Embedder: be.Embedder()})
+	return llm.NewScorer(llm.NewJudge(be, o), llm.ScorerOptions{Metrics: metrics, OnlyJudges: len(metrics) == 0, Judges: judges, Embedder: be.Embedder()})
 }
 
-func buildAnthropic(b config.LLMBackend, metrics []string, opts func(config.LLMBackend) (llm.JudgeOptions, error)) (score.Scorer, error) {
+func buildAnthropic(b config.LLMBackend, metrics []string, judges []llm.JudgeDef, opts func(config.LLMBackend) (llm.JudgeOptions, error)) (score.Scorer, error) {
 	key, err := config.ReadSecret(b.APIKeyEnv, b.APIKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("scoring.anthropic api key: %w", err)
@@ -145,7 +159,7 @@ func buildAnthropic(b config.LLMBackend, metrics []string, opts func(config.LLMB
 		return nil, err
 	}
 	be := anthropic.New(anthropic.Config{BaseURL: b.BaseURL.Reveal(), Model: b.Model, APIKey: key, HTTPClient: judgeClient(b.MaxConcurrency)})
-	return llm.NewScorer(llm.NewJudge(be, o), llm.ScorerOptions{Metrics: metrics})
+	return llm.NewScorer(llm.NewJudge(be, o), llm.ScorerOptions{Metrics: metrics, OnlyJudges: len(metrics) == 0, Judges: judges})
 }
 
 // judgeClient is the HTTP client of one judge backend: its own transport keeping as many idle

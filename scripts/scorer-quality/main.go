@@ -30,6 +30,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	data := fs.String("data", "../shared/data", "directory holding begin/ and ragtruth/")
 	threshold := fs.Float64("threshold", builtin.DefaultThreshold, "faithfulness below which an answer counts as hallucinated")
 	resamples := fs.Int("resamples", 1000, "bootstrap resamples for the confidence intervals")
+	fit := fs.Bool("fit-calibration", false, "fit the faithfulness calibration on RAGTruth with cross-validation and write it to -calibration-out")
+	fitOut := fs.String("calibration-out", "sampler/scorers/builtin/calibration_fit.go", "where -fit-calibration writes the fitted map (\"\": report only)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -37,6 +39,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "scorer-quality: %v\n", err)
 		return 1
+	}
+	if *fit {
+		if err := calibrate(stdout, splits, *fitOut); err != nil {
+			fmt.Fprintf(stderr, "scorer-quality: %v\n", err)
+			return 1
+		}
+		return 0
 	}
 	fmt.Fprintf(stdout, "threshold %.2f: an answer is predicted hallucinated when its score is below it\n", *threshold)
 	fmt.Fprintf(stdout, "95%% intervals: %d bootstrap resamples, seed 1; Δ is the paired AUC difference builtin − word overlap\n\n", *resamples)
@@ -78,6 +87,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%-32s (%d claims not located in their answer: labelled by the answer)\n", st.name+"/claims", missing)
 		}
 		report(stdout, st.name+"/claims", claims, [2]row{{name: "builtin claim support", scores: support}, {name: "word overlap", scores: overlap}}, *threshold, *resamples)
+		acc, macro := decisionAgreement(claims, support, builtin.DefaultThreshold)
+		fmt.Fprintf(stdout, "%-32s %-22s accuracy %.3f macro-F1 %.3f   (citation decision \"the cited document supports the claim\": support >= %.2f)\n",
+			st.name+"/claims", "builtin citation", acc, macro, builtin.DefaultThreshold)
 	}
 	return 0
 }
@@ -110,6 +122,13 @@ func answers(w io.Writer, st set, threshold float64, resamples int) {
 	}
 	rows[1].micros = float64(time.Since(start).Microseconds()) / float64(max(len(st.examples), 1))
 	report(w, st.name, st.examples, rows, threshold, resamples)
+	cal := make([]float64, len(rows[0].scores))
+	for i, v := range rows[0].scores {
+		cal[i] = builtin.CalibrateFaithfulness(v)
+	}
+	rep := quality.Compare(st.examples, cal, 0.5)
+	fmt.Fprintf(w, "%-32s %-22s %5d %5d %7.3f %17s %6.3f %6.3f %6.3f   (reported value, at 0.5)\n",
+		st.name, "builtin calibrated", rep.N, rep.Hallucinated, rep.AUC, "", rep.Precision, rep.Recall, rep.F1)
 	if unjudged > 0 {
 		fmt.Fprintf(w, "%-32s (%d answers hold no verifiable claim, e.g. \"yes\": builtin omits faithfulness, scored 1 here)\n", st.name, unjudged)
 	}
@@ -150,4 +169,34 @@ func hasSpans(sp quality.Split) bool {
 
 func docs(e quality.Example) []record.Document {
 	return []record.Document{{ID: "context", Content: e.Context}}
+}
+
+// decisionAgreement is the accuracy and macro-F1 (the mean of the F1 of "supported" and of
+// "not supported") of the decision score >= threshold against the labels.
+func decisionAgreement(ex []quality.Example, scores []float64, threshold float64) (accuracy, macroF1 float64) {
+	var tp, fp, fn, tn float64 // positive: supported (not hallucinated)
+	for i, e := range ex {
+		pred, pos := scores[i] >= threshold, !e.Hallucinated
+		switch {
+		case pred && pos:
+			tp++
+		case pred && !pos:
+			fp++
+		case !pred && pos:
+			fn++
+		default:
+			tn++
+		}
+	}
+	f1 := func(tp, fp, fn float64) float64 {
+		if 2*tp+fp+fn == 0 {
+			return 0
+		}
+		return 2 * tp / (2*tp + fp + fn)
+	}
+	n := tp + fp + fn + tn
+	if n == 0 {
+		return 0, 0
+	}
+	return (tp + tn) / n, (f1(tp, fp, fn) + f1(tn, fn, fp)) / 2
 }

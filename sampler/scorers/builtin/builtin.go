@@ -109,7 +109,14 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 			Explanation: why, Time: now,
 		})
 	}
-	add(score.Faithfulness, func() (float64, string, bool) { return j.faithfulness(r.Answer) })
+	add(score.Faithfulness, func() (float64, string, bool) {
+		// Calibrated so that below 0.5 is the decision "not faithful" (calibrate.go).
+		v, why, ok := j.faithfulness(r.Answer)
+		if !ok {
+			return 0, "", false
+		}
+		return CalibrateFaithfulness(v), fmt.Sprintf("%s; raw support %.2f", why, v), true
+	})
 	q, _ := ResolveQuestion(r.Query, r.History) // a later turn's question, with what it refers to
 	add(score.AnswerRelevancy, func() (float64, string, bool) { return j.answerRelevancy(q, r.Answer) })
 	add(score.RefusalCorrect, func() (float64, string, bool) { return j.refusalCorrect(q, r.Answer) })

@@ -375,9 +375,11 @@ func TestScorer(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No reference: context_recall and answer_similarity are omitted. Context precision is
-	// judged against the answer: d1 relevant at rank 1.
+	// judged against the answer: d1 relevant at rank 1. Faithfulness is calibrated: raw 1 is
+	// 1/(1+exp(-slope·(1-center))).
 	want := []score.Result{
-		{Metric: "faithfulness", Value: 1, Explanation: "1/1 claims supported"},
+		{Metric: "faithfulness", Value: 1 / (1 + math.Exp(-FaithfulnessCalibration.Slope*(1-FaithfulnessCalibration.Center))),
+			Explanation: "1/1 claims supported; raw support 1.00"},
 		{Metric: "answer_relevancy", Value: 1, Explanation: "answer covers 2/2 question terms"},
 		{Metric: "context_precision", Value: 1, Explanation: "relevant at ranks 1 of 2 (by answer)"},
 		{Metric: "citation_precision", Value: 1, Explanation: "1/1 citations support their claim"},
@@ -497,5 +499,32 @@ func TestScorerConcurrent(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// The calibration is strictly increasing (so it keeps ROC AUC), maps its center to 0.5, stays
+// in (0, 1) and inverts; the fitted map puts the decision below raw 0.5.
+func TestCalibrationMonotone(t *testing.T) {
+	c := FaithfulnessCalibration
+	if !(c.Slope > 0 && c.Center > 0 && c.Center < 1) {
+		t.Fatalf("fitted calibration %+v", c)
+	}
+	prev := -1.0
+	for i := 0; i <= 1000; i++ {
+		x := float64(i) / 1000
+		y := c.Apply(x)
+		if !(y > prev) || y <= 0 || y >= 1 {
+			t.Fatalf("Apply(%v) = %v after %v: not strictly increasing in (0, 1)", x, y, prev)
+		}
+		if back := c.Invert(y); math.Abs(back-x) > 1e-9 {
+			t.Fatalf("Invert(Apply(%v)) = %v", x, back)
+		}
+		prev = y
+	}
+	if y := c.Apply(c.Center); y != 0.5 {
+		t.Fatalf("Apply(center) = %v", y)
+	}
+	if CalibrateFaithfulness(c.Center-0.01) >= 0.5 || CalibrateFaithfulness(c.Center+0.01) <= 0.5 {
+		t.Fatal("the decision is not at the center")
 	}
 }

@@ -26,6 +26,10 @@ type Request struct {
 	SchemaName string
 	Schema     Schema
 	MaxTokens  int
+	// TopLogprobs asks for the log-probabilities of the reply's tokens and of this many
+	// alternatives at each position (OpenAI-compatible `logprobs`, `top_logprobs`); 0 asks for
+	// none. Backends that cannot return them ignore it.
+	TopLogprobs int
 }
 
 // Response is a backend's reply.
@@ -34,6 +38,23 @@ type Response struct {
 	Refusal      string // non-empty when the model declined to answer
 	InputTokens  int64
 	OutputTokens int64
+	// Logprobs are the reply's tokens with their log-probabilities, in order, when the request
+	// asked for them and the backend returned them; nil otherwise.
+	Logprobs []TokenLogprob
+}
+
+// TokenLogprob is one token of a reply, its log-probability and the most likely alternatives
+// at its position (the token itself among them).
+type TokenLogprob struct {
+	Token   string
+	Logprob float64
+	Top     []TopLogprob
+}
+
+// TopLogprob is one alternative token at a position of a reply.
+type TopLogprob struct {
+	Token   string
+	Logprob float64
 }
 
 // Backend sends one chat request to a model. Implementations turn HTTP error statuses into

@@ -172,25 +172,35 @@ type Question struct {
 	Schema Schema
 	// Check validates the decoded reply beyond the schema (counts, indexes); nil accepts.
 	Check func() error
+	// TopLogprobs asks the backend for token log-probabilities (Request.TopLogprobs); AskLogprobs
+	// returns those of the accepted reply.
+	TopLogprobs int
 }
 
 // Ask sends q and decodes the validated JSON reply into out. A reply that is not JSON, breaks
 // the schema or fails Check gets one repair request; a second failure is parse_error. The
 // returned Usage counts every call made, also on error.
 func (j *Judge) Ask(ctx context.Context, q Question, out any) (Usage, error) {
+	u, _, err := j.AskLogprobs(ctx, q, out)
+	return u, err
+}
+
+// AskLogprobs is Ask that also returns the token log-probabilities of the accepted reply, when
+// q.TopLogprobs asked for them and the backend returned them (nil otherwise).
+func (j *Judge) AskLogprobs(ctx context.Context, q Question, out any) (Usage, []TokenLogprob, error) {
 	req := Request{System: q.System, Messages: []Message{{Role: "user", Content: j.opts.Redact(q.User)}},
-		SchemaName: "verdict", Schema: q.Schema, MaxTokens: j.opts.MaxTokens}
+		SchemaName: "verdict", Schema: q.Schema, MaxTokens: j.opts.MaxTokens, TopLogprobs: q.TopLogprobs}
 	var total Usage
 	for attempt := 0; attempt < 2; attempt++ {
 		resp, u, err := j.call(ctx, req)
 		total.add(u)
 		if err != nil {
 			j.opts.Metrics.outcome(j.b.Name(), q.Metric, Outcome(err))
-			return total, err
+			return total, nil, err
 		}
 		if resp.Refusal != "" {
 			j.opts.Metrics.outcome(j.b.Name(), q.Metric, score.OutcomeRefused)
-			return total, &OutcomeError{Outcome: score.OutcomeRefused, Err: errors.New("the model refused to judge")}
+			return total, nil, &OutcomeError{Outcome: score.OutcomeRefused, Err: errors.New("the model refused to judge")}
 		}
 		perr := decode(resp.Text, q.Schema, out)
 		if perr == nil && q.Check != nil {
@@ -198,12 +208,12 @@ func (j *Judge) Ask(ctx context.Context, q Question, out any) (Usage, error) {
 		}
 		if perr == nil {
 			j.opts.Metrics.outcome(j.b.Name(), q.Metric, "ok")
-			return total, nil
+			return total, resp.Logprobs, nil
 		}
 		j.opts.Logger.Debug("judge reply rejected", "backend", j.b.Name(), "metric", q.Metric, "attempt", attempt+1, "problem", perr.Error())
 		if attempt == 1 {
 			j.opts.Metrics.outcome(j.b.Name(), q.Metric, score.OutcomeParseError)
-			return total, &OutcomeError{Outcome: score.OutcomeParseError, Err: fmt.Errorf("invalid verdict after one repair: %w", perr)}
+			return total, nil, &OutcomeError{Outcome: score.OutcomeParseError, Err: fmt.Errorf("invalid verdict after one repair: %w", perr)}
 		}
 		req.Messages = append(req.Messages,
 			Message{Role: "assistant", Content: truncate.String(resp.Text, 4000)},

@@ -92,8 +92,7 @@ func (s *Scorer) answerRelevancy(ctx context.Context, r *record.Record, u *call)
 		return s.refusalRelevancy(ctx, r, u)
 	}
 	if s.embed == nil {
-		return s.rate(ctx, u, score.AnswerRelevancy, "how directly and fully the ANSWER addresses the QUESTION",
-			rubricRelevancy, s.historyBlock(r)+block("QUESTION", "", s.cut(r.Query))+block("ANSWER", "", s.cut(r.Answer)))
+		return s.geval(ctx, relevancyJudge, relevancyJudge.Version(), r, u)
 	}
 	// RAGAS: generate the questions the answer answers, compare them with the real one.
 	var gen struct {

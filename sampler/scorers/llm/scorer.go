@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -26,6 +27,11 @@ type ScorerOptions struct {
 	MaxDocuments int
 	MaxTextBytes int
 	Now          func() time.Time
+	// OnlyJudges scores Judges alone, none of MetricNames (Metrics is ignored).
+	OnlyJudges bool
+	// Judges are G-Eval judges scored after Metrics (the `judges` config section); SetJudges
+	// replaces them while running.
+	Judges []JudgeDef
 }
 
 // Scorer scores records with an LLM judge.
@@ -36,6 +42,9 @@ type Scorer struct {
 	maxDocs int
 	maxText int
 	now     func() time.Time
+	// judges is replaced whole by SetJudges; a record is scored with the set it started with.
+	judges     atomic.Pointer[judgeSet]
+	stepsCache stepsCache
 }
 
 var _ score.Scorer = (*Scorer)(nil)
@@ -43,8 +52,11 @@ var _ score.Scorer = (*Scorer)(nil)
 // NewScorer returns a Scorer asking j. Unknown metric names are an error.
 func NewScorer(j *Judge, o ScorerOptions) (*Scorer, error) {
 	ms := o.Metrics
-	if len(ms) == 0 {
+	if len(ms) == 0 && !o.OnlyJudges {
 		ms = MetricNames
+	}
+	if o.OnlyJudges {
+		ms = nil
 	}
 	for _, m := range ms {
 		if !slices.Contains(MetricNames, m) {
@@ -61,7 +73,41 @@ func NewScorer(j *Judge, o ScorerOptions) (*Scorer, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	if err := s.SetJudges(o.Judges); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// SetJudges replaces the scorer's configured judges (a config reload). Records being scored
+// finish with the judges they started with. Generated evaluation steps stay cached per judge
+// version, so a judge whose definition did not change does not ask for them again.
+func (s *Scorer) SetJudges(defs []JudgeDef) error {
+	set := &judgeSet{}
+	seen := map[string]bool{}
+	for _, d := range defs {
+		if err := d.Validate(); err != nil {
+			return err
+		}
+		if seen[d.Metric] || slices.Contains(MetricNames, d.Metric) {
+			return fmt.Errorf("judge metric %q is defined twice", d.Metric)
+		}
+		seen[d.Metric] = true
+		set.defs = append(set.defs, d)
+		set.versions = append(set.versions, d.Version())
+	}
+	s.judges.Store(set)
+	return nil
+}
+
+// JudgeVersions returns the configured judges' metric names and definition versions.
+func (s *Scorer) JudgeVersions() map[string]string {
+	set := s.judges.Load()
+	out := make(map[string]string, len(set.defs))
+	for i, d := range set.defs {
+		out[d.Metric] = set.versions[i]
+	}
+	return out
 }
 
 // Name implements score.Scorer: the backend's name.
@@ -71,7 +117,9 @@ func (s *Scorer) Name() string { return s.j.b.Name() }
 type verdict struct {
 	value       float64
 	explanation string
-	skip        bool // the record lacks what the metric needs: no result, no error
+	skip        bool   // the record lacks what the metric needs: no result, no error
+	method      string // score.Method* for a rating
+	version     string // the judge's definition version, for a G-Eval judge
 }
 
 // Score implements score.Scorer. Metrics the record cannot support (no reference, no
@@ -82,9 +130,22 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 	var out []score.Result
 	var failed score.Failure
 	st := &recordState{}
-	for _, m := range s.metrics {
+	set := s.judges.Load()
+	n := len(s.metrics) + len(set.defs)
+	for i := 0; i < n; i++ {
+		var m string
+		var v verdict
+		var err error
 		u := &call{st: st}
-		v, err := s.scoreMetric(ctx, m, r, u, st)
+		if i < len(s.metrics) {
+			m = s.metrics[i]
+			v, err = s.scoreMetric(ctx, m, r, u, st)
+		} else {
+			d, version := set.defs[i-len(s.metrics)], set.versions[i-len(s.metrics)]
+			m = d.Metric
+			v, err = s.geval(ctx, d, version, r, u)
+			v.version = version
+		}
 		if err != nil {
 			failed = append(failed, score.MetricError{Metric: m, Outcome: Outcome(err), Err: err})
 			if ctx.Err() != nil {
@@ -104,7 +165,7 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 			TraceID: r.TraceID, SpanID: r.SpanID, Service: r.Service, Metric: m, Value: v.value,
 			Weight: weight(r), Scorer: s.j.b.Name(), Model: s.j.b.Model(),
 			InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostUSD: u.CostUSD,
-			Explanation: v.explanation, Time: s.now(),
+			Explanation: v.explanation, Time: s.now(), Method: v.method, JudgeVersion: v.version,
 		})
 	}
 	if v, ok := st.conv.refusalCorrect(); ok {
@@ -181,7 +242,14 @@ func (s *Scorer) scoreMetric(ctx context.Context, m string, r *record.Record, u 
 	case score.AnswerSimilarity:
 		return s.answerSimilarity(ctx, r, u)
 	default:
-		return s.rubric(ctx, m, r, u)
+		d, ok := BuiltinJudges[m]
+		if !ok {
+			return verdict{}, &OutcomeError{Outcome: score.OutcomeError, Err: fmt.Errorf("unknown metric %q", m)}
+		}
+		version := d.Version()
+		v, err := s.geval(ctx, d, version, r, u)
+		v.version = version
+		return v, err
 	}
 }
 
@@ -193,11 +261,16 @@ func (s *Scorer) ask(ctx context.Context, u *call, q Question, out any) error {
 	}
 	used, err := s.j.Ask(ctx, q, out)
 	u.add(used)
+	s.markDown(u, err)
+	return err
+}
+
+// markDown records a failure that makes the backend unavailable for the rest of the record.
+func (s *Scorer) markDown(u *call, err error) {
 	var oe *OutcomeError
 	if errors.As(err, &oe) && oe.Unavailable {
 		u.st.down = oe
 	}
-	return err
 }
 
 // cut keeps text within the prompt size. A text that is too long is redacted before it is

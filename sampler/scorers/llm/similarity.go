@@ -18,8 +18,7 @@ func (s *Scorer) answerSimilarity(ctx context.Context, r *record.Record, u *call
 		return verdict{skip: true}, nil
 	}
 	if s.embed == nil {
-		return s.rate(ctx, u, score.AnswerSimilarity, "how closely the ANSWER matches the meaning of the REFERENCE answer",
-			rubricSimilarity, block("QUESTION", "", s.cut(r.Query))+block("REFERENCE", "", s.cut(r.Reference))+block("ANSWER", "", s.cut(r.Answer)))
+		return s.geval(ctx, similarityJudge, similarityJudge.Version(), r, u)
 	}
 	if err := u.notAsked(); err != nil {
 		return verdict{}, err

@@ -26,7 +26,9 @@ import (
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/natsconn"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler"
+	"github.com/ragwatch/ragwatch/sampler/scorers"
 	"github.com/ragwatch/ragwatch/sampler/worker"
 )
 
@@ -147,6 +149,9 @@ type App struct {
 	// Sampler samples records to the JetStream scoring queue and, unless scoring.workers is
 	// 0, scores them in process (docs/sampling.md).
 	Sampler *sampler.Runtime
+	// Judges are the LLM scorers of the configured judges (the `judges` section), which a
+	// reload changes; empty when no scorer runs in this process.
+	Judges *scorers.JudgeSet
 	// Workers is `ragwatch worker`'s scoring pool (nil in run mode, where Sampler.Pool is the
 	// in-process one).
 	Workers *worker.Pool
@@ -239,6 +244,11 @@ func build(mode Mode, cfg *config.Config, logger *slog.Logger, opts []Option) (*
 		Registry: reg,
 		Services: labels.NewServiceSetTTL(cfg.Signals.MaxServices, cfg.Signals.ServiceTTL, o.now),
 		Ingest:   ingest.NewMetrics(reg),
+		Judges:   scorers.NewJudgeSet(),
+	}
+	// Results of the judges may come from worker pods: the score subscription accepts them.
+	for _, j := range cfg.Judges {
+		score.RegisterJudgeMetrics(j.Metric())
 	}
 	built := false
 	defer func() {

@@ -72,7 +72,8 @@ func (b *builder) scorers() ([]score.Scorer, error) {
 	if err != nil {
 		return nil, err
 	}
-	active, err := scorers.Build(b.cfg.Scoring, b.Registry, b.logger("scorers"), JudgeRedaction(r)...)
+	opts := append(JudgeRedaction(r), scorers.WithJudges(b.cfg.Judges, b.Judges))
+	active, err := scorers.Build(b.cfg.Scoring, b.Registry, b.logger("scorers"), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("build scorers: %w", err)
 	}

@@ -26,6 +26,7 @@ var reloadable = map[string]map[string]bool{
 	"sampling":  {"rate": true, "rules": true, "max_per_minute": true, "budget": true},
 	"alerting":  {"resolved_retention": true, "trace_url_template": true, "dashboard_url": true},
 	"log":       {"level": true},
+	"judges":    nil, // the judges of in-process scorers; worker pods need a restart
 }
 
 // WithConfigSource sets how Reload reads the config again: `ragwatch run` loads its file and
@@ -182,6 +183,16 @@ func (a *App) reloadLocked() (*ReloadResult, error) {
 		commits = append(commits, commit)
 	}
 
+	// Judges: examples files are read and the backends checked before anything is applied.
+	commitJudges := func() {}
+	if a.Judges != nil {
+		c, err := a.Judges.Prepare(next.Judges, next.Scoring)
+		if err != nil {
+			return nil, &ReloadError{Problems: []string{err.Error()}}
+		}
+		commitJudges = c
+	}
+
 	// Apply. The engine checks its references first; if the notifiers then cannot be built,
 	// the engine goes back to the running config so nothing changes.
 	if err := a.Alerts.Update(next); err != nil {
@@ -201,6 +212,7 @@ func (a *App) reloadLocked() (*ReloadResult, error) {
 	for _, commit := range commits {
 		commit()
 	}
+	commitJudges()
 	a.cfg = next
 	return &ReloadResult{RestartRequired: restart}, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/ragwatch/ragwatch/config"
@@ -41,6 +42,9 @@ type Backend struct {
 	// OpenAI-compatible servers do); later requests ask for json_object instead. The judge
 	// validates every reply against the schema either way.
 	plainJSON atomic.Bool
+	// noLogprobs is set once the server rejected logprobs (reasoning models, some
+	// OpenAI-compatible servers); judges then fall back to the parsed score.
+	noLogprobs atomic.Bool
 }
 
 var _ llm.Backend = (*Backend)(nil)
@@ -90,6 +94,10 @@ func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 	if req.MaxTokens > 0 {
 		params.MaxTokens = oai.Int(int64(req.MaxTokens))
 	}
+	if req.TopLogprobs > 0 && !b.noLogprobs.Load() {
+		params.Logprobs = oai.Bool(true)
+		params.TopLogprobs = oai.Int(int64(min(req.TopLogprobs, 20)))
+	}
 	schemaFormat := oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
 		JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: req.SchemaName, Schema: map[string]any(req.Schema.Wire())},
 	}}
@@ -104,6 +112,11 @@ func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 		params.ResponseFormat = objectFormat
 		resp, err = b.client.Chat.Completions.New(ctx, params)
 	}
+	if err != nil && params.Logprobs.Valid() && rejectsLogprobs(err) {
+		b.noLogprobs.Store(true)
+		params.Logprobs, params.TopLogprobs = param.Opt[bool]{}, param.Opt[int64]{}
+		resp, err = b.client.Chat.Completions.New(ctx, params)
+	}
 	if err != nil {
 		return llm.Response{}, b.convert(err)
 	}
@@ -115,6 +128,9 @@ func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 	out.Text, out.Refusal = ch.Message.Content, ch.Message.Refusal
 	if out.Refusal == "" && ch.FinishReason == "content_filter" {
 		out.Refusal = "content_filter"
+	}
+	if params.Logprobs.Valid() {
+		out.Logprobs = logprobs(ch.Logprobs.Content)
 	}
 	return out, nil
 }
@@ -152,6 +168,32 @@ func (e embedder) Embed(ctx context.Context, texts []string) ([][]float64, int64
 		}
 	}
 	return out, resp.Usage.PromptTokens, nil
+}
+
+// logprobs converts the wire form choices[0].logprobs.content[i].{token, logprob,
+// top_logprobs[j].{token, logprob}}; nil when the server sent none.
+func logprobs(content []oai.ChatCompletionTokenLogprob) []llm.TokenLogprob {
+	if len(content) == 0 {
+		return nil
+	}
+	out := make([]llm.TokenLogprob, len(content))
+	for i, c := range content {
+		t := llm.TokenLogprob{Token: c.Token, Logprob: c.Logprob, Top: make([]llm.TopLogprob, len(c.TopLogprobs))}
+		for j, a := range c.TopLogprobs {
+			t.Top[j] = llm.TopLogprob{Token: a.Token, Logprob: a.Logprob}
+		}
+		out[i] = t
+	}
+	return out
+}
+
+// rejectsLogprobs reports a 400 that complains about logprobs.
+func rejectsLogprobs(err error) bool {
+	var ae *oai.Error
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusBadRequest {
+		return false
+	}
+	return strings.Contains(strings.ToLower(ae.Message+" "+ae.Param+" "+ae.RawJSON()), "logprobs")
 }
 
 // rejectsSchema reports a 400 that complains about the response format.
