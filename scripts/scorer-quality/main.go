@@ -30,6 +30,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	data := fs.String("data", "../shared/data", "directory holding begin/ and ragtruth/")
 	threshold := fs.Float64("threshold", builtin.DefaultThreshold, "faithfulness below which an answer counts as hallucinated")
 	resamples := fs.Int("resamples", 1000, "bootstrap resamples for the confidence intervals")
+	pairs := fs.Bool("pairwise", false, "measure the builtin pairwise judge on RAGTruth pairs instead")
+	margin := fs.Float64("margin", builtin.DefaultPairMargin, "with -pairwise: the builtin pairwise rule's margin")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -37,6 +39,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "scorer-quality: %v\n", err)
 		return 1
+	}
+	if *pairs {
+		for _, sp := range splits {
+			if hasSpans(sp) {
+				if err := pairReport(stdout, sp, *margin); err != nil {
+					fmt.Fprintf(stderr, "scorer-quality: %v\n", err)
+					return 1
+				}
+			}
+		}
+		return 0
 	}
 	fmt.Fprintf(stdout, "threshold %.2f: an answer is predicted hallucinated when its score is below it\n", *threshold)
 	fmt.Fprintf(stdout, "95%% intervals: %d bootstrap resamples, seed 1; Δ is the paired AUC difference builtin − word overlap\n\n", *resamples)
