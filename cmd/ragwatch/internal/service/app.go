@@ -162,6 +162,9 @@ type App struct {
 
 	// Records is the record fan-out: what the assembler and POST /api/v1/records feed.
 	Records record.Fanout
+	// Pairs takes the two records of each joined shadow pair (the sampler's PairStage, which
+	// queues them for the pairwise judge); nil in worker mode.
+	Pairs record.PairConsumer
 	// Feedback receives feedback joined after its record.
 	Feedback feedbackFanout
 
