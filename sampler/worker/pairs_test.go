@@ -102,10 +102,14 @@ func TestPairJobWithoutJudgeIsDeadLettered(t *testing.T) {
 	if err := pub.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// The counter goes up after the dead-letter publish and the ack.
 	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "dead-lettered", func() bool {
-		return streamMsgs(js, rt.Queue.DeadLetterStream) == 1
+		return testutil.Sum(t, reg, "ragwatch_scoring_dead_letter_total", nil) == 1
 	})
-	if got := testutil.Sum(t, reg, "ragwatch_scoring_dead_letter_total", nil); got != 1 {
-		t.Fatalf("dead letters %v", got)
+	if got := streamMsgs(js, rt.Queue.DeadLetterStream); got != 1 {
+		t.Fatalf("dead-letter stream holds %d", got)
+	}
+	if got := testutil.Sum(t, reg, "ragwatch_pairwise_total", nil); got != 0 {
+		t.Fatalf("pairs counted %v", got)
 	}
 }
