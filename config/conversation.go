@@ -71,9 +71,14 @@ type Pairs struct {
 	Wait time.Duration `yaml:"wait"`
 	// MaxPending bounds the first halves waiting; the oldest is orphaned beyond it.
 	MaxPending int `yaml:"max_pending"`
+	// Judge is the pairwise judge of joined pairs: builtin, openai or anthropic (the latter two
+	// use scoring.openai / scoring.anthropic). docs/pairwise.md.
+	Judge string `yaml:"judge"`
 }
 
-func defaultPairs() Pairs { return Pairs{Wait: 10 * time.Minute, MaxPending: 10000} }
+func defaultPairs() Pairs {
+	return Pairs{Wait: 10 * time.Minute, MaxPending: 10000, Judge: BackendBuiltin}
+}
 
 // Validate implements Validator.
 func (p Pairs) Validate() error {
@@ -83,6 +88,11 @@ func (p Pairs) Validate() error {
 	}
 	if p.MaxPending <= 0 {
 		errs = append(errs, Invalid("max_pending", "must be positive"))
+	}
+	switch p.Judge {
+	case BackendBuiltin, BackendOpenAI, BackendAnthropic:
+	default:
+		errs = append(errs, Invalid("judge", "must be builtin, openai or anthropic, got %q", p.Judge))
 	}
 	return joinErrs(errs)
 }

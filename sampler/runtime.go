@@ -14,6 +14,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler/decide"
+	"github.com/ragwatch/ragwatch/sampler/pairwise"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 	"github.com/ragwatch/ragwatch/sampler/worker"
 )
@@ -32,6 +33,11 @@ type Runtime struct {
 	Budget    *decide.Budget
 	Publisher *queue.Publisher
 	Pool      *worker.Pool // nil when scoring.workers is 0 (worker pods score)
+	// Pairs is the record.PairConsumer of the shadow-pair join: it queues pair jobs on the
+	// same stream. Pairwise counts the outcomes the in-process workers judge and serves
+	// GET /api/v1/pairwise.
+	Pairs    *PairStage
+	Pairwise *pairwise.Recorder
 
 	js       jetstream.JetStream
 	cfg      config.ScoringQueue
@@ -46,7 +52,11 @@ type Runtime struct {
 // nil) also receives every result in process (e.g. the /api/v1/scores ring). services bounds
 // the `service` label and should be the process's shared set.
 func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorers []score.Scorer, extra score.Consumer,
-	services *labels.ServiceSet, reg prometheus.Registerer, logger *slog.Logger) *Runtime {
+	services *labels.ServiceSet, reg prometheus.Registerer, logger *slog.Logger, opts ...RuntimeOption) *Runtime {
+	var ro runtimeOptions
+	for _, o := range opts {
+		o(&ro)
+	}
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -58,6 +68,8 @@ func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorer
 		Decider:   d,
 		Budget:    budget,
 		Publisher: pub,
+		Pairs:     NewPairStage(cfg.Comparisons, d, budget, pub, reg),
+		Pairwise:  pairwise.NewRecorder(reg),
 		js:        js, cfg: cfg.Scoring.Queue, replicas: replicas, logger: logger, reg: reg,
 	}
 	if cfg.Scoring.Workers > 0 {
@@ -67,9 +79,23 @@ func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorer
 		}
 		rt.Pool = worker.New(js, cfg.Scoring.ScoringRuntime, scorers, sink, worker.Options{
 			Replicas: replicas, Budget: budget, Services: services, Registerer: reg, Logger: logger,
+			PairJudge: ro.pairJudge, Pairwise: rt.Pairwise,
 		})
 	}
 	return rt
+}
+
+// RuntimeOption adjusts NewRuntime.
+type RuntimeOption func(*runtimeOptions)
+
+type runtimeOptions struct {
+	pairJudge pairwise.Judge
+}
+
+// WithPairJudge gives the in-process workers the judge of pair jobs (pairs.judge); without it
+// they dead-letter pair jobs.
+func WithPairJudge(j pairwise.Judge) RuntimeOption {
+	return func(o *runtimeOptions) { o.pairJudge = j }
 }
 
 // Start creates the queue (bounded by ctx) and starts the publisher and the workers.

@@ -33,6 +33,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	writeBaseline := fs.String("write-baseline", "", "write this run's metric means as a baseline file")
 	concurrency := fs.Int("concurrency", 4, "records scored at once")
 	noHistory := fs.Bool("no-history", false, "score records as if they had no conversation history (turns still bucket them)")
+	pairs := fs.Bool("pairwise", false, "judge pairs instead: each line {\"pair_id\", \"a\": <record>, \"b\": <record>} (docs/pairwise.md)")
+	minWinRate := fs.Float64("min-win-rate", -1, "with --pairwise: fail when the upper bound of b's 95% win-rate interval is below this")
+	judge := fs.String("judge", "", "with --pairwise: builtin, openai or anthropic (default pairs.judge)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -42,6 +45,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *input == "" {
 		return fail("--input is required")
+	}
+	if *pairs {
+		return runEvalPairs(ctx, cfgPath, *input, *output, *judge, *minWinRate, *concurrency, stdout, stderr)
+	}
+	if *minWinRate != -1 || *judge != "" {
+		return fail("--min-win-rate and --judge need --pairwise")
 	}
 	if *maxDrop < 0 || *maxDrop > 1 {
 		return fail("--max-drop must be between 0 and 1, got %v", *maxDrop)

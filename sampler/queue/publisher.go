@@ -43,7 +43,7 @@ type Publisher struct {
 	cfg     config.ScoringQueue
 	m       *Metrics
 	logger  *slog.Logger
-	buf     chan *record.Record
+	buf     chan item
 	pending chan pendingPub
 
 	// DepthInterval is how often the depth gauge is polled; set before Start.
@@ -73,7 +73,7 @@ func NewPublisher(js jetstream.JetStream, cfg config.ScoringQueue, buffer int, r
 	}
 	return &Publisher{
 		js: js, nc: js.Conn(), cfg: cfg, m: NewMetrics(reg), logger: logger,
-		buf:           make(chan *record.Record, buffer),
+		buf:           make(chan item, buffer),
 		pending:       make(chan pendingPub, maxInFlight),
 		DepthInterval: 5 * time.Second,
 	}
@@ -99,7 +99,15 @@ func (p *Publisher) Start(_ context.Context) error {
 // Offer queues r (already marked with its Sampling) for publishing. It never blocks: when the
 // buffer is full or NATS is not connected the record is dropped and counted. r must not be
 // changed afterwards.
-func (p *Publisher) Offer(r *record.Record) error {
+func (p *Publisher) Offer(r *record.Record) error { return p.offer(item{rec: r}) }
+
+// item is one message to publish: a sampled record, or a pair job (OfferPair).
+type item struct {
+	rec  *record.Record
+	pair *PairJob
+}
+
+func (p *Publisher) offer(it item) error {
 	if !p.nc.IsConnected() {
 		p.m.Dropped.WithLabelValues(DropNATSUnavailable).Inc()
 		return ErrUnavailable
@@ -111,7 +119,7 @@ func (p *Publisher) Offer(r *record.Record) error {
 		return ErrClosed
 	}
 	select {
-	case p.buf <- r:
+	case p.buf <- it:
 		return nil
 	default:
 		p.m.Dropped.WithLabelValues(DropQueueFull).Inc()
@@ -121,17 +129,24 @@ func (p *Publisher) Offer(r *record.Record) error {
 
 func (p *Publisher) publishLoop() {
 	defer close(p.pending)
-	for r := range p.buf {
-		p.publish(r)
+	for it := range p.buf {
+		p.publish(it)
 	}
 }
 
-func (p *Publisher) publish(r *record.Record) {
+func (p *Publisher) publish(it item) {
 	if !p.nc.IsConnected() {
 		p.m.Dropped.WithLabelValues(DropNATSUnavailable).Inc()
 		return
 	}
-	data, err := json.Marshal(r)
+	var v any = it.rec
+	key := ""
+	if it.pair != nil {
+		v, key = it.pair, it.pair.Key()
+	} else {
+		key = it.rec.Key()
+	}
+	data, err := json.Marshal(v)
 	if err != nil {
 		// Records are validated at intake; this is a bug, not input.
 		p.logger.Error("encode sampled record", "err", err)
@@ -139,7 +154,10 @@ func (p *Publisher) publish(r *record.Record) {
 		return
 	}
 	msg := &nats.Msg{Subject: p.cfg.Subject, Data: data, Header: nats.Header{}}
-	msg.Header.Set(jetstream.MsgIDHeader, r.Key())
+	msg.Header.Set(jetstream.MsgIDHeader, key)
+	if it.pair != nil {
+		msg.Header.Set(HeaderKind, KindPair)
+	}
 	fut, err := p.js.PublishMsgAsync(msg)
 	if err != nil {
 		p.drop(err)

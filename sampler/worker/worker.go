@@ -20,6 +20,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler/decide"
+	"github.com/ragwatch/ragwatch/sampler/pairwise"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 )
 
@@ -46,6 +47,10 @@ type Options struct {
 	DepthInterval time.Duration
 	// Now is the clock for result times (default time.Now).
 	Now func() time.Time
+	// PairJudge judges pair jobs (queue.KindPair); nil dead-letters them. Pairwise counts
+	// their outcomes; nil creates it on Registerer.
+	PairJudge pairwise.Judge
+	Pairwise  *pairwise.Recorder
 }
 
 // Pool is N workers sharing the durable consumer. Several pools (processes, pods) may share the
@@ -90,6 +95,9 @@ func New(js jetstream.JetStream, cfg config.ScoringRuntime, scorers []score.Scor
 	}
 	if sink == nil {
 		sink = score.Fanout(nil)
+	}
+	if opts.Pairwise == nil {
+		opts.Pairwise = pairwise.NewRecorder(opts.Registerer)
 	}
 	m := newMetrics(opts.Registerer)
 	// An evicted service label (signals.service_ttl) takes its series with it.
@@ -180,6 +188,10 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg) {
 	delivered := uint64(1)
 	if meta, err := msg.Metadata(); err == nil {
 		delivered = meta.NumDelivered
+	}
+	if queue.IsPair(msg.Headers()) {
+		p.handlePair(ctx, msg, delivered)
+		return
 	}
 	var rec record.Record
 	if err := json.Unmarshal(msg.Data(), &rec); err != nil || rec.TraceID == "" {

@@ -32,6 +32,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	resamples := fs.Int("resamples", 1000, "bootstrap resamples for the confidence intervals")
 	fit := fs.Bool("fit-calibration", false, "fit the faithfulness calibration on RAGTruth with cross-validation and write it to -calibration-out")
 	fitOut := fs.String("calibration-out", "sampler/scorers/builtin/calibration_fit.go", "where -fit-calibration writes the fitted map (\"\": report only)")
+	pairs := fs.Bool("pairwise", false, "measure the builtin pairwise judge on RAGTruth pairs instead")
+	margin := fs.Float64("margin", builtin.DefaultPairMargin, "with -pairwise: the builtin pairwise rule's margin")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -44,6 +46,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err := calibrate(stdout, splits, *fitOut); err != nil {
 			fmt.Fprintf(stderr, "scorer-quality: %v\n", err)
 			return 1
+		}
+		return 0
+	}
+	if *pairs {
+		for _, sp := range splits {
+			if hasSpans(sp) {
+				if err := pairReport(stdout, sp, *margin); err != nil {
+					fmt.Fprintf(stderr, "scorer-quality: %v\n", err)
+					return 1
+				}
+			}
 		}
 		return 0
 	}

@@ -174,7 +174,8 @@ type App struct {
 	Feedback feedbackFanout
 	// Labels receives labels joined after their record, and orphaned ones.
 	Labels labelFanout
-	// Pairs receives shadow pairs once both records arrived.
+	// Pairs receives shadow pairs once both records arrived: the sampler's PairStage, which
+	// queues them for the pairwise judge. Empty in worker mode.
 	Pairs pairFanout
 
 	components []component

@@ -26,6 +26,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler"
 	"github.com/ragwatch/ragwatch/sampler/decide"
+	"github.com/ragwatch/ragwatch/sampler/pairwise"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 	"github.com/ragwatch/ragwatch/sampler/ring"
 	"github.com/ragwatch/ragwatch/sampler/scorers"
@@ -78,6 +79,20 @@ func (b *builder) scorers() ([]score.Scorer, error) {
 		return nil, fmt.Errorf("build scorers: %w", err)
 	}
 	return redactScorers(active, r), nil // explanations leave on NATS and the API
+}
+
+// pairJudge is what the scoring workers judge pair jobs with (pairs.judge), its prompts
+// redacted as the scorers' are.
+func (b *builder) pairJudge() (pairwise.Judge, error) {
+	r, err := b.redaction()
+	if err != nil {
+		return nil, err
+	}
+	j, err := scorers.BuildPairJudge(b.cfg.Scoring, b.cfg.Pairs.Judge, b.logger("scorers"), JudgeRedaction(r)...)
+	if err != nil {
+		return nil, fmt.Errorf("build pairwise judge: %w", err)
+	}
+	return j, nil
 }
 
 func (b *builder) nats() (lifecycle, error) {
@@ -178,13 +193,19 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 // the scores subscription reads back exactly as it would from worker pods.
 func (b *builder) sampler() (lifecycle, error) {
 	var active []score.Scorer
+	var ropts []sampler.RuntimeOption
 	if b.cfg.Scoring.Workers > 0 {
 		var err error
 		if active, err = b.scorers(); err != nil {
 			return lifecycle{}, err
 		}
+		pj, err := b.pairJudge()
+		if err != nil {
+			return lifecycle{}, err
+		}
+		ropts = append(ropts, sampler.WithPairJudge(pj))
 	}
-	samp := sampler.NewRuntime(b.cfg, b.NATS.JS, b.NATS.Replicas, active, nil, b.Services, b.Registry, b.logger("sampler"))
+	samp := sampler.NewRuntime(b.cfg, b.NATS.JS, b.NATS.Replicas, active, nil, b.Services, b.Registry, b.logger("sampler"), ropts...)
 	b.Sampler = samp
 	return lifecycle{start: samp.Start, shutdown: samp.Shutdown}, nil
 }
@@ -201,6 +222,10 @@ func (b *builder) scoringWorkers() (lifecycle, error) {
 		return lifecycle{}, errors.New("no scorers are enabled (scoring.metrics / scoring.retrieval_k)")
 	}
 	logger := b.logger("workers")
+	pj, err := b.pairJudge()
+	if err != nil {
+		return lifecycle{}, err
+	}
 	pool := worker.New(b.NATS.JS, b.cfg.Scoring.ScoringRuntime, active,
 		score.Fanout{queue.NewScorePublisher(b.NATS.NC, b.cfg.Scoring.Queue.ScoresSubjectPrefix)},
 		worker.Options{
@@ -210,6 +235,7 @@ func (b *builder) scoringWorkers() (lifecycle, error) {
 			Registerer: b.Registry,
 			Logger:     logger,
 			Now:        b.o.now,
+			PairJudge:  pj,
 		})
 	b.Workers = pool
 	return lifecycle{start: pool.Start, shutdown: pool.Shutdown}, nil
@@ -241,7 +267,7 @@ func (b *builder) join() (lifecycle, error) {
 	}
 	// Shadow pairs once both halves arrived: one record.PairConsumer per line.
 	b.Pairs = pairFanout{
-		// none yet
+		b.Sampler.Pairs, // queues pair jobs for the pairwise judge
 	}
 	// The join, the assembler and the API hold &App.Records, so the test sinks appended at the
 	// end of build are seen; nothing may be appended after New returns (the fan-out is read
@@ -369,6 +395,7 @@ func (b *builder) http() (lifecycle, error) {
 	if b.mode == ModeRun {
 		srv.Mount("GET /api/v1/alerts", b.Alerts.Handler())
 		srv.Mount("GET /api/v1/scores", b.recent.Handler())
+		srv.Mount("GET /api/v1/pairwise", b.Sampler.Pairwise.Handler())
 		srv.Mount("POST /api/v1/feedback", b.Join.Handler(b.Ingest))
 		srv.Mount("POST /api/v1/labels", b.Join.LabelsHandler(b.Ingest))
 		if b.reload, err = newReloader(b.o.reload, b.o.now, b.Registry, b.logger("reload")); err != nil {

@@ -206,6 +206,7 @@ func (a *App) reloadLocked() (*ReloadResult, error) {
 	}
 	a.Sampler.Decider.Update(next.Sampling)
 	a.Sampler.Budget.Update(next.Sampling.Budget)
+	a.Sampler.Pairs.Update(next.Comparisons)
 	if a.reload.opts.level != nil {
 		a.reload.opts.level.Set(level)
 	}
