@@ -196,6 +196,7 @@ func (b *builder) scoringWorkers() (lifecycle, error) {
 	if err != nil {
 		return lifecycle{}, err
 	}
+	active = sampler.SampledScorers(active) // the sidecars' sampling stage computes retrieval metrics
 	if len(active) == 0 {
 		return lifecycle{}, errors.New("no scorers are enabled (scoring.metrics / scoring.retrieval_k)")
 	}
