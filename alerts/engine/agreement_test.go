@@ -9,7 +9,7 @@ import (
 
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/ragwatch/ragwatch/alerts/agreement"
+	"github.com/ragwatch/ragwatch/internal/agreement"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
@@ -32,7 +32,7 @@ func (h *harness) gauge(statistic string) float64 {
 	return promtestutil.ToFloat64(h.e.agree.value.WithLabelValues("faithfulness", "openai", statistic))
 }
 
-// The worked example of alerts/agreement (MAE 0.14, Spearman 0.820783, kappa 0.545455), its
+// The worked example of internal/agreement (MAE 0.14, Spearman 0.820783, kappa 0.545455), its
 // labels reaching the engine every way they can: after the record's scores (LabelConsumer),
 // riding on the record before its scores, and naming only the trace.
 func TestAgreementPairsLabelsWithScores(t *testing.T) {
