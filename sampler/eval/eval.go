@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ragwatch/ragwatch/internal/agreement"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
@@ -39,6 +40,9 @@ type Line struct {
 	TraceID string             `json:"trace_id"`
 	Scores  map[string]float64 `json:"scores"`
 	Errors  map[string]string  `json:"errors,omitempty"`
+
+	judges map[string]string  // metric → the scorer that produced it
+	human  map[string]float64 // the record's human label values (Record.Labels.Values)
 }
 
 // Summary is one metric over the run.
@@ -56,7 +60,11 @@ type Report struct {
 	Records  int       // records scored
 	BadLines []string  // "line N: problem" for lines that are not valid records
 	Metrics  []Summary // sorted by metric name
-	values   map[string][]float64
+	// Agreement of each judge with the human labels the input carried (agreement.go); empty
+	// when no record was labelled.
+	Agreement []AgreementRow
+	values    map[string][]float64
+	pairs     map[judgeKey][]agreement.Pair
 }
 
 // Run reads records from in (one JSON record per line; blank lines skipped; unknown fields
@@ -72,7 +80,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	rep := &Report{values: map[string][]float64{}}
+	rep := &Report{values: map[string][]float64{}, pairs: map[judgeKey][]agreement.Pair{}}
 	errCount := map[string]int{}
 	br := bufio.NewReaderSize(in, 1<<20)
 	var enc *json.Encoder
@@ -92,6 +100,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 			for m := range l.Errors {
 				errCount[m]++
 			}
+			rep.addPairs(l)
 			if enc != nil {
 				if err := enc.Encode(l); err != nil {
 					return fmt.Errorf("write output: %w", err)
@@ -149,6 +158,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 		s.Metric, s.Errors = m, errCount[m]
 		rep.Metrics = append(rep.Metrics, s)
 	}
+	rep.Agreement = agreementRows(rep.pairs)
 	return rep, nil
 }
 
@@ -202,11 +212,15 @@ func scoreBatch(ctx context.Context, recs []*record.Record, o Options) []Line {
 }
 
 func scoreOne(ctx context.Context, r *record.Record, scorers []score.Scorer) Line {
-	l := Line{TraceID: r.Key(), Scores: map[string]float64{}}
+	l := Line{TraceID: r.Key(), Scores: map[string]float64{}, judges: map[string]string{}}
+	if r.Labels != nil {
+		l.human = r.Labels.Values
+	}
 	for _, s := range scorers {
 		res, err := s.Score(ctx, r)
 		for _, x := range res {
 			l.Scores[x.Metric] = x.Value
+			l.judges[x.Metric] = s.Name()
 		}
 		if err == nil {
 			continue
