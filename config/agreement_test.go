@@ -28,3 +28,17 @@ func TestAgreementValidate(t *testing.T) {
 		t.Fatalf("agreement %+v", a)
 	}
 }
+
+func TestExportConfig(t *testing.T) {
+	c, err := Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Export != (Export{MaxRecords: 2000, MaxBytes: 32 << 20}) {
+		t.Fatalf("export defaults %+v", c.Export)
+	}
+	_, err = Parse([]byte("export: {enabled: true, max_records: 0}\n"))
+	if err == nil || !strings.Contains(err.Error(), "`export.max_records` must be positive, got 0") {
+		t.Fatalf("error %v", err)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler"
 	"github.com/ragwatch/ragwatch/sampler/decide"
+	"github.com/ragwatch/ragwatch/sampler/export"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 	"github.com/ragwatch/ragwatch/sampler/ring"
 	"github.com/ragwatch/ragwatch/sampler/scorers"
@@ -50,6 +51,10 @@ type builder struct {
 	// recent is the ring behind GET /api/v1/scores; recentIn redacts what enters it.
 	recent   *ring.Ring
 	recentIn recentSink
+
+	// export keeps recent records and their scores, redacted, for GET /api/v1/export; nil
+	// unless export.enabled.
+	export *export.Store
 }
 
 func (b *builder) logger(component string) *slog.Logger { return b.log.With("component", component) }
@@ -153,6 +158,14 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 	var sub *nats.Subscription
 	conn, cfg := b.NATS, b.cfg
 	next := score.Fanout{b.Alerts, b.recentIn}
+	if b.cfg.Export.Enabled {
+		o := export.Options{MaxRecords: b.cfg.Export.MaxRecords, MaxBytes: b.cfg.Export.MaxBytes}
+		if r != nil {
+			o.Redact = r.String // every text is redacted before it is kept
+		}
+		b.export = export.New(o)
+		next = append(next, b.export)
+	}
 	reg, logger := b.Registry, b.logger("scores")
 	// Results come from outside the process (worker pods): a weight is valid up to 1 / the
 	// smallest probability the sampler built below has used since start.
@@ -227,6 +240,9 @@ func (b *builder) feedbackJoin() (lifecycle, error) {
 	}
 	if b.cfg.Scoring.Recent.IncludeContent {
 		b.Records = append(b.Records, b.recentIn) // keeps a short preview of query and answer
+	}
+	if b.export != nil {
+		b.Records = append(b.Records, b.export) // recent records for GET /api/v1/export
 	}
 	// Feedback joined after its record goes to the same kind of list.
 	b.Feedback = feedbackFanout{
@@ -350,6 +366,9 @@ func (b *builder) http() (lifecycle, error) {
 	if b.mode == ModeRun {
 		srv.Mount("GET /api/v1/alerts", b.Alerts.Handler())
 		srv.Mount("GET /api/v1/scores", b.recent.Handler())
+		if b.export != nil {
+			srv.Mount("GET /api/v1/export", b.export.Handler(b.o.now))
+		}
 		srv.Mount("POST /api/v1/feedback", b.FeedbackJoin.Handler(b.Ingest))
 		if b.reload, err = newReloader(b.o.reload, b.o.now, b.Registry, b.logger("reload")); err != nil {
 			return lifecycle{}, err
