@@ -90,6 +90,13 @@ func (d *Decider) Match(r *record.Record) (p float64, reason string, never bool)
 
 func (pol *policy) match(r *record.Record) (p float64, reason string, never bool) {
 	if r.Labels != nil {
+		// Labelled: sampled whatever the rate and probability rules say, but a never rule
+		// still keeps the record in the process (its promise is privacy, not cost).
+		for _, rule := range pol.rules {
+			if rule.Never && rule.Matches(r) {
+				return 0, rule.Name, true
+			}
+		}
 		return 1, ReasonLabelled, false
 	}
 	for _, rule := range pol.rules {
