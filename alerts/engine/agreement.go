@@ -247,3 +247,17 @@ func (e *Engine) pruneAgreement(now time.Time) {
 		e.agree.pairs.WithLabelValues(k.metric, k.judge).Set(float64(w.Len()))
 	}
 }
+
+// updateAgreementConfig applies a reloaded alerting.agreement: window, max_pairs, min_samples
+// and max_series apply at once (to the pairs already held too); max_records is read once by New.
+// Called with e.mu held.
+func (e *Engine) updateAgreementConfig(c config.Agreement) {
+	if e.agree == nil {
+		return
+	}
+	c.MaxRecords = e.agree.cfg.MaxRecords
+	e.agree.cfg = c
+	for _, w := range e.agree.series {
+		w.Age, w.Max = time.Duration(c.Window), c.MaxPairs
+	}
+}

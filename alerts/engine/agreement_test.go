@@ -169,3 +169,24 @@ alerting:
 		t.Errorf("no alert for service %q sent: %+v", AgreementService, h.rec.sent)
 	}
 }
+
+func TestAgreementReload(t *testing.T) {
+	h := newHarness(t, agreementCfg, nil)
+	ctx := context.Background()
+	for i := range 5 {
+		id := fmt.Sprint("t", i)
+		h.judged(t, id, "", "faithfulness", "openai", float64(i)/5)
+		_ = h.e.ConsumeLabel(ctx, record.Label{TraceID: id, Values: map[string]float64{"faithfulness": float64(i) / 5}})
+	}
+	if err := h.e.Update(parse(t, "alerting:\n  agreement: {window: 1d, min_samples: 2, max_pairs: 3, max_records: 7}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if h.e.agree.cfg.MaxPairs != 3 || h.e.agree.cfg.MaxRecords != 100 {
+		t.Fatalf("config after reload %+v", h.e.agree.cfg)
+	}
+	h.judged(t, "t9", "", "faithfulness", "openai", 1)
+	_ = h.e.ConsumeLabel(ctx, record.Label{TraceID: "t9", Values: map[string]float64{"faithfulness": 1}})
+	if got := promtestutil.ToFloat64(h.e.agree.pairs.WithLabelValues("faithfulness", "openai")); got != 3 {
+		t.Fatalf("pairs after max_pairs 3 = %v", got)
+	}
+}
