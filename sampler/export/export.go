@@ -6,6 +6,7 @@ package export
 
 import (
 	"cmp"
+	"container/list"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -43,15 +44,16 @@ const ReasonExport = "export"
 type Options struct {
 	MaxRecords int   // records kept; <= 0 gives 2000
 	MaxBytes   int64 // approximate bytes of content kept; <= 0 gives 32 MiB
-	// Redact filters every text of a record before it is kept (the process's redactor); nil
+	// Redact filters every text of a record when it is exported (the process's redactor); nil
 	// keeps text as it is.
 	Redact func(string) string
 }
 
 type item struct {
-	rec    record.Record // a redacted copy
+	rec    record.Record // a shallow copy: stages treat records as read-only
 	scores map[string]float64
 	size   int64
+	elem   *list.Element
 }
 
 // Store keeps the most recent records (bounded by count and bytes) and the scores that come
@@ -60,7 +62,7 @@ type Store struct {
 	o Options
 
 	mu    sync.Mutex // guards the fields below
-	ring  []*item    // oldest first
+	order *list.List // of *item, oldest first
 	byKey map[string]*item
 	bytes int64
 }
@@ -81,38 +83,37 @@ func New(o Options) *Store {
 	if o.Redact == nil {
 		o.Redact = func(s string) string { return s }
 	}
-	return &Store{o: o, byKey: map[string]*item{}}
+	return &Store{o: o, order: list.New(), byKey: map[string]*item{}}
 }
 
-// ConsumeRecord implements record.Consumer: it keeps a redacted copy of r (documents'
-// metadata and the sampler's marks are left out), evicting the oldest records past the bounds.
+// ConsumeRecord implements record.Consumer: it keeps r (a shallow copy; the text is redacted
+// when it is exported, so the hot path pays no redaction), evicting the oldest records past the
+// bounds. O(1).
 func (s *Store) ConsumeRecord(_ context.Context, r *record.Record) error {
 	if r.Query == "" && r.Answer == "" {
 		return nil // nothing an evaluation could score
 	}
-	c := s.redacted(r)
-	it := &item{rec: c, size: size(&c)}
-	key := c.Key()
+	it := &item{rec: *r, size: size(r)}
+	it.rec.Sampling = nil
+	key := r.Key()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.byKey[key]; ok { // a record seen again replaces the old copy, scores kept
 		it.scores = old.scores
 		s.remove(old)
 	}
-	s.ring = append(s.ring, it)
+	it.elem = s.order.PushBack(it)
 	s.byKey[key] = it
 	s.bytes += it.size
-	for len(s.ring) > s.o.MaxRecords || (s.bytes > s.o.MaxBytes && len(s.ring) > 1) {
-		s.remove(s.ring[0])
+	for s.order.Len() > s.o.MaxRecords || (s.bytes > s.o.MaxBytes && s.order.Len() > 1) {
+		s.remove(s.order.Front().Value.(*item))
 	}
 	return nil
 }
 
-// remove drops it from the ring and the index. Called with mu held.
+// remove drops it from the order and the index. Called with mu held.
 func (s *Store) remove(it *item) {
-	if i := slices.Index(s.ring, it); i >= 0 {
-		s.ring = slices.Delete(s.ring, i, i+1)
-	}
+	s.order.Remove(it.elem)
 	if s.byKey[it.rec.Key()] == it {
 		delete(s.byKey, it.rec.Key())
 	}
@@ -240,7 +241,8 @@ func Stratum(r *record.Record, scores map[string]float64) string {
 func (s *Store) Select(size int, since time.Time) []Line {
 	strata := map[string][]Line{}
 	s.mu.Lock()
-	for _, it := range s.ring {
+	for e := s.order.Front(); e != nil; e = e.Next() {
+		it := e.Value.(*item)
 		if !since.IsZero() && it.rec.Time.Before(since) {
 			continue
 		}
@@ -268,6 +270,7 @@ func (s *Store) Select(size int, since time.Time) []Line {
 		slices.SortFunc(chosen, func(a, b Line) int { return cmp.Compare(a.Key(), b.Key()) })
 		factor := float64(len(ls)) / float64(k)
 		for _, l := range chosen {
+			l.Record = s.redacted(&l.Record) // every text leaves the process redacted
 			l.Weight = l.UpstreamWeight() * factor
 			l.Sampling = &record.Sampling{Probability: 1 / l.Weight, Reason: ReasonExport}
 			out = append(out, l)

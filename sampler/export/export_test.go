@@ -194,7 +194,7 @@ func TestStoreBounded(t *testing.T) {
 	for i := range 8 {
 		_ = b.ConsumeRecord(ctx, &record.Record{TraceID: fmt.Sprint("t", i), Query: strings.Repeat("x", 300)})
 	}
-	if b.bytes > 1000 || len(b.ring) != 1 {
-		t.Fatalf("max_bytes: %d bytes in %d records", b.bytes, len(b.ring))
+	if b.bytes > 1000 || b.order.Len() != 1 {
+		t.Fatalf("max_bytes: %d bytes in %d records", b.bytes, b.order.Len())
 	}
 }

@@ -161,7 +161,7 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 	if b.cfg.Export.Enabled {
 		o := export.Options{MaxRecords: b.cfg.Export.MaxRecords, MaxBytes: b.cfg.Export.MaxBytes}
 		if r != nil {
-			o.Redact = r.String // every text is redacted before it is kept
+			o.Redact = r.String // every text is redacted when it is exported
 		}
 		b.export = export.New(o)
 		next = append(next, b.export)
