@@ -78,7 +78,7 @@ export: {enabled: true}
 		t.Fatalf("export not redacted:\n%s", data)
 	}
 	code, stdout, stderr := runCmd("export", "--url", api, "--output", out, "--size", "4")
-	if code != 0 || !strings.Contains(stdout, "4 records in 2 strata") || !strings.Contains(stdout, "chat//low ") {
+	if code != 0 || !strings.Contains(stdout, "4 records in 2 strata") || !strings.Contains(stdout, "chat//high ") {
 		t.Fatalf("size 4: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	gate := filepath.Join(dir, "gate.json")

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
@@ -28,12 +29,12 @@ const (
 	MaxSize     = 100000
 )
 
-// Score bands, the third part of a stratum: the record's lowest score.
+// Score bands, the third part of a stratum: the mean of the record's judged scores.
 const (
 	BandLow      = "low"      // below 0.5
 	BandMid      = "mid"      // 0.5 to 0.8
 	BandHigh     = "high"     // 0.8 and above
-	BandUnscored = "unscored" // not sampled for scoring (or its scores have not come back)
+	BandUnscored = "unscored" // not sampled for judging (or its scores have not come back)
 )
 
 // ReasonExport is the Sampling.Reason of an exported record; its Probability is the inverse of
@@ -208,19 +209,24 @@ type Line struct {
 	Weight  float64            `json:"weight"`
 }
 
-// Band is a record's score band: the lowest of its scores.
+// Band is a record's score band: the mean of its judged scores (retrieval metrics, computed on
+// every record with relevance labels, say nothing of the answer and are left out); unscored
+// when no judge scored it.
 func Band(scores map[string]float64) string {
-	if len(scores) == 0 {
+	sum, n := 0.0, 0
+	for m, v := range scores {
+		if !config.IsRetrievalMetric(m) {
+			sum += v
+			n++
+		}
+	}
+	if n == 0 {
 		return BandUnscored
 	}
-	low := math.Inf(1)
-	for _, v := range scores {
-		low = min(low, v)
-	}
-	switch {
-	case low < 0.5:
+	switch mean := sum / float64(n); {
+	case mean < 0.5:
 		return BandLow
-	case low < 0.8:
+	case mean < 0.8:
 		return BandMid
 	}
 	return BandHigh

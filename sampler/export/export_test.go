@@ -46,7 +46,7 @@ func traffic(t *testing.T, s *Store) {
 		if i == 0 {
 			up = 0.5
 		}
-		add(fmt.Sprintf("b%02d", i), "chat", "v2", up, map[string]float64{"faithfulness": 0.9, "mrr": 0.2})
+		add(fmt.Sprintf("b%02d", i), "chat", "v2", up, map[string]float64{"faithfulness": 0.3, "answer_relevancy": 0.5, "mrr": 1})
 	}
 	for i := range 10 {
 		add(fmt.Sprintf("c%02d", i), "search", "", 0, nil)
@@ -196,5 +196,22 @@ func TestStoreBounded(t *testing.T) {
 	}
 	if b.bytes > 1000 || b.order.Len() != 1 {
 		t.Fatalf("max_bytes: %d bytes in %d records", b.bytes, b.order.Len())
+	}
+}
+
+func TestBand(t *testing.T) {
+	for _, c := range []struct {
+		scores map[string]float64
+		want   string
+	}{
+		{nil, BandUnscored},
+		{map[string]float64{"mrr": 0.1, "ndcg@10": 0.2}, BandUnscored},                        // retrieval only: not judged
+		{map[string]float64{"faithfulness": 0.3, "answer_relevancy": 0.6, "mrr": 1}, BandLow}, // mean 0.45
+		{map[string]float64{"faithfulness": 0.5}, BandMid},
+		{map[string]float64{"faithfulness": 0.9, "answer_relevancy": 0.7, "precision@10": 0.1}, BandHigh}, // mean 0.8
+	} {
+		if got := Band(c.scores); got != c.want {
+			t.Errorf("Band(%v) = %s, want %s", c.scores, got, c.want)
+		}
 	}
 }

@@ -242,7 +242,9 @@ func (b *builder) feedbackJoin() (lifecycle, error) {
 		b.Records = append(b.Records, b.recentIn) // keeps a short preview of query and answer
 	}
 	if b.export != nil {
-		b.Records = append(b.Records, b.export) // recent records for GET /api/v1/export
+		// Recent records for GET /api/v1/export, first: the sampling stage publishes retrieval
+		// scores at once, and they must find their record kept.
+		b.Records = append(record.Fanout{b.export}, b.Records...)
 	}
 	// Feedback joined after its record goes to the same kind of list.
 	b.Feedback = feedbackFanout{
