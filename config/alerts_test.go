@@ -23,7 +23,8 @@ func TestAlertsDefaults(t *testing.T) {
 		t.Fatalf("no SLOs or notifiers by default, got %d, %d", len(c.SLOs), len(c.Notifiers))
 	}
 	want := Alerting{EvaluationInterval: 15 * time.Second, ResolvedRetention: md(24 * time.Hour),
-		StateBucket: "ragwatch_alerts", SaveInterval: 30 * time.Second, StateMaxBytes: 8 << 20}
+		StateBucket: "ragwatch_alerts", SaveInterval: 30 * time.Second, StateMaxBytes: 8 << 20,
+		Agreement: Agreement{Window: md(7 * 24 * time.Hour), MaxPairs: 1000, MinSamples: 30, MaxRecords: 10000, MaxSeries: 64}}
 	if !reflect.DeepEqual(c.Alerting, want) {
 		t.Fatalf("alerting defaults:\n got %+v\nwant %+v", c.Alerting, want)
 	}

@@ -38,6 +38,9 @@ type Config struct {
 
 	Redaction Redaction `yaml:"redaction"`
 
+	// Export keeps recent records for GET /api/v1/export (export.go).
+	Export Export `yaml:"export"`
+
 	// Limits holds memory_limit_mib and the limits section (limits.go).
 	Limits Limits `yaml:",inline"`
 }
@@ -85,6 +88,7 @@ func Default() *Config {
 		Alerting:     defaultAlerting(),
 
 		Redaction: defaultRedaction(),
+		Export:    defaultExport(),
 		Limits:    defaultLimits(),
 	}
 }

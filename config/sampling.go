@@ -99,7 +99,7 @@ func (s Sampling) Validate() error {
 			errs = append(errs, Invalid(key+".name", "is required (it is the `reason` label)"))
 		case !labelWord(r.Name):
 			errs = append(errs, Invalid(key+".name", "must be lower-case letters, digits and _, got %q", r.Name))
-		case r.Name == "rate" || r.Name == "rate_limit" || r.Name == "budget" || r.Name == "rule" || r.Name == "no_content":
+		case r.Name == "rate" || r.Name == "rate_limit" || r.Name == "budget" || r.Name == "rule" || r.Name == "no_content" || r.Name == "labelled":
 			errs = append(errs, Invalid(key+".name", "%q is reserved", r.Name))
 		case seen[r.Name]:
 			errs = append(errs, Invalid(key+".name", "%q is used by an earlier rule", r.Name))

@@ -16,6 +16,7 @@ import (
 	"github.com/ragwatch/ragwatch/sampler/decide"
 	"github.com/ragwatch/ragwatch/sampler/pairwise"
 	"github.com/ragwatch/ragwatch/sampler/queue"
+	scorersbuild "github.com/ragwatch/ragwatch/sampler/scorers"
 	"github.com/ragwatch/ragwatch/sampler/worker"
 )
 
@@ -60,6 +61,9 @@ func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorer
 	if logger == nil {
 		logger = slog.Default()
 	}
+	if services == nil {
+		services = labels.NewServiceSet(50)
+	}
 	budget := decide.NewBudget(cfg.Sampling.Budget, nil, reg, logger)
 	d := decide.New(cfg.Sampling, budget, services, nil, reg)
 	pub := queue.NewPublisher(js, cfg.Scoring.Queue, cfg.Sampling.Buffer, reg, logger)
@@ -72,11 +76,28 @@ func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorer
 		Pairwise:  pairwise.NewRecorder(reg),
 		js:        js, cfg: cfg.Scoring.Queue, replicas: replicas, logger: logger, reg: reg,
 	}
-	if cfg.Scoring.Workers > 0 {
-		sink := score.Fanout{queue.NewScorePublisher(js.Conn(), cfg.Scoring.Queue.ScoresSubjectPrefix)}
-		if extra != nil {
-			sink = append(sink, extra)
+	sink := score.Fanout{queue.NewScorePublisher(js.Conn(), cfg.Scoring.Queue.ScoresSubjectPrefix)}
+	if extra != nil {
+		sink = append(sink, extra)
+	}
+	// The retrieval metrics run in the stage on every record with relevance labels, not on the
+	// sampled fraction the workers see.
+	if rs := scorersbuild.Retrieval(cfg.Scoring.ScoringEngine); rs != nil {
+		if reg == nil {
+			reg = prometheus.NewRegistry()
 		}
+		hist := worker.EvalScore(reg)
+		services.OnEvict(func(service string) { hist.DeletePartialMatch(prometheus.Labels{"service": service}) })
+		observed := score.ConsumerFunc(func(ctx context.Context, res []score.Result) error {
+			for _, x := range res {
+				hist.WithLabelValues(services.Label(x.Service), x.Metric).Observe(x.Value)
+			}
+			return sink.ConsumeScores(ctx, res)
+		})
+		rt.Stage.ScoreAlways(rs, observed)
+	}
+	scorers = SampledScorers(scorers)
+	if cfg.Scoring.Workers > 0 {
 		rt.Pool = worker.New(js, cfg.Scoring.ScoringRuntime, scorers, sink, worker.Options{
 			Replicas: replicas, Budget: budget, Services: services, Registerer: reg, Logger: logger,
 			PairJudge: ro.pairJudge, Pairwise: rt.Pairwise,

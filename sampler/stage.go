@@ -6,7 +6,9 @@ import (
 
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler/decide"
+	"github.com/ragwatch/ragwatch/sampler/scorers/retrieval"
 )
 
 // Offerer takes a sampled record without blocking; *queue.Publisher is the real one. Offer
@@ -24,6 +26,10 @@ type Stage struct {
 	out    Offerer
 	recent *recent
 	now    func() time.Time
+	// always scores every record with relevance labels in process (the retrieval metrics) and
+	// hands the results to scores; both nil when retrieval metrics are off.
+	always score.Scorer
+	scores score.Consumer
 }
 
 var (
@@ -40,6 +46,14 @@ func NewStage(d *decide.Decider, out Offerer, cfg config.RecentRecords, now func
 	return &Stage{d: d, out: out, recent: newRecent(cfg.MaxRecords, cfg.MaxBytes, cfg.TTL), now: now}
 }
 
+// ScoreAlways makes the stage score every record that carries relevance labels (its own or a
+// person's, Record.Labels) with sc, in process and outside the sampled path, handing the
+// results to out. sc is the retrieval scorer: cheap, and exact only when it sees every labelled
+// record. Its results weigh 1/upstream probability. Call before the first record.
+func (s *Stage) ScoreAlways(sc score.Scorer, out score.Consumer) {
+	s.always, s.scores = sc, out
+}
+
 // ConsumeRecord implements record.Consumer. It always returns nil.
 //
 // What the recent cache keeps for late feedback depends on what feedback could still change
@@ -53,7 +67,10 @@ func NewStage(d *decide.Decider, out Offerer, cfg config.RecentRecords, now func
 //   - without any rule: nothing. The record's probability is sampling.rate whatever it holds,
 //     and its trace id was not sampled at that rate, so feedback (which carries no content from
 //     the join) changes nothing with or without an entry.
-func (s *Stage) ConsumeRecord(_ context.Context, r *record.Record) error {
+func (s *Stage) ConsumeRecord(ctx context.Context, r *record.Record) error {
+	if s.always != nil && len(retrieval.Relevance(r)) > 0 {
+		s.scoreAlways(ctx, r)
+	}
 	trigger := decide.Ingest
 	if r.Feedback != nil && r.Feedback.Score < 0 {
 		trigger = decide.Feedback // already joined: it may use the feedback reserve
@@ -125,6 +142,32 @@ func (s *Stage) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 		}
 	}
 	return nil
+}
+
+// scoreAlways scores r with the always-on scorer. The record is marked with probability 1 so
+// the results carry only the upstream weight (and raise MaxWeight to it, like Mark).
+func (s *Stage) scoreAlways(ctx context.Context, r *record.Record) {
+	m := s.d.Mark(r, decide.Decision{Sample: true, Probability: 1, Reason: ReasonRelevance})
+	res, _ := s.always.Score(ctx, m) // retrieval never fails
+	if len(res) > 0 {
+		_ = s.scores.ConsumeScores(ctx, res) // a core NATS publish: buffered, never blocks long
+	}
+}
+
+// ReasonRelevance marks the records scored because they carry relevance labels (never counted
+// as sampled: they do not go through the queue).
+const ReasonRelevance = "relevance"
+
+// SampledScorers drops the scorers the sampling stage runs on every record itself (retrieval),
+// leaving what workers run on sampled records.
+func SampledScorers(ss []score.Scorer) []score.Scorer {
+	out := make([]score.Scorer, 0, len(ss))
+	for _, sc := range ss {
+		if sc.Name() != "retrieval" {
+			out = append(out, sc)
+		}
+	}
+	return out
 }
 
 func hasContent(r *record.Record) bool {

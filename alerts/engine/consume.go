@@ -19,6 +19,9 @@ func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
 	now := e.now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if r.Labels != nil && len(r.Labels.Values) > 0 && r.TraceID != "" {
+		e.noteLabel(r.TraceID, r.SpanID, r.Service, r.Labels.Values, now) // agreement.go
+	}
 	var err error
 	eachSignal(r, func(name string, v float64) {
 		if e2 := e.observe(name, r.Service, r.Turn, v, 1, slo.Sample{TraceID: r.TraceID, SpanID: r.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
@@ -49,6 +52,7 @@ func (e *Engine) ConsumeScores(_ context.Context, results []score.Result) error 
 	now := e.now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.noteScores(results, now) // agreement.go
 	var errs []error
 	for i := range results {
 		res := &results[i]

@@ -48,7 +48,8 @@ type Options struct {
 }
 
 // Engine evaluates SLOs and drift detectors. It implements record.Consumer,
-// record.FeedbackConsumer and score.Consumer.
+// record.FeedbackConsumer, score.Consumer and record.LabelConsumer (judge agreement with human
+// labels, agreement.go).
 type Engine struct {
 	now       func() time.Time
 	logger    *slog.Logger
@@ -61,6 +62,7 @@ type Engine struct {
 	saveEvery time.Duration
 	retention time.Duration
 	m         *metrics
+	agree     *agreementState // pairs human labels with scores (agreement.go); guarded by mu
 
 	mu       sync.Mutex // guards rules, byMetric, forgotten and all instance state
 	rules    []*rule
@@ -85,6 +87,7 @@ var (
 	_ record.Consumer         = (*Engine)(nil)
 	_ record.FeedbackConsumer = (*Engine)(nil)
 	_ score.Consumer          = (*Engine)(nil)
+	_ record.LabelConsumer    = (*Engine)(nil)
 )
 
 // New builds the engine from cfg.SLOs, cfg.Drift and cfg.Alerting.
@@ -122,6 +125,9 @@ func New(o Options) (*Engine, error) {
 	e := &Engine{now: o.Now, logger: o.Logger, store: o.Store, sink: o.Sink, services: o.Services, baseline: o.Baseline,
 		traceTmpl: c.Alerting.TraceURLTemplate.Reveal(), interval: c.Alerting.EvaluationInterval, saveEvery: c.Alerting.SaveInterval,
 		retention: time.Duration(c.Alerting.ResolvedRetention), m: m, byMetric: map[string][]*rule{}, stopOnce: &sync.Once{}}
+	if e.agree, err = newAgreement(c.Alerting.Agreement, o.Registerer); err != nil {
+		return nil, fmt.Errorf("alert engine metrics: %w", err)
+	}
 	for _, s := range c.SLOs {
 		r, err := newSLORule(s, c.Alerting.DashboardURL.Reveal())
 		if err != nil {

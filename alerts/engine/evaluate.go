@@ -17,6 +17,7 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 	now := e.now()
 	e.mu.Lock()
 	e.dropEvicted()
+	e.pruneAgreement(now)
 	var out, resend []alerts.Alert
 	firing := map[[2]string]int{}
 	for _, r := range e.rules {

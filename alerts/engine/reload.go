@@ -18,8 +18,8 @@ import (
 // threshold, min_samples, for, labels or notifiers then applies to the data already seen. Any
 // other rule starts empty, and a removed rule's state and gauges go away.
 //
-// alerting.evaluation_interval, alerting.save_interval, alerting.state_bucket and
-// drift.baseline_file are read once by New. On error nothing changes.
+// alerting.evaluation_interval, alerting.save_interval, alerting.state_bucket,
+// alerting.agreement.max_records and drift.baseline_file are read once by New. On error nothing changes.
 func (e *Engine) Update(c *config.Config) error {
 	if err := config.CheckAlertRefs(c); err != nil {
 		return err
@@ -38,6 +38,7 @@ func (e *Engine) Update(c *config.Config) error {
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.updateAgreementConfig(c.Alerting.Agreement) // agreement.go
 	old := map[string]*rule{}
 	for _, r := range e.rules {
 		old[r.storeKey()] = r

@@ -18,7 +18,7 @@ func init() {
 }
 
 // runEval scores records offline with the configured scorers. Exit codes: 0 scored (and the
-// baseline gate passed), 1 the gate failed or some input lines were not valid records,
+// baseline or --gate checks passed), 1 a check failed or some input lines were not valid records,
 // 2 bad flags, config or files.
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
@@ -30,6 +30,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	output := fs.String("output", "", "write one line of scores per record here")
 	baseline := fs.String("baseline", "", "compare metric means with this baseline file")
 	maxDrop := fs.Float64("max-drop", 0.02, "largest allowed fall of a metric's mean below the baseline")
+	gatePath := fs.String("gate", "", "deploy gate: JSON of per-metric floors and tolerances, {\"faithfulness\": {\"min\": 0.8, \"max_drop\": 0.02}}")
 	writeBaseline := fs.String("write-baseline", "", "write this run's metric means as a baseline file")
 	concurrency := fs.Int("concurrency", 4, "records scored at once")
 	noHistory := fs.Bool("no-history", false, "score records as if they had no conversation history (turns still bucket them)")
@@ -63,6 +64,15 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *baseline != "" {
 		if base, err = eval.ReadBaseline(*baseline); err != nil {
 			return fail("%v", err)
+		}
+	}
+	var gate eval.Gate
+	if *gatePath != "" {
+		if gate, err = eval.ReadGate(*gatePath); err != nil {
+			return fail("%v", err)
+		}
+		if gate.NeedsBaseline() && *baseline == "" {
+			return fail("%s sets max_drop: --baseline is required", *gatePath)
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -101,6 +111,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%d records scored\n", rep.Records)
 	rep.WriteTable(stdout)
+	rep.WriteAgreement(stdout) // only when the input carried human labels
 	if *writeBaseline != "" {
 		if err := eval.WriteBaseline(*writeBaseline, rep.Baseline()); err != nil {
 			return fail("%v", err)
@@ -111,7 +122,21 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ragwatch eval: %d input lines were not valid records\n", len(rep.BadLines))
 		code = 1
 	}
-	if *baseline != "" {
+	if gate != nil {
+		var bp *eval.Baseline
+		if *baseline != "" {
+			bp = &base
+		}
+		fails := rep.Check(bp, gate, *maxDrop)
+		for _, f := range fails {
+			fmt.Fprintln(stdout, "FAIL "+f)
+		}
+		if len(fails) > 0 {
+			fmt.Fprintf(stdout, "DO NOT DEPLOY: %d metric checks failed\n", len(fails))
+			return 1
+		}
+		fmt.Fprintln(stdout, "PASS")
+	} else if *baseline != "" {
 		fails := rep.Gate(base, *maxDrop)
 		for _, f := range fails {
 			fmt.Fprintln(stdout, "FAIL "+f)

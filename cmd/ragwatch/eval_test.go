@@ -134,3 +134,61 @@ func TestEvalUsage(t *testing.T) {
 		t.Fatalf("%d %s", code, errOut)
 	}
 }
+
+// The deploy gate: a floor and a tolerance fail with the metric named and exit 1; a gate that
+// holds passes; a bad gate file or a max_drop without --baseline is a usage error (exit 2).
+func TestEvalDeployGate(t *testing.T) {
+	dir, input := evalFiles(t)
+	base := filepath.Join(dir, "baseline.json")
+	if code, out, errOut := runEvalCmd("--input", input, "--write-baseline", base); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	// The baseline had mrr 0.8333; pretend it was 0.95.
+	data, err := os.ReadFile(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b struct {
+		Metrics map[string]map[string]any `json:"metrics"`
+	}
+	if err := json.Unmarshal(data, &b); err != nil {
+		t.Fatal(err)
+	}
+	b.Metrics["mrr"]["mean"] = 0.95
+	data, _ = json.Marshal(b)
+	if err := os.WriteFile(base, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gate := func(body string) string {
+		p := filepath.Join(dir, "gate.json")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	code, out, _ := runEvalCmd("--input", input, "--baseline", base, "--gate",
+		gate(`{"mrr": {"max_drop": 0.05}, "precision@1": {"min": 0.9}, "hit@1": {"min": 0.5}}`))
+	for _, want := range []string{
+		"FAIL mrr: dropped 0.1167 (0.9500 -> 0.8333, allowed 0.0500)\n",
+		"FAIL precision@1: mean 0.6667 is below the floor 0.9000\n",
+		"DO NOT DEPLOY: 2 metric checks failed\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if code != 1 || strings.Contains(out, "FAIL hit@1") {
+		t.Fatalf("exit %d, want 1:\n%s", code, out)
+	}
+	if code, out, _ := runEvalCmd("--input", input, "--gate", gate(`{"mrr": {"min": 0.8}}`)); code != 0 || !strings.HasSuffix(out, "PASS\n") {
+		t.Fatalf("passing gate: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := runEvalCmd("--input", input, "--gate", gate(`{"mrr": {"max_drop": 0.1}}`)); code != 2 ||
+		!strings.Contains(errOut, "sets max_drop: --baseline is required") {
+		t.Fatalf("max_drop without baseline: exit %d\n%s", code, errOut)
+	}
+	if code, _, errOut := runEvalCmd("--input", input, "--gate", gate(`{"mrr": {"minimum": 0.8}}`)); code != 2 ||
+		!strings.Contains(errOut, `unknown field "minimum"`) {
+		t.Fatalf("bad gate: exit %d\n%s", code, errOut)
+	}
+}

@@ -36,8 +36,9 @@ func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {
-		_ = pub.Offer(&record.Record{TraceID: fmt.Sprintf("%032x", i+1), Service: "chat", Query: "q",
-			Documents: []record.Document{{ID: "a"}, {ID: "b"}}, Relevance: map[string]int{"b": 1},
+		_ = pub.Offer(&record.Record{TraceID: fmt.Sprintf("%032x", i+1), Service: "chat", Query: "What is the capital of France?",
+			Answer:    "Paris is the capital of France.",
+			Documents: []record.Document{{ID: "a", Content: "Paris is the capital of France."}, {ID: "b"}}, Relevance: map[string]int{"b": 1},
 			Sampling: &record.Sampling{Probability: 0.5, Reason: "rate"}})
 	}
 	if err := pub.Shutdown(context.Background()); err != nil {
@@ -49,8 +50,11 @@ func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, r := range rs {
-			if r.Metric == "mrr" {
-				got[r.TraceID] = r.Value * r.Weight
+			switch r.Metric {
+			case "faithfulness":
+				got[r.TraceID] = r.Weight
+			case "mrr": // the sidecar's sampling stage computes retrieval metrics, never the pods
+				got["retrieval from a pod"] = 1
 			}
 		}
 		return nil
@@ -82,9 +86,9 @@ func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
 		}
 		return fmt.Errorf("scored %d of 5; logs:\n%s", len(got), logs.String())
 	})
-	for id, v := range got {
-		if v != 1 { // MRR 1/2 (relevant doc second) times weight 2
-			t.Fatalf("%s: mrr*weight = %v, want 1", id, v)
+	for id, w := range got {
+		if w != 2 { // sampled at 0.5
+			t.Fatalf("%s: weight = %v, want 2", id, w)
 		}
 	}
 	for _, p := range []string{"/readyz", "/metrics"} {
@@ -97,7 +101,7 @@ func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %s", p, resp.Status)
 		}
-		if p == "/metrics" && !strings.Contains(string(body), `ragwatch_scoring_attempts_total{outcome="ok",scorer="retrieval"} 5`) {
+		if p == "/metrics" && !strings.Contains(string(body), `ragwatch_scoring_attempts_total{outcome="ok",scorer="builtin"} 5`) {
 			t.Fatalf("metrics lack the attempts:\n%s", body)
 		}
 	}

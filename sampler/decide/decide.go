@@ -89,6 +89,16 @@ func (d *Decider) Match(r *record.Record) (p float64, reason string, never bool)
 }
 
 func (pol *policy) match(r *record.Record) (p float64, reason string, never bool) {
+	if r.Labels != nil {
+		// Labelled: sampled whatever the rate and probability rules say, but a never rule
+		// still keeps the record in the process (its promise is privacy, not cost).
+		for _, rule := range pol.rules {
+			if rule.Never && rule.Matches(r) {
+				return 0, rule.Name, true
+			}
+		}
+		return 1, ReasonLabelled, false
+	}
 	for _, rule := range pol.rules {
 		if rule.Matches(r) {
 			if rule.Never {
@@ -113,11 +123,14 @@ func (d *Decider) Decide(r *record.Record, t Trigger) Decision {
 		d.skipRate.Inc()
 		return Decision{Probability: p, Reason: ReasonRate}
 	}
-	if !d.budget.Allow(t == Feedback) {
+	// A labelled record may use the budget's feedback reserve and is not held back by
+	// max_per_minute: only a spent day's budget keeps it from its judges.
+	labelled := reason == ReasonLabelled
+	if !d.budget.Allow(t == Feedback || labelled) {
 		d.skipBudget.Inc()
 		return Decision{Probability: p, Reason: ReasonBudget}
 	}
-	if pol.limiter != nil && !pol.limiter.AllowN(d.now(), 1) {
+	if pol.limiter != nil && !labelled && !pol.limiter.AllowN(d.now(), 1) {
 		d.skipRateLimit.Inc()
 		return Decision{Probability: p, Reason: ReasonRateLimit}
 	}

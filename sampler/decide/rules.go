@@ -14,6 +14,9 @@ const (
 	ReasonBudget    = "budget"     // skipped: the day's budget is spent
 	ReasonRule      = "rule"       // skipped: a never rule matched
 	ReasonNoContent = "no_content" // skipped: feedback for a record whose content is gone
+	// ReasonLabelled samples every record that carries human labels, with probability 1, before
+	// any configured rule: the labels are only useful next to the judges' scores.
+	ReasonLabelled = "labelled"
 )
 
 // Rule is a compiled sampling rule.

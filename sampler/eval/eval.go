@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ragwatch/ragwatch/internal/agreement"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
@@ -43,6 +44,9 @@ type Line struct {
 	Turn    int                `json:"turn,omitempty"`
 	Scores  map[string]float64 `json:"scores"`
 	Errors  map[string]string  `json:"errors,omitempty"`
+
+	judges map[string]string  // metric → the scorer that produced it
+	human  map[string]float64 // the record's human label values (Record.Labels.Values)
 }
 
 // Summary is one metric over the run.
@@ -63,8 +67,12 @@ type Report struct {
 	// ByTurn summarises each metric by the records' turn bucket (score.TurnBuckets), sorted by
 	// metric then bucket; empty when no record has a turn.
 	ByTurn []TurnSummary
-	values map[string][]float64
-	turns  map[[2]string][]float64 // metric, turn bucket
+	// Agreement of each judge with the human labels the input carried (agreement.go); empty
+	// when no record was labelled.
+	Agreement []AgreementRow
+	values    map[string][]float64
+	turns     map[[2]string][]float64 // metric, turn bucket
+	pairs     map[judgeKey][]agreement.Pair
 }
 
 // TurnSummary is one metric over the records of one turn bucket.
@@ -86,7 +94,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	rep := &Report{values: map[string][]float64{}, turns: map[[2]string][]float64{}}
+	rep := &Report{values: map[string][]float64{}, turns: map[[2]string][]float64{}, pairs: map[judgeKey][]agreement.Pair{}}
 	errCount := map[string]int{}
 	br := bufio.NewReaderSize(in, 1<<20)
 	var enc *json.Encoder
@@ -110,6 +118,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 			for m := range l.Errors {
 				errCount[m]++
 			}
+			rep.addPairs(l)
 			if enc != nil {
 				if err := enc.Encode(l); err != nil {
 					return fmt.Errorf("write output: %w", err)
@@ -177,6 +186,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 			}
 		}
 	}
+	rep.Agreement = agreementRows(rep.pairs)
 	return rep, nil
 }
 
@@ -230,11 +240,15 @@ func scoreBatch(ctx context.Context, recs []*record.Record, o Options) []Line {
 }
 
 func scoreOne(ctx context.Context, r *record.Record, scorers []score.Scorer) Line {
-	l := Line{TraceID: r.Key(), Turn: r.Turn, Scores: map[string]float64{}}
+	l := Line{TraceID: r.Key(), Turn: r.Turn, Scores: map[string]float64{}, judges: map[string]string{}}
+	if r.Labels != nil {
+		l.human = r.Labels.Values
+	}
 	for _, s := range scorers {
 		res, err := s.Score(ctx, r)
 		for _, x := range res {
 			l.Scores[x.Metric] = x.Value
+			l.judges[x.Metric] = s.Name()
 		}
 		if err == nil {
 			continue

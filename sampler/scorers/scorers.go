@@ -117,19 +117,30 @@ func Build(cfg config.Scoring, reg prometheus.Registerer, logger *slog.Logger, o
 		logger.Info("scorer ready", "backend", backend, "metrics", strings.Join(ms, ","))
 		out = append(out, sc)
 	}
-	if cfg.RetrievalEnabled() {
-		keep := func(string) bool { return true }
-		if len(cfg.Metrics) > 0 {
-			// "ndcg@10" keeps that cut-off; "ndcg@k" keeps every configured one.
-			keep = func(m string) bool {
-				family, _, _ := strings.Cut(m, "@")
-				return slices.Contains(cfg.Metrics, m) || slices.Contains(cfg.Metrics, family+"@k")
-			}
-		}
-		out = append(out, retrieval.New(cfg.RetrievalK, keep))
+	if rs := Retrieval(cfg.ScoringEngine); rs != nil {
+		out = append(out, rs)
 		logger.Info("scorer ready", "backend", "retrieval", "k", fmt.Sprint(cfg.RetrievalK))
 	}
 	return out, nil
+}
+
+// Retrieval returns the retrieval scorer of cfg (its cut-offs, and only the retrieval metrics
+// scoring.metrics names when it names any), or nil when retrieval metrics are off. The
+// sampling stage runs it on every record with relevance labels; Build includes it for
+// `ragwatch eval`.
+func Retrieval(cfg config.ScoringEngine) *retrieval.Scorer {
+	if !cfg.RetrievalEnabled() {
+		return nil
+	}
+	keep := func(string) bool { return true }
+	if len(cfg.Metrics) > 0 {
+		// "ndcg@10" keeps that cut-off; "ndcg@k" keeps every configured one.
+		keep = func(m string) bool {
+			family, _, _ := strings.Cut(m, "@")
+			return slices.Contains(cfg.Metrics, m) || slices.Contains(cfg.Metrics, family+"@k")
+		}
+	}
+	return retrieval.New(cfg.RetrievalK, keep)
 }
 
 func buildOpenAI(b config.LLMBackend, metrics []string, judges []llm.JudgeDef, opts func(config.LLMBackend) (llm.JudgeOptions, error)) (score.Scorer, error) {

@@ -28,7 +28,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return &metrics{
 		evalScore: registerOrGet(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ragwatch_eval_score",
-			Help:    "Scores of sampled records (0..1, higher is better), by service and metric. Unweighted: weight by 1/p for estimates (docs/sampling.md).",
+			Help:    "Scores of sampled records, and retrieval metrics of every record with relevance labels (0..1, higher is better), by service and metric. Unweighted: weight by 1/p for estimates (docs/sampling.md).",
 			Buckets: EvalBuckets,
 		}, []string{"service", "metric"})),
 		byTurn: registerOrGet(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -55,6 +55,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"model", "direction"})),
 	}
 }
+
+// EvalScore returns the ragwatch_eval_score histogram the pools observe, registered on reg (or
+// the one already there), for results scored outside a pool: the sampling stage's retrieval
+// metrics.
+func EvalScore(reg prometheus.Registerer) *prometheus.HistogramVec { return newMetrics(reg).evalScore }
 
 func registerOrGet[T prometheus.Collector](reg prometheus.Registerer, c T) T {
 	if err := reg.Register(c); err != nil {

@@ -164,12 +164,22 @@ func New(ks []int, keep func(metric string) bool) *Scorer {
 // Name implements score.Scorer.
 func (s *Scorer) Name() string { return "retrieval" }
 
+// Relevance returns the relevance labels to score r against: a person's (Record.Labels) when
+// they graded documents, else the record's own.
+func Relevance(r *record.Record) map[string]int {
+	if r.Labels != nil && len(r.Labels.Relevance) > 0 {
+		return r.Labels.Relevance
+	}
+	return r.Relevance
+}
+
 // Score implements score.Scorer.
 func (s *Scorer) Score(_ context.Context, r *record.Record) ([]score.Result, error) {
-	if len(r.Relevance) == 0 {
+	qrels := Relevance(r)
+	if len(qrels) == 0 {
 		return nil, nil
 	}
-	values := Compute(Ranking(r), r.Relevance, s.ks)
+	values := Compute(Ranking(r), qrels, s.ks)
 	names := make([]string, 0, len(values))
 	for n := range values {
 		if s.keep == nil || s.keep(n) {
@@ -183,7 +193,7 @@ func (s *Scorer) Score(_ context.Context, r *record.Record) ([]score.Result, err
 		out = append(out, score.Result{
 			TraceID: r.TraceID, SpanID: r.SpanID, Service: r.Service, Metric: n, Value: values[n],
 			Weight: weight(r), Scorer: "retrieval", Time: now,
-			Explanation: fmt.Sprintf("%d documents, %d relevant labels", len(r.Documents), countRelevant(r.Relevance)),
+			Explanation: fmt.Sprintf("%d documents, %d relevant labels", len(r.Documents), countRelevant(qrels)),
 		})
 	}
 	return out, nil

@@ -27,6 +27,7 @@ import (
 	"github.com/ragwatch/ragwatch/sampler"
 	"github.com/ragwatch/ragwatch/sampler/decide"
 	"github.com/ragwatch/ragwatch/sampler/pairwise"
+	"github.com/ragwatch/ragwatch/sampler/export"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 	"github.com/ragwatch/ragwatch/sampler/ring"
 	"github.com/ragwatch/ragwatch/sampler/scorers"
@@ -51,6 +52,10 @@ type builder struct {
 	// recent is the ring behind GET /api/v1/scores; recentIn redacts what enters it.
 	recent   *ring.Ring
 	recentIn recentSink
+
+	// export keeps recent records and their scores, redacted, for GET /api/v1/export; nil
+	// unless export.enabled.
+	export *export.Store
 }
 
 func (b *builder) logger(component string) *slog.Logger { return b.log.With("component", component) }
@@ -169,6 +174,14 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 	var sub *nats.Subscription
 	conn, cfg := b.NATS, b.cfg
 	next := score.Fanout{b.Alerts, b.recentIn}
+	if b.cfg.Export.Enabled {
+		o := export.Options{MaxRecords: b.cfg.Export.MaxRecords, MaxBytes: b.cfg.Export.MaxBytes}
+		if r != nil {
+			o.Redact = r.String // every text is redacted when it is exported
+		}
+		b.export = export.New(o)
+		next = append(next, b.export)
+	}
 	reg, logger := b.Registry, b.logger("scores")
 	// Results come from outside the process (worker pods): a weight is valid up to 1 / the
 	// smallest probability the sampler built below has used since start.
@@ -218,6 +231,7 @@ func (b *builder) scoringWorkers() (lifecycle, error) {
 	if err != nil {
 		return lifecycle{}, err
 	}
+	active = sampler.SampledScorers(active) // the sidecars' sampling stage computes retrieval metrics
 	if len(active) == 0 {
 		return lifecycle{}, errors.New("no scorers are enabled (scoring.metrics / scoring.retrieval_k)")
 	}
@@ -255,6 +269,11 @@ func (b *builder) join() (lifecycle, error) {
 	if b.cfg.Scoring.Recent.IncludeContent {
 		b.Records = append(b.Records, b.recentIn) // keeps a short preview of query and answer
 	}
+	if b.export != nil {
+		// Recent records for GET /api/v1/export, first: the sampling stage publishes retrieval
+		// scores at once, and they must find their record kept.
+		b.Records = append(record.Fanout{b.export}, b.Records...)
+	}
 	// Feedback joined after its record goes to the same kind of list.
 	b.Feedback = feedbackFanout{
 		b.Signals,
@@ -263,7 +282,7 @@ func (b *builder) join() (lifecycle, error) {
 	}
 	// Labels joined after their record, or never joined: one record.LabelConsumer per line.
 	b.Labels = labelFanout{
-		// none yet
+		b.Alerts, // pairs late labels with their record's scores: judge agreement
 	}
 	// Shadow pairs once both halves arrived: one record.PairConsumer per line.
 	b.Pairs = pairFanout{
@@ -396,6 +415,9 @@ func (b *builder) http() (lifecycle, error) {
 		srv.Mount("GET /api/v1/alerts", b.Alerts.Handler())
 		srv.Mount("GET /api/v1/scores", b.recent.Handler())
 		srv.Mount("GET /api/v1/pairwise", b.Sampler.Pairwise.Handler())
+		if b.export != nil {
+			srv.Mount("GET /api/v1/export", b.export.Handler(b.o.now))
+		}
 		srv.Mount("POST /api/v1/feedback", b.Join.Handler(b.Ingest))
 		srv.Mount("POST /api/v1/labels", b.Join.LabelsHandler(b.Ingest))
 		if b.reload, err = newReloader(b.o.reload, b.o.now, b.Registry, b.logger("reload")); err != nil {

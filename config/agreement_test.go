@@ -1,0 +1,44 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAgreementValidate(t *testing.T) {
+	_, err := Parse([]byte("alerting:\n  agreement:\n    window: 0s\n    min_samples: 2000\n    max_series: 0\n"))
+	if err == nil {
+		t.Fatal("invalid agreement settings accepted")
+	}
+	for _, want := range []string{
+		"line 3: `alerting.agreement.window` must be positive",
+		"line 4: `alerting.agreement.min_samples` must not exceed max_pairs (1000)",
+		"line 5: `alerting.agreement.max_series` must be positive, got 0",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	c, err := Parse([]byte("alerting:\n  agreement: {window: 1d, min_samples: 10}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := c.Alerting.Agreement; a.MinSamples != 10 || a.MaxPairs != 1000 || a.Window != md(24*time.Hour) {
+		t.Fatalf("agreement %+v", a)
+	}
+}
+
+func TestExportConfig(t *testing.T) {
+	c, err := Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Export != (Export{MaxRecords: 2000, MaxBytes: 32 << 20}) {
+		t.Fatalf("export defaults %+v", c.Export)
+	}
+	_, err = Parse([]byte("export: {enabled: true, max_records: 0}\n"))
+	if err == nil || !strings.Contains(err.Error(), "`export.max_records` must be positive, got 0") {
+		t.Fatalf("error %v", err)
+	}
+}
