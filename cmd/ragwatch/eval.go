@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/sampler/eval"
 	"github.com/ragwatch/ragwatch/sampler/scorers"
@@ -76,7 +77,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ss, err := scorers.Build(cfg.Scoring, nil, logger)
+	opts, err := service.OfflineJudgeOptions(cfg)
+	if err != nil {
+		return fail("%v", err)
+	}
+	ss, err := scorers.Build(cfg.Scoring, nil, logger, opts...)
 	if err != nil {
 		return fail("%v", err)
 	}

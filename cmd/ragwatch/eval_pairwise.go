@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/sampler/eval"
 	"github.com/ragwatch/ragwatch/sampler/scorers"
@@ -33,7 +34,11 @@ func runEvalPairs(ctx context.Context, cfgPath, input, output, judge string, min
 		judge = cfg.Pairs.Judge
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	j, err := scorers.BuildPairJudge(cfg.Scoring, judge, logger)
+	opts, err := service.OfflineJudgeOptions(cfg)
+	if err != nil {
+		return fail("%v", err)
+	}
+	j, err := scorers.BuildPairJudge(cfg.Scoring, judge, logger, opts...)
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -201,3 +201,14 @@ func (s redactingRecent) ConsumeRecord(ctx context.Context, rec *record.Record) 
 	c.Query, c.Answer = s.r.String(rec.Query), s.r.String(rec.Answer)
 	return s.next.ConsumeRecord(ctx, &c)
 }
+
+// OfflineJudgeOptions are the scorer options of `ragwatch eval`: the same redaction of judge
+// prompts as the service (the redaction section of cfg) and the judges of the judges section,
+// so that an offline run sends an LLM exactly what the service would.
+func OfflineJudgeOptions(cfg *config.Config) ([]scorers.Option, error) {
+	r, err := buildRedactor(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	return append(JudgeRedaction(r), scorers.WithJudges(cfg.Judges, nil)), nil
+}
