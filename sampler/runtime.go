@@ -67,6 +67,7 @@ func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorer
 		}
 		rt.Pool = worker.New(js, cfg.Scoring.ScoringRuntime, scorers, sink, worker.Options{
 			Replicas: replicas, Budget: budget, Services: services, Registerer: reg, Logger: logger,
+			Variants: labels.NewVariantSet(cfg.Variants.MaxValues, cfg.Signals.ServiceTTL, nil),
 		})
 	}
 	return rt

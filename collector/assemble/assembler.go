@@ -60,6 +60,9 @@ type Settings struct {
 	// UpstreamProbability is receivers.otlp.upstream_sampling_probability: the records of a
 	// trace whose tracestate declares no sampling probability get it (0: none).
 	UpstreamProbability float64
+	// VariantAttributes are variants.attributes: the keys read, after rag.variant, for a
+	// record's variant (nil: DefaultVariantAttributes).
+	VariantAttributes []string
 }
 
 // Assembler holds spans by trace id until the trace is complete, then assembles and hands its
@@ -76,6 +79,7 @@ type Assembler struct {
 	now      func() time.Time
 	m        *metrics
 	upstream float64 // Settings.UpstreamProbability
+	variants variantKeys
 	// early is set when complete_wait is shorter than wait: complete traces are tracked and
 	// released at complete_wait. Unset, assembly runs exactly as before complete_wait existed.
 	early bool
@@ -147,11 +151,15 @@ func New(s Settings) (*Assembler, error) {
 		now:      s.Now,
 		m:        m,
 		upstream: s.UpstreamProbability,
+		variants: defaultVariantKeys,
 		early:    s.Config.CompleteWait < s.Config.Wait,
 		traces:   make(map[pcommon.TraceID]*trace),
 		done:     newRecentSet(min(max(s.Config.MaxTraces, 1024), 1<<17)),
 		kick:     make(chan struct{}, 1),
 		baseCtx:  context.Background(),
+	}
+	if s.VariantAttributes != nil {
+		a.variants = newVariantKeys(s.VariantAttributes)
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -173,7 +181,7 @@ func (a *Assembler) Held() int {
 // reused), never calls downstream consumers and returns quickly.
 func (a *Assembler) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
 	buf := spanBufs.Get().(*[]Span)
-	spans := FromTraces(td, (*buf)[:0])
+	spans := fromTraces(td, (*buf)[:0], a.variants)
 	if len(spans) > 0 {
 		a.Add(spans) // copies each span into its trace
 	}

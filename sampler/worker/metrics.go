@@ -27,9 +27,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return &metrics{
 		evalScore: registerOrGet(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ragwatch_eval_score",
-			Help:    "Scores of sampled records (0..1, higher is better), by service and metric. Unweighted: weight by 1/p for estimates (docs/sampling.md).",
+			Help:    "Scores of sampled records (0..1, higher is better), by service, variant and metric. Unweighted: weight by 1/p for estimates (docs/sampling.md).",
 			Buckets: EvalBuckets,
-		}, []string{"service", "metric"})),
+		}, []string{"service", "variant", "metric"})),
 		duration: registerOrGet(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ragwatch_scoring_duration_seconds",
 			Help:    "Time one scorer took on one record, by scorer.",

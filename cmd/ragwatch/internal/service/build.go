@@ -98,6 +98,7 @@ func (b *builder) signals() (lifecycle, error) {
 		Signals:    b.cfg.Signals,
 		Exporters:  b.cfg.Exporters,
 		Services:   b.Services,
+		Variants:   b.Variants,
 		Registerer: b.Registry,
 		Logger:     b.logger("signals"),
 		Now:        b.o.now,
@@ -206,6 +207,7 @@ func (b *builder) scoringWorkers() (lifecycle, error) {
 			Replicas:   b.NATS.Replicas,
 			Budget:     decide.NewBudget(b.cfg.Sampling.Budget, nil, b.Registry, logger),
 			Services:   b.Services,
+			Variants:   b.Variants,
 			Registerer: b.Registry,
 			Logger:     logger,
 			Now:        b.o.now,
@@ -271,6 +273,7 @@ func (b *builder) assembler() (lifecycle, error) {
 		Now:        b.o.now,
 		// Records of traces whose tracestate declares no sampling probability.
 		UpstreamProbability: b.cfg.Receivers.OTLP.UpstreamSamplingProbability,
+		VariantAttributes:   b.cfg.Variants.Attributes,
 	})
 	if err != nil {
 		return lifecycle{}, fmt.Errorf("build assembler: %w", err)
