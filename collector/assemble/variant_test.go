@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
