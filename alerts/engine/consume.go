@@ -21,9 +21,11 @@ func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
 	defer e.mu.Unlock()
 	var err error
 	eachSignal(r, func(name string, v float64) {
-		if e2 := e.observe(name, r.Service, v, 1, slo.Sample{TraceID: r.TraceID, SpanID: r.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
+		s := slo.Sample{TraceID: r.TraceID, SpanID: r.SpanID, Value: v, Time: now}
+		if e2 := e.observe(name, r.Service, v, 1, s, now); e2 != nil && err == nil {
 			err = e2
 		}
+		e.observeVariant(name, r.Service, r.Variant, v, 1, s, now)
 	})
 	return err
 }
@@ -56,10 +58,12 @@ func (e *Engine) ConsumeScores(_ context.Context, results []score.Result) error 
 		if w == 0 {
 			w = 1
 		}
-		if err := e.observe(res.Metric, res.Service, res.Value, w,
-			slo.Sample{TraceID: res.TraceID, SpanID: res.SpanID, Value: res.Value, Time: now}, now); err != nil {
+		s := slo.Sample{TraceID: res.TraceID, SpanID: res.SpanID, Value: res.Value, Time: now}
+		if err := e.observe(res.Metric, res.Service, res.Value, w, s, now); err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		e.observeVariant(res.Metric, res.Service, res.Variant, res.Value, w, s, now)
 	}
 	return errors.Join(errs...)
 }

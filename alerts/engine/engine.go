@@ -61,6 +61,7 @@ type Engine struct {
 	saveEvery time.Duration
 	retention time.Duration
 	m         *metrics
+	cmp       *comparisons // config `comparisons:` (comparisons.go)
 
 	mu       sync.Mutex // guards rules, byMetric, forgotten and all instance state
 	rules    []*rule
@@ -120,6 +121,9 @@ func New(o Options) (*Engine, error) {
 	e := &Engine{now: o.Now, logger: o.Logger, store: o.Store, sink: o.Sink, services: o.Services, baseline: o.Baseline,
 		traceTmpl: c.Alerting.TraceURLTemplate.Reveal(), interval: c.Alerting.EvaluationInterval, saveEvery: c.Alerting.SaveInterval,
 		retention: time.Duration(c.Alerting.ResolvedRetention), m: m, byMetric: map[string][]*rule{}, stopOnce: &sync.Once{}}
+	if e.cmp, err = newComparisons(c, o.Registerer, c.Alerting.DashboardURL.Reveal(), e.traceTmpl); err != nil {
+		return nil, fmt.Errorf("alert engine metrics: %w", err)
+	}
 	for _, s := range c.SLOs {
 		r, err := newSLORule(s, c.Alerting.DashboardURL.Reveal())
 		if err != nil {

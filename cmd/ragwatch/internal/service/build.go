@@ -351,6 +351,7 @@ func (b *builder) http() (lifecycle, error) {
 	}
 	if b.mode == ModeRun {
 		srv.Mount("GET /api/v1/alerts", b.Alerts.Handler())
+		srv.Mount("GET /api/v1/comparisons", b.Alerts.ComparisonsHandler())
 		srv.Mount("GET /api/v1/scores", b.recent.Handler())
 		srv.Mount("POST /api/v1/feedback", b.FeedbackJoin.Handler(b.Ingest))
 		if b.reload, err = newReloader(b.o.reload, b.o.now, b.Registry, b.logger("reload")); err != nil {

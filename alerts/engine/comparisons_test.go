@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/ragwatch/ragwatch/alerts"
+	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
+)
+
+const comparisonCfg = `
+comparisons:
+  - name: prompt-v2
+    metrics: [faithfulness]
+    baseline: stable
+    margin: 0.05
+    alpha: 0.05
+    min_samples: 50
+    severity: page
+    labels: {team: rag}
+`
+
+// TestComparisonFiresWithWorstTraces: a canary whose faithfulness is 0.25 lower than the
+// baseline's goes from collecting to candidate_worse and fires one alert naming the
+// candidate's worst traces; an equal variant becomes not_worse and never fires.
+func TestComparisonFiresWithWorstTraces(t *testing.T) {
+	h := newHarness(t, comparisonCfg, nil)
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(1, 1))
+	next := 0
+	feed := func(n int) {
+		for range n {
+			i := next
+			next++
+			res := []score.Result{
+				{TraceID: fmt.Sprintf("s%d", i), Service: "search", Variant: "stable", Metric: "faithfulness", Value: 0.7 + 0.3*r.Float64(), Weight: 1},
+				{TraceID: fmt.Sprintf("c%d", i), Service: "search", Variant: "canary", Metric: "faithfulness", Value: 0.45 + 0.3*r.Float64(), Weight: 1},
+				{TraceID: fmt.Sprintf("e%d", i), Service: "search", Variant: "same", Metric: "faithfulness", Value: 0.7 + 0.3*r.Float64(), Weight: 1},
+			}
+			if i == 7 {
+				res[1].Value = 0.01 // the canary's worst trace
+			}
+			if err := h.e.ConsumeScores(ctx, res); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The baseline's samples count only from the first candidate sample on: the first round
+	// creates the experiments.
+	feed(1)
+	feed(20)
+	if got := h.e.Evaluate(ctx); len(got) != 0 {
+		t.Fatalf("collecting: %d alerts", len(got))
+	}
+	st := h.e.Comparisons()
+	if len(st) != 2 || st[0].Candidate != "canary" || st[0].State != "collecting" || st[1].Candidate != "same" {
+		t.Fatalf("%+v", st)
+	}
+	feed(400)
+	got := h.e.Evaluate(ctx)
+	if len(got) != 1 {
+		t.Fatalf("%d alerts: %+v", len(got), got)
+	}
+	a := got[0]
+	if a.Name != NameComparison || a.Kind != KindComparison || a.Status != alerts.StatusFiring || a.Severity != "page" ||
+		a.Labels["candidate"] != "canary" || a.Labels["baseline"] != "stable" || a.Labels["team"] != "rag" ||
+		a.Labels["comparison"] != "prompt-v2" || a.Metric != "faithfulness" {
+		t.Fatalf("alert %+v", a)
+	}
+	if a.Value > -0.2 || a.Value < -0.3 || a.Interval == nil || a.Interval.Upper >= -0.05 || a.Threshold != -0.05 {
+		t.Fatalf("delta %v interval %+v", a.Value, a.Interval)
+	}
+	if len(a.Evidence) != 5 || a.Evidence[0].TraceID != "c7" {
+		t.Fatalf("evidence %+v", a.Evidence)
+	}
+	if g := testutil.Sum(t, h.reg, MetricComparisonState, map[string]string{"candidate": "canary", "state": "candidate_worse"}); g != 1 {
+		t.Fatalf("state gauge %v", g)
+	}
+	if g := testutil.Sum(t, h.reg, MetricComparisonState, map[string]string{"candidate": "same", "state": "not_worse"}); g != 1 {
+		t.Fatalf("state gauge of the equal variant %v", g)
+	}
+	if g := testutil.Sum(t, h.reg, MetricComparisonDelta, map[string]string{"candidate": "canary", "bound": "upper"}); g >= -0.05 {
+		t.Fatalf("upper bound gauge %v", g)
+	}
+	if list := h.e.Alerts(); len(list) != 1 || list[0].Fingerprint != a.Fingerprint {
+		t.Fatalf("Alerts() %+v", list)
+	}
+
+	srv := httptest.NewServer(h.e.ComparisonsHandler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body ComparisonsResponse
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	c := body.Comparisons[0]
+	if len(body.Comparisons) != 2 || c.State != "candidate_worse" || c.CandidateN != 421 || c.BaselineN != 420 ||
+		c.Lower == nil || c.Upper == nil || *c.Upper >= -0.05 || len(c.WorstTraceIDs) != 5 || c.WorstTraceIDs[0] != "c7" {
+		t.Fatalf("%+v", body)
+	}
+}
