@@ -27,6 +27,8 @@ type SLO struct {
 	Kind    string `yaml:"kind"` // threshold | burn_rate
 	Metric  string `yaml:"metric"`
 	Service string `yaml:"service"` // only this service; "" = each service separately
+	// Variant keeps only the records and scores of this variant (docs/variants.md); "" = all.
+	Variant string `yaml:"variant"`
 
 	Objective  float64  `yaml:"objective"`
 	AlertBelow *float64 `yaml:"alert_below"`

@@ -109,3 +109,35 @@ func TestComparisonFiresWithWorstTraces(t *testing.T) {
 		t.Fatalf("%+v", body)
 	}
 }
+
+// TestSLOVariantFilter: an SLO with `variant` counts only that variant's scores and records;
+// the same SLO without it counts them all.
+func TestSLOVariantFilter(t *testing.T) {
+	h := newHarness(t, `
+slos:
+  - {name: cp-canary, metric: citation_precision, alert_below: 0.7, min_samples: 10, window: 15m, variant: canary, severity: page}
+  - {name: cp, metric: citation_precision, alert_below: 0.7, min_samples: 10, window: 15m, severity: page}
+`, nil)
+	ctx := context.Background()
+	for i := range 40 {
+		for _, v := range []struct {
+			variant string
+			value   float64
+		}{{"stable", 0.95}, {"stable", 0.95}, {"stable", 0.95}, {"canary", 0.3}} {
+			if err := h.e.ConsumeScores(ctx, []score.Result{{TraceID: fmt.Sprintf("%s%d", v.variant, i), Service: "search",
+				Variant: v.variant, Metric: "citation_precision", Value: v.value, Weight: 1}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := testutil.Sum(t, h.reg, "ragwatch_slo_samples_total", map[string]string{"slo": "cp-canary"}); n != 40 {
+		t.Fatalf("canary SLO samples %v, want 40", n)
+	}
+	if n := testutil.Sum(t, h.reg, "ragwatch_slo_samples_total", map[string]string{"slo": "cp"}); n != 160 {
+		t.Fatalf("all-variant SLO samples %v, want 160", n)
+	}
+	got := h.e.Evaluate(ctx)
+	if len(got) != 1 || got[0].Rule != "cp-canary" || got[0].Labels["variant"] != "canary" || got[0].Evidence[0].TraceID[:6] != "canary" {
+		t.Fatalf("alerts %+v", got)
+	}
+}

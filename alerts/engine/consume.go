@@ -22,7 +22,7 @@ func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
 	var err error
 	eachSignal(r, func(name string, v float64) {
 		s := slo.Sample{TraceID: r.TraceID, SpanID: r.SpanID, Value: v, Time: now}
-		if e2 := e.observe(name, r.Service, v, 1, s, now); e2 != nil && err == nil {
+		if e2 := e.observe(name, r.Service, r.Variant, v, 1, s, now); e2 != nil && err == nil {
 			err = e2
 		}
 		e.observeVariant(name, r.Service, r.Variant, v, 1, s, now)
@@ -38,7 +38,7 @@ func (e *Engine) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 	defer e.mu.Unlock()
 	var err error
 	eachFeedbackSignal(&f, func(name string, v float64) {
-		if e2 := e.observe(name, f.Service, v, 1, slo.Sample{TraceID: f.TraceID, SpanID: f.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
+		if e2 := e.observe(name, f.Service, "", v, 1, slo.Sample{TraceID: f.TraceID, SpanID: f.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
 			err = e2
 		}
 	})
@@ -59,7 +59,7 @@ func (e *Engine) ConsumeScores(_ context.Context, results []score.Result) error 
 			w = 1
 		}
 		s := slo.Sample{TraceID: res.TraceID, SpanID: res.SpanID, Value: res.Value, Time: now}
-		if err := e.observe(res.Metric, res.Service, res.Value, w, s, now); err != nil {
+		if err := e.observe(res.Metric, res.Service, res.Variant, res.Value, w, s, now); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -68,8 +68,9 @@ func (e *Engine) ConsumeScores(_ context.Context, results []score.Result) error 
 	return errors.Join(errs...)
 }
 
-// observe adds one value to every rule on metric. Called with e.mu held.
-func (e *Engine) observe(metric, service string, x, w float64, s slo.Sample, now time.Time) error {
+// observe adds one value to every rule on metric whose variant filter (if any) is variant.
+// Called with e.mu held.
+func (e *Engine) observe(metric, service, variant string, x, w float64, s slo.Sample, now time.Time) error {
 	rules := e.byMetric[metric]
 	if len(rules) == 0 {
 		return nil
@@ -84,6 +85,9 @@ func (e *Engine) observe(metric, service string, x, w float64, s slo.Sample, now
 	}
 	var label string
 	for _, r := range rules {
+		if r.variant != "" && r.variant != variant {
+			continue
+		}
 		key := r.service
 		if key != "" {
 			if service != key {

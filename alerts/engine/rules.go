@@ -38,6 +38,7 @@ type rule struct {
 	name      string
 	metric    string
 	service   string // filter; "" = every service separately
+	variant   string // filter; "" = every variant together
 	labels    map[string]string
 	notifiers []string
 	runbook   string
@@ -85,7 +86,7 @@ func (in *instance) active() bool {
 }
 
 func newSLORule(s config.SLO, dashboard string) (*rule, error) {
-	r := &rule{kind: alerts.KindThreshold, name: s.Name, metric: s.Metric, service: s.Service, labels: s.Labels,
+	r := &rule{kind: alerts.KindThreshold, name: s.Name, metric: s.Metric, service: s.Service, variant: s.Variant, labels: s.Labels,
 		notifiers: s.Notifiers, runbook: s.RunbookURL.Reveal(), dashboard: s.DashboardURL.Reveal(), forDur: time.Duration(s.For), keep: time.Duration(s.KeepFiringFor),
 		sloCfg: s, instances: map[string]*instance{}}
 	if r.dashboard == "" {
@@ -112,7 +113,7 @@ func newSLORule(s config.SLO, dashboard string) (*rule, error) {
 }
 
 func newDriftRule(d config.DriftDetector, cfg config.Drift, dashboard string) *rule {
-	r := &rule{kind: alerts.KindDrift, name: d.Name, metric: d.Signal, service: d.Service, labels: d.Labels,
+	r := &rule{kind: alerts.KindDrift, name: d.Name, metric: d.Signal, service: d.Service, variant: d.Variant, labels: d.Labels,
 		notifiers: d.Notifiers, runbook: d.RunbookURL.Reveal(), dashboard: d.DashboardURL.Reveal(), forDur: time.Duration(d.For), keep: time.Duration(d.KeepFiringFor),
 		det: d, detector: driftDetector(d), driftWindow: time.Duration(cfg.Window), refWindow: time.Duration(cfg.ReferenceWindow), instances: map[string]*instance{}}
 	r.edges = r.detector.Edges()
@@ -250,6 +251,9 @@ func (r *rule) baseAlert(name, service, severity string) alerts.Alert {
 		key = "detector"
 	}
 	labels := map[string]string{"alertname": name, key: r.name, "service": service, "severity": severity}
+	if r.variant != "" {
+		labels["variant"] = r.variant
+	}
 	for k, v := range r.labels {
 		labels[k] = v
 	}
