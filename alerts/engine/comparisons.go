@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"reflect"
 	"slices"
 	"time"
 
@@ -33,14 +34,13 @@ const (
 // and candidate variant, per metric, the two arms' weighted sums since the experiment started
 // (or since its last window began), and the candidate's worst samples. Guarded by Engine.mu.
 type comparisons struct {
-	defs       []*comparison
-	byMetric   map[string][]*comparison
-	maxArms    int // candidates per comparison and service (variants.max_values)
-	delta      *prometheus.GaugeVec
-	state      *prometheus.GaugeVec
-	dashboard  string
-	traceTmpl  string
-	registered bool
+	defs      []*comparison
+	byMetric  map[string][]*comparison
+	maxArms   int // candidates per comparison and service (variants.max_values)
+	delta     *prometheus.GaugeVec
+	state     *prometheus.GaugeVec
+	dashboard string
+	traceTmpl string
 }
 
 type comparison struct {
@@ -64,19 +64,7 @@ type armPair struct {
 }
 
 func newComparisons(cfg *config.Config, reg prometheus.Registerer, dashboard, traceTmpl string) (*comparisons, error) {
-	c := &comparisons{byMetric: map[string][]*comparison{}, maxArms: max(cfg.Variants.MaxValues, 1),
-		dashboard: dashboard, traceTmpl: traceTmpl}
-	for _, d := range cfg.Comparisons {
-		cp := &comparison{cfg: d, opts: compare.Options{Margin: d.Margin, Alpha: d.Alpha, MinSamples: d.MinSamples},
-			arms: map[string]map[string]*experiment{}}
-		c.defs = append(c.defs, cp)
-		for _, m := range slices.Compact(slices.Sorted(slices.Values(d.Metrics))) {
-			c.byMetric[m] = append(c.byMetric[m], cp)
-		}
-	}
-	if len(c.defs) == 0 {
-		return c, nil
-	}
+	c := &comparisons{dashboard: dashboard, traceTmpl: traceTmpl}
 	c.delta = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricComparisonDelta,
 		Help: "Weighted mean of the candidate minus the baseline's, per comparison and metric: the estimate and the always-valid confidence sequence's lower and upper bounds."},
 		[]string{"comparison", "service", "candidate", "metric", "bound"})
@@ -88,8 +76,36 @@ func newComparisons(cfg *config.Config, reg prometheus.Registerer, dashboard, tr
 			return nil, err
 		}
 	}
-	c.registered = true
+	c.update(cfg)
 	return c, nil
+}
+
+// update applies a (re)loaded config: a comparison whose definition is unchanged keeps its
+// experiments; any other starts empty, and a removed one's gauges go away. Called with
+// Engine.mu held (or before the engine is shared).
+func (c *comparisons) update(cfg *config.Config) {
+	old := map[string]*comparison{}
+	for _, cp := range c.defs {
+		old[cp.cfg.Name] = cp
+	}
+	c.defs, c.byMetric, c.maxArms = nil, map[string][]*comparison{}, max(cfg.Variants.MaxValues, 1)
+	for _, d := range cfg.Comparisons {
+		cp := old[d.Name]
+		if cp != nil && reflect.DeepEqual(cp.cfg, d) {
+			delete(old, d.Name)
+		} else {
+			cp = &comparison{cfg: d, opts: compare.Options{Margin: d.Margin, Alpha: d.Alpha, MinSamples: d.MinSamples},
+				arms: map[string]map[string]*experiment{}}
+		}
+		c.defs = append(c.defs, cp)
+		for _, m := range slices.Compact(slices.Sorted(slices.Values(d.Metrics))) {
+			c.byMetric[m] = append(c.byMetric[m], cp)
+		}
+	}
+	for name := range old {
+		c.delta.DeletePartialMatch(prometheus.Labels{"comparison": name})
+		c.state.DeletePartialMatch(prometheus.Labels{"comparison": name})
+	}
 }
 
 // observe adds one value of metric from a request of service served by variant. Called with

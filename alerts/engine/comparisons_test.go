@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/ragwatch/ragwatch/alerts"
@@ -139,5 +140,40 @@ slos:
 	got := h.e.Evaluate(ctx)
 	if len(got) != 1 || got[0].Rule != "cp-canary" || got[0].Labels["variant"] != "canary" || got[0].Evidence[0].TraceID[:6] != "canary" {
 		t.Fatalf("alerts %+v", got)
+	}
+}
+
+// TestComparisonReload: an unchanged comparison keeps its experiments over a reload, a changed
+// one starts again, a removed one goes with its gauges.
+func TestComparisonReload(t *testing.T) {
+	h := newHarness(t, comparisonCfg, nil)
+	ctx := context.Background()
+	for i := range 5 {
+		for _, v := range []string{"canary", "stable"} {
+			if err := h.e.ConsumeScores(ctx, []score.Result{{TraceID: fmt.Sprint(v, i), Service: "search", Variant: v,
+				Metric: "faithfulness", Value: 0.5, Weight: 1}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	h.e.Evaluate(ctx)
+	n := func() int64 {
+		st := h.e.Comparisons()
+		if len(st) == 0 {
+			return -1
+		}
+		return st[0].CandidateN
+	}
+	if err := h.e.Update(parse(t, comparisonCfg)); err != nil || n() != 5 {
+		t.Fatalf("unchanged: %v, n=%d", err, n())
+	}
+	if err := h.e.Update(parse(t, strings.Replace(comparisonCfg, "margin: 0.05", "margin: 0.1", 1))); err != nil || n() != -1 {
+		t.Fatalf("changed: %v, n=%d", err, n())
+	}
+	if err := h.e.Update(parse(t, "slos: []\n")); err != nil {
+		t.Fatal(err)
+	}
+	if g := testutil.Sum(t, h.reg, MetricComparisonState, nil); g != 0 {
+		t.Fatalf("removed comparison's gauges remain: %v", g)
 	}
 }

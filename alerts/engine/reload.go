@@ -38,6 +38,7 @@ func (e *Engine) Update(c *config.Config) error {
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.cmp.update(c) // comparisons.go
 	old := map[string]*rule{}
 	for _, r := range e.rules {
 		old[r.storeKey()] = r
