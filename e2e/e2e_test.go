@@ -71,6 +71,13 @@ slos:
     objective: 0.95
     severity: ticket
     notifiers: [oncall]
+comparisons:
+  - name: canary
+    metrics: [faithfulness]
+    baseline: stable
+    candidate: canary
+    min_samples: 10
+    notifiers: [oncall]
 drift:
   window: 20s
   reference_window: 60s
@@ -251,7 +258,7 @@ func TestEndToEnd(t *testing.T) {
 	// few scrapes.
 	t.Run("dashboard queries return data", func(t *testing.T) {
 		for _, q := range dashboardQueries(t) {
-			expr := strings.NewReplacer("$__rate_interval", "1m", "$service", ".*").Replace(q)
+			expr := strings.NewReplacer("$__rate_interval", "1m", "$service", ".*", "$variant", ".*").Replace(q)
 			testutil.CheckFor(t, 60*time.Second, 250*time.Millisecond, "dashboard query "+expr, func() error {
 				v, err := promQuery(s.prom, expr)
 				if err != nil {
