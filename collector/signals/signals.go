@@ -208,8 +208,14 @@ func New(s Settings) (*Signals, error) {
 // DefaultMaxVariants is variants.max_values' default.
 const DefaultMaxVariants = 8
 
-// forgetVariant drops the Prometheus series of a variant label the set has evicted.
-func (s *Signals) forgetVariant(variant string) { s.prom.forgetVariant(variant) }
+// forgetVariant drops what the recorders keep for a variant label the set has evicted.
+func (s *Signals) forgetVariant(variant string) {
+	for _, r := range *s.recorders.Load() {
+		if f, ok := r.(interface{ forgetVariant(string) }); ok {
+			f.forgetVariant(variant)
+		}
+	}
+}
 
 // forgetter is a recorder keeping something per service label.
 type forgetter interface{ forget(service string) }

@@ -1,8 +1,10 @@
 package signals
 
 import (
+	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,5 +69,58 @@ func TestVariantLabel(t *testing.T) {
 	}
 	if got := testutil.Sum(t, reg, "ragwatch_requests_total", map[string]string{"variant": "baseline"}); got != 1 {
 		t.Errorf("requests{variant=baseline} after re-admission = %v, want 1", got)
+	}
+}
+
+// TestStatsdVariantTag: statsd lines carry the variant tag when the record has one.
+func TestStatsdVariantTag(t *testing.T) {
+	for _, tc := range []struct{ format, want string }{
+		{"datadog", "rag.requests:1|c|#service:support-bot,variant:prompt-v2"},
+		{"influx", "rag.requests,service=support-bot,variant=prompt-v2:1|c"},
+	} {
+		conn := listenUDP(t)
+		s, _ := newTestSignals(t, 10, statsdExporters(conn.LocalAddr().String(), tc.format))
+		ctx := context.Background()
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := recordB()
+		r.Variant = "prompt-v2"
+		consume(t, s, r)
+		if err := s.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := readPackets(t, conn, 1)[0]; !strings.HasPrefix(got, tc.want+"\n") {
+			t.Errorf("%s: packet\n%s\nwant first line %s", tc.format, got, tc.want)
+		}
+	}
+}
+
+// TestOTLPVariantAttribute: OTLP data points carry the variant attribute when the record has
+// one, and none when it has not.
+func TestOTLPVariantAttribute(t *testing.T) {
+	addr, sink := startGRPCMetricsServer(t, nil)
+	s, _ := newTestSignals(t, 10, otlpExporters(addr, "grpc"))
+	ctx := context.Background()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := recordB()
+	r.Variant = "prompt-v2"
+	consume(t, s, r, recordB())
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var with, without bool
+	for _, line := range summarize(t, sink.all()) {
+		switch {
+		case strings.HasPrefix(line, "ragwatch.requests{service=support-bot,variant=prompt-v2} "):
+			with = true
+		case strings.HasPrefix(line, "ragwatch.requests{service=support-bot} "):
+			without = true
+		}
+	}
+	if !with || !without {
+		t.Fatalf("requests with variant %v, without %v:\n%s", with, without, strings.Join(summarize(t, sink.all()), "\n"))
 	}
 }
