@@ -13,9 +13,11 @@ type State string
 const (
 	// Collecting: an arm has fewer than MinSamples samples.
 	Collecting State = "collecting"
-	// CandidateWorse: the whole confidence sequence of delta lies below −margin.
+	// CandidateWorse: the whole confidence sequence of delta lies below −margin (above +margin
+	// when lower is better).
 	CandidateWorse State = "candidate_worse"
-	// NotWorse: the whole confidence sequence lies above −margin (a promote signal).
+	// NotWorse: the whole confidence sequence lies above −margin (below +margin when lower is
+	// better): a promote signal.
 	NotWorse State = "not_worse"
 	// Inconclusive: the sequence still straddles −margin.
 	Inconclusive State = "inconclusive"
@@ -29,6 +31,9 @@ type Options struct {
 	Margin     float64 // non-inferiority margin, ≥ 0
 	Alpha      float64 // the probability, over the whole run, that the sequence ever misses delta
 	MinSamples int     // samples each arm needs before any decision
+	// LowerIsBetter flips the direction: the candidate is worse when delta > +Margin (latency,
+	// error rates).
+	LowerIsBetter bool
 	// Tau is the standard deviation of the normal mixture over delta (the effect size the test
 	// is tuned to detect fastest); 0 uses max(Margin, 0.01).
 	Tau float64
@@ -67,7 +72,7 @@ type Result struct {
 //	r = sqrt( 2·V·(V + τ²)/τ² · ln( sqrt((V + τ²)/V) / α ) )
 //
 // which covers delta at every time at once with probability ≥ 1 − α: it may be read after
-// every sample. The state compares the sequence with −Margin.
+// every sample. The state compares the sequence with −Margin (+Margin when lower is better).
 func Evaluate(baseline, candidate slo.Sums, o Options) Result {
 	r := Result{
 		BaselineN: baseline.N, CandidateN: candidate.N,
@@ -89,9 +94,9 @@ func Evaluate(baseline, candidate slo.Sums, o Options) Result {
 	switch {
 	case baseline.N < int64(o.MinSamples) || candidate.N < int64(o.MinSamples):
 		r.State = Collecting
-	case r.Upper < -o.Margin:
+	case !o.LowerIsBetter && r.Upper < -o.Margin, o.LowerIsBetter && r.Lower > o.Margin:
 		r.State = CandidateWorse
-	case r.Lower > -o.Margin:
+	case !o.LowerIsBetter && r.Lower > -o.Margin, o.LowerIsBetter && r.Upper < o.Margin:
 		r.State = NotWorse
 	default:
 		r.State = Inconclusive

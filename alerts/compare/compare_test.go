@@ -204,3 +204,21 @@ func TestEvaluateStates(t *testing.T) {
 		t.Fatalf("weighted: %+v", got)
 	}
 }
+
+func TestLowerIsBetter(t *testing.T) {
+	o := Options{Margin: 0.1, Alpha: 0.05, MinSamples: 3, LowerIsBetter: true}
+	var b, c slo.Sums
+	for i := range 200 {
+		b.Add(1+0.01*float64(i%5), 1) // latency ≈ 1.02 s
+		c.Add(1.5+0.01*float64(i%5), 1)
+	}
+	if got := Evaluate(b, c, o); got.State != CandidateWorse || got.Lower <= 0.1 {
+		t.Fatalf("slower candidate: %+v", got)
+	}
+	if got := Evaluate(b, b, o); got.State != NotWorse {
+		t.Fatalf("same latency: %+v", got)
+	}
+	if got := Evaluate(c, b, o); got.State != NotWorse {
+		t.Fatalf("faster candidate: %+v", got)
+	}
+}

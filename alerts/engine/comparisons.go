@@ -94,7 +94,8 @@ func (c *comparisons) update(cfg *config.Config) {
 		if cp != nil && reflect.DeepEqual(cp.cfg, d) {
 			delete(old, d.Name)
 		} else {
-			cp = &comparison{cfg: d, opts: compare.Options{Margin: d.Margin, Alpha: d.Alpha, MinSamples: d.MinSamples},
+			cp = &comparison{cfg: d, opts: compare.Options{Margin: d.Margin, Alpha: d.Alpha, MinSamples: d.MinSamples,
+				LowerIsBetter: d.LowerIsBetter},
 				arms: map[string]map[string]*experiment{}}
 		}
 		c.defs = append(c.defs, cp)
@@ -133,11 +134,18 @@ func (c *comparisons) observe(metric, label, variant string, x, w float64, s slo
 		}
 		p := ex.pair(metric)
 		p.candidate.Add(x, w)
-		p.worst.Offer(s, lowerIsWorse)
+		p.worst.Offer(s, cp.badness)
 	}
 }
 
-func lowerIsWorse(v float64) float64 { return -v }
+// badness orders the candidate's samples for evidence: the lowest are the worst, or the
+// highest when lower is better.
+func (cp *comparison) badness(v float64) float64 {
+	if cp.cfg.LowerIsBetter {
+		return v
+	}
+	return -v
+}
 
 // experiment returns (creating) the experiment of a candidate; nil when the service already
 // has maxArms candidates.
@@ -246,15 +254,19 @@ func (c *comparisons) alert(cp *comparison, service, cand, metric string, ex *ex
 	if !math.IsInf(r.Lower, 0) && !math.IsInf(r.Upper, 0) {
 		a.Interval = &alerts.Interval{Lower: r.Lower, Upper: r.Upper, Level: 1 - cp.cfg.Alpha}
 	}
-	for _, s := range slo.MergeWorst([]slo.Worst{p.worst}, lowerIsWorse) {
+	for _, s := range slo.MergeWorst([]slo.Worst{p.worst}, cp.badness) {
 		a.Evidence = append(a.Evidence, alerts.Evidence{TraceID: s.TraceID, SpanID: s.SpanID, Value: s.Value,
 			Time: s.Time, URL: alerts.TraceURL(c.traceTmpl, s.TraceID, service)})
 	}
+	side, worseBy := "below", -a.Value
+	if cp.cfg.LowerIsBetter {
+		a.Threshold, a.Comparator, side, worseBy = cp.cfg.Margin, ">", "above", a.Value
+	}
 	a.Summary = fmt.Sprintf("Comparison %s: %s of %s is worse than %s by %s (margin %s) for %s", cp.cfg.Name,
-		metric, cand, cp.cfg.Baseline, alerts.FormatValue(-a.Value), alerts.FormatValue(cp.cfg.Margin), service)
-	a.Description = fmt.Sprintf("The weighted mean of %s is %s for variant %s (%d samples) and %s for baseline %s (%d samples): delta %s, always-valid %g%% confidence sequence %s, entirely below -%s.",
+		metric, cand, cp.cfg.Baseline, alerts.FormatValue(worseBy), alerts.FormatValue(cp.cfg.Margin), service)
+	a.Description = fmt.Sprintf("The weighted mean of %s is %s for variant %s (%d samples) and %s for baseline %s (%d samples): delta %s, always-valid %g%% confidence sequence %s, entirely %s %s.",
 		metric, alerts.FormatValue(r.CandMean), cand, r.CandidateN, alerts.FormatValue(r.BaselineMean), cp.cfg.Baseline,
-		r.BaselineN, alerts.FormatValue(r.Delta), 100*(1-cp.cfg.Alpha), a.IntervalText(), alerts.FormatValue(cp.cfg.Margin))
+		r.BaselineN, alerts.FormatValue(r.Delta), 100*(1-cp.cfg.Alpha), a.IntervalText(), side, alerts.FormatValue(a.Threshold))
 	return a
 }
 
@@ -343,7 +355,7 @@ func (e *Engine) Comparisons() []ComparisonStatus {
 						Candidate: cand, BaselineN: r.BaselineN, CandidateN: r.CandidateN, BaselineMean: fin(r.BaselineMean),
 						CandidateMean: fin(r.CandMean), Delta: slo.Finite(r.Delta), Lower: fin(r.Lower), Upper: fin(r.Upper),
 						Margin: cp.cfg.Margin, Alpha: cp.cfg.Alpha, State: string(r.State), WorstTraceIDs: []string{}, Since: ex.started}
-					for _, s := range slo.MergeWorst([]slo.Worst{p.worst}, lowerIsWorse) {
+					for _, s := range slo.MergeWorst([]slo.Worst{p.worst}, cp.badness) {
 						st.WorstTraceIDs = append(st.WorstTraceIDs, s.TraceID)
 					}
 					out = append(out, st)

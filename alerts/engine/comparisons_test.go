@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ragwatch/ragwatch/alerts"
+	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
@@ -175,5 +176,37 @@ func TestComparisonReload(t *testing.T) {
 	}
 	if g := testutil.Sum(t, h.reg, MetricComparisonState, nil); g != 0 {
 		t.Fatalf("removed comparison's gauges remain: %v", g)
+	}
+}
+
+// TestComparisonOnRecordsLowerIsBetter: a comparison on a record signal where lower is better
+// (latency) fires when the candidate is slower by more than the margin, with its slowest
+// traces as evidence.
+func TestComparisonOnRecordsLowerIsBetter(t *testing.T) {
+	h := newHarness(t, `
+comparisons:
+  - {name: latency, metrics: [latency_seconds], baseline: v1, candidate: v2, margin: 0.1, lower_is_better: true, min_samples: 20}
+`, nil)
+	ctx := context.Background()
+	for i := range 100 {
+		for _, v := range []struct {
+			variant string
+			ms      float64
+		}{{"v1", 1000}, {"v2", 1500}} {
+			ms := v.ms + float64(i%7)*10
+			if v.variant == "v2" && i == 42 {
+				ms = 9000
+			}
+			r := &record.Record{TraceID: fmt.Sprintf("%s-%d", v.variant, i), Service: "search", Variant: v.variant,
+				Query: "q", Answer: "a", Latency: record.Latency{Total: ms}}
+			if err := h.e.ConsumeRecord(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := h.e.Evaluate(ctx)
+	if len(got) != 1 || got[0].Comparator != ">" || got[0].Threshold != 0.1 || got[0].Value < 0.4 ||
+		got[0].Evidence[0].TraceID != "v2-42" {
+		t.Fatalf("%+v", got)
 	}
 }
