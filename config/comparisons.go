@@ -83,3 +83,18 @@ func (c Comparison) Validate() error {
 func (c Comparison) String() string {
 	return fmt.Sprintf("%s (%s vs %s)", c.Name, c.Candidate, c.Baseline)
 }
+
+// checkComparisons reports comparison names used twice and notifiers that do not exist
+// (CheckAlertRefs).
+func checkComparisons(c *Config, checkNotifiers func(prefix string, refs []string)) []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, cp := range c.Comparisons {
+		if seen[cp.Name] {
+			errs = append(errs, Invalid(fmt.Sprintf("comparisons[%d].name", i), "%q is used twice", cp.Name))
+		}
+		seen[cp.Name] = true
+		checkNotifiers(fmt.Sprintf("comparisons[%d]", i), cp.Notifiers)
+	}
+	return errs
+}
