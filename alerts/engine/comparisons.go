@@ -110,17 +110,22 @@ func (c *comparisons) update(cfg *config.Config) {
 }
 
 // observe adds one value of metric from a request of service served by variant. Called with
-// Engine.mu held; label is the bounded service label.
-func (c *comparisons) observe(metric, label, variant string, x, w float64, s slo.Sample, now time.Time) {
+// Engine.mu held; label is the bounded service label, under which experiments are kept (a
+// comparison for one configured service keeps them under its name).
+func (c *comparisons) observe(metric, service, label, variant string, x, w float64, s slo.Sample, now time.Time) {
 	if c == nil || variant == "" {
 		return
 	}
 	for _, cp := range c.byMetric[metric] {
-		if cp.cfg.Service != "" && cp.cfg.Service != label {
-			continue
+		key := label
+		if cp.cfg.Service != "" {
+			if cp.cfg.Service != service {
+				continue
+			}
+			key = service
 		}
 		if variant == cp.cfg.Baseline {
-			for _, ex := range cp.arms[label] {
+			for _, ex := range cp.arms[key] {
 				ex.pair(metric).baseline.Add(x, w)
 			}
 			continue
@@ -128,7 +133,7 @@ func (c *comparisons) observe(metric, label, variant string, x, w float64, s slo
 		if cp.cfg.Candidate != "" && variant != cp.cfg.Candidate {
 			continue
 		}
-		ex := cp.experiment(label, variant, now, c.maxArms)
+		ex := cp.experiment(key, variant, now, c.maxArms)
 		if ex == nil {
 			continue
 		}
@@ -393,5 +398,5 @@ func (e *Engine) observeVariant(metric, service, variant string, x, w float64, s
 	if e.services != nil {
 		label = e.services.Label(service)
 	}
-	e.cmp.observe(metric, label, variant, x, w, s, now)
+	e.cmp.observe(metric, service, label, variant, x, w, s, now)
 }
