@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ragwatch/ragwatch/alerts"
 	"github.com/ragwatch/ragwatch/internal/record"
@@ -208,5 +209,33 @@ comparisons:
 	if len(got) != 1 || got[0].Comparator != ">" || got[0].Threshold != 0.1 || got[0].Value < 0.4 ||
 		got[0].Evidence[0].TraceID != "v2-42" {
 		t.Fatalf("%+v", got)
+	}
+}
+
+// TestComparisonWindow: with a window, each window is a new experiment (unless its alert is
+// firing): the sequence's guarantee holds within one.
+func TestComparisonWindow(t *testing.T) {
+	h := newHarness(t, strings.Replace(comparisonCfg, "severity: page", "severity: page\n    window: 1m", 1), nil)
+	ctx := context.Background()
+	feed := func(n int) {
+		for i := range n {
+			for _, v := range []string{"canary", "stable"} {
+				if err := h.e.ConsumeScores(ctx, []score.Result{{TraceID: fmt.Sprint(v, i), Service: "search", Variant: v,
+					Metric: "faithfulness", Value: 0.8 + 0.01*float64(i%3), Weight: 1}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	feed(30)
+	h.e.Evaluate(ctx)
+	if st := h.e.Comparisons(); st[0].CandidateN != 30 || !st[0].Since.Equal(t0) {
+		t.Fatalf("%+v", st[0])
+	}
+	h.clk.Add(time.Minute)
+	h.e.Evaluate(ctx)
+	feed(5)
+	if st := h.e.Comparisons(); st[0].CandidateN != 5 || st[0].BaselineN != 5 || !st[0].Since.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("after the window: %+v", st[0])
 	}
 }
