@@ -94,6 +94,13 @@ func TestComparisonFiresWithWorstTraces(t *testing.T) {
 	if list := h.e.Alerts(); len(list) != 1 || list[0].Fingerprint != a.Fingerprint {
 		t.Fatalf("Alerts() %+v", list)
 	}
+	// The same sink the SLO alerts go to (the notify dispatcher) got it.
+	h.rec.mu.Lock()
+	sent := append([]alerts.Alert(nil), h.rec.sent...)
+	h.rec.mu.Unlock()
+	if len(sent) != 1 || sent[0].Fingerprint != a.Fingerprint || sent[0].Annotations()["summary"] == "" {
+		t.Fatalf("sink got %+v", sent)
+	}
 
 	srv := httptest.NewServer(h.e.ComparisonsHandler())
 	defer srv.Close()
