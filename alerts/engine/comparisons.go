@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math"
 	"net/http"
-	"reflect"
 	"slices"
 	"time"
 
@@ -80,8 +79,9 @@ func newComparisons(cfg *config.Config, reg prometheus.Registerer, dashboard, tr
 	return c, nil
 }
 
-// update applies a (re)loaded config: a comparison whose definition is unchanged keeps its
-// experiments; any other starts empty, and a removed one's gauges go away. Called with
+// update applies a (re)loaded config: a comparison whose test is defined the same way
+// (definition) keeps its experiments; any other starts empty, and a removed one's gauges go
+// away. Called with
 // Engine.mu held (or before the engine is shared).
 func (c *comparisons) update(cfg *config.Config) {
 	old := map[string]*comparison{}
@@ -91,8 +91,18 @@ func (c *comparisons) update(cfg *config.Config) {
 	c.defs, c.byMetric, c.maxArms = nil, map[string][]*comparison{}, max(cfg.Variants.MaxValues, 1)
 	for _, d := range cfg.Comparisons {
 		cp := old[d.Name]
-		if cp != nil && reflect.DeepEqual(cp.cfg, d) {
+		next := &comparison{cfg: d}
+		if cp != nil && cp.definition() == next.definition() {
+			// Same test: the experiments go on; severity, labels, URLs and notifiers apply to them.
 			delete(old, d.Name)
+			cp.cfg = d
+			for _, bySvc := range cp.arms {
+				for _, ex := range bySvc {
+					if ex.last != nil {
+						ex.last.Notifiers = d.Notifiers
+					}
+				}
+			}
 		} else {
 			cp = &comparison{cfg: d, opts: compare.Options{Margin: d.Margin, Alpha: d.Alpha, MinSamples: d.MinSamples,
 				LowerIsBetter: d.LowerIsBetter},

@@ -176,6 +176,9 @@ func TestComparisonReload(t *testing.T) {
 	if err := h.e.Update(parse(t, comparisonCfg)); err != nil || n() != 5 {
 		t.Fatalf("unchanged: %v, n=%d", err, n())
 	}
+	if err := h.e.Update(parse(t, strings.Replace(comparisonCfg, "team: rag", "team: search", 1))); err != nil || n() != 5 {
+		t.Fatalf("labels changed: %v, n=%d", err, n())
+	}
 	if err := h.e.Update(parse(t, strings.Replace(comparisonCfg, "margin: 0.05", "margin: 0.1", 1))); err != nil || n() != -1 {
 		t.Fatalf("changed: %v, n=%d", err, n())
 	}
@@ -244,5 +247,48 @@ func TestComparisonWindow(t *testing.T) {
 	feed(5)
 	if st := h.e.Comparisons(); st[0].CandidateN != 5 || st[0].BaselineN != 5 || !st[0].Since.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("after the window: %+v", st[0])
+	}
+}
+
+// TestComparisonRestartKeepsState: a new engine on the same store continues the experiment:
+// same sums, same firing alert (no re-fire), same evidence; a changed definition drops it.
+func TestComparisonRestartKeepsState(t *testing.T) {
+	store := &MemStore{}
+	h := newHarness(t, comparisonCfg, store)
+	ctx := context.Background()
+	for i := range 200 {
+		if err := h.e.ConsumeScores(ctx, []score.Result{
+			{TraceID: fmt.Sprint("c", i), Service: "search", Variant: "canary", Metric: "faithfulness", Value: 0.4 + 0.001*float64(i%50), Weight: 1},
+			{TraceID: fmt.Sprint("s", i), Service: "search", Variant: "stable", Metric: "faithfulness", Value: 0.9 - 0.001*float64(i%50), Weight: 1},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := h.e.Evaluate(ctx)
+	if len(before) != 1 || !before[0].Firing() {
+		t.Fatalf("before restart: %+v", before)
+	}
+	if err := h.e.Save(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h2 := newHarness(t, comparisonCfg, store)
+	h2.clk.Set(h.clk.Now().Add(30 * time.Second))
+	if err := h2.e.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := h2.e.Comparisons()
+	if len(st) != 1 || st[0].CandidateN != 200 || st[0].BaselineN != 200 || st[0].State != "candidate_worse" || st[0].WorstTraceIDs[0] != "c0" {
+		t.Fatalf("after restart: %+v", st)
+	}
+	after := h2.e.Evaluate(ctx)
+	if len(after) != 1 || !after[0].StartsAt.Equal(before[0].StartsAt) || after[0].Fingerprint != before[0].Fingerprint {
+		t.Fatalf("after restart: %+v", after)
+	}
+	h3 := newHarness(t, strings.Replace(comparisonCfg, "margin: 0.05", "margin: 0.1", 1), store)
+	if err := h3.e.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := h3.e.Comparisons(); len(st) != 0 {
+		t.Fatalf("another definition restored: %+v", st)
 	}
 }
