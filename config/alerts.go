@@ -98,6 +98,7 @@ func CheckAlertRefs(c *Config) error {
 	for i, d := range c.Drift.Detectors {
 		check(fmt.Sprintf("drift.detectors[%d]", i), d.Notifiers)
 	}
+	errs = append(errs, checkComparisons(c, check)...)
 	return joinErrs(errs)
 }
 

@@ -20,11 +20,14 @@ type Comparison struct {
 	Baseline  string `yaml:"baseline"`
 	Candidate string `yaml:"candidate"`
 	// Margin is the non-inferiority margin: the candidate is worse when its mean is below the
-	// baseline's by more than Margin (for metrics where higher is better).
-	Margin     float64        `yaml:"margin"`
-	Alpha      float64        `yaml:"alpha"`
-	MinSamples int            `yaml:"min_samples"`
-	Window     model.Duration `yaml:"window"`
+	// baseline's by more than Margin (above, with LowerIsBetter), in the metric's unit.
+	Margin float64 `yaml:"margin"`
+	// LowerIsBetter is for metrics where a lower mean is better (latency_seconds,
+	// empty_retrieval_rate, ...); scores are higher-is-better.
+	LowerIsBetter bool           `yaml:"lower_is_better"`
+	Alpha         float64        `yaml:"alpha"`
+	MinSamples    int            `yaml:"min_samples"`
+	Window        model.Duration `yaml:"window"`
 
 	Severity     string            `yaml:"severity"` // page | ticket | info
 	Labels       map[string]string `yaml:"labels"`
@@ -59,8 +62,8 @@ func (c Comparison) Validate() error {
 	if c.Candidate != "" && c.Candidate == c.Baseline {
 		errs = append(errs, Invalid("candidate", "must differ from the baseline %q", c.Baseline))
 	}
-	if !(c.Margin >= 0 && c.Margin < 1) {
-		errs = append(errs, Invalid("margin", "must be in [0, 1), got %v", c.Margin))
+	if !(c.Margin >= 0 && c.Margin < 1e9) {
+		errs = append(errs, Invalid("margin", "must be a non-negative number, got %v", c.Margin))
 	}
 	if !(c.Alpha > 0 && c.Alpha < 0.5) {
 		errs = append(errs, Invalid("alpha", "must be in (0, 0.5), got %v", c.Alpha))
@@ -79,4 +82,19 @@ func (c Comparison) Validate() error {
 // String names the comparison in logs.
 func (c Comparison) String() string {
 	return fmt.Sprintf("%s (%s vs %s)", c.Name, c.Candidate, c.Baseline)
+}
+
+// checkComparisons reports comparison names used twice and notifiers that do not exist
+// (CheckAlertRefs).
+func checkComparisons(c *Config, checkNotifiers func(prefix string, refs []string)) []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, cp := range c.Comparisons {
+		if seen[cp.Name] {
+			errs = append(errs, Invalid(fmt.Sprintf("comparisons[%d].name", i), "%q is used twice", cp.Name))
+		}
+		seen[cp.Name] = true
+		checkNotifiers(fmt.Sprintf("comparisons[%d]", i), cp.Notifiers)
+	}
+	return errs
 }

@@ -27,9 +27,11 @@ type Drift struct {
 
 // DriftDetector compares one signal's distribution with its reference by one method.
 type DriftDetector struct {
-	Name                string            `yaml:"name"`
-	Signal              string            `yaml:"signal"`
-	Service             string            `yaml:"service"`
+	Name    string `yaml:"name"`
+	Signal  string `yaml:"signal"`
+	Service string `yaml:"service"`
+	// Variant keeps only the records and scores of this variant; "" = all.
+	Variant             string            `yaml:"variant"`
 	Method              string            `yaml:"method"`    // psi | ks | js
 	Threshold           float64           `yaml:"threshold"` // alert above
 	Buckets             []float64         `yaml:"buckets"`   // bin edges; default per signal

@@ -30,6 +30,8 @@ type SLO struct {
 	// MinTurn limits the SLO to records (and their scores) at this turn of a conversation or
 	// later; 0 counts every record. Records of unknown turn, and feedback, are left out.
 	MinTurn int `yaml:"min_turn"`
+	// Variant keeps only the records and scores of this variant (docs/variants.md); "" = all.
+	Variant string `yaml:"variant"`
 
 	Objective  float64  `yaml:"objective"`
 	AlertBelow *float64 `yaml:"alert_below"`

@@ -71,6 +71,13 @@ slos:
     objective: 0.95
     severity: ticket
     notifiers: [oncall]
+comparisons:
+  - name: canary
+    metrics: [faithfulness]
+    baseline: stable
+    candidate: canary
+    min_samples: 10
+    notifiers: [oncall]
 drift:
   window: 20s
   reference_window: 60s
@@ -185,6 +192,8 @@ func traffic(ctx context.Context, t *testing.T, endpoint string, gen *synth.Gene
 			case <-tick.C:
 				turn := gen.Next(time.Now())
 				turn.Start = time.Now().Add(-turn.Total)
+				// Every fourth request is served by a canary, reported as a feature flag.
+				turn.Variant = map[bool]string{true: "canary", false: "stable"}[n%4 == 0]
 				synth.Emit(ctx, tracer, &turn)
 				n++
 			}
@@ -249,7 +258,7 @@ func TestEndToEnd(t *testing.T) {
 	// few scrapes.
 	t.Run("dashboard queries return data", func(t *testing.T) {
 		for _, q := range dashboardQueries(t) {
-			expr := strings.NewReplacer("$__rate_interval", "1m", "$service", ".*").Replace(q)
+			expr := strings.NewReplacer("$__rate_interval", "1m", "$service", ".*", "$variant", ".*").Replace(q)
 			testutil.CheckFor(t, 60*time.Second, 250*time.Millisecond, "dashboard query "+expr, func() error {
 				v, err := promQuery(s.prom, expr)
 				if err != nil {
@@ -257,6 +266,29 @@ func TestEndToEnd(t *testing.T) {
 				}
 				if len(v) == 0 {
 					return fmt.Errorf("empty result")
+				}
+				return nil
+			})
+		}
+	})
+
+	// The variant read from the feature-flag event labels the request and eval-score metrics:
+	// a per-variant query returns each variant's own series.
+	t.Run("per-variant query returns data", func(t *testing.T) {
+		for _, q := range []struct{ expr, variant string }{
+			{`sum by (variant) (rate(ragwatch_requests_total{service="support-bot",variant="canary"}[1m]))`, "canary"},
+			{`sum by (variant) (ragwatch_eval_score_count{metric="faithfulness",variant="stable"})`, "stable"},
+		} {
+			testutil.CheckFor(t, 60*time.Second, 250*time.Millisecond, "per-variant query "+q.expr, func() error {
+				v, err := promQuery(s.prom, q.expr)
+				if err != nil {
+					return err
+				}
+				if len(v) != 1 || v[0].Metric["variant"] != q.variant {
+					return fmt.Errorf("got %+v", v)
+				}
+				if x, _ := v[0].Value[1].(string); x == "" || x == "0" {
+					return fmt.Errorf("value %v", v[0].Value)
 				}
 				return nil
 			})
@@ -390,6 +422,14 @@ func TestDemoFiresAndResolvesBothAlerts(t *testing.T) {
 		if !found {
 			t.Errorf("%s never fired", rule)
 		}
+	}
+	// The canary (prompt-v2 invents figures) is caught by its comparison and listed with its
+	// worst traces.
+	if !strings.Contains(summary, "\nalert prompt-v2-canary kind=comparison ") {
+		t.Errorf("the canary comparison never fired")
+	}
+	if !strings.Contains(summary, "\ncomparison prompt-v2-canary prompt-v2 vs prompt-v1 metric=faithfulness state=candidate_worse ") {
+		t.Errorf("the summary does not list the canary comparison as candidate_worse")
 	}
 	_ = os.Stderr
 }

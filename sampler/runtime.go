@@ -80,6 +80,8 @@ func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorer
 	if extra != nil {
 		sink = append(sink, extra)
 	}
+	// One bounded set of variant labels for the scores of this process, in the stage and workers.
+	variants := labels.NewVariantSet(cfg.Variants.MaxValues, cfg.Signals.ServiceTTL, nil)
 	// The retrieval metrics run in the stage on every record with relevance labels, not on the
 	// sampled fraction the workers see.
 	if rs := scorersbuild.Retrieval(cfg.Scoring.ScoringEngine); rs != nil {
@@ -88,9 +90,11 @@ func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorer
 		}
 		hist := worker.EvalScore(reg)
 		services.OnEvict(func(service string) { hist.DeletePartialMatch(prometheus.Labels{"service": service}) })
+		variants.OnEvict(func(variant string) { hist.DeletePartialMatch(prometheus.Labels{"variant": variant}) })
 		observed := score.ConsumerFunc(func(ctx context.Context, res []score.Result) error {
 			for _, x := range res {
-				hist.WithLabelValues(services.Label(x.Service), x.Metric).Observe(x.Value)
+				variant, _ := variants.Label(x.Variant)
+				hist.WithLabelValues(services.Label(x.Service), variant, x.Metric).Observe(x.Value)
 			}
 			return sink.ConsumeScores(ctx, res)
 		})
@@ -101,6 +105,7 @@ func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorer
 		rt.Pool = worker.New(js, cfg.Scoring.ScoringRuntime, scorers, sink, worker.Options{
 			Replicas: replicas, Budget: budget, Services: services, Registerer: reg, Logger: logger,
 			PairJudge: ro.pairJudge, Pairwise: rt.Pairwise,
+			Variants: variants,
 		})
 	}
 	return rt

@@ -149,6 +149,9 @@ func (s *Stage) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 func (s *Stage) scoreAlways(ctx context.Context, r *record.Record) {
 	m := s.d.Mark(r, decide.Decision{Sample: true, Probability: 1, Reason: ReasonRelevance})
 	res, _ := s.always.Score(ctx, m) // retrieval never fails
+	for i := range res {
+		res[i].Variant, res[i].Turn = r.Variant, r.Turn
+	}
 	if len(res) > 0 {
 		_ = s.scores.ConsumeScores(ctx, res) // a core NATS publish: buffered, never blocks long
 	}

@@ -24,9 +24,11 @@ func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
 	}
 	var err error
 	eachSignal(r, func(name string, v float64) {
-		if e2 := e.observe(name, r.Service, r.Turn, v, 1, slo.Sample{TraceID: r.TraceID, SpanID: r.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
+		s := slo.Sample{TraceID: r.TraceID, SpanID: r.SpanID, Value: v, Time: now}
+		if e2 := e.observe(name, r.Service, r.Variant, r.Turn, v, 1, s, now); e2 != nil && err == nil {
 			err = e2
 		}
+		e.observeVariant(name, r.Service, r.Variant, v, 1, s, now)
 	})
 	return err
 }
@@ -39,7 +41,7 @@ func (e *Engine) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 	defer e.mu.Unlock()
 	var err error
 	eachFeedbackSignal(&f, func(name string, v float64) {
-		if e2 := e.observe(name, f.Service, 0, v, 1, slo.Sample{TraceID: f.TraceID, SpanID: f.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
+		if e2 := e.observe(name, f.Service, "", 0, v, 1, slo.Sample{TraceID: f.TraceID, SpanID: f.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
 			err = e2
 		}
 	})
@@ -63,17 +65,19 @@ func (e *Engine) ConsumeScores(_ context.Context, results []score.Result) error 
 		if w == 0 {
 			w = 1
 		}
-		if err := e.observe(res.Metric, res.Service, res.Turn, res.Value, w,
-			slo.Sample{TraceID: res.TraceID, SpanID: res.SpanID, Value: res.Value, Time: now}, now); err != nil {
+		s := slo.Sample{TraceID: res.TraceID, SpanID: res.SpanID, Value: res.Value, Time: now}
+		if err := e.observe(res.Metric, res.Service, res.Variant, res.Turn, res.Value, w, s, now); err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		e.observeVariant(res.Metric, res.Service, res.Variant, res.Value, w, s, now)
 	}
 	return errors.Join(errs...)
 }
 
-// observe adds one value, of a record at turn (0: unknown), to every rule on metric whose
-// filters it passes. Called with e.mu held.
-func (e *Engine) observe(metric, service string, turn int, x, w float64, s slo.Sample, now time.Time) error {
+// observe adds one value, of a record of variant at turn (0: unknown), to every rule on metric
+// whose filters it passes. Called with e.mu held.
+func (e *Engine) observe(metric, service, variant string, turn int, x, w float64, s slo.Sample, now time.Time) error {
 	rules := e.byMetric[metric]
 	if len(rules) == 0 {
 		return nil
@@ -88,7 +92,7 @@ func (e *Engine) observe(metric, service string, turn int, x, w float64, s slo.S
 	}
 	var label string
 	for _, r := range rules {
-		if turn < r.minTurn {
+		if turn < r.minTurn || (r.variant != "" && r.variant != variant) {
 			continue
 		}
 		key := r.service

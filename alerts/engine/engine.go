@@ -63,6 +63,7 @@ type Engine struct {
 	retention time.Duration
 	m         *metrics
 	agree     *agreementState // pairs human labels with scores (agreement.go); guarded by mu
+	cmp       *comparisons // config `comparisons:` (comparisons.go)
 
 	mu       sync.Mutex // guards rules, byMetric, forgotten and all instance state
 	rules    []*rule
@@ -126,6 +127,9 @@ func New(o Options) (*Engine, error) {
 		traceTmpl: c.Alerting.TraceURLTemplate.Reveal(), interval: c.Alerting.EvaluationInterval, saveEvery: c.Alerting.SaveInterval,
 		retention: time.Duration(c.Alerting.ResolvedRetention), m: m, byMetric: map[string][]*rule{}, stopOnce: &sync.Once{}}
 	if e.agree, err = newAgreement(c.Alerting.Agreement, o.Registerer); err != nil {
+		return nil, fmt.Errorf("alert engine metrics: %w", err)
+	}
+	if e.cmp, err = newComparisons(c, o.Registerer, c.Alerting.DashboardURL.Reveal(), e.traceTmpl); err != nil {
 		return nil, fmt.Errorf("alert engine metrics: %w", err)
 	}
 	for _, s := range c.SLOs {

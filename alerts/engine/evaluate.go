@@ -65,6 +65,7 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 			e.m.firing.WithLabelValues(r.name, sev).Set(float64(firing[[2]string{r.name, sev}]))
 		}
 	}
+	out = append(out, e.cmp.evaluate(now)...)
 	e.mu.Unlock()
 	if e.sink != nil && len(out)+len(resend) > 0 {
 		e.sink.Send(ctx, append(append([]alerts.Alert(nil), out...), resend...))
@@ -98,6 +99,7 @@ func (e *Engine) Alerts() []alerts.Alert {
 			}
 		}
 	}
+	out = append(out, e.cmp.alerts(now, e.retention)...)
 	e.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Firing() != out[j].Firing() {

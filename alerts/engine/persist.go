@@ -62,6 +62,7 @@ func (e *Engine) Save(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, e.saveComparisons(ctx)...) // comparisons_persist.go
 	for _, key := range forgotten {
 		if saved[key] {
 			continue // the service came back since: its new state was just saved
@@ -130,5 +131,6 @@ func (e *Engine) Load(ctx context.Context) error {
 			e.mu.Unlock()
 		}
 	}
+	errs = append(errs, e.loadComparisons(ctx)...) // comparisons_persist.go
 	return errors.Join(errs...)
 }

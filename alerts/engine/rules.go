@@ -39,6 +39,7 @@ type rule struct {
 	metric    string
 	service   string // filter; "" = every service separately
 	minTurn   int    // filter: values of this turn or later only (0: every value)
+	variant   string // filter; "" = every variant together
 	labels    map[string]string
 	notifiers []string
 	runbook   string
@@ -86,7 +87,7 @@ func (in *instance) active() bool {
 }
 
 func newSLORule(s config.SLO, dashboard string) (*rule, error) {
-	r := &rule{kind: alerts.KindThreshold, name: s.Name, metric: s.Metric, service: s.Service, minTurn: s.MinTurn, labels: s.Labels,
+	r := &rule{kind: alerts.KindThreshold, name: s.Name, metric: s.Metric, service: s.Service, minTurn: s.MinTurn, variant: s.Variant, labels: s.Labels,
 		notifiers: s.Notifiers, runbook: s.RunbookURL.Reveal(), dashboard: s.DashboardURL.Reveal(), forDur: time.Duration(s.For), keep: time.Duration(s.KeepFiringFor),
 		sloCfg: s, instances: map[string]*instance{}}
 	if r.dashboard == "" {
@@ -113,7 +114,7 @@ func newSLORule(s config.SLO, dashboard string) (*rule, error) {
 }
 
 func newDriftRule(d config.DriftDetector, cfg config.Drift, dashboard string) *rule {
-	r := &rule{kind: alerts.KindDrift, name: d.Name, metric: d.Signal, service: d.Service, labels: d.Labels,
+	r := &rule{kind: alerts.KindDrift, name: d.Name, metric: d.Signal, service: d.Service, variant: d.Variant, labels: d.Labels,
 		notifiers: d.Notifiers, runbook: d.RunbookURL.Reveal(), dashboard: d.DashboardURL.Reveal(), forDur: time.Duration(d.For), keep: time.Duration(d.KeepFiringFor),
 		det: d, detector: driftDetector(d), driftWindow: time.Duration(cfg.Window), refWindow: time.Duration(cfg.ReferenceWindow), instances: map[string]*instance{}}
 	r.edges = r.detector.Edges()
@@ -251,6 +252,9 @@ func (r *rule) baseAlert(name, service, severity string) alerts.Alert {
 		key = "detector"
 	}
 	labels := map[string]string{"alertname": name, key: r.name, "service": service, "severity": severity}
+	if r.variant != "" {
+		labels["variant"] = r.variant
+	}
 	for k, v := range r.labels {
 		labels[k] = v
 	}

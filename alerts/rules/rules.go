@@ -94,7 +94,7 @@ func Generate(c *config.Config) (*File, error) {
 				Expr: fmt.Sprintf(`max by (detector, service) (%s{detector=%q}) > %s`,
 					alerts.MetricDriftScore, d.Name, prom(d.Threshold)),
 				For: forDur(d.For), KeepFiringFor: forDur(d.KeepFiringFor),
-				Labels: withLabels(d.Labels, d.Severity, "detector", d.Name),
+				Labels: withVariant(withLabels(d.Labels, d.Severity, "detector", d.Name), d.Variant),
 				Annotations: annotations(
 					fmt.Sprintf(`Drift in %s for {{ $labels.service }}: %s {{ $value | printf "%%.3g" }} > %s`, d.Signal, strings.ToUpper(d.Method), prom(d.Threshold)),
 					fmt.Sprintf(`The %s distribution over the last %s moved away from its reference on at least one replica (highest %s across replicas).`, d.Signal, dur(c.Drift.Window), strings.ToUpper(d.Method)),
@@ -184,7 +184,7 @@ func threshold(s config.SLO, dashboard string) Group {
 		Expr: fmt.Sprintf("%s %s %s\nand\n%s >= %d", sel(bound+ws, s.Name), op, prom(limit),
 			sel(RecSamples+ws, s.Name), s.MinSamples),
 		For: forDur(s.For), KeepFiringFor: forDur(s.KeepFiringFor),
-		Labels: withLabels(s.Labels, s.Severity, "slo", s.Name),
+		Labels: withVariant(withLabels(s.Labels, s.Severity, "slo", s.Name), s.Variant),
 		Annotations: annotations(
 			fmt.Sprintf(`SLO %s: %s 95%% bound {{ $value | printf "%%.3g" }} %s %s for {{ $labels.service }}`, s.Name, s.Metric, side, prom(limit)),
 			fmt.Sprintf(`The 95%% confidence interval of the weighted (1/p) mean of %s over %s, across all replicas, is entirely %s %s.`, s.Metric, ws, side, prom(limit)),
@@ -224,7 +224,7 @@ func burnRate(s config.SLO, dashboard string) Group {
 		g.Rules = append(g.Rules, Rule{
 			Alert: alerts.NameBurnRate, Expr: strings.Join(bySev[sev], "\nor\n"),
 			For: forDur(s.For), KeepFiringFor: forDur(s.KeepFiringFor),
-			Labels: withLabels(s.Labels, sev, "slo", s.Name),
+			Labels: withVariant(withLabels(s.Labels, sev, "slo", s.Name), s.Variant),
 			Annotations: annotations(
 				fmt.Sprintf(`SLO %s: error budget burning for {{ $labels.service }} (bad ratio {{ $value | printf "%%.3g" }})`, s.Name),
 				fmt.Sprintf(`%s is good when %s; objective %s over %s. The error budget burns faster than the %s thresholds across all replicas.`,
@@ -286,4 +286,14 @@ func marshal(v any, header string) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// withVariant adds the variant an SLO or detector filters on, as the engine's own alert has it
+// (the engine's counters of such a rule count that variant only, so the expressions need no
+// variant matcher).
+func withVariant(labels map[string]string, variant string) map[string]string {
+	if variant != "" {
+		labels["variant"] = variant
+	}
+	return labels
 }

@@ -63,6 +63,9 @@ type Settings struct {
 	// Conversation bounds the history records read from their generation's input messages
 	// (max_history_turns, max_history_bytes; zero values: unbounded).
 	Conversation config.Conversation
+	// VariantAttributes are variants.attributes: the keys read, after rag.variant, for a
+	// record's variant (nil: DefaultVariantAttributes).
+	VariantAttributes []string
 }
 
 // Assembler holds spans by trace id until the trace is complete, then assembles and hands its
@@ -80,6 +83,7 @@ type Assembler struct {
 	m        *metrics
 	upstream float64 // Settings.UpstreamProbability
 	conv     config.Conversation
+	variants variantKeys
 	// early is set when complete_wait is shorter than wait: complete traces are tracked and
 	// released at complete_wait. Unset, assembly runs exactly as before complete_wait existed.
 	early bool
@@ -152,11 +156,15 @@ func New(s Settings) (*Assembler, error) {
 		m:        m,
 		upstream: s.UpstreamProbability,
 		conv:     s.Conversation,
+		variants: defaultVariantKeys,
 		early:    s.Config.CompleteWait < s.Config.Wait,
 		traces:   make(map[pcommon.TraceID]*trace),
 		done:     newRecentSet(min(max(s.Config.MaxTraces, 1024), 1<<17)),
 		kick:     make(chan struct{}, 1),
 		baseCtx:  context.Background(),
+	}
+	if s.VariantAttributes != nil {
+		a.variants = newVariantKeys(s.VariantAttributes)
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -178,7 +186,7 @@ func (a *Assembler) Held() int {
 // reused), never calls downstream consumers and returns quickly.
 func (a *Assembler) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
 	buf := spanBufs.Get().(*[]Span)
-	spans := FromTraces(td, (*buf)[:0])
+	spans := fromTraces(td, (*buf)[:0], a.variants)
 	if len(spans) > 0 {
 		a.Add(spans) // copies each span into its trace
 	}

@@ -216,6 +216,7 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 		}
 		route = t.nodes[i].f.metadataRoute
 	}
+	r.Variant = b.variantOf(ctx)
 	r.Attributes = addAttr(r.Attributes, "route", route)
 	r.Attributes = addAttr(r.Attributes, "data_source", source)
 	r.Attributes = addAttr(r.Attributes, "workflow", workflow)

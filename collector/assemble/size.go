@@ -83,7 +83,7 @@ func strBytes(s string) int64 {
 // size is what a held span keeps alive: its slot in the trace's []Span, and everything its
 // fields point at.
 func (s *Span) size() int64 {
-	n := spanBytes + strBytes(s.Name) + strBytes(s.Service)
+	n := spanBytes + strBytes(s.Name) + strBytes(s.Service) + strBytes(s.Variant)
 	n += attrsSize(s.Attrs)
 	if cap(s.Events) > 0 {
 		n += allocBytes(int64(cap(s.Events))*eventBytes, true)

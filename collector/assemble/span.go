@@ -31,6 +31,10 @@ type Span struct {
 	// UpstreamP is the sampling probability the span's tracestate declares (ot=th or ot=p, see
 	// UpstreamProbability): 0 when it declares none, -1 when the declaration is malformed.
 	UpstreamP float64
+	// Variant is the best variant the span carries (variant.go) and VariantRank its key's rank:
+	// 1 for rag.variant, 2.. for variants.attributes in order, 0 when it carries none.
+	Variant     string
+	VariantRank uint8
 }
 
 // Attr is one attribute.
@@ -118,6 +122,11 @@ func (s *Span) IsLocalRoot() bool {
 // FromTraces appends to dst one Span per span of td, keeping only what assembly reads. Strings
 // are shared with td (pdata strings are immutable), so td may be reused afterwards.
 func FromTraces(td ptrace.Traces, dst []Span) []Span {
+	return fromTraces(td, dst, defaultVariantKeys)
+}
+
+// fromTraces is FromTraces reading variants from keys.
+func fromTraces(td ptrace.Traces, dst []Span, keys variantKeys) []Span {
 	buf := attrBufs.Get().(*attrBuf)
 	defer buf.release()
 	rss := td.ResourceSpans()
@@ -131,7 +140,9 @@ func FromTraces(td ptrace.Traces, dst []Span) []Span {
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
-				dst = append(dst, fromSpan(spans.At(k), service, buf))
+				s := fromSpan(spans.At(k), service, buf)
+				s.Variant, s.VariantRank = keys.read(spans.At(k), rs.Resource().Attributes())
+				dst = append(dst, s)
 			}
 		}
 	}

@@ -53,7 +53,7 @@ type otlpRecorder struct {
 	citations metric.Int64Histogram
 	refusals  metric.Int64Counter
 
-	attrs sync.Map // service -> *otlpAttrs; bounded by labels.ServiceSet
+	attrs sync.Map // seriesKey -> *otlpAttrs; bounded by labels.ServiceSet and labels.VariantSet
 }
 
 // otlpAttrs holds one service's prebuilt measurement options so recording does not build
@@ -208,14 +208,28 @@ func newOTLPInstruments(provider *sdkmetric.MeterProvider) (*otlpRecorder, error
 
 // forget drops the cached attribute set of an evicted service label. The OTel SDK keeps the
 // label's cumulative series until the process ends: it has no way to delete one.
-func (r *otlpRecorder) forget(service string) { r.attrs.Delete(service) }
+func (r *otlpRecorder) forget(service string) {
+	deleteKeys(&r.attrs, func(k seriesKey) bool { return k.service == service })
+}
 
-func (r *otlpRecorder) attrsFor(service string) *otlpAttrs {
-	if a, ok := r.attrs.Load(service); ok {
+// forgetVariant drops the cached attribute sets of an evicted variant label.
+func (r *otlpRecorder) forgetVariant(variant string) {
+	deleteKeys(&r.attrs, func(k seriesKey) bool { return k.variant == variant })
+}
+
+func (r *otlpRecorder) attrsFor(service, variant string) *otlpAttrs {
+	key := seriesKey{service, variant}
+	if a, ok := r.attrs.Load(key); ok {
 		return a.(*otlpAttrs)
 	}
-	svc := attribute.String("service", service)
-	opt := metric.WithAttributeSet(attribute.NewSet(svc))
+	base := []attribute.KeyValue{attribute.String("service", service)}
+	if variant != "" {
+		base = append(base, attribute.String("variant", variant))
+	}
+	with := func(kv attribute.KeyValue) attribute.Set {
+		return attribute.NewSet(append(append([]attribute.KeyValue(nil), base...), kv)...)
+	}
+	opt := metric.WithAttributeSet(attribute.NewSet(base...))
 	a := &otlpAttrs{
 		add:          []metric.AddOption{opt},
 		rec:          []metric.RecordOption{opt},
@@ -223,16 +237,14 @@ func (r *otlpRecorder) attrsFor(service string) *otlpAttrs {
 		topScoreGate: newExemplarGate(ScoreBuckets),
 	}
 	for i := range a.stage {
-		a.stage[i] = []metric.RecordOption{metric.WithAttributeSet(
-			attribute.NewSet(svc, attribute.String("stage", Stage(i).String())))}
+		a.stage[i] = []metric.RecordOption{metric.WithAttributeSet(with(attribute.String("stage", Stage(i).String())))}
 		a.durationGate[i] = newExemplarGate(DurationBuckets)
 	}
 	for i := range a.sentiment {
-		a.sentiment[i] = []metric.AddOption{metric.WithAttributeSet(
-			attribute.NewSet(svc, attribute.String("sentiment", Sentiment(i).String())))}
+		a.sentiment[i] = []metric.AddOption{metric.WithAttributeSet(with(attribute.String("sentiment", Sentiment(i).String())))}
 		a.feedbackGate[i] = newExemplarGate(nil)
 	}
-	actual, _ := r.attrs.LoadOrStore(service, a)
+	actual, _ := r.attrs.LoadOrStore(key, a)
 	return actual.(*otlpAttrs)
 }
 
@@ -278,7 +290,7 @@ func (e *exemplarCtx) get(g *exemplarGate, v float64) context.Context {
 // instruments take the trace as an exemplar, through the same per-bucket gates; the counts of
 // requests, documents, tokens and citations gain nothing from one.
 func (r *otlpRecorder) Record(ctx context.Context, o Observation) {
-	a := r.attrsFor(o.Service)
+	a := r.attrsFor(o.Service, o.Variant)
 	ex := exemplarCtx{ctx: ctx, now: o.now, traceID: o.TraceID, spanID: o.SpanID}
 	if o.Request {
 		r.requests.Add(ctx, 1, a.add...)

@@ -342,8 +342,8 @@ func TestAllExporters(t *testing.T) {
 	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP ragwatch_requests_total RAG requests seen, by service: each record counts 1/p when only a sample with probability p reaches ragwatch (tracestate ot=th, receivers.otlp.upstream_sampling_probability).
 # TYPE ragwatch_requests_total counter
-ragwatch_requests_total{service="other"} 1
-ragwatch_requests_total{service="support-bot"} 1
+ragwatch_requests_total{service="other",variant=""} 1
+ragwatch_requests_total{service="support-bot",variant=""} 1
 `), "ragwatch_requests_total"); err != nil {
 		t.Error(err)
 	}

@@ -22,8 +22,11 @@ type promRecorder struct {
 	citations *prometheus.HistogramVec
 	refusals  *prometheus.CounterVec
 
-	series sync.Map // service label -> *promSeries; bounded by labels.ServiceSet
+	series sync.Map // seriesKey -> *promSeries; bounded by labels.ServiceSet and labels.VariantSet
 }
+
+// seriesKey names one (service, variant) pair of label values.
+type seriesKey struct{ service, variant string }
 
 // promSeries holds one service's children, all created up front so every series of a service
 // exists (at zero) from its first record on.
@@ -76,32 +79,32 @@ func newPromRecorder(reg prometheus.Registerer) (*promRecorder, error) {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_requests_total",
 			Help: "RAG requests seen, by service: each record counts 1/p when only a sample with probability p reaches ragwatch (tracestate ot=th, receivers.otlp.upstream_sampling_probability).",
-		}, []string{"service"}),
+		}, []string{"service", "variant"}),
 		documents: hist("ragwatch_retrieved_documents",
-			"Documents in the final context of a request.", DocumentBuckets, "service"),
+			"Documents in the final context of a request.", DocumentBuckets, "service", "variant"),
 		score: hist("ragwatch_retrieval_score",
-			"Mean document score of a request (requests whose documents carry scores).", ScoreBuckets, "service"),
+			"Mean document score of a request (requests whose documents carry scores).", ScoreBuckets, "service", "variant"),
 		topScore: hist("ragwatch_retrieval_top_score",
-			"Best document score of a request (requests whose documents carry scores).", ScoreBuckets, "service"),
+			"Best document score of a request (requests whose documents carry scores).", ScoreBuckets, "service", "variant"),
 		tokens: hist("ragwatch_answer_tokens",
-			"Answer length: output tokens from usage, else words of the answer.", TokenBuckets, "service"),
+			"Answer length: output tokens from usage, else words of the answer.", TokenBuckets, "service", "variant"),
 		feedback: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_feedback_total",
 			Help: "User feedback received, by sentiment (score > 0 positive, < 0 negative, 0 neutral).",
-		}, []string{"service", "sentiment"}),
+		}, []string{"service", "variant", "sentiment"}),
 		duration: hist("ragwatch_request_duration_seconds",
 			"Duration of a request's stages (retrieval, generation, total); unmeasured stages are not observed.",
-			DurationBuckets, "service", "stage"),
+			DurationBuckets, "service", "variant", "stage"),
 		empty: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_empty_retrievals_total",
 			Help: "Requests whose final context holds no document (weighted like ragwatch_requests_total).",
-		}, []string{"service"}),
+		}, []string{"service", "variant"}),
 		citations: hist("ragwatch_citations_per_answer",
-			"Citations per answer (requests with an answer).", CitationBuckets, "service"),
+			"Citations per answer (requests with an answer).", CitationBuckets, "service", "variant"),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_refusals_total",
 			Help: "Requests whose answer declines to answer for lack of information (\"I don't know\", \"the documents do not say\"), weighted like ragwatch_requests_total.",
-		}, []string{"service"}),
+		}, []string{"service", "variant"}),
 	}
 	for _, c := range []prometheus.Collector{p.requests, p.documents, p.score, p.topScore, p.tokens,
 		p.feedback, p.duration, p.empty, p.citations, p.refusals} {
@@ -112,35 +115,50 @@ func newPromRecorder(reg prometheus.Registerer) (*promRecorder, error) {
 	return p, nil
 }
 
-func (p *promRecorder) seriesFor(service string) *promSeries {
-	if s, ok := p.series.Load(service); ok {
+func (p *promRecorder) seriesFor(service, variant string) *promSeries {
+	key := seriesKey{service, variant}
+	if s, ok := p.series.Load(key); ok {
 		return s.(*promSeries)
 	}
 	s := &promSeries{
-		requests:  p.requests.WithLabelValues(service),
-		documents: p.documents.WithLabelValues(service),
-		score:     gatedObserver{p.score.WithLabelValues(service), newExemplarGate(ScoreBuckets)},
-		topScore:  gatedObserver{p.topScore.WithLabelValues(service), newExemplarGate(ScoreBuckets)},
-		tokens:    p.tokens.WithLabelValues(service),
-		empty:     p.empty.WithLabelValues(service),
-		citations: p.citations.WithLabelValues(service),
-		refusals:  p.refusals.WithLabelValues(service),
+		requests:  p.requests.WithLabelValues(service, variant),
+		documents: p.documents.WithLabelValues(service, variant),
+		score:     gatedObserver{p.score.WithLabelValues(service, variant), newExemplarGate(ScoreBuckets)},
+		topScore:  gatedObserver{p.topScore.WithLabelValues(service, variant), newExemplarGate(ScoreBuckets)},
+		tokens:    p.tokens.WithLabelValues(service, variant),
+		empty:     p.empty.WithLabelValues(service, variant),
+		citations: p.citations.WithLabelValues(service, variant),
+		refusals:  p.refusals.WithLabelValues(service, variant),
 	}
 	for i := range s.feedback {
-		s.feedback[i] = gatedCounter{p.feedback.WithLabelValues(service, Sentiment(i).String()), newExemplarGate(nil)}
+		s.feedback[i] = gatedCounter{p.feedback.WithLabelValues(service, variant, Sentiment(i).String()), newExemplarGate(nil)}
 	}
 	for i := range s.duration {
-		s.duration[i] = gatedObserver{p.duration.WithLabelValues(service, Stage(i).String()), newExemplarGate(DurationBuckets)}
+		s.duration[i] = gatedObserver{p.duration.WithLabelValues(service, variant, Stage(i).String()), newExemplarGate(DurationBuckets)}
 	}
-	actual, _ := p.series.LoadOrStore(service, s)
+	actual, _ := p.series.LoadOrStore(key, s)
 	return actual.(*promSeries)
 }
 
 // forget deletes a service's series and its cached children: an evicted label's children
 // must not be reused, they are no longer part of the vectors.
 func (p *promRecorder) forget(service string) {
-	p.series.Delete(service)
-	l := prometheus.Labels{"service": service}
+	p.forgetMatch("service", service, func(k seriesKey) bool { return k.service == service })
+}
+
+// forgetVariant deletes an evicted variant label's series and cached children.
+func (p *promRecorder) forgetVariant(variant string) {
+	p.forgetMatch("variant", variant, func(k seriesKey) bool { return k.variant == variant })
+}
+
+func (p *promRecorder) forgetMatch(name, value string, match func(seriesKey) bool) {
+	p.series.Range(func(k, _ any) bool {
+		if match(k.(seriesKey)) {
+			p.series.Delete(k)
+		}
+		return true
+	})
+	l := prometheus.Labels{name: value}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{p.requests, p.documents,
 		p.score, p.topScore, p.tokens, p.feedback, p.duration, p.empty, p.citations, p.refusals} {
 		v.DeletePartialMatch(l)
@@ -151,7 +169,7 @@ func (p *promRecorder) forget(service string) {
 // and score histograms and on the feedback counter: the places where a user wants to jump from
 // a slow, poorly grounded or disliked request to its trace.
 func (p *promRecorder) Record(_ context.Context, o Observation) {
-	s := p.seriesFor(o.Service)
+	s := p.seriesFor(o.Service, o.Variant)
 	now := o.now // 0: no exemplar
 	var labels prometheus.Labels
 	ex := func() prometheus.Labels { // built once per record, only if a gate lets one through

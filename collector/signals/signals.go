@@ -57,6 +57,9 @@ func (s Sentiment) String() string { return sentimentNames[s] }
 type Observation struct {
 	// Service is the bounded label value (see labels.ServiceSet).
 	Service string
+	// Variant is the bounded variant label value (labels.VariantSet): "" for a record without
+	// variant and for feedback joined after its record.
+	Variant string
 	// TraceID and SpanID are the record's ids when they fit an exemplar, else "".
 	TraceID string
 	SpanID  string
@@ -104,7 +107,10 @@ type Settings struct {
 	Exporters config.Exporters
 	// Services bounds the service label; the process shares one set. Nil creates one capped at
 	// Signals.MaxServices.
-	Services   *labels.ServiceSet
+	Services *labels.ServiceSet
+	// Variants bounds the variant label; the process shares one set. Nil creates one capped at
+	// variants.max_values' default (8), aging out like services.
+	Variants   *labels.VariantSet
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 	// Now is the clock for exemplar timing; nil is time.Now.
@@ -116,7 +122,11 @@ type Settings struct {
 type Signals struct {
 	set      Settings
 	services *labels.ServiceSet
+	variants *labels.VariantSet
 	logger   *slog.Logger
+
+	// variantOverflow counts records whose variant the cap turned into "other".
+	variantOverflow prometheus.Counter
 
 	prom       *promRecorder
 	statsdErrs prometheus.Counter
@@ -152,6 +162,9 @@ func New(s Settings) (*Signals, error) {
 	if s.Services == nil {
 		s.Services = labels.NewServiceSetTTL(s.Signals.MaxServices, s.Signals.ServiceTTL, s.Now)
 	}
+	if s.Variants == nil {
+		s.Variants = labels.NewVariantSet(DefaultMaxVariants, s.Signals.ServiceTTL, s.Now)
+	}
 	if s.Exporters.Statsd.Endpoint != "" {
 		if _, err := parseTagFormat(s.Exporters.Statsd.TagFormat); err != nil {
 			return nil, err
@@ -163,7 +176,12 @@ func New(s Settings) (*Signals, error) {
 	sig := &Signals{
 		set:      s,
 		services: s.Services,
+		variants: s.Variants,
 		logger:   s.Logger,
+		variantOverflow: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ragwatch_variants_overflow_total",
+			Help: "Records whose variant got the label value \"other\": more distinct variants than variants.max_values.",
+		}),
 		statsdErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ragwatch_statsd_errors_total",
 			Help: "statsd lines or packets that could not be sent (dropped, never retried).",
@@ -177,7 +195,7 @@ func New(s Settings) (*Signals, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range []prometheus.Collector{sig.statsdErrs, sig.otlpErrs} {
+	for _, c := range []prometheus.Collector{sig.statsdErrs, sig.otlpErrs, sig.variantOverflow} {
 		if err := s.Registerer.Register(c); err != nil {
 			return nil, fmt.Errorf("signals: register metrics: %w", err)
 		}
@@ -185,7 +203,20 @@ func New(s Settings) (*Signals, error) {
 	sig.prom = prom
 	sig.recorders.Store(&[]Recorder{prom})
 	s.Services.OnEvict(sig.forget)
+	s.Variants.OnEvict(sig.forgetVariant)
 	return sig, nil
+}
+
+// DefaultMaxVariants is variants.max_values' default.
+const DefaultMaxVariants = 8
+
+// forgetVariant drops what the recorders keep for a variant label the set has evicted.
+func (s *Signals) forgetVariant(variant string) {
+	for _, r := range *s.recorders.Load() {
+		if f, ok := r.(interface{ forgetVariant(string) }); ok {
+			f.forgetVariant(variant)
+		}
+	}
 }
 
 // forgetter is a recorder keeping something per service label.
@@ -267,6 +298,10 @@ func (s *Signals) ConsumeRecord(ctx context.Context, r *record.Record) error {
 		return errors.New("signals: nil record")
 	}
 	o := s.observe(r)
+	var capped bool
+	if o.Variant, capped = s.variants.Label(r.Variant); capped {
+		s.variantOverflow.Inc()
+	}
 	o.Request = true
 	o.Weight = r.UpstreamWeight()
 	computeRecord(&o, r)

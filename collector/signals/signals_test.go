@@ -158,25 +158,25 @@ func TestPrometheusCounters(t *testing.T) {
 	want := `
 # HELP ragwatch_requests_total RAG requests seen, by service: each record counts 1/p when only a sample with probability p reaches ragwatch (tracestate ot=th, receivers.otlp.upstream_sampling_probability).
 # TYPE ragwatch_requests_total counter
-ragwatch_requests_total{service="other"} 1
-ragwatch_requests_total{service="search"} 1
-ragwatch_requests_total{service="support-bot"} 2
+ragwatch_requests_total{service="other",variant=""} 1
+ragwatch_requests_total{service="search",variant=""} 1
+ragwatch_requests_total{service="support-bot",variant=""} 2
 # HELP ragwatch_empty_retrievals_total Requests whose final context holds no document (weighted like ragwatch_requests_total).
 # TYPE ragwatch_empty_retrievals_total counter
-ragwatch_empty_retrievals_total{service="other"} 1
-ragwatch_empty_retrievals_total{service="search"} 1
-ragwatch_empty_retrievals_total{service="support-bot"} 1
+ragwatch_empty_retrievals_total{service="other",variant=""} 1
+ragwatch_empty_retrievals_total{service="search",variant=""} 1
+ragwatch_empty_retrievals_total{service="support-bot",variant=""} 1
 # HELP ragwatch_feedback_total User feedback received, by sentiment (score > 0 positive, < 0 negative, 0 neutral).
 # TYPE ragwatch_feedback_total counter
-ragwatch_feedback_total{sentiment="negative",service="other"} 0
-ragwatch_feedback_total{sentiment="negative",service="search"} 0
-ragwatch_feedback_total{sentiment="negative",service="support-bot"} 1
-ragwatch_feedback_total{sentiment="neutral",service="other"} 0
-ragwatch_feedback_total{sentiment="neutral",service="search"} 0
-ragwatch_feedback_total{sentiment="neutral",service="support-bot"} 0
-ragwatch_feedback_total{sentiment="positive",service="other"} 0
-ragwatch_feedback_total{sentiment="positive",service="search"} 0
-ragwatch_feedback_total{sentiment="positive",service="support-bot"} 1
+ragwatch_feedback_total{sentiment="negative",service="other",variant=""} 0
+ragwatch_feedback_total{sentiment="negative",service="search",variant=""} 0
+ragwatch_feedback_total{sentiment="negative",service="support-bot",variant=""} 1
+ragwatch_feedback_total{sentiment="neutral",service="other",variant=""} 0
+ragwatch_feedback_total{sentiment="neutral",service="search",variant=""} 0
+ragwatch_feedback_total{sentiment="neutral",service="support-bot",variant=""} 0
+ragwatch_feedback_total{sentiment="positive",service="other",variant=""} 0
+ragwatch_feedback_total{sentiment="positive",service="search",variant=""} 0
+ragwatch_feedback_total{sentiment="positive",service="support-bot",variant=""} 1
 # HELP ragwatch_statsd_errors_total statsd lines or packets that could not be sent (dropped, never retried).
 # TYPE ragwatch_statsd_errors_total counter
 ragwatch_statsd_errors_total 0
@@ -193,38 +193,38 @@ func TestPrometheusHistograms(t *testing.T) {
 	want := `
 # HELP ragwatch_retrieved_documents Documents in the final context of a request.
 # TYPE ragwatch_retrieved_documents histogram
-ragwatch_retrieved_documents_bucket{service="support-bot",le="0"} 1
-ragwatch_retrieved_documents_bucket{service="support-bot",le="1"} 1
-ragwatch_retrieved_documents_bucket{service="support-bot",le="2"} 1
-ragwatch_retrieved_documents_bucket{service="support-bot",le="3"} 2
-ragwatch_retrieved_documents_bucket{service="support-bot",le="4"} 2
-ragwatch_retrieved_documents_bucket{service="support-bot",le="5"} 2
-ragwatch_retrieved_documents_bucket{service="support-bot",le="6"} 2
-ragwatch_retrieved_documents_bucket{service="support-bot",le="8"} 2
-ragwatch_retrieved_documents_bucket{service="support-bot",le="10"} 2
-ragwatch_retrieved_documents_bucket{service="support-bot",le="15"} 2
-ragwatch_retrieved_documents_bucket{service="support-bot",le="20"} 2
-ragwatch_retrieved_documents_bucket{service="support-bot",le="30"} 2
-ragwatch_retrieved_documents_bucket{service="support-bot",le="50"} 2
-ragwatch_retrieved_documents_bucket{service="support-bot",le="100"} 2
-ragwatch_retrieved_documents_bucket{service="support-bot",le="+Inf"} 2
-ragwatch_retrieved_documents_sum{service="support-bot"} 3
-ragwatch_retrieved_documents_count{service="support-bot"} 2
+ragwatch_retrieved_documents_bucket{service="support-bot",variant="",le="0"} 1
+ragwatch_retrieved_documents_bucket{service="support-bot",variant="",le="1"} 1
+ragwatch_retrieved_documents_bucket{service="support-bot",variant="",le="2"} 1
+ragwatch_retrieved_documents_bucket{service="support-bot",variant="",le="3"} 2
+ragwatch_retrieved_documents_bucket{service="support-bot",variant="",le="4"} 2
+ragwatch_retrieved_documents_bucket{service="support-bot",variant="",le="5"} 2
+ragwatch_retrieved_documents_bucket{service="support-bot",variant="",le="6"} 2
+ragwatch_retrieved_documents_bucket{service="support-bot",variant="",le="8"} 2
+ragwatch_retrieved_documents_bucket{service="support-bot",variant="",le="10"} 2
+ragwatch_retrieved_documents_bucket{service="support-bot",variant="",le="15"} 2
+ragwatch_retrieved_documents_bucket{service="support-bot",variant="",le="20"} 2
+ragwatch_retrieved_documents_bucket{service="support-bot",variant="",le="30"} 2
+ragwatch_retrieved_documents_bucket{service="support-bot",variant="",le="50"} 2
+ragwatch_retrieved_documents_bucket{service="support-bot",variant="",le="100"} 2
+ragwatch_retrieved_documents_bucket{service="support-bot",variant="",le="+Inf"} 2
+ragwatch_retrieved_documents_sum{service="support-bot",variant=""} 3
+ragwatch_retrieved_documents_count{service="support-bot",variant=""} 2
 # HELP ragwatch_citations_per_answer Citations per answer (requests with an answer).
 # TYPE ragwatch_citations_per_answer histogram
-ragwatch_citations_per_answer_bucket{service="support-bot",le="0"} 1
-ragwatch_citations_per_answer_bucket{service="support-bot",le="1"} 2
-ragwatch_citations_per_answer_bucket{service="support-bot",le="2"} 2
-ragwatch_citations_per_answer_bucket{service="support-bot",le="3"} 2
-ragwatch_citations_per_answer_bucket{service="support-bot",le="4"} 2
-ragwatch_citations_per_answer_bucket{service="support-bot",le="5"} 2
-ragwatch_citations_per_answer_bucket{service="support-bot",le="7"} 2
-ragwatch_citations_per_answer_bucket{service="support-bot",le="10"} 2
-ragwatch_citations_per_answer_bucket{service="support-bot",le="15"} 2
-ragwatch_citations_per_answer_bucket{service="support-bot",le="20"} 2
-ragwatch_citations_per_answer_bucket{service="support-bot",le="+Inf"} 2
-ragwatch_citations_per_answer_sum{service="support-bot"} 1
-ragwatch_citations_per_answer_count{service="support-bot"} 2
+ragwatch_citations_per_answer_bucket{service="support-bot",variant="",le="0"} 1
+ragwatch_citations_per_answer_bucket{service="support-bot",variant="",le="1"} 2
+ragwatch_citations_per_answer_bucket{service="support-bot",variant="",le="2"} 2
+ragwatch_citations_per_answer_bucket{service="support-bot",variant="",le="3"} 2
+ragwatch_citations_per_answer_bucket{service="support-bot",variant="",le="4"} 2
+ragwatch_citations_per_answer_bucket{service="support-bot",variant="",le="5"} 2
+ragwatch_citations_per_answer_bucket{service="support-bot",variant="",le="7"} 2
+ragwatch_citations_per_answer_bucket{service="support-bot",variant="",le="10"} 2
+ragwatch_citations_per_answer_bucket{service="support-bot",variant="",le="15"} 2
+ragwatch_citations_per_answer_bucket{service="support-bot",variant="",le="20"} 2
+ragwatch_citations_per_answer_bucket{service="support-bot",variant="",le="+Inf"} 2
+ragwatch_citations_per_answer_sum{service="support-bot",variant=""} 1
+ragwatch_citations_per_answer_count{service="support-bot",variant=""} 2
 `
 	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(want),
 		"ragwatch_retrieved_documents", "ragwatch_citations_per_answer"); err != nil {
@@ -320,12 +320,12 @@ func TestPrometheusExemplars(t *testing.T) {
 		`{trace_id="` + traceA + `",span_id="` + spanA + `"}`,
 	}
 	for _, tt := range []struct{ series, value string }{
-		{`ragwatch_request_duration_seconds_bucket{service="support-bot",stage="total",le="1.0"} 1`, "0.87"},
-		{`ragwatch_request_duration_seconds_bucket{service="support-bot",stage="retrieval",le="0.05"} 1`, "0.035"},
-		{`ragwatch_request_duration_seconds_bucket{service="support-bot",stage="generation",le="1.0"} 1`, "0.812"},
-		{`ragwatch_retrieval_score_bucket{service="support-bot",le="0.5"} 1`, "0.5"},
-		{`ragwatch_retrieval_top_score_bucket{service="support-bot",le="0.75"} 1`, "0.75"},
-		{`ragwatch_feedback_total{sentiment="positive",service="support-bot"} 1.0`, "1.0"},
+		{`ragwatch_request_duration_seconds_bucket{service="support-bot",stage="total",variant="",le="1.0"} 1`, "0.87"},
+		{`ragwatch_request_duration_seconds_bucket{service="support-bot",stage="retrieval",variant="",le="0.05"} 1`, "0.035"},
+		{`ragwatch_request_duration_seconds_bucket{service="support-bot",stage="generation",variant="",le="1.0"} 1`, "0.812"},
+		{`ragwatch_retrieval_score_bucket{service="support-bot",variant="",le="0.5"} 1`, "0.5"},
+		{`ragwatch_retrieval_top_score_bucket{service="support-bot",variant="",le="0.75"} 1`, "0.75"},
+		{`ragwatch_feedback_total{sentiment="positive",service="support-bot",variant=""} 1.0`, "1.0"},
 	} {
 		if !hasLinePrefix(text, tt.series+" # "+exemplars[0]+" "+tt.value+" ") &&
 			!hasLinePrefix(text, tt.series+" # "+exemplars[1]+" "+tt.value+" ") {

@@ -49,7 +49,7 @@ type statsdRecorder struct {
 	// flushBytes is the packet size; a record's chunk at least this long is queued per line.
 	flushBytes int
 
-	tags sync.Map  // service label -> *statsdTags; bounded by labels.ServiceSet
+	tags sync.Map  // seriesKey -> *statsdTags; bounded by labels.ServiceSet and labels.VariantSet
 	bufs sync.Pool // *[]byte chunks; the buffered sender copies what it is given
 }
 
@@ -147,29 +147,59 @@ func sanitizeTag(v string) string {
 }
 
 // forget drops the cached tags of an evicted service label; statsd keeps no series.
-func (s *statsdRecorder) forget(service string) { s.tags.Delete(service) }
+func (s *statsdRecorder) forget(service string) {
+	deleteKeys(&s.tags, func(k seriesKey) bool { return k.service == service })
+}
 
-func (s *statsdRecorder) tagsFor(service string) *statsdTags {
-	if t, ok := s.tags.Load(service); ok {
+// forgetVariant drops the cached tags of an evicted variant label.
+func (s *statsdRecorder) forgetVariant(variant string) {
+	deleteKeys(&s.tags, func(k seriesKey) bool { return k.variant == variant })
+}
+
+func deleteKeys(m *sync.Map, match func(seriesKey) bool) {
+	m.Range(func(k, _ any) bool {
+		if match(k.(seriesKey)) {
+			m.Delete(k)
+		}
+		return true
+	})
+}
+
+func (s *statsdRecorder) tagsFor(service, variant string) *statsdTags {
+	key := seriesKey{service, variant}
+	if t, ok := s.tags.Load(key); ok {
 		return t.(*statsdTags)
 	}
 	svc := sanitizeTag(service)
+	vt := ""
+	if variant != "" {
+		vt = sanitizeTag(variant)
+	}
 	t := &statsdTags{}
 	for i := range t.sentiment {
 		sent := Sentiment(i).String()
 		switch s.format {
 		case statsd.SuffixOctothorpe:
 			t.suffix = "|#service:" + svc
+			if vt != "" {
+				t.suffix += ",variant:" + vt
+			}
 			t.sentSuf[i] = t.suffix + ",sentiment:" + sent
 		case statsd.InfixComma:
 			t.infix = ",service=" + svc
+			if vt != "" {
+				t.infix += ",variant=" + vt
+			}
 			t.sentiment[i] = t.infix + ",sentiment=" + sent
 		case statsd.InfixSemicolon:
 			t.infix = ";service=" + svc
+			if vt != "" {
+				t.infix += ";variant=" + vt
+			}
 			t.sentiment[i] = t.infix + ";sentiment=" + sent
 		}
 	}
-	actual, _ := s.tags.LoadOrStore(service, t)
+	actual, _ := s.tags.LoadOrStore(key, t)
 	return actual.(*statsdTags)
 }
 
@@ -214,7 +244,7 @@ func (w *lineWriter) gauge(stat, infix string, v float64, suffix string) {
 
 // Record implements Recorder.
 func (s *statsdRecorder) Record(_ context.Context, o Observation) {
-	t := s.tagsFor(o.Service)
+	t := s.tagsFor(o.Service, o.Variant)
 	bp := s.bufs.Get().(*[]byte)
 	w := lineWriter{b: (*bp)[:0], prefix: s.prefix}
 	in, suf := t.infix, t.suffix

@@ -164,7 +164,7 @@ func TestStatsdPackets(t *testing.T) {
 			if err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP ragwatch_requests_total RAG requests seen, by service: each record counts 1/p when only a sample with probability p reaches ragwatch (tracestate ot=th, receivers.otlp.upstream_sampling_probability).
 # TYPE ragwatch_requests_total counter
-ragwatch_requests_total{service="support-bot"} 3
+ragwatch_requests_total{service="support-bot",variant=""} 3
 `), "ragwatch_requests_total"); err != nil {
 				t.Error(err)
 			}
@@ -324,7 +324,7 @@ func TestConcurrentConsumeAndShutdown(t *testing.T) {
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP ragwatch_requests_total RAG requests seen, by service: each record counts 1/p when only a sample with probability p reaches ragwatch (tracestate ot=th, receivers.otlp.upstream_sampling_probability).
 # TYPE ragwatch_requests_total counter
-ragwatch_requests_total{service="support-bot"} 800
+ragwatch_requests_total{service="support-bot",variant=""} 800
 `), "ragwatch_requests_total"); err != nil {
 		t.Error(err)
 	}

@@ -15,6 +15,8 @@ type Result struct {
 	TraceID string `json:"trace_id"`
 	SpanID  string `json:"span_id,omitempty"`
 	Service string `json:"service"`
+	// Variant is the scored record's variant ("" when it has none).
+	Variant string `json:"variant,omitempty"`
 	Metric  string `json:"metric"`
 	// Value is in [0, 1]; higher is better.
 	Value float64 `json:"value"`

@@ -14,6 +14,10 @@ import (
 // Span names and OpenInference keys the synthetic app reports.
 const (
 	kindKey = "openinference.span.kind"
+	// FeatureFlagEvent and FeatureFlagKey report a turn's variant: the OpenTelemetry
+	// feature-flag evaluation event of the flag that picked the prompt.
+	FeatureFlagEvent = "feature_flag.evaluation"
+	FeatureFlagKey   = "prompt"
 )
 
 // AppendTraces adds t as a three-span OpenInference trace (CHAIN root, RETRIEVER, LLM) to td,
@@ -43,6 +47,13 @@ func AppendTraces(td ptrace.Traces, t *Turn) {
 		a.PutStr("session.id", t.SessionID)
 		a.PutStr("user.id", t.UserID)
 		a.PutStr("metadata", `{"route":"`+t.Route+`"}`)
+		if t.Variant != "" {
+			ev := chain.Events().AppendEmpty()
+			ev.SetName(FeatureFlagEvent)
+			ev.SetTimestamp(start)
+			ev.Attributes().PutStr("feature_flag.key", FeatureFlagKey)
+			ev.Attributes().PutStr("feature_flag.result.variant", t.Variant)
+		}
 	}
 
 	rsp := ss.Spans().AppendEmpty()
@@ -122,6 +133,11 @@ func Emit(ctx context.Context, tracer trace.Tracer, t *Turn) trace.SpanContext {
 			attribute.String("user.id", t.UserID),
 			attribute.String("metadata", `{"route":"`+t.Route+`"}`),
 		))
+	if t.Variant != "" {
+		root.AddEvent(FeatureFlagEvent, trace.WithTimestamp(t.Start), trace.WithAttributes(
+			attribute.String("feature_flag.key", FeatureFlagKey),
+			attribute.String("feature_flag.result.variant", t.Variant)))
+	}
 	attrs := make([]attribute.KeyValue, 0, 2+3*len(t.Documents))
 	attrs = append(attrs, attribute.String(kindKey, "RETRIEVER"), attribute.String("input.value", t.Query))
 	for i, d := range t.Documents {

@@ -35,6 +35,11 @@ type Turn struct {
 	Generation time.Duration
 	Total      time.Duration
 
+	// Variant is the app variant that served the turn, reported as an OpenTelemetry
+	// feature-flag evaluation event (feature_flag.result.variant) on the root span; "" reports
+	// none.
+	Variant string
+
 	// Feedback is the user's thumbs (+1 / -1) or 0 when the user gave none.
 	Feedback int
 	// Degraded tells whether the turn was generated while the index was broken.

@@ -68,19 +68,34 @@ func series(tb testing.TB, g prometheus.Gatherer, name string) []*dto.Metric {
 
 // hasLabels reports whether m carries every pair in want and, when exact, no other label.
 func hasLabels(m *dto.Metric, want map[string]string, exact bool) bool {
-	if exact && len(m.GetLabel()) != len(want) {
-		return false
-	}
-	matched := 0
-	for _, lp := range m.GetLabel() {
-		v, ok := want[lp.GetName()]
-		if !ok {
-			continue
+	// A label with an empty value is an absent label, as in Prometheus.
+	if exact {
+		n, w := 0, 0
+		for _, lp := range m.GetLabel() {
+			if lp.GetValue() != "" {
+				n++
+			}
 		}
-		if v != lp.GetValue() {
+		for _, v := range want {
+			if v != "" {
+				w++
+			}
+		}
+		if n != w {
 			return false
 		}
-		matched++
 	}
-	return matched == len(want)
+	for k, v := range want {
+		got := ""
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == k {
+				got = lp.GetValue()
+				break
+			}
+		}
+		if got != v {
+			return false
+		}
+	}
+	return true
 }

@@ -28,9 +28,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return &metrics{
 		evalScore: registerOrGet(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ragwatch_eval_score",
-			Help:    "Scores of sampled records, and retrieval metrics of every record with relevance labels (0..1, higher is better), by service and metric. Unweighted: weight by 1/p for estimates (docs/sampling.md).",
+			Help:    "Scores of sampled records, and retrieval metrics of every record with relevance labels (0..1, higher is better), by service, variant and metric. Unweighted: weight by 1/p for estimates (docs/sampling.md).",
 			Buckets: EvalBuckets,
-		}, []string{"service", "metric"})),
+		}, []string{"service", "variant", "metric"})),
 		byTurn: registerOrGet(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ragwatch_eval_score_by_turn",
 			Help:    "Scores of sampled records whose turn is known, by service, metric and turn_bucket (1, 2, 3-5, 6+). Unweighted, like ragwatch_eval_score.",

@@ -37,7 +37,9 @@ type Options struct {
 	// Budget is charged with what scoring spends; nil charges nothing.
 	Budget *decide.Budget
 	// Services bounds the `service` label; nil gets a private set of 50.
-	Services   *labels.ServiceSet
+	Services *labels.ServiceSet
+	// Variants bounds the `variant` label (variants.max_values); nil gets a private set of 8.
+	Variants   *labels.VariantSet
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 	// FetchWait is how long one pull waits for a record (default 5s); Shutdown does not wait
@@ -84,6 +86,9 @@ func New(js jetstream.JetStream, cfg config.ScoringRuntime, scorers []score.Scor
 	if opts.Services == nil {
 		opts.Services = labels.NewServiceSet(50)
 	}
+	if opts.Variants == nil {
+		opts.Variants = labels.NewVariantSet(8, 0, nil)
+	}
 	if opts.FetchWait <= 0 {
 		opts.FetchWait = 5 * time.Second
 	}
@@ -102,6 +107,7 @@ func New(js jetstream.JetStream, cfg config.ScoringRuntime, scorers []score.Scor
 	m := newMetrics(opts.Registerer)
 	// An evicted service label (signals.service_ttl) takes its series with it.
 	opts.Services.OnEvict(func(service string) { m.evalScore.DeletePartialMatch(prometheus.Labels{"service": service}) })
+	opts.Variants.OnEvict(func(variant string) { m.evalScore.DeletePartialMatch(prometheus.Labels{"variant": variant}) })
 	return &Pool{
 		js: js, cfg: cfg, scorers: scorers, sink: sink, opts: opts,
 		m: m, qm: queue.NewMetrics(opts.Registerer),
@@ -278,7 +284,7 @@ func (p *Pool) scoreAll(ctx context.Context, r *record.Record) ([]score.Result, 
 			continue
 		}
 		for _, x := range valid {
-			x.TraceID, x.SpanID = r.TraceID, r.SpanID
+			x.TraceID, x.SpanID, x.Variant = r.TraceID, r.SpanID, r.Variant
 			if x.Service == "" {
 				x.Service = r.Service
 			}
@@ -296,8 +302,9 @@ func (p *Pool) scoreAll(ctx context.Context, r *record.Record) ([]score.Result, 
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	variant, _ := p.opts.Variants.Label(r.Variant)
 	for _, x := range out {
-		p.m.evalScore.WithLabelValues(service, x.Metric).Observe(x.Value)
+		p.m.evalScore.WithLabelValues(service, variant, x.Metric).Observe(x.Value)
 		if b := score.TurnBucket(x.Turn); b != "" {
 			p.m.byTurn.WithLabelValues(service, x.Metric, b).Observe(x.Value)
 		}

@@ -49,6 +49,9 @@ var promDS = &datasource{Type: "prometheus", UID: "${datasource}"}
 // sel is the service selector every query carries.
 const sel = `service=~"$service"`
 
+// vsel adds the variant selector ($variant: All matches records without variant too).
+const vsel = sel + `,variant=~"$variant"`
+
 type spec struct {
 	kind, title, desc, unit string
 	queries                 []Query
@@ -130,6 +133,22 @@ func rows() []row {
 		{"Drift", []spec{
 			{kind: "timeseries", title: "Drift score by detector", unit: "short", queries: []Query{
 				q(`ragwatch_drift_score`, "{{detector}}")}},
+		}},
+		{"Variants and comparisons", []spec{
+			{kind: "timeseries", title: "Requests per second by variant", unit: "reqps",
+				desc: "The variant comes from rag.variant, variants.attributes (feature flags) or service.version; empty: none (docs/variants.md).",
+				queries: []Query{
+					q(`sum by (variant) (rate(ragwatch_requests_total{`+vsel+`}[$__rate_interval]))`, "{{variant}}")}},
+			{kind: "timeseries", title: "Mean score by variant", unit: "short", min: f(0), max: f(1), queries: []Query{
+				qx(`sum by (variant, metric) (rate(ragwatch_eval_score_sum{`+vsel+`}[$__rate_interval])) / sum by (variant, metric) (rate(ragwatch_eval_score_count{`+vsel+`}[$__rate_interval]))`, "{{variant}} {{metric}}")}},
+			{kind: "timeseries", title: "Latency p95 by variant", unit: "s", queries: []Query{
+				qx(`histogram_quantile(0.95, sum by (le, variant) (rate(ragwatch_request_duration_seconds_bucket{`+vsel+`,stage="total"}[$__rate_interval])))`, "{{variant}}")}},
+			{kind: "timeseries", title: "Comparisons: candidate − baseline", unit: "short",
+				desc: "Delta of the weighted means with its always-valid confidence sequence; the candidate is worse when the upper bound is below −margin.",
+				queries: []Query{
+					q(`ragwatch_comparison_delta{`+sel+`,candidate=~"$variant"}`, "{{comparison}} {{candidate}} {{metric}} {{bound}}")}},
+			{kind: "timeseries", title: "Comparison states", unit: "short", queries: []Query{
+				q(`ragwatch_comparison_state{`+sel+`,candidate=~"$variant"} == 1`, "{{comparison}} {{candidate}} {{metric}} {{state}}")}},
 		}},
 		{"Scorer", []spec{
 			{kind: "timeseries", title: "Queue depth and drops", unit: "short", queries: []Query{
@@ -218,6 +237,9 @@ func JSON() ([]byte, error) {
 			map[string]any{"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus", "current": map[string]any{}},
 			map[string]any{"name": "service", "label": "Service", "type": "query", "datasource": promDS,
 				"query":   map[string]any{"query": "label_values(ragwatch_requests_total, service)", "refId": "service"},
+				"refresh": 2, "includeAll": true, "multi": true, "allValue": ".*", "current": map[string]any{"text": "All", "value": "$__all"}},
+			map[string]any{"name": "variant", "label": "Variant", "type": "query", "datasource": promDS,
+				"query":   map[string]any{"query": "label_values(ragwatch_requests_total, variant)", "refId": "variant"},
 				"refresh": 2, "includeAll": true, "multi": true, "allValue": ".*", "current": map[string]any{"text": "All", "value": "$__all"}},
 		}},
 		"annotations": map[string]any{"list": []any{}},

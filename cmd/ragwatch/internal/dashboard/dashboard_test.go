@@ -63,8 +63,8 @@ func TestDashboardShape(t *testing.T) {
 			}
 		}
 	}
-	if rowsSeen != 8 {
-		t.Errorf("rows = %d, want 8", rowsSeen)
+	if rowsSeen != 9 {
+		t.Errorf("rows = %d, want 9", rowsSeen)
 	}
 	if n := len(Queries()); n < 25 {
 		t.Errorf("queries = %d, want at least 25", n)

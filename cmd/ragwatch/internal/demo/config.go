@@ -55,6 +55,16 @@ drift:
       for: 5s
       keep_firing_for: 5s
       severity: ticket
+comparisons:
+  # A quarter of the traffic runs prompt-v2, which invents figures the documents do not hold.
+  - name: prompt-v2-canary
+    metrics: [faithfulness, citation_precision]
+    baseline: prompt-v1
+    candidate: prompt-v2
+    margin: 0.05
+    alpha: 0.05
+    min_samples: 10
+    severity: ticket
 alerting:
   evaluation_interval: 1s
   trace_url_template: "http://localhost:3000/explore?left=%%7B%%22queries%%22:%%5B%%7B%%22query%%22:%%22{trace_id}%%22%%7D%%5D%%7D"

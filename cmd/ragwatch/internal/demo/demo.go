@@ -19,6 +19,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 
+	"github.com/ragwatch/ragwatch/alerts/engine"
 	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/internal/synth"
 )
@@ -60,6 +61,8 @@ type Summary struct {
 	Alerts       []AlertEvent
 	DegradedFrom time.Duration
 	DegradedTo   time.Duration
+	// Comparisons are the online comparisons' last states (GET /api/v1/comparisons).
+	Comparisons []engine.ComparisonStatus
 }
 
 type scoreStat struct {

@@ -27,6 +27,7 @@ func (d *demo) traffic(ctx context.Context, tracer trace.Tracer) {
 		}
 		d.setPhase()
 		turn := d.gen.Next(time.Now())
+		canary(&turn)
 		// The turn has just ended: its spans carry the past start and durations.
 		turn.Start = time.Now().Add(-turn.Total)
 		synth.Emit(ctx, tracer, &turn)
@@ -93,4 +94,20 @@ func (d *demo) sendFeedback(ctx context.Context, tid [16]byte, thumbs int) {
 		}
 		d.feedback.Add(1)
 	})
+}
+
+// Variants of the demo app: a quarter of the requests (by trace id) run the canary prompt.
+const (
+	BaselineVariant = "prompt-v1"
+	CanaryVariant   = "prompt-v2"
+)
+
+// canary assigns the turn its variant, reported as a feature-flag evaluation; the canary's
+// prompt asks for specifics and the model invents a figure the documents do not hold.
+func canary(t *synth.Turn) {
+	t.Variant = BaselineVariant
+	if t.TraceID[0]%4 == 0 {
+		t.Variant = CanaryVariant
+		t.Answer = synth.InventNumbers(t.Answer, int(t.TraceID[1]))
+	}
 }

@@ -105,6 +105,10 @@ func (d *demo) render() {
 	}
 	fmt.Fprintf(&b, "SLO       citation-precision  value %s  (alert below 0.70 over 20s)\n", m.fmtGauge("ragwatch_slo_value", map[string]string{"slo": "citation-precision"}))
 	fmt.Fprintf(&b, "DRIFT     retrieval-score-psi %s  (alert above 0.20)\n", m.fmtGauge("ragwatch_drift_score", map[string]string{"detector": "retrieval-score-psi"}))
+	for _, c := range d.app.Alerts.Comparisons() {
+		fmt.Fprintf(&b, "CANARY    %s %s vs %s  %-18s delta %+.3f %s  %s\n", c.Comparison, c.Candidate, c.Baseline,
+			c.Metric, c.Delta, boundsText(c.Lower, c.Upper), strings.ToUpper(c.State))
+	}
 	b.WriteString("ALERTS\n")
 	if len(d.order) == 0 {
 		b.WriteString("          none yet\n")
@@ -152,10 +156,12 @@ func (d *demo) summary() Summary {
 	for _, k := range d.order {
 		s.Alerts = append(s.Alerts, *d.alerts[k])
 	}
+	s.Comparisons = d.app.Alerts.Comparisons()
 	return s
 }
 
-// printSummary writes the summary; the lines starting with "alert " are stable for scripts.
+// printSummary writes the summary; the lines starting with "alert " and "comparison " are stable
+// for scripts.
 func printSummary(w io.Writer, s Summary) {
 	fmt.Fprintf(w, "\n=== ragwatch demo summary ===\n")
 	fmt.Fprintf(w, "requests %d  feedback %d  send errors %d\n", s.Requests, s.Feedback, s.SendErrors)
@@ -169,6 +175,11 @@ func printSummary(w io.Writer, s Summary) {
 	sort.Strings(names)
 	for _, k := range names {
 		fmt.Fprintf(w, "score %-20s n=%d mean=%.3f\n", k, s.Scores[k].N, s.Scores[k].Mean)
+	}
+	for _, c := range s.Comparisons {
+		fmt.Fprintf(w, "comparison %s %s vs %s metric=%s state=%s delta=%.3f %s n=%d/%d; worst traces: %s\n",
+			c.Comparison, c.Candidate, c.Baseline, c.Metric, c.State, c.Delta, boundsText(c.Lower, c.Upper),
+			c.CandidateN, c.BaselineN, strings.Join(c.WorstTraceIDs, ","))
 	}
 	if len(s.Alerts) == 0 {
 		fmt.Fprintln(w, "no alerts")
@@ -291,4 +302,11 @@ func fmtMean(v float64) string {
 		return "  -  "
 	}
 	return fmt.Sprintf("%.3f", v)
+}
+
+func boundsText(lower, upper *float64) string {
+	if lower == nil || upper == nil {
+		return "[unbounded]"
+	}
+	return fmt.Sprintf("[%.3f, %.3f]", *lower, *upper)
 }

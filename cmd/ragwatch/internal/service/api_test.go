@@ -75,7 +75,7 @@ func TestRecordsAPIAndExemplars(t *testing.T) {
 	}
 	var line []byte
 	for _, l := range bytes.Split(om, []byte("\n")) {
-		if bytes.HasPrefix(l, []byte(`ragwatch_request_duration_seconds_bucket{service="api-app",stage="total",le="0.25"}`)) {
+		if bytes.HasPrefix(l, []byte(`ragwatch_request_duration_seconds_bucket{service="api-app",stage="total",variant="",le="0.25"}`)) {
 			line = l
 		}
 	}

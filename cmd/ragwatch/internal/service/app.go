@@ -137,6 +137,8 @@ type App struct {
 	Registry *prometheus.Registry
 	// Services is the one bounded set of service label values of the process.
 	Services *labels.ServiceSet
+	// Variants is the one bounded set of variant label values of the process.
+	Variants *labels.VariantSet
 	// Ingest counts intake for every receiver.
 	Ingest *ingest.Metrics
 
@@ -244,6 +246,7 @@ func build(mode Mode, cfg *config.Config, logger *slog.Logger, opts []Option) (*
 		mode:     mode,
 		Registry: reg,
 		Services: labels.NewServiceSetTTL(cfg.Signals.MaxServices, cfg.Signals.ServiceTTL, o.now),
+		Variants: labels.NewVariantSet(cfg.Variants.MaxValues, cfg.Signals.ServiceTTL, o.now),
 		Ingest:   ingest.NewMetrics(reg),
 		Judges:   scorers.NewJudgeSet(),
 	}

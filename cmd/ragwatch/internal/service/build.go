@@ -119,6 +119,7 @@ func (b *builder) signals() (lifecycle, error) {
 		Signals:    b.cfg.Signals,
 		Exporters:  b.cfg.Exporters,
 		Services:   b.Services,
+		Variants:   b.Variants,
 		Registerer: b.Registry,
 		Logger:     b.logger("signals"),
 		Now:        b.o.now,
@@ -246,6 +247,7 @@ func (b *builder) scoringWorkers() (lifecycle, error) {
 			Replicas:   b.NATS.Replicas,
 			Budget:     decide.NewBudget(b.cfg.Sampling.Budget, nil, b.Registry, logger),
 			Services:   b.Services,
+			Variants:   b.Variants,
 			Registerer: b.Registry,
 			Logger:     logger,
 			Now:        b.o.now,
@@ -336,6 +338,7 @@ func (b *builder) assembler() (lifecycle, error) {
 		// Records of traces whose tracestate declares no sampling probability.
 		UpstreamProbability: b.cfg.Receivers.OTLP.UpstreamSamplingProbability,
 		Conversation:        b.cfg.Conversation,
+		VariantAttributes:   b.cfg.Variants.Attributes,
 	})
 	if err != nil {
 		return lifecycle{}, fmt.Errorf("build assembler: %w", err)
@@ -413,6 +416,7 @@ func (b *builder) http() (lifecycle, error) {
 	}
 	if b.mode == ModeRun {
 		srv.Mount("GET /api/v1/alerts", b.Alerts.Handler())
+		srv.Mount("GET /api/v1/comparisons", b.Alerts.ComparisonsHandler())
 		srv.Mount("GET /api/v1/scores", b.recent.Handler())
 		srv.Mount("GET /api/v1/pairwise", b.Sampler.Pairwise.Handler())
 		if b.export != nil {

@@ -415,12 +415,15 @@ func scrape(t *testing.T, base string) map[string]float64 {
 }
 
 func labelString(lps []*dto.LabelPair) string {
-	if len(lps) == 0 {
-		return ""
-	}
 	var kv []string
 	for _, lp := range lps {
+		if lp.GetValue() == "" {
+			continue // an empty label is an absent one, as in Prometheus (variant="" of records without variant)
+		}
 		kv = append(kv, fmt.Sprintf("%s=%q", lp.GetName(), lp.GetValue()))
+	}
+	if len(kv) == 0 {
+		return ""
 	}
 	sort.Strings(kv)
 	return "{" + strings.Join(kv, ",") + "}"
