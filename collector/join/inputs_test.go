@@ -423,7 +423,18 @@ func TestSessionHistoryBounds(t *testing.T) {
 	if got[2].Turn != 3 || !reflect.DeepEqual(got[2].History, msgs("q2", "a2")) {
 		t.Fatalf("turn 3: %d %+v", got[2].Turn, got[2].History)
 	}
-	// q1 and a1 left when turn 2 was remembered, q2 and a2 when turn 3 was.
+	// The session's memory forgot q1 and a1, but no record lost a message it carried.
+	if d := testutil.Sum(t, reg, "ragwatch_conversation_history_dropped_total", nil); d != 0 {
+		t.Fatalf("history dropped = %v, want 0", d)
+	}
+	// A record that brings a longer history (posted, or from NATS) is cut to the bounds, the
+	// oldest first, and those drops are counted.
+	r := turn("s-1", "trace-q4", "q4", "a4")
+	r.Turn, r.History = 4, msgs("q1", "a1", "q2", "a2", "q3", "a3")
+	must(t, j.ConsumeRecord(ctx, r))
+	if got := s.gotRecords()[3]; !reflect.DeepEqual(got.History, msgs("q3", "a3")) || len(r.History) != 6 {
+		t.Fatalf("posted history: got %+v, caller's %d messages", got.History, len(r.History))
+	}
 	if d := testutil.Sum(t, reg, "ragwatch_conversation_history_dropped_total", nil); d != 4 {
 		t.Fatalf("history dropped = %v, want 4", d)
 	}

@@ -70,8 +70,17 @@ func (j *Join) session(ctx context.Context, r *record.Record, now time.Time) *re
 	}
 	st := j.tab.ext(i, id, true).sess
 	out := r
-	if r.Turn == 0 || (r.History == nil && len(st.History) > 0) {
+	// A history the record brought (posted, or from NATS) is bounded like one read from spans
+	// (the assembler's are already within the bounds); those drops are counted. Trimming the
+	// session's own memory below is not: no record loses a message it carried.
+	kept, dropped := record.TrimHistory(r.History, j.s.MaxHistoryTurns, j.s.MaxHistoryBytes)
+	if dropped > 0 {
 		c := *r
+		c.History = kept
+		out = &c
+	}
+	if out.Turn == 0 || (out.History == nil && len(st.History) > 0) {
+		c := *out
 		if c.Turn == 0 {
 			c.Turn = st.Turns + 1
 		}
@@ -95,7 +104,7 @@ func (j *Join) session(ctx context.Context, r *record.Record, now time.Time) *re
 	if r.Answer != "" {
 		h = append(h, record.Message{Role: record.RoleAssistant, Content: strings.Clone(r.Answer)})
 	}
-	kept, dropped := record.TrimHistory(h, j.s.MaxHistoryTurns, j.s.MaxHistoryBytes)
+	kept, _ = record.TrimHistory(h, j.s.MaxHistoryTurns, j.s.MaxHistoryBytes)
 	st.History = slices.Clone(kept)
 	var e sessionEntry
 	if j.s.KV != nil && !j.async.Load() {
