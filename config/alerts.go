@@ -27,6 +27,8 @@ type Alerting struct {
 	SaveInterval time.Duration `yaml:"save_interval"`
 	// StateMaxBytes caps the state bucket (one small key per SLO and detector).
 	StateMaxBytes int64 `yaml:"state_max_bytes"`
+	// Diagnosis reads the metric pairs to say why an alert fires.
+	Diagnosis Diagnosis `yaml:"diagnosis"`
 }
 
 func defaultAlerting() Alerting {
@@ -36,6 +38,7 @@ func defaultAlerting() Alerting {
 		StateBucket:        "ragwatch_alerts",
 		SaveInterval:       30 * time.Second,
 		StateMaxBytes:      8 << 20,
+		Diagnosis:          defaultDiagnosis(),
 	}
 }
 

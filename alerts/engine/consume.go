@@ -19,6 +19,7 @@ func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
 	now := e.now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.diagRecord(r, now)
 	var err error
 	eachSignal(r, func(name string, v float64) {
 		if e2 := e.observe(name, r.Service, v, 1, slo.Sample{TraceID: r.TraceID, SpanID: r.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
@@ -49,6 +50,7 @@ func (e *Engine) ConsumeScores(_ context.Context, results []score.Result) error 
 	now := e.now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.diagScores(results, now)
 	var errs []error
 	for i := range results {
 		res := &results[i]

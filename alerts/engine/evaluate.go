@@ -17,6 +17,7 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 	now := e.now()
 	e.mu.Lock()
 	e.dropEvicted()
+	e.diagnoseAll(now)
 	var out, resend []alerts.Alert
 	firing := map[[2]string]int{}
 	for _, r := range e.rules {
@@ -30,6 +31,7 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 				}
 				tr := m.Step(now, ev.breach, ev.recovered, r.forDur, r.keep)
 				a := ev.alert
+				a.Diagnosis = e.diagnosisFor(service, r.metric)
 				switch {
 				case m.Firing():
 					a.Status, a.StartsAt = alerts.StatusFiring, m.FiringSince
