@@ -17,9 +17,9 @@ func DefaultSLOs() []SLO {
 			KeepFiringFor: max(model.Duration(forDur), model.Duration(time.Minute)), Severity: severity}
 	}
 	return []SLO{
-		th("citation-precision", "citation_precision", 0.85, f(0.70), nil, 15*time.Minute, 30, 5*time.Minute, "page"),
-		th("faithfulness", "faithfulness", 0.85, f(0.70), nil, 15*time.Minute, 30, 5*time.Minute, "page"),
-		th("answer-relevancy", "answer_relevancy", 0.80, f(0.60), nil, 15*time.Minute, 30, 5*time.Minute, "ticket"),
+		th("citation-precision", "citation_precision", 0.85, f(0.70), nil, 15*time.Minute, 30, 2*time.Minute, "page"),
+		th("faithfulness", "faithfulness", 0.85, f(0.70), nil, 15*time.Minute, 30, 2*time.Minute, "page"),
+		th("answer-relevancy", "answer_relevancy", 0.80, f(0.60), nil, 15*time.Minute, 30, 2*time.Minute, "ticket"),
 		th("empty-retrieval-rate", "empty_retrieval_rate", 0.02, nil, f(0.10), 15*time.Minute, 100, 5*time.Minute, "ticket"),
 		th("negative-feedback-rate", "negative_feedback_rate", 0.10, nil, f(0.30), time.Hour, 50, 10*time.Minute, "ticket"),
 	}

@@ -101,3 +101,17 @@ func TestListenerAddresses(t *testing.T) {
 		}
 	}
 }
+
+func TestSLODecision(t *testing.T) {
+	c, err := Parse([]byte("slos:\n  - {name: a, metric: faithfulness, alert_below: 0.7, decision: mean}\n  - {name: b, metric: faithfulness, alert_below: 0.7}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SLOs[0].Decision != DecisionMean || c.SLOs[1].Decision != "" {
+		t.Fatalf("decisions %q %q", c.SLOs[0].Decision, c.SLOs[1].Decision)
+	}
+	_, err = Parse([]byte("slos:\n  - {name: a, metric: faithfulness, alert_below: 0.7, decision: median}\n"))
+	if err == nil || err.Error() != "line 2: `slos[0].decision` must be confidence or mean, got \"median\"" {
+		t.Fatalf("error %v", err)
+	}
+}
