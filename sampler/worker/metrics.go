@@ -14,6 +14,9 @@ const (
 
 type metrics struct {
 	evalScore *prometheus.HistogramVec
+	// evalWX and evalW are Σw·x and Σw of the scores (w = 1/p): their ratio is the weighted
+	// mean, the estimate of the whole traffic's mean the dashboard shows.
+	evalWX, evalW *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	attempts  *prometheus.CounterVec
 	cost      *prometheus.CounterVec
@@ -29,6 +32,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name:    "ragwatch_eval_score",
 			Help:    "Scores of sampled records (0..1, higher is better), by service and metric. Unweighted: weight by 1/p for estimates (docs/sampling.md).",
 			Buckets: EvalBuckets,
+		}, []string{"service", "metric"})),
+		evalWX: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_eval_score_weighted_sum_total",
+			Help: "Sum of w·score over the scores of sampled records (w = 1/p, the record's weight), by service and metric: divided by ragwatch_eval_score_weight_total, the traffic's mean score.",
+		}, []string{"service", "metric"})),
+		evalW: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_eval_score_weight_total",
+			Help: "Sum of the weights w = 1/p of the scores of sampled records, by service and metric.",
 		}, []string{"service", "metric"})),
 		duration: registerOrGet(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ragwatch_scoring_duration_seconds",

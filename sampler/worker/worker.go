@@ -93,7 +93,11 @@ func New(js jetstream.JetStream, cfg config.ScoringRuntime, scorers []score.Scor
 	}
 	m := newMetrics(opts.Registerer)
 	// An evicted service label (signals.service_ttl) takes its series with it.
-	opts.Services.OnEvict(func(service string) { m.evalScore.DeletePartialMatch(prometheus.Labels{"service": service}) })
+	opts.Services.OnEvict(func(service string) {
+		for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.evalScore, m.evalWX, m.evalW} {
+			v.DeletePartialMatch(prometheus.Labels{"service": service})
+		}
+	})
 	return &Pool{
 		js: js, cfg: cfg, scorers: scorers, sink: sink, opts: opts,
 		m: m, qm: queue.NewMetrics(opts.Registerer),
@@ -285,6 +289,12 @@ func (p *Pool) scoreAll(ctx context.Context, r *record.Record) ([]score.Result, 
 	}
 	for _, x := range out {
 		p.m.evalScore.WithLabelValues(service, x.Metric).Observe(x.Value)
+		w := x.Weight
+		if w == 0 {
+			w = 1
+		}
+		p.m.evalWX.WithLabelValues(service, x.Metric).Add(w * x.Value)
+		p.m.evalW.WithLabelValues(service, x.Metric).Add(w)
 	}
 	return out, nil
 }
