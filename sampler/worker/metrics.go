@@ -17,10 +17,10 @@ type metrics struct {
 	// evalWX and evalW are Σw·x and Σw of the scores (w = 1/p): their ratio is the weighted
 	// mean, the estimate of the whole traffic's mean the dashboard shows.
 	evalWX, evalW *prometheus.CounterVec
-	duration  *prometheus.HistogramVec
-	attempts  *prometheus.CounterVec
-	cost      *prometheus.CounterVec
-	tokens    *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	attempts      *prometheus.CounterVec
+	cost          *prometheus.CounterVec
+	tokens        *prometheus.CounterVec
 }
 
 // EvalBuckets are the ragwatch_eval_score buckets: scores are in [0, 1].
