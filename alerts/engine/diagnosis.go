@@ -11,6 +11,7 @@ import (
 	"github.com/ragwatch/ragwatch/alerts/diagnose"
 	"github.com/ragwatch/ragwatch/alerts/internal/ring"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
@@ -161,7 +162,7 @@ func (e *Engine) diagnoseAll(now time.Time) {
 		}
 		half(hi-n+1, hi-n/2, w.Older)
 		half(hi-n/2+1, hi, w.Newer)
-		if !seen || (service != "" && !e.services.Admitted(service)) {
+		if !seen || (service != labels.Other && !e.services.Admitted(service)) {
 			delete(d.services, service)
 			d.gauge.DeletePartialMatch(prometheus.Labels{"service": service})
 			continue

@@ -7,12 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ragwatch/ragwatch/alerts"
 	"github.com/ragwatch/ragwatch/alerts/diagnose"
+	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // diagCfg alerts on each metric a pattern names, so every pattern's stream fires something.
@@ -176,5 +179,50 @@ func TestAlertWithoutPatternSaysSo(t *testing.T) {
 		if a.Diagnosis == nil {
 			t.Errorf("alert %s without diagnosis in the API list", a.Rule)
 		}
+	}
+}
+
+// The diagnosis keeps per service label what the SLO windows keep: an evicted service's state
+// and ragwatch_diagnosis series go, the shared "other" label stays.
+func TestDiagnosisFollowsTheServiceSet(t *testing.T) {
+	clk := testutil.NewClock(t0)
+	reg := prometheus.NewRegistry()
+	set := labels.NewServiceSetTTL(1, time.Minute, clk.Now)
+	e, err := New(Options{Config: parse(t, diagCfg), Registerer: reg, Now: clk.Now, Services: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	feed := func(service string, n int) {
+		for i := 0; i < n; i++ {
+			id := fmt.Sprintf("%s-%d", service, i)
+			if err := e.ConsumeScores(ctx, []score.Result{
+				{TraceID: id, Service: service, Metric: score.Faithfulness, Value: 0.3, Weight: 1},
+				{TraceID: id, Service: service, Metric: score.AnswerRelevancy, Value: 0.9, Weight: 1}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	gauge := func(service string) float64 {
+		return promtestutil.ToFloat64(e.diag.gauge.WithLabelValues(service, diagnose.Hallucination))
+	}
+	feed("a", 20)
+	feed("b", 20) // over the cap of 1: "other"
+	e.Evaluate(ctx)
+	if gauge("a") != 1 || gauge(labels.Other) != 1 {
+		t.Fatalf("gauges a %v, other %v; want 1, 1", gauge("a"), gauge(labels.Other))
+	}
+	clk.Add(2 * time.Minute)
+	feed("c", 1) // a has aged out: c takes its slot
+	e.Evaluate(ctx)
+	e.mu.Lock()
+	_, kept := e.diag.services["a"]
+	_, other := e.diag.services[labels.Other]
+	e.mu.Unlock()
+	if kept || !other {
+		t.Fatalf("after eviction: a kept %v, other kept %v", kept, other)
+	}
+	if n := promtestutil.CollectAndCount(e.diag.gauge); n != 2*len(diagnose.Patterns) {
+		t.Fatalf("%d ragwatch_diagnosis series, want other's and c's (%d)", n, 2*len(diagnose.Patterns))
 	}
 }
