@@ -82,8 +82,51 @@ type Alert struct {
 	DashboardURL string     `json:"dashboard_url,omitempty"`
 	Evidence     []Evidence `json:"evidence"`
 
+	// Diagnosis says why, from the service's metric pairs at the time of the alert.
+	Diagnosis *Diagnosis `json:"diagnosis,omitempty"`
+
 	// Notifiers lists the notifier names to deliver to; empty means all.
 	Notifiers []string `json:"-"`
+}
+
+// Diagnosis is the pattern the service's metric pairs show (alerts/diagnose), "none" when they
+// show none, with the figures behind it.
+type Diagnosis struct {
+	Pattern     string   `json:"pattern"`
+	Explanation string   `json:"explanation"`
+	Numbers     []Figure `json:"numbers"`
+}
+
+// Figure is one named number behind a diagnosis.
+type Figure struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+}
+
+// DiagnosisText is e.g. "hallucination: the model understands but hallucinates: ...
+// (faithfulness=0.42, answer_relevancy=0.91)", or "" without a diagnosis.
+func (a *Alert) DiagnosisText() string {
+	d := a.Diagnosis
+	if d == nil {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(d.Pattern)
+	b.WriteString(": ")
+	b.WriteString(d.Explanation)
+	if len(d.Numbers) > 0 {
+		b.WriteString(" (")
+		for i, f := range d.Numbers {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(f.Name)
+			b.WriteByte('=')
+			b.WriteString(FormatValue(f.Value))
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
 }
 
 // Firing reports whether the alert is firing.
@@ -149,6 +192,10 @@ func (a *Alert) Annotations() map[string]string {
 		"runbook_url":   a.RunbookURL,
 		"dashboard_url": a.DashboardURL,
 		"evidence":      a.EvidenceText(),
+		"diagnosis":     a.DiagnosisText(),
+	}
+	if a.Diagnosis != nil {
+		opt["diagnosis_pattern"] = a.Diagnosis.Pattern
 	}
 	if a.BudgetRemaining != nil {
 		opt["error_budget_remaining"] = FormatValue(*a.BudgetRemaining)

@@ -18,6 +18,7 @@ const (
 	MetricBurnRate        = "ragwatch_slo_burn_rate"               // gauge {slo,service,window}
 	MetricAlertsFiring    = "ragwatch_alerts_firing"               // gauge {slo,severity}
 	MetricDriftScore      = "ragwatch_drift_score"                 // gauge {detector,service}
+	MetricDiagnosis       = "ragwatch_diagnosis"                   // gauge {service,pattern}, 0/1
 	MetricInputsRejected  = "ragwatch_alert_inputs_rejected_total" // counter {reason}
 	MetricStateSaves      = "ragwatch_alert_state_saves_total"     // counter {outcome}
 	MetricNotifications   = "ragwatch_notifications_total"         // counter {notifier,outcome}

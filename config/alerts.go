@@ -29,6 +29,8 @@ type Alerting struct {
 	StateMaxBytes int64 `yaml:"state_max_bytes"`
 	// Agreement measures judges against human labels (config/agreement.go).
 	Agreement Agreement `yaml:"agreement"`
+	// Diagnosis reads the metric pairs to say why an alert fires.
+	Diagnosis Diagnosis `yaml:"diagnosis"`
 }
 
 func defaultAlerting() Alerting {
@@ -39,6 +41,7 @@ func defaultAlerting() Alerting {
 		SaveInterval:       30 * time.Second,
 		StateMaxBytes:      8 << 20,
 		Agreement:          defaultAgreement(),
+		Diagnosis:          defaultDiagnosis(),
 	}
 }
 

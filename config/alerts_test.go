@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,6 +12,13 @@ import (
 
 func f64(v float64) *float64 { return &v }
 
+func deref(p *float64) float64 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
 // md is a model.Duration literal.
 func md(d time.Duration) model.Duration { return model.Duration(d) }
 
@@ -19,19 +27,38 @@ func TestAlertsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.SLOs) != 0 || len(c.Notifiers) != 0 {
-		t.Fatalf("no SLOs or notifiers by default, got %d, %d", len(c.SLOs), len(c.Notifiers))
+	// The default SLOs (docs/alerts.md#default-slos) are on with no file; no notifier is.
+	if len(c.Notifiers) != 0 {
+		t.Fatalf("no notifiers by default, got %d", len(c.Notifiers))
+	}
+	var slos []string
+	for _, s := range c.SLOs {
+		slos = append(slos, fmt.Sprintf("%s %s %s<%v>%v n%d", s.Name, s.Kind, s.Metric, deref(s.AlertBelow), deref(s.AlertAbove), s.MinSamples))
+	}
+	wantSLOs := []string{
+		"citation-precision threshold citation_precision<0.7>-1 n30",
+		"faithfulness threshold faithfulness<0.7>-1 n30",
+		"answer-relevancy threshold answer_relevancy<0.6>-1 n30",
+		"empty-retrieval-rate threshold empty_retrieval_rate<-1>0.1 n100",
+		"negative-feedback-rate threshold negative_feedback_rate<-1>0.3 n50",
+	}
+	if !reflect.DeepEqual(slos, wantSLOs) || c.SLOs[0].Objective != 0.85 {
+		t.Fatalf("default SLOs:\n got %q\nwant %q", slos, wantSLOs)
+	}
+	if !reflect.DeepEqual(Default().SLOs, c.SLOs) {
+		t.Fatal("Parse(nil) and Default() disagree on the SLOs")
 	}
 	want := Alerting{EvaluationInterval: 15 * time.Second, ResolvedRetention: md(24 * time.Hour),
 		StateBucket: "ragwatch_alerts", SaveInterval: 30 * time.Second, StateMaxBytes: 8 << 20,
-		Agreement: Agreement{Window: md(7 * 24 * time.Hour), MaxPairs: 1000, MinSamples: 30, MaxRecords: 10000, MaxSeries: 64}}
+		Agreement: Agreement{Window: md(7 * 24 * time.Hour), MaxPairs: 1000, MinSamples: 30, MaxRecords: 10000, MaxSeries: 64},
+		Diagnosis: defaultDiagnosis()}
 	if !reflect.DeepEqual(c.Alerting, want) {
 		t.Fatalf("alerting defaults:\n got %+v\nwant %+v", c.Alerting, want)
 	}
 	if c.Drift.Window != md(time.Hour) || c.Drift.ReferenceWindow != md(24*time.Hour) || len(c.Drift.Detectors) != 3 {
 		t.Fatalf("drift defaults: %+v", c.Drift)
 	}
-	wantDet := DriftDetector{Name: "retrieval-score-psi", Signal: "retrieval_score", Method: "psi", Threshold: 0.2,
+	wantDet := DriftDetector{Name: "retrieval-score-psi", Signal: "retrieval_score_top", Method: "psi", Threshold: 0.2,
 		MinSamples: 100, MinReferenceSamples: 200, For: md(5 * time.Minute), KeepFiringFor: md(5 * time.Minute), Severity: "ticket"}
 	if !reflect.DeepEqual(c.Drift.Detectors[0], wantDet) {
 		t.Fatalf("detector default:\n got %+v\nwant %+v", c.Drift.Detectors[0], wantDet)
@@ -40,7 +67,7 @@ func TestAlertsDefaults(t *testing.T) {
 	for _, d := range c.Drift.Detectors {
 		sigs = append(sigs, d.Signal)
 	}
-	if !reflect.DeepEqual(sigs, []string{"retrieval_score", "retrieved_documents", "answer_tokens"}) {
+	if !reflect.DeepEqual(sigs, []string{"retrieval_score_top", "retrieved_documents", "answer_tokens"}) {
 		t.Fatalf("default drift signals = %v", sigs)
 	}
 }
@@ -144,20 +171,20 @@ func TestAlertsErrors(t *testing.T) {
 	_, err := Parse([]byte(`
 slos:
   - name: "bad name"
-    metric: x
+    metric: faithfulness
     alert_below: 1
     alert_above: 2
     severity: urgent
     labels: {slo: x}
   - name: br
     kind: burn_rate
-    metric: y
+    metric: citation_precison
     good_when: "about 0.5"
     objective: 1.5
     burn_rates:
       - {severity: page, long_window: 5m, short_window: 1h, factor: 0}
   - name: z
-    metric: z
+    metric: rubric_accuracy
     windw: 1m
 notifiers:
   - name: a
@@ -172,11 +199,13 @@ notifiers:
 		"line 5: `slos[0].alert_below` set exactly one of alert_below or alert_above\n" +
 		"line 7: `slos[0].severity` must be page, ticket or info, got \"urgent\"\n" +
 		"line 8: `slos[0].labels.slo` is set by ragwatch and cannot be overridden\n" +
+		"line 11: `slos[1].metric` \"citation_precison\" is not a metric the configured scorers or signals produce (did you mean citation_precision?)\n" +
 		"line 12: `slos[1].good_when` must be an operator (>=, >, <=, <) and a number, got \"about 0.5\"\n" +
 		"line 13: `slos[1].objective` must be between 0 and 1 (exclusive) for a burn_rate SLO, got 1.5\n" +
 		"line 15: `slos[1].burn_rates[0].short_window` must be shorter than long_window (5m)\n" +
 		"line 15: `slos[1].burn_rates[0].factor` must be positive\n" +
 		"line 16: `slos[2].alert_below` set exactly one of alert_below or alert_above\n" +
+		"line 17: `slos[2].metric` \"rubric_accuracy\" is not computed by the configured scoring (backend builtin, metrics [], retrieval_k [1 3 5 10])\n" +
 		"line 21: `notifiers[0].type` must be alertmanager, pagerduty, slack or webhook, got \"email\"\n" +
 		"line 22: `notifiers[1].routing_key_env` is required for type pagerduty"
 	msg := err.Error()
@@ -197,20 +226,20 @@ func mustRead(t *testing.T) []byte {
 	return []byte(`
 slos:
   - name: "bad name"
-    metric: x
+    metric: faithfulness
     alert_below: 1
     alert_above: 2
     severity: urgent
     labels: {slo: x}
   - name: br
     kind: burn_rate
-    metric: y
+    metric: citation_precison
     good_when: "about 0.5"
     objective: 1.5
     burn_rates:
       - {severity: page, long_window: 5m, short_window: 1h, factor: 0}
   - name: z
-    metric: z
+    metric: rubric_accuracy
     windw: 1m
 notifiers:
   - name: a
@@ -223,8 +252,8 @@ notifiers:
 func TestCheckAlertRefs(t *testing.T) {
 	_, err := Parse([]byte(`
 slos:
-  - {name: a, metric: m, alert_below: 1, notifiers: [nope]}
-  - {name: a, metric: m, alert_below: 1}
+  - {name: a, metric: faithfulness, alert_below: 1, notifiers: [nope]}
+  - {name: a, metric: faithfulness, alert_below: 1}
 notifiers:
   - {name: n, type: alertmanager, url: "http://am:9093"}
   - {name: n, type: alertmanager, url: "http://am:9093"}
@@ -272,10 +301,10 @@ func TestAlertDurations(t *testing.T) {
 		t.Run(tc.in, func(t *testing.T) {
 			c, err := Parse([]byte(`
 slos:
-  - {name: s, metric: m, alert_below: 1, window: 1h, for: "` + tc.in + `", keep_firing_for: "` + tc.in + `"}
-  - {name: b, kind: burn_rate, metric: m, good_when: ">= 0.5", objective: 0.9, period: 400d,
+  - {name: s, metric: faithfulness, alert_below: 1, window: 1h, for: "` + tc.in + `", keep_firing_for: "` + tc.in + `"}
+  - {name: b, kind: burn_rate, metric: faithfulness, good_when: ">= 0.5", objective: 0.9, period: 400d,
      burn_rates: [{severity: page, long_window: 300d, short_window: "` + tc.in + `", factor: 2}]}
-drift: {window: 1h, reference_window: 300d, detectors: [{name: d, signal: x, for: "` + tc.in + `"}]}
+drift: {window: 1h, reference_window: 300d, detectors: [{name: d, signal: latency_seconds, for: "` + tc.in + `"}]}
 notifiers: [{name: n, type: alertmanager, url: "http://am:9093", repeat_interval: "` + tc.in + `"}]
 alerting: {resolved_retention: "` + tc.in + `"}
 `))
@@ -297,7 +326,7 @@ alerting: {resolved_retention: "` + tc.in + `"}
 	}
 
 	for _, zero := range []string{"0", "0s", "0m"} {
-		c, err := Parse([]byte(`{slos: [{name: s, metric: m, alert_below: 1, for: ` + zero + `, keep_firing_for: ` + zero + `}]}`))
+		c, err := Parse([]byte(`{slos: [{name: s, metric: faithfulness, alert_below: 1, for: ` + zero + `, keep_firing_for: ` + zero + `}]}`))
 		if err != nil || c.SLOs[0].For != 0 || c.SLOs[0].KeepFiringFor != 0 {
 			t.Fatalf("for: %s: %v %+v", zero, err, c)
 		}
@@ -306,7 +335,7 @@ alerting: {resolved_retention: "` + tc.in + `"}
 	_, err := Parse([]byte(`
 slos:
   - name: s
-    metric: m
+    metric: faithfulness
     alert_below: 1
     window: 15x
     for: -5m

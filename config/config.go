@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,6 +85,7 @@ func Default() *Config {
 		Pairs:        defaultPairs(),
 		Sampling:     defaultSampling(),
 		Scoring:      defaultScoring(),
+		SLOs:         DefaultSLOs(),
 		Drift:        defaultDrift(),
 		Alerting:     defaultAlerting(),
 
@@ -361,11 +363,33 @@ func checkHostPort(s string) error {
 	if err != nil {
 		return fmt.Errorf("must be host:port, got %q", s)
 	}
-	_ = host
-	if port == "" || strings.ContainsAny(port, " /") {
-		return fmt.Errorf("must be host:port with a numeric port, got %q", s)
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 || strconv.Itoa(n) != port {
+		return fmt.Errorf("must be host:port with a port in 0-65535, got %q", s)
+	}
+	if host != "" && net.ParseIP(host) == nil && !validHostname(host) {
+		return fmt.Errorf("must be host:port with an IP address or host name, got host %q", host)
 	}
 	return nil
+}
+
+// validHostname accepts RFC 1123 host names: dot-separated labels of letters, digits and
+// inner hyphens, each at most 63 characters, 253 in all.
+func validHostname(h string) bool {
+	h = strings.TrimSuffix(h, ".")
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(h, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, c := range l {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func joinErrs(errs []error) error {

@@ -72,7 +72,7 @@ func defaultDrift() Drift {
 		Window:          model.Duration(time.Hour),
 		ReferenceWindow: model.Duration(24 * time.Hour),
 		Detectors: []DriftDetector{
-			defaultDetector("retrieval-score-psi", "retrieval_score"),
+			defaultDetector("retrieval-score-psi", "retrieval_score_top"),
 			defaultDetector("retrieved-documents-psi", "retrieved_documents"),
 			defaultDetector("answer-tokens-psi", "answer_tokens"),
 		},

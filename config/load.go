@@ -91,6 +91,8 @@ func Parse(data []byte) (*Config, error) {
 		return nil, joinSorted(errs)
 	}
 	c.Assembly.followWait(func(key string) bool { _, ok := lines[key]; return ok })
+	_, slosGiven := lines["slos"]
+	c.pruneDefaultSLOs(slosGiven)
 	if err := c.validate(lines); err != nil {
 		return nil, err
 	}
@@ -121,7 +123,7 @@ func (c *Config) validate(lines map[string]int) error {
 	})
 	// Checks across sections: names that refer to each other (alerts.go), stream caps against
 	// the embedded server's store (storage.go).
-	if err := errors.Join(CheckAlertRefs(c), CheckStorage(c), CheckJudges(c)); err != nil {
+	if err := errors.Join(CheckAlertRefs(c), CheckStorage(c), CheckJudges(c), CheckMetricNames(c)); err != nil {
 		for _, e := range flatten(err) {
 			var fe *FieldError
 			if errors.As(e, &fe) {

@@ -11,6 +11,12 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// Threshold SLO decisions.
+const (
+	DecisionConfidence = "confidence" // the whole 95% interval is past the limit
+	DecisionMean       = "mean"       // the weighted mean is past the limit
+)
+
 // SLO kinds.
 const (
 	SLOThreshold = "threshold"
@@ -38,6 +44,9 @@ type SLO struct {
 	AlertAbove *float64 `yaml:"alert_above"`
 	// Hysteresis is the margin the point estimate must recover past the threshold to resolve.
 	Hysteresis float64 `yaml:"hysteresis"`
+	// Decision is what must be past the limit for a threshold SLO to breach: confidence (the
+	// whole 95% interval, the default) or mean (the point estimate).
+	Decision string `yaml:"decision"`
 
 	GoodWhen  string           `yaml:"good_when"` // burn_rate: ">= 0.5", "< 2.5", ...
 	Period    model.Duration   `yaml:"period"`    // burn_rate: the error budget's period
@@ -141,6 +150,9 @@ func (s SLO) Validate() error {
 		}
 		if s.GoodWhen != "" {
 			errs = append(errs, Invalid("good_when", "is only for kind burn_rate"))
+		}
+		if s.Decision != "" && s.Decision != DecisionConfidence && s.Decision != DecisionMean {
+			errs = append(errs, Invalid("decision", "must be confidence or mean, got %q", s.Decision))
 		}
 	case SLOBurnRate:
 		if !(s.Objective > 0 && s.Objective < 1) {

@@ -83,7 +83,7 @@ drift:
   reference_window: 60s
   detectors:
     - name: retrieval-score-psi
-      signal: retrieval_score
+      signal: retrieval_score_top
       method: psi
       threshold: 0.2
       min_samples: 40
@@ -99,6 +99,7 @@ notifiers:
 alerting:
   evaluation_interval: 1s
   trace_url_template: "http://tempo.example.internal/trace/{trace_id}"
+  diagnosis: { window: 1m, min_samples: 10 }
 `
 
 const prometheusConfig = `
@@ -295,6 +296,18 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("default config ships the citation-precision SLO", func(t *testing.T) {
+		out, err := exec.Command(buildRagwatch(t), "rules").Output()
+		if err != nil {
+			t.Fatalf("ragwatch rules: %v", err)
+		}
+		for _, want := range []string{`slo: citation-precision`, `ragwatch:slo_upper_bound:15m{slo="citation-precision"} < 0.7`} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("ragwatch rules (no config) lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
 	t.Run("generated rules load and evaluate", func(t *testing.T) {
 		testutil.CheckFor(t, 30*time.Second, 250*time.Millisecond, "rule health", func() error {
 			b, _, err := httpGet(s.prom + "/api/v1/rules")
@@ -356,6 +369,20 @@ func TestEndToEnd(t *testing.T) {
 	if !strings.Contains(got.Annotations["evidence"], "http://tempo.example.internal/trace/") {
 		t.Errorf("evidence annotation carries no trace link: %v", got.Annotations)
 	}
+	// The alert says why: the broken index lowers retrieval scores and citation precision
+	// together. The pattern needs the pairs' samples too, so it may follow the first delivery.
+	testutil.CheckFor(t, 60*time.Second, 250*time.Millisecond, "diagnosis annotation in Alertmanager", func() error {
+		a, err := firingInAlertmanager(s, "citation-precision")
+		if err != nil {
+			return err
+		}
+		if p := a.Annotations["diagnosis_pattern"]; p != "retrieval_shift" ||
+			!strings.HasPrefix(a.Annotations["diagnosis"], "retrieval_shift: retrieval scores and citation precision fall together") ||
+			!strings.Contains(a.Annotations["diagnosis"], "citation_precision_now=") {
+			return fmt.Errorf("diagnosis annotations %q / %q", p, a.Annotations["diagnosis"])
+		}
+		return nil
+	})
 	testutil.CheckFor(t, 90*time.Second, 250*time.Millisecond, "Prometheus-side SLO rule firing", func() error {
 		ok, err := firingInPrometheus(s, "RagwatchSLOViolated")
 		if err != nil {
@@ -417,6 +444,10 @@ func TestDemoFiresAndResolvesBothAlerts(t *testing.T) {
 				if !strings.Contains(line, "resolved at") {
 					t.Errorf("%s fired but did not resolve: %s", rule, line)
 				}
+				// The broken index lowers retrieval scores and citation precision together.
+				if !strings.Contains(line, "; diagnosis: retrieval_shift;") {
+					t.Errorf("%s was not diagnosed as retrieval_shift: %s", rule, line)
+				}
 			}
 		}
 		if !found {
@@ -430,6 +461,10 @@ func TestDemoFiresAndResolvesBothAlerts(t *testing.T) {
 	}
 	if !strings.Contains(summary, "\ncomparison prompt-v2-canary prompt-v2 vs prompt-v1 metric=faithfulness state=candidate_worse ") {
 		t.Errorf("the summary does not list the canary comparison as candidate_worse")
+	}
+	// Each alert's diagnosis is printed when it fires.
+	if n := strings.Count(string(out), "  diagnosis: "); n < 2 {
+		t.Errorf("%d diagnosis lines printed, want one per fired alert:\n%s", n, tail(string(out), 8000))
 	}
 	_ = os.Stderr
 }

@@ -22,6 +22,7 @@ func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
 	if r.Labels != nil && len(r.Labels.Values) > 0 && r.TraceID != "" {
 		e.noteLabel(r.TraceID, r.SpanID, r.Service, r.Labels.Values, now) // agreement.go
 	}
+	e.diagRecord(r, now)
 	var err error
 	eachSignal(r, func(name string, v float64) {
 		s := slo.Sample{TraceID: r.TraceID, SpanID: r.SpanID, Value: v, Time: now}
@@ -55,6 +56,7 @@ func (e *Engine) ConsumeScores(_ context.Context, results []score.Result) error 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.noteScores(results, now) // agreement.go
+	e.diagScores(results, now)
 	var errs []error
 	for i := range results {
 		res := &results[i]

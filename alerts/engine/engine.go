@@ -63,7 +63,8 @@ type Engine struct {
 	retention time.Duration
 	m         *metrics
 	agree     *agreementState // pairs human labels with scores (agreement.go); guarded by mu
-	cmp       *comparisons // config `comparisons:` (comparisons.go)
+	cmp       *comparisons    // config `comparisons:` (comparisons.go)
+	diag      *diagnoser      // diagnosis.go
 
 	mu       sync.Mutex // guards rules, byMetric, forgotten and all instance state
 	rules    []*rule
@@ -123,7 +124,11 @@ func New(o Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("alert engine metrics: %w", err)
 	}
-	e := &Engine{now: o.Now, logger: o.Logger, store: o.Store, sink: o.Sink, services: o.Services, baseline: o.Baseline,
+	diag, err := newDiagnoser(c.Alerting.Diagnosis, o.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("alert engine metrics: %w", err)
+	}
+	e := &Engine{diag: diag, now: o.Now, logger: o.Logger, store: o.Store, sink: o.Sink, services: o.Services, baseline: o.Baseline,
 		traceTmpl: c.Alerting.TraceURLTemplate.Reveal(), interval: c.Alerting.EvaluationInterval, saveEvery: c.Alerting.SaveInterval,
 		retention: time.Duration(c.Alerting.ResolvedRetention), m: m, byMetric: map[string][]*rule{}, stopOnce: &sync.Once{}}
 	if e.agree, err = newAgreement(c.Alerting.Agreement, o.Registerer); err != nil {

@@ -18,6 +18,7 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 	e.mu.Lock()
 	e.dropEvicted()
 	e.pruneAgreement(now)
+	e.diagnoseAll(now)
 	var out, resend []alerts.Alert
 	firing := map[[2]string]int{}
 	for _, r := range e.rules {
@@ -31,6 +32,7 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 				}
 				tr := m.Step(now, ev.breach, ev.recovered, r.forDur, r.keep)
 				a := ev.alert
+				a.Diagnosis = e.diagnosisFor(service, r.metric)
 				switch {
 				case m.Firing():
 					a.Status, a.StartsAt = alerts.StatusFiring, m.FiringSince

@@ -39,7 +39,7 @@ func (e *Engine) Update(c *config.Config) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.updateAgreementConfig(c.Alerting.Agreement) // agreement.go
-	e.cmp.update(c) // comparisons.go
+	e.cmp.update(c)                               // comparisons.go
 	old := map[string]*rule{}
 	for _, r := range e.rules {
 		old[r.storeKey()] = r

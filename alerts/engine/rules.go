@@ -102,7 +102,7 @@ func newSLORule(s config.SLO, dashboard string) (*rule, error) {
 		r.kind, r.good, r.pairs = alerts.KindBurnRate, g, burnPairs(s.BurnRates)
 		r.fineW, r.fineS, r.coarsW, r.coarsS = slo.Resolutions(r.pairs, time.Duration(s.Period))
 	default:
-		r.th = slo.Threshold{MinSamples: int64(s.MinSamples), Hysteresis: s.Hysteresis}
+		r.th = slo.Threshold{MinSamples: int64(s.MinSamples), Hysteresis: s.Hysteresis, OnMean: s.Decision == config.DecisionMean}
 		if s.AlertBelow != nil {
 			r.th.Below, r.th.Limit = true, *s.AlertBelow
 		} else {
@@ -298,8 +298,12 @@ func (r *rule) evalThreshold(e *Engine, service string, in *instance, now time.T
 	if r.sloCfg.Objective != 0 {
 		obj = fmt.Sprintf(" (objective %s)", alerts.FormatValue(r.sloCfg.Objective))
 	}
-	a.Description = fmt.Sprintf("The weighted mean of %s for service %s over the last %s is %s, 95%% interval %s from %d samples; it alerts when the whole interval is %s %s%s.",
-		r.metric, service, a.Window, alerts.FormatValue(a.Value), a.IntervalText(), v.N, side, alerts.FormatValue(r.th.Limit), obj)
+	when := "the whole interval is"
+	if r.th.OnMean {
+		when = "the mean is"
+	}
+	a.Description = fmt.Sprintf("The weighted mean of %s for service %s over the last %s is %s, 95%% interval %s from %d samples; it alerts when %s %s %s%s.",
+		r.metric, service, a.Window, alerts.FormatValue(a.Value), a.IntervalText(), v.N, when, side, alerts.FormatValue(r.th.Limit), obj)
 	return []evaluation{{severity: r.sloCfg.Severity, breach: v.Breach, recovered: v.Recovered, alert: a}}
 }
 

@@ -8,7 +8,7 @@ import (
 // Signals are the per-request values an SLO or drift detector can watch besides eval metrics.
 // Rates are 0/1 per request so that their mean is the rate.
 var Signals = []string{
-	score.SignalRetrievalScore, score.SignalRetrievedDocuments, score.SignalEmptyRetrievalRate, score.SignalAnswerTokens, score.SignalInputTokens,
+	score.SignalRetrievalScoreTop, score.SignalRetrievalScoreMean, score.SignalRetrievalScore, score.SignalRetrievedDocuments, score.SignalEmptyRetrievalRate, score.SignalAnswerTokens, score.SignalInputTokens,
 	score.SignalLatencySeconds, score.SignalRetrievalLatencySeconds, score.SignalGenerationLatencySeconds, score.SignalCitationCount,
 	score.SignalUncitedAnswerRate, score.SignalNegativeFeedbackRate, score.SignalFeedbackScore,
 }
@@ -16,11 +16,14 @@ var Signals = []string{
 // eachSignal calls fn with every signal a record carries.
 func eachSignal(r *record.Record, fn func(name string, v float64)) {
 	if scores := r.Scores(); len(scores) > 0 {
-		top := scores[0]
+		top, sum := scores[0], scores[0]
 		for _, s := range scores[1:] {
 			top = max(top, s)
+			sum += s
 		}
-		fn(score.SignalRetrievalScore, top)
+		fn(score.SignalRetrievalScoreTop, top)
+		fn(score.SignalRetrievalScoreMean, sum/float64(len(scores)))
+		fn(score.SignalRetrievalScore, top) // the deprecated name of retrieval_score_top
 	}
 	fn(score.SignalRetrievedDocuments, float64(len(r.Documents)))
 	fn(score.SignalEmptyRetrievalRate, b2f(len(r.Documents) == 0))

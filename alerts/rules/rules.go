@@ -179,6 +179,10 @@ func threshold(s config.SLO, dashboard string) Group {
 	} else {
 		bound, op, limit, side = RecLower, ">", *s.AlertAbove, "above"
 	}
+	what, whole := "95% bound", "The 95% confidence interval of the weighted (1/p) mean"
+	if s.Decision == config.DecisionMean {
+		bound, what, whole = RecMean, "mean", "The weighted (1/p) mean"
+	}
 	g.Rules = append(g.Rules, Rule{
 		Alert: alerts.NameThreshold,
 		Expr: fmt.Sprintf("%s %s %s\nand\n%s >= %d", sel(bound+ws, s.Name), op, prom(limit),
@@ -186,11 +190,18 @@ func threshold(s config.SLO, dashboard string) Group {
 		For: forDur(s.For), KeepFiringFor: forDur(s.KeepFiringFor),
 		Labels: withVariant(withLabels(s.Labels, s.Severity, "slo", s.Name), s.Variant),
 		Annotations: annotations(
-			fmt.Sprintf(`SLO %s: %s 95%% bound {{ $value | printf "%%.3g" }} %s %s for {{ $labels.service }}`, s.Name, s.Metric, side, prom(limit)),
-			fmt.Sprintf(`The 95%% confidence interval of the weighted (1/p) mean of %s over %s, across all replicas, is entirely %s %s.`, s.Metric, ws, side, prom(limit)),
+			fmt.Sprintf(`SLO %s: %s %s {{ $value | printf "%%.3g" }} %s %s for {{ $labels.service }}`, s.Name, s.Metric, what, side, prom(limit)),
+			fmt.Sprintf(`%s of %s over %s, across all replicas, is %s %s.`, whole, s.Metric, ws, entirely(s.Decision)+side, prom(limit)),
 			s.RunbookURL.Reveal(), first(s.DashboardURL.Reveal(), dashboard)),
 	})
 	return g
+}
+
+func entirely(decision string) string {
+	if decision == config.DecisionMean {
+		return ""
+	}
+	return "entirely "
 }
 
 func burnRate(s config.SLO, dashboard string) Group {

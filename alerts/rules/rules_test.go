@@ -231,3 +231,21 @@ tests:
 		t.Fatalf("promtool test rules: %v\n%s", err, out)
 	}
 }
+
+// decision: mean compares the window's mean, not its 95% bound, as the engine does.
+func TestDecisionMeanRule(t *testing.T) {
+	c, err := config.Parse([]byte("slos:\n  - {name: cp, metric: citation_precision, alert_below: 0.7, decision: mean}\ndrift: {detectors: []}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Generate(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := f.Groups[0].Rules
+	a := rules[len(rules)-1]
+	if a.Expr != "ragwatch:slo_mean:15m{slo=\"cp\"} < 0.7\nand\nragwatch:slo_samples:increase15m{slo=\"cp\"} >= 30" ||
+		a.Annotations["description"] != "The weighted (1/p) mean of citation_precision over 15m, across all replicas, is below 0.7." {
+		t.Fatalf("mean rule: %q %q", a.Expr, a.Annotations["description"])
+	}
+}

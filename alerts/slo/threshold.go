@@ -9,6 +9,9 @@ type Threshold struct {
 	Limit      float64
 	Hysteresis float64
 	MinSamples int64
+	// OnMean decides on the point estimate (the mean past the limit breaches) instead of the
+	// whole confidence interval: faster, at the price of alerts on noise in small windows.
+	OnMean bool
 }
 
 // Verdict is one evaluation.
@@ -34,11 +37,20 @@ func (t Threshold) Evaluate(s Sums) Verdict {
 	if !v.Enough {
 		return v
 	}
-	if t.Below {
+	if t.OnMean {
+		if t.Below {
+			v.Breach = v.Value < t.Limit
+		} else {
+			v.Breach = v.Value > t.Limit
+		}
+	} else if t.Below {
 		v.Breach = v.Upper < t.Limit
-		v.Recovered = v.Value >= t.Limit+t.Hysteresis
 	} else {
 		v.Breach = v.Lower > t.Limit
+	}
+	if t.Below {
+		v.Recovered = v.Value >= t.Limit+t.Hysteresis
+	} else {
 		v.Recovered = v.Value <= t.Limit-t.Hysteresis
 	}
 	return v

@@ -53,13 +53,17 @@ func validateCommand(_ context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "ragwatch validate: %v\n", err)
 		return 1
 	}
-	if _, err := config.Parse(data); err != nil {
+	c, err := config.Parse(data)
+	if err != nil {
 		problems := strings.Split(err.Error(), "\n")
 		for _, p := range problems {
 			fmt.Fprintf(stdout, "%s: %s\n", path, p)
 		}
 		fmt.Fprintf(stdout, "%d problem%s found\n", len(problems), plural(len(problems)))
 		return 1
+	}
+	for _, w := range config.Deprecations(c) {
+		fmt.Fprintf(stdout, "%s: warning: %s\n", path, w)
 	}
 	fmt.Fprintln(stdout, "config OK")
 	return 0

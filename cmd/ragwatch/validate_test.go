@@ -22,6 +22,8 @@ func TestValidateCommand(t *testing.T) {
 	good := write("good.yaml", "assembly:\n  wait: 50ms\n")
 	bad := write("bad.yaml", "assembly:\n  wait: -1s\n  timeout: 1s\nlog:\n  level: loud\n")
 	unknown := write("unknown.yaml", "assembly:\n  max_trace: 5\n")
+	old := write("old.yaml", "drift:\n  detectors:\n    - {name: scores, signal: retrieval_score}\n")
+	typo := write("typo.yaml", "slos:\n  - {name: cp, metric: citation_precison, alert_below: 0.7}\n")
 
 	cases := []struct {
 		name   string
@@ -36,6 +38,10 @@ func TestValidateCommand(t *testing.T) {
 				"2 problems found\n"},
 		{"unknown key", []string{"--config", unknown}, 1,
 			unknown + ": line 2: `assembly.max_trace` is not a known key; expected one of: complete_wait, max_bytes, max_traces, timeout, wait\n1 problem found\n"},
+		{"deprecated name warns", []string{"-c", old}, 0,
+			old + ": warning: `drift.detectors[0].signal`: \"retrieval_score\" is deprecated, use \"retrieval_score_top\"\nconfig OK\n"},
+		{"alert that can never fire", []string{"-c", typo}, 1,
+			typo + ": line 2: `slos[0].metric` \"citation_precison\" is not a metric the configured scorers or signals produce (did you mean citation_precision?)\n1 problem found\n"},
 		{"no file", []string{}, 2, ""},
 	}
 	for _, c := range cases {

@@ -79,8 +79,12 @@ type Observation struct {
 
 	Answered     bool  // the record has an answer or output tokens
 	AnswerTokens int64 // output tokens from usage, else words of the answer
-	Citations    int   // citations of the answer (only when Answered)
-	Refusal      bool  // the answer declines for lack of information (text.IsRefusal)
+	// AnswerWords is the answer's word count (statsd rag.answer_length, the seed's meaning);
+	// OutputTokens the usage's output tokens, 0 when not reported (statsd rag.answer_tokens).
+	AnswerWords  int64
+	OutputTokens int64
+	Citations    int  // citations of the answer (only when Answered)
+	Refusal      bool // the answer declines for lack of information (text.IsRefusal)
 
 	// LatencyMS holds the stage durations in milliseconds; 0 means not measured.
 	LatencyMS [numStages]float64
@@ -389,6 +393,8 @@ func computeRecord(o *Observation, r *record.Record) {
 		o.Scored = true
 		o.MeanScore = sum / float64(n)
 	}
+	o.AnswerWords = int64(countWords(r.Answer))
+	o.OutputTokens = max(r.Usage.OutputTokens, 0)
 	switch {
 	case r.Usage.OutputTokens > 0:
 		o.Answered = true

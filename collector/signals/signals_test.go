@@ -99,13 +99,13 @@ func TestObservation(t *testing.T) {
 		{"full", recordA(), Observation{
 			Service: "support-bot", TraceID: traceA, SpanID: spanA, Request: true,
 			Documents: 3, Scored: true, MeanScore: 0.5, TopScore: 0.75,
-			Answered: true, AnswerTokens: 27, Citations: 1,
+			Answered: true, AnswerTokens: 27, AnswerWords: 2, OutputTokens: 27, Citations: 1,
 			LatencyMS:   [numStages]float64{35, 812, 870},
 			HasFeedback: true, FeedbackScore: 1, Sentiment: SentimentPositive,
 		}},
 		{"empty retrieval, words", recordB(), Observation{
 			Service: "support-bot", TraceID: traceB, Request: true,
-			Answered: true, AnswerTokens: 4, Refusal: true, LatencyMS: [numStages]float64{0, 0, 120},
+			Answered: true, AnswerTokens: 4, AnswerWords: 4, Refusal: true, LatencyMS: [numStages]float64{0, 0, 120},
 		}},
 		{"no answer, negative top score, unusable ids", &record.Record{
 			TraceID: strings.Repeat("a", 65), SpanID: "x", Documents: []record.Document{{ID: "a", Score: score(-2)}, {ID: "b", Score: score(-4)}},
@@ -125,7 +125,7 @@ func TestObservation(t *testing.T) {
 			TraceID: "req 1", Answer: " héllo\u00a0wörld  ok ", Latency: record.Latency{Retrieval: -1, Generation: 3},
 			Feedback: &record.Feedback{Score: 0},
 		}, Observation{
-			Service: "unknown", Request: true, Answered: true, AnswerTokens: 3,
+			Service: "unknown", Request: true, Answered: true, AnswerTokens: 3, AnswerWords: 3,
 			LatencyMS:   [numStages]float64{0, 3, 0},
 			HasFeedback: true, Sentiment: SentimentNeutral,
 		}},

@@ -21,7 +21,8 @@ const (
 	statRequests     = "requests"         // counter
 	statRetrieved    = "retrieved_count"  // gauge
 	statAvgRelevance = "avg_relevance"    // gauge (float)
-	statAnswerLength = "answer_length"    // gauge
+	statAnswerLength = "answer_length"    // gauge: words of the answer
+	statAnswerTokens = "answer_tokens"    // gauge: output tokens, when usage reports them
 	statCitations    = "citations"        // gauge
 	statEmpty        = "empty_retrievals" // counter
 	statUserFeedback = "user_feedback"    // gauge (float, -1..1)
@@ -264,7 +265,10 @@ func (s *statsdRecorder) Record(_ context.Context, o Observation) {
 			w.gauge(statAvgRelevance, in, o.MeanScore, suf)
 		}
 		if o.Answered {
-			w.int(statAnswerLength, in, o.AnswerTokens, "|g", suf)
+			w.int(statAnswerLength, in, o.AnswerWords, "|g", suf)
+			if o.OutputTokens > 0 {
+				w.int(statAnswerTokens, in, o.OutputTokens, "|g", suf)
+			}
 			w.int(statCitations, in, int64(o.Citations), "|g", suf)
 		}
 		if o.Refusal {

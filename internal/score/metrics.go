@@ -42,6 +42,12 @@ const (
 // which SLOs and drift detectors watch like metrics. Rates are 0 or 1 per request, so that
 // their mean is the rate.
 const (
+	// SignalRetrievalScoreTop is the top document's score, SignalRetrievalScoreMean the mean
+	// over the record's scored documents (ragwatch_retrieval_score, statsd rag.avg_relevance).
+	SignalRetrievalScoreTop  = "retrieval_score_top"
+	SignalRetrievalScoreMean = "retrieval_score_mean"
+	// SignalRetrievalScore is the deprecated name of SignalRetrievalScoreTop, still accepted
+	// (`ragwatch validate` warns).
 	SignalRetrievalScore           = "retrieval_score"
 	SignalRetrievedDocuments       = "retrieved_documents"
 	SignalEmptyRetrievalRate       = "empty_retrieval_rate"

@@ -15,10 +15,13 @@ const (
 type metrics struct {
 	evalScore *prometheus.HistogramVec
 	byTurn    *prometheus.HistogramVec
-	duration  *prometheus.HistogramVec
-	attempts  *prometheus.CounterVec
-	cost      *prometheus.CounterVec
-	tokens    *prometheus.CounterVec
+	// evalWX and evalW are Σw·x and Σw of the scores (w = 1/p): their ratio is the weighted
+	// mean, the estimate of the whole traffic's mean the dashboard shows.
+	evalWX, evalW *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	attempts      *prometheus.CounterVec
+	cost          *prometheus.CounterVec
+	tokens        *prometheus.CounterVec
 }
 
 // EvalBuckets are the ragwatch_eval_score buckets: scores are in [0, 1].
@@ -36,6 +39,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Scores of sampled records whose turn is known, by service, metric and turn_bucket (1, 2, 3-5, 6+). Unweighted, like ragwatch_eval_score.",
 			Buckets: EvalBuckets,
 		}, []string{"service", "metric", "turn_bucket"})),
+		evalWX: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_eval_score_weighted_sum_total",
+			Help: "Sum of w·score over the scores of sampled records (w = 1/p, the record's weight), by service, variant and metric: divided by ragwatch_eval_score_weight_total, the traffic's mean score.",
+		}, []string{"service", "variant", "metric"})),
+		evalW: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_eval_score_weight_total",
+			Help: "Sum of the weights w = 1/p of the scores of sampled records, by service, variant and metric.",
+		}, []string{"service", "variant", "metric"})),
 		duration: registerOrGet(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ragwatch_scoring_duration_seconds",
 			Help:    "Time one scorer took on one record, by scorer.",

@@ -106,8 +106,16 @@ func New(js jetstream.JetStream, cfg config.ScoringRuntime, scorers []score.Scor
 	}
 	m := newMetrics(opts.Registerer)
 	// An evicted service label (signals.service_ttl) takes its series with it.
-	opts.Services.OnEvict(func(service string) { m.evalScore.DeletePartialMatch(prometheus.Labels{"service": service}) })
-	opts.Variants.OnEvict(func(variant string) { m.evalScore.DeletePartialMatch(prometheus.Labels{"variant": variant}) })
+	opts.Services.OnEvict(func(service string) {
+		for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.evalScore, m.evalWX, m.evalW} {
+			v.DeletePartialMatch(prometheus.Labels{"service": service})
+		}
+	})
+	opts.Variants.OnEvict(func(variant string) {
+		for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.evalScore, m.evalWX, m.evalW} {
+			v.DeletePartialMatch(prometheus.Labels{"variant": variant})
+		}
+	})
 	return &Pool{
 		js: js, cfg: cfg, scorers: scorers, sink: sink, opts: opts,
 		m: m, qm: queue.NewMetrics(opts.Registerer),
@@ -308,6 +316,12 @@ func (p *Pool) scoreAll(ctx context.Context, r *record.Record) ([]score.Result, 
 		if b := score.TurnBucket(x.Turn); b != "" {
 			p.m.byTurn.WithLabelValues(service, x.Metric, b).Observe(x.Value)
 		}
+		w := x.Weight
+		if w == 0 {
+			w = 1
+		}
+		p.m.evalWX.WithLabelValues(service, variant, x.Metric).Add(w * x.Value)
+		p.m.evalW.WithLabelValues(service, variant, x.Metric).Add(w)
 	}
 	return out, nil
 }

@@ -125,6 +125,12 @@ ragwatch_scoring_queue_depth 0
 	if turns[0] != 8 || turns[3] != 7 || turns[6] != 7 {
 		t.Errorf("results by turn %v, want the records' turns", turns)
 	}
+	// Weighted by 1/p = 4: Σw·x = 50·4·0.5, Σw = 50·4, whose ratio is the traffic's mean.
+	sel := map[string]string{"service": "chat", "metric": "faithfulness"}
+	if wx, w := testutil.Series(t, reg, "ragwatch_eval_score_weighted_sum_total", sel).GetCounter().GetValue(),
+		testutil.Series(t, reg, "ragwatch_eval_score_weight_total", sel).GetCounter().GetValue(); wx != 100 || w != 200 {
+		t.Fatalf("weighted sum %v, weight %v; want 100, 200", wx, w)
+	}
 }
 
 // A worker process dies with records in flight (its connection closes without acks), the NATS

@@ -37,6 +37,7 @@ func TestWireFormat(t *testing.T) {
 	want := []string{
 		`[{"labels":{"alertname":"RagwatchSLOViolated","service":"search","severity":"page","slo":"citation-precision","team":"search"},` +
 			`"annotations":{"dashboard_url":"https://grafana.example/d/ragwatch","description":"The weighted mean of citation_precision for service search over the last 15m is 0.52.",` +
+			`"diagnosis":"retrieval_shift: retrieval scores and citation precision fall together: the index or embeddings changed (citation_precision_before=0.9, citation_precision_now=0.52)","diagnosis_pattern":"retrieval_shift",` +
 			`"evidence":"4bf92f3577b34da6a3ce929d0e0e4736 value=0.1 https://tempo.example/t/4bf92f3577b34da6a3ce929d0e0e4736\n0af7651916cd43dd8448eb211c80319c value=0.2",` +
 			`"interval":"[0.48, 0.56] (95%)","n":"212","runbook_url":"https://runbooks.example/cp",` +
 			`"summary":"SLO citation-precision: citation_precision is 0.52 for search (alert below 0.7)","threshold":"\u003c 0.7","value":"0.52","window":"15m"},` +

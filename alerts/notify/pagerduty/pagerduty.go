@@ -86,6 +86,10 @@ func (n *Notifier) Event(a alerts.Alert) Event {
 		}
 	}
 	details["labels"] = a.Labels
+	if a.Diagnosis != nil {
+		// The structured form, so an event rule can route on the pattern.
+		details["diagnosis"] = a.Diagnosis
+	}
 	ev.Payload = &Payload{Summary: summary, Source: "ragwatch/" + a.Service, Severity: Severity(a.Severity),
 		Timestamp: a.StartsAt.UTC().Format(time.RFC3339), Component: a.Service, Group: a.Rule, Class: a.Kind,
 		CustomDetails: details}

@@ -39,6 +39,8 @@ func TestWireFormat(t *testing.T) {
 		`"source":"ragwatch/search","severity":"critical","timestamp":"2026-03-01T12:00:00Z","component":"search",` +
 		`"group":"citation-precision","class":"threshold","custom_details":{` +
 		`"dashboard_url":"https://grafana.example/d/ragwatch","description":"The weighted mean of citation_precision for service search over the last 15m is 0.52.",` +
+		`"diagnosis":{"pattern":"retrieval_shift","explanation":"retrieval scores and citation precision fall together: the index or embeddings changed",` +
+		`"numbers":[{"name":"citation_precision_before","value":0.9},{"name":"citation_precision_now","value":0.52}]},"diagnosis_pattern":"retrieval_shift",` +
 		`"evidence":"4bf92f3577b34da6a3ce929d0e0e4736 value=0.1 https://tempo.example/t/4bf92f3577b34da6a3ce929d0e0e4736\n0af7651916cd43dd8448eb211c80319c value=0.2",` +
 		`"interval":"[0.48, 0.56] (95%)","labels":{"alertname":"RagwatchSLOViolated","service":"search","severity":"page","slo":"citation-precision","team":"search"},` +
 		`"n":"212","runbook_url":"https://runbooks.example/cp","threshold":"\u003c 0.7","value":"0.52","window":"15m"}},` +

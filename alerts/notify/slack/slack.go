@@ -90,6 +90,9 @@ func (n *Notifier) Message(a alerts.Alert) Message {
 		fields = append(fields, Text{Type: "mrkdwn", Text: "*Error budget left*\n" + alerts.FormatValue(*a.BudgetRemaining)})
 	}
 	m.Blocks = append(m.Blocks, Block{Type: "section", Fields: fields})
+	if d := a.DiagnosisText(); d != "" {
+		m.Blocks = append(m.Blocks, Block{Type: "section", Text: &Text{Type: "mrkdwn", Text: "*Diagnosis*\n" + esc.Replace(d)}})
+	}
 	if len(a.Evidence) > 0 {
 		var b strings.Builder
 		b.WriteString("*Worst requests*")

@@ -38,6 +38,7 @@ func TestWireFormat(t *testing.T) {
 		`{"type":"section","text":{"type":"mrkdwn","text":"The weighted mean of citation_precision for service search over the last 15m is 0.52."}},` +
 		`{"type":"section","fields":[{"type":"mrkdwn","text":"*Value*\n0.52"},{"type":"mrkdwn","text":"*Threshold*\n\u0026lt; 0.7"},` +
 		`{"type":"mrkdwn","text":"*Window*\n15m"},{"type":"mrkdwn","text":"*Samples*\n212"},{"type":"mrkdwn","text":"*95% interval*\n[0.48, 0.56] (95%)"}]},` +
+		`{"type":"section","text":{"type":"mrkdwn","text":"*Diagnosis*\nretrieval_shift: retrieval scores and citation precision fall together: the index or embeddings changed (citation_precision_before=0.9, citation_precision_now=0.52)"}},` +
 		`{"type":"section","text":{"type":"mrkdwn","text":"*Worst requests*\n• \u003chttps://tempo.example/t/4bf92f3577b34da6a3ce929d0e0e4736|4bf92f3577b34da6a3ce929d0e0e4736\u003e value 0.1\n• 0af7651916cd43dd8448eb211c80319c value 0.2"}},` +
 		`{"type":"context","elements":[{"type":"mrkdwn","text":"\u003chttps://runbooks.example/cp|Runbook\u003e · \u003chttps://grafana.example/d/ragwatch|Dashboard\u003e"}]}]}`
 	if bodies[0] != want {

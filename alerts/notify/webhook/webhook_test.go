@@ -57,6 +57,9 @@ func TestWireFormatAndSignature(t *testing.T) {
 		m.Alert["fingerprint"] != fixture.Alert().Fingerprint || len(m.Alert["evidence"].([]any)) != 2 {
 		t.Fatalf("body: %s", r.body)
 	}
+	if d, _ := m.Alert["diagnosis"].(map[string]any); d == nil || d["pattern"] != "retrieval_shift" || len(d["numbers"].([]any)) != 2 {
+		t.Fatalf("diagnosis in body: %s", r.body)
+	}
 	if err := json.Unmarshal([]byte(reqs[1].body), &m); err != nil || m.Status != "resolved" || m.Alert["ends_at"] != "2026-03-01T12:20:00Z" {
 		t.Fatalf("resolved body: %s", reqs[1].body)
 	}

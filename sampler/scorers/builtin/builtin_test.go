@@ -326,8 +326,14 @@ func TestCitations(t *testing.T) {
 	if _, _, ok := CitationPrecision(nil, d); ok {
 		t.Error("precision judged without citations")
 	}
-	if _, _, ok := CitationRecall(r.Answer, nil, d); ok {
-		t.Error("recall judged without citations")
+	// An answer that cites nothing has no claim supported by a citation: 0, as the definition
+	// (docs/metrics.md) says, not left out — unless it makes no claim at all.
+	v, why, ok = CitationRecall(r.Answer, nil, d)
+	if !ok || v != 0 || !strings.HasPrefix(why, "0/") || !strings.HasSuffix(why, "claims supported by their citations; the answer cites nothing") {
+		t.Errorf("uncited answer: recall %v %q ok=%v, want 0", v, why, ok)
+	}
+	if _, _, ok := CitationRecall("", nil, d); ok {
+		t.Error("recall judged for an answer without claims")
 	}
 }
 

@@ -411,13 +411,21 @@ func (j *judge) citationPrecision(citations []record.Citation) (float64, string,
 
 // CitationRecall is the share of the answer's claims that have a citation whose cited documents,
 // together, support the claim (ALCE). A claim belongs to a citation when one's text contains the
-// other's. ok is false without citations, claims or document content.
+// other's. An answer that cites nothing scores 0 when it makes a claim (docs/metrics.md). ok is
+// false without claims, or with citations but no document content to check them against.
 func CitationRecall(answer string, citations []record.Citation, docs []record.Document) (value float64, explanation string, ok bool) {
 	return newJudge(docs, DefaultThreshold).citationRecall(answer, citations)
 }
 
 func (j *judge) citationRecall(answer string, citations []record.Citation) (float64, string, bool) {
-	if len(citations) == 0 || !hasDocContent(j.docs) {
+	if len(citations) == 0 {
+		// No citation supports anything: every claim is uncited.
+		if n := len(j.claims(answer)); n > 0 {
+			return 0, fmt.Sprintf("0/%d claims supported by their citations; the answer cites nothing", n), true
+		}
+		return 0, "", false
+	}
+	if !hasDocContent(j.docs) {
 		return 0, "", false
 	}
 	claims := j.claims(answer)

@@ -112,7 +112,7 @@ func rows() []row {
 		}},
 		{"Evaluation scores", []spec{
 			{kind: "timeseries", title: "Weighted mean score by metric", unit: "short", min: f(0), max: f(1), queries: []Query{
-				qx(`sum by (metric) (rate(ragwatch_eval_score_sum{`+sel+`}[$__rate_interval])) / sum by (metric) (rate(ragwatch_eval_score_count{`+sel+`}[$__rate_interval]))`, "{{metric}}")}},
+				qx(`sum by (metric) (rate(ragwatch_eval_score_weighted_sum_total{`+sel+`}[$__rate_interval])) / sum by (metric) (rate(ragwatch_eval_score_weight_total{`+sel+`}[$__rate_interval]))`, "{{metric}}")}},
 			{kind: "timeseries", title: "SLO value against threshold", unit: "short", min: f(0), max: f(1), queries: []Query{
 				q(`ragwatch_slo_value`, "{{slo}}")}},
 			{kind: "timeseries", title: "Records sampled for scoring", unit: "ops", queries: []Query{

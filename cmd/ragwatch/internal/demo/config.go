@@ -47,7 +47,7 @@ drift:
   reference_window: 60s
   detectors:
     - name: retrieval-score-psi
-      signal: retrieval_score
+      signal: retrieval_score_top
       method: psi
       threshold: 0.2
       min_samples: 50
@@ -67,6 +67,8 @@ comparisons:
     severity: ticket
 alerting:
   evaluation_interval: 1s
+  # Halves of 30s: the drop shows against the half minute before it.
+  diagnosis: { window: 1m, min_samples: 10 }
   trace_url_template: "http://localhost:3000/explore?left=%%7B%%22queries%%22:%%5B%%7B%%22query%%22:%%22{trace_id}%%22%%7D%%5D%%7D"
 `
 

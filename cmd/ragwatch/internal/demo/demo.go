@@ -50,6 +50,8 @@ type AlertEvent struct {
 	Resolved time.Duration // 0 if still firing
 	Value    float64
 	Worst    []string // trace ids
+	// Diagnosis is the pattern the alert was diagnosed with ("none" when none showed).
+	Diagnosis string
 }
 
 // Summary is what the demo reports at the end.

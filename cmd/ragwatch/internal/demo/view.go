@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ragwatch/ragwatch/alerts"
+	"github.com/ragwatch/ragwatch/alerts/diagnose"
 )
 
 // observe records when each alert fired and resolved.
@@ -23,7 +24,7 @@ func (d *demo) observe() {
 			if al.Status != alerts.StatusFiring {
 				continue
 			}
-			ev = &AlertEvent{Rule: al.Rule, Kind: al.Kind, Severity: al.Severity, FiredAt: d.since()}
+			ev = &AlertEvent{Rule: al.Rule, Kind: al.Kind, Severity: al.Severity, FiredAt: d.since(), Diagnosis: diagnose.None}
 			key := al.Fingerprint
 			if ok {
 				key = fmt.Sprintf("%s#%d", al.Fingerprint, len(d.order))
@@ -32,6 +33,15 @@ func (d *demo) observe() {
 			d.alerts[key] = ev
 			d.order = append(d.order, key)
 			d.logf("ALERT FIRING %s (%s): value %.3f %s threshold %.3f", al.Rule, al.Severity, al.Value, al.Comparator, al.Threshold)
+			d.logf("  diagnosis: %s", diagnosisText(&al))
+			if al.Diagnosis != nil {
+				ev.Diagnosis = al.Diagnosis.Pattern
+			}
+		} else if al.Status == alerts.StatusFiring && al.Diagnosis != nil && ev.Resolved == 0 &&
+			al.Diagnosis.Pattern != diagnose.None && al.Diagnosis.Pattern != ev.Diagnosis {
+			// The pattern often shows a few seconds after the alert: the pairs need samples too.
+			ev.Diagnosis = al.Diagnosis.Pattern
+			d.logf("ALERT DIAGNOSIS %s: %s", al.Rule, diagnosisText(&al))
 		}
 		ev.Value = al.Value
 		if len(al.Evidence) > 0 {
@@ -45,6 +55,13 @@ func (d *demo) observe() {
 			d.logf("ALERT RESOLVED %s after %s", al.Rule, (ev.Resolved - ev.FiredAt).Round(time.Second))
 		}
 	}
+}
+
+func diagnosisText(a *alerts.Alert) string {
+	if t := a.DiagnosisText(); t != "" {
+		return t
+	}
+	return diagnose.None
 }
 
 // logf prints a line in plain mode and keeps it for the live view. d.mu must be held.
@@ -189,8 +206,8 @@ func printSummary(w io.Writer, s Summary) {
 		if a.Resolved != 0 {
 			resolved = "resolved at " + a.Resolved.Round(time.Second).String()
 		}
-		fmt.Fprintf(w, "alert %s kind=%s severity=%s fired at %s, %s; worst traces: %s\n",
-			a.Rule, a.Kind, a.Severity, a.FiredAt.Round(time.Second), resolved, strings.Join(a.Worst, ","))
+		fmt.Fprintf(w, "alert %s kind=%s severity=%s fired at %s, %s; diagnosis: %s; worst traces: %s\n",
+			a.Rule, a.Kind, a.Severity, a.FiredAt.Round(time.Second), resolved, a.Diagnosis, strings.Join(a.Worst, ","))
 	}
 }
 

@@ -560,11 +560,11 @@ func expectedStatsd(r *record.Record) []string {
 		}
 		lines = append(lines, "rag.avg_relevance:"+num(sum/float64(len(scores)))+"|g"+tag)
 	}
-	tokens := r.Usage.OutputTokens
-	if tokens == 0 {
-		tokens = int64(len(strings.Fields(r.Answer)))
+	// answer_length is the answer's words (the seed's meaning); tokens go out on their own.
+	lines = append(lines, fmt.Sprintf("rag.answer_length:%d|g%s", len(strings.Fields(r.Answer)), tag))
+	if r.Usage.OutputTokens > 0 {
+		lines = append(lines, fmt.Sprintf("rag.answer_tokens:%d|g%s", r.Usage.OutputTokens, tag))
 	}
-	lines = append(lines, fmt.Sprintf("rag.answer_length:%d|g%s", tokens, tag))
 	if r.Feedback != nil {
 		if r.Feedback.Score >= 0 {
 			lines = append(lines, "rag.user_feedback:"+num(r.Feedback.Score)+"|g"+tag)
