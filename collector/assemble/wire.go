@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/truncate"
@@ -499,8 +500,31 @@ func (v *anyv) raw() any {
 
 // str is pcommon.Value.AsString of the pdata value (a resource's service.name).
 func (v *anyv) str() string {
-	if v.f == 1 {
+	switch v.f {
+	case 1:
 		return string(v.b)
+	case 5, 6:
+		// A structured service name (never seen in practice) is formatted by pdata itself, from
+		// a request that holds only it: FromRaw would lose the order of its keys.
+		var kvb []byte
+		kvb = protowire.AppendTag(kvb, 1, protowire.BytesType)
+		kvb = protowire.AppendString(kvb, "service.name")
+		kvb = protowire.AppendTag(kvb, 2, protowire.BytesType)
+		kvb = protowire.AppendVarint(kvb, uint64(protowire.SizeTag(protowire.Number(v.f))+protowire.SizeBytes(len(v.b))))
+		kvb = protowire.AppendTag(kvb, protowire.Number(v.f), protowire.BytesType)
+		kvb = protowire.AppendBytes(kvb, v.b)
+		res := protowire.AppendTag(nil, 1, protowire.BytesType)
+		res = protowire.AppendBytes(res, kvb)
+		rs := protowire.AppendTag(nil, 1, protowire.BytesType)
+		rs = protowire.AppendBytes(rs, res)
+		req := protowire.AppendTag(nil, 1, protowire.BytesType)
+		req = protowire.AppendBytes(req, rs)
+		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(req)
+		if err != nil || td.ResourceSpans().Len() == 0 {
+			return ""
+		}
+		sv, _ := td.ResourceSpans().At(0).Resource().Attributes().Get("service.name")
+		return sv.AsString()
 	}
 	pv := pcommon.NewValueEmpty()
 	if err := pv.FromRaw(v.raw()); err != nil {

@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/ragwatch/ragwatch/collector/assemble"
 	"github.com/ragwatch/ragwatch/config"
@@ -18,6 +20,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/synth"
 	"github.com/ragwatch/ragwatch/internal/testutil"
+	"github.com/ragwatch/ragwatch/scripts/benchcpu"
 )
 
 // The protobuf decoder of the assembler (assemble.DecodeProto) stands in for pdata's decoding,
@@ -154,6 +157,32 @@ func wireSeeds(t testing.TB) [][]byte {
 		s2.Attributes().PutInt(fmt.Sprintf("k%d", i), int64(i))
 	}
 	out = append(out, protoBody(t, big))
+
+	// A structured service name, and spans in the deprecated scope spans only.
+	odd := ptrace.NewTraces()
+	ors := odd.ResourceSpans().AppendEmpty()
+	sn := ors.Resource().Attributes().PutEmptyMap("service.name")
+	sn.PutStr("z", "1")
+	sn.PutStr("a", "2")
+	os := ors.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	os.SetTraceID(pcommon.TraceID{2})
+	os.SetSpanID(pcommon.SpanID{2})
+	out = append(out, protoBody(t, odd))
+
+	// Spans in ResourceSpans' deprecated field 1000, alone and beside scope_spans (field 2).
+	msg := func(num protowire.Number, parts ...[]byte) []byte {
+		var body []byte
+		for _, p := range parts {
+			body = append(body, p...)
+		}
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), body)
+	}
+	span := func(id byte) []byte {
+		return msg(2, msg(1, bytes.Repeat([]byte{id}, 16)), msg(2, bytes.Repeat([]byte{id}, 8)), msg(5, []byte("old")))
+	}
+	out = append(out,
+		msg(1, msg(1000, span(3))),
+		msg(1, msg(1000, span(4)), msg(2, span(5)), msg(1000, span(6))))
 	return out
 }
 
@@ -260,6 +289,7 @@ func BenchmarkDecodeExport(b *testing.B) {
 	b.Run("pdata", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
+		defer benchcpu.Report(b)()
 		for b.Loop() {
 			req := ptraceotlp.NewExportRequest()
 			if err := req.UnmarshalProto(body); err != nil {
@@ -274,6 +304,7 @@ func BenchmarkDecodeExport(b *testing.B) {
 	b.Run("wire", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
+		defer benchcpu.Report(b)()
 		for b.Loop() {
 			var werr *assemble.WireError
 			if dst, _, werr = assemble.DecodeProto(body, lim.wireLimits(), dst[:0]); werr != nil {
