@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -220,6 +222,34 @@ func TestDecodeProtoMatchesPdata(t *testing.T) {
 	cases["deep"] = deep
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) { sameAnswer(t, body, wireFuzzLimits) })
+	}
+}
+
+// TestDecodeProtoMatchesPdataMutated is a bounded, reproducible stand-in for the fuzzer in
+// plain go test: seeds with random bytes changed, inserted, removed or repeated.
+func TestDecodeProtoMatchesPdataMutated(t *testing.T) {
+	seeds := wireSeeds(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 3000 {
+		b := slices.Clone(seeds[rng.IntN(len(seeds))])
+		for range 1 + rng.IntN(4) {
+			if len(b) == 0 {
+				break
+			}
+			at := rng.IntN(len(b))
+			switch rng.IntN(4) {
+			case 0:
+				b[at] = byte(rng.Uint32())
+			case 1:
+				b = slices.Insert(b, at, byte(rng.Uint32()))
+			case 2:
+				b = slices.Delete(b, at, at+1)
+			case 3:
+				end := min(len(b), at+1+rng.IntN(64))
+				b = slices.Insert(b, at, b[at:end]...)
+			}
+		}
+		t.Run(fmt.Sprint(i), func(t *testing.T) { sameAnswer(t, b, wireFuzzLimits) })
 	}
 }
 
