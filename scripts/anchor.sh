@@ -99,6 +99,11 @@ kill -TERM "$cpid"
 wait "$cpid" 2>/dev/null || true
 cpid=""
 sent=$(awk -F'traces=' 'NF > 1 { split($2, a, " "); print a[1] }' "$tmp/lg.out" | head -1)
+if [[ -z "$sent" || "$sent" == 0 ]]; then
+	echo "loadgen sent nothing to otelcol:"
+	cat "$tmp/otelcol.log"
+	exit 1
+fi
 col_us=$(awk -v c="$((c1 - c0))" -v t="$tck" -v n="$sent" 'BEGIN { printf "%.1f", c / t * 1e6 / n }')
 col_mib=$((hwm / 1024))
 echo "otelcol: sent=$sent cpu_us_per_trace=$col_us vmhwm_mib=$col_mib"
