@@ -53,6 +53,10 @@ func newIndex(docs []record.Document) *index {
 	nSent := 0
 	budget := maxContextBytes
 	ix.docWin = make([][2]int, len(docs))
+	// One token and one id buffer serve every sentence: what outlives a sentence is copied
+	// (its window's terms) or a string (the vocabulary's keys).
+	var toks []token
+	var ids []int32
 	for d := range docs {
 		ix.docWin[d][0] = len(ix.windows)
 		content := docs[d].Content
@@ -61,9 +65,10 @@ func newIndex(docs []record.Document) *index {
 		}
 		budget -= len(content)
 		for _, sent := range text.Sentences(content) {
-			var ids []int32
+			ids = ids[:0]
 			neg := false
-			for _, t := range tokenize(sent) {
+			toks = appendTokens(toks[:0], sent)
+			for _, t := range toks {
 				if t.neg {
 					neg = true
 				}
