@@ -19,6 +19,11 @@ type index struct {
 	novel   float64   // weight of a claim term found nowhere in the context
 	windows []window
 	docWin  [][2]int // document index → its windows, ix.windows[from:to]
+
+	// supportWindow's scratch, reused claim after claim (an index serves one goroutine).
+	seen  map[string]bool
+	terms []claimTerm
+	hints []string
 }
 
 // Limits that bound the cost of one record whatever its size: context beyond maxContextBytes
@@ -141,10 +146,16 @@ func (ix *index) support(toks []token, docs map[int]bool) (float64, string) {
 
 // supportWindow is support, and the index of the claim's best window (-1: none).
 func (ix *index) supportWindow(toks []token, docs map[int]bool) (float64, string, int) {
-	var terms []claimTerm
-	seen := map[string]bool{}
+	if ix.seen == nil {
+		ix.seen = map[string]bool{}
+	}
+	clear(ix.seen)
+	seen := ix.seen
+	terms := ix.terms[:0]
+	defer func() { ix.terms = terms[:0] }()
 	claimNeg := false
-	var hints []string // stems that have antonyms
+	hints := ix.hints[:0] // stems that have antonyms
+	defer func() { ix.hints = hints[:0] }()
 	for _, t := range toks {
 		if t.neg {
 			claimNeg = true
