@@ -51,12 +51,16 @@ e2e: e2e-deps
 e2e-deps:
 	scripts/e2e-deps.sh
 
-## fuzz: run every fuzz target for FUZZTIME each (CI uses a short time); see scripts/fuzz.sh
+## fuzz: run every fuzz target for FUZZTIME each (CI uses a short time); see scripts/fuzz.sh.
+## Among them FuzzDecodeProtoMatchesPdata (collector/otlp): the assembler's protobuf decoder
+## against pdata's decoding, the receivers' limits and assemble.FromTraces
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
-## bench: the Go benchmarks with allocations and CPU per op, then a short loadgen run against a
-## fresh ragwatch (scripts/bench.sh; BENCH=Regexp to narrow, BENCHTIME=, LOAD=0 skips the run)
+## bench: the Go benchmarks with allocations and CPU per op, a short loadgen run against a fresh
+## ragwatch, then scripts/anchor.sh: CPU per trace and peak RSS next to a bare OpenTelemetry
+## Collector's, same traffic, same run (scripts/bench.sh; BENCH=Regexp to narrow, BENCHTIME=,
+## LOAD=0 skips the loadgen run, ANCHOR=0 the anchor, COUNT= its traces)
 bench:
 	GO='$(GO)' BENCH='$(BENCH)' scripts/bench.sh
 

@@ -7,6 +7,8 @@
 #   BENCH       benchmark regexp (default .)
 #   BENCHTIME   go test -benchtime (default 1s)
 #   LOAD        loadgen duration (default 15s); 0 skips the ingest run
+#   ANCHOR      1 (default) runs scripts/anchor.sh after it: ragwatch against a bare OpenTelemetry
+#               Collector on the same traffic (COUNT traces, default 100000); 0 skips it
 #   plus everything scripts/ingest.sh reads (LOADGEN_ARGS, CONFIG_EXTRA, ...)
 set -euo pipefail
 export GOTOOLCHAIN=go1.27.3 # the project's toolchain; machines start on an older Go with GOTOOLCHAIN=local
@@ -32,5 +34,9 @@ if [[ "$LOAD" != 0 ]]; then
 		scripts/ingest.sh
 	echo "cpu_per_trace: ragwatch CPU (user + system, from /proc/<pid>/stat) / records;" \
 		"1e6 / cpu_per_trace is traces per second per core. loadgen runs on the same machine."
+fi
+if [[ "${ANCHOR:-1}" != 0 ]]; then
+	echo "== anchor: CPU per trace and peak RSS against a bare OpenTelemetry Collector (OTLP in, nop out)"
+	GO="$GO" scripts/anchor.sh
 fi
 echo "== $(uptime)"

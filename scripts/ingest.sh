@@ -107,15 +107,18 @@ echo "# $(uptime)"
 echo "# ragwatch $("$RW" version 2>/dev/null | head -1) pid $pid, loadgen $LOADGEN_ARGS"
 [[ -n "${CONFIG_EXTRA:-}" ]] && echo "# config extra: $(echo "$CONFIG_EXTRA" | tr '\n' ' ')"
 
-# settle waits for the held traces to be assembled (assembly.wait after the last span) and the
-# record count to stop moving, at most SETTLE.
+# settle waits for the held traces to be assembled (assembly.wait after the last span), the
+# record count to stop moving and the process to go idle (sampled records scored in process),
+# at most SETTLE.
 settle() {
-	local deadline=$(($(date +%s) + ${SETTLE%s})) last=-1 now
+	local deadline=$(($(date +%s) + ${SETTLE%s})) last=-1 now c0 c1
 	while (($(date +%s) < deadline)); do
 		now=$(metric ragwatch_records_total)
-		[[ $(metric ragwatch_assembly_traces_held) == 0 && "$now" == "$last" ]] && break
-		last=$now
+		c0=$(cpu_ticks)
 		sleep 1
+		c1=$(cpu_ticks)
+		[[ $(metric ragwatch_assembly_traces_held) == 0 && "$now" == "$last" ]] && ((c1 - c0 < tck / 20)) && break
+		last=$now
 	done
 }
 
@@ -164,6 +167,7 @@ settle
 cpu1=$(cpu_ticks)
 rec1=$(metric ragwatch_records_total)
 rss_end=$(rss_kib)
+hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
 kill "$sampler" 2>/dev/null || true
 wait "$sampler" 2>/dev/null || true
 [[ -s "$tmp/rss" ]] && peak=$(sort -n "$tmp/rss" | tail -1)
@@ -180,6 +184,9 @@ echo "ragwatch: spans_received=$(metric ragwatch_spans_received_total) rejected=
 	"evicted=$(metric ragwatch_traces_evicted_total) late_spans=$(metric ragwatch_late_spans_total)" \
 	"delivery_errors=$(metric ragwatch_assembly_delivery_errors_total) held=$(metric ragwatch_assembly_traces_held) join_state_errors=$(metric ragwatch_join_state_errors_total)" \
 	"sampled=$(metric ragwatch_sampled_total) scoring_dropped=$(metric ragwatch_scoring_dropped_total) scorer_calls=$(metric ragwatch_scoring_attempts_total)"
+assembled=$(get "http://$api/metrics" | awk '/^ragwatch_records_total\{/ && /outcome="assembled"/ { s += $NF } END { printf "%.0f", s }')
+# One machine-readable line (scripts/anchor.sh reads it): CPU per trace sent, peak RSS (VmHWM).
+echo "summary: sent=${sent:-0} assembled=$assembled cpu_ms=$cpu_ms cpu_us_per_trace=$(awk -v c="$cpu_ms" -v r="${sent:-0}" 'BEGIN { if (r > 0) printf "%.1f", c * 1000 / r; else print "n/a" }') vmhwm_mib=$((hwm / 1024))"
 if grep -qiE 'level=(ERROR|WARN)' "$tmp/ragwatch.log"; then
 	echo "ragwatch log (warnings/errors, first 5):"
 	grep -iE 'level=(ERROR|WARN)' "$tmp/ragwatch.log" | head -5

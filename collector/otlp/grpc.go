@@ -126,6 +126,16 @@ func (g *grpcTraces) export(ctx context.Context, in []byte) ([]byte, error) {
 		}
 		defer release()
 	}
+	if pc, ok := g.r.set.Next.(ProtoConsumer); ok {
+		malformed, err := g.r.consumeProto(ctx, ingest.ReceiverOTLPGRPC, pc, in)
+		switch {
+		case malformed != nil:
+			return nil, status.Error(codes.InvalidArgument, decodeMessage(ctProtobuf, malformed))
+		case err != nil:
+			return nil, g.r.grpcStatus(err)
+		}
+		return emptyResponse, nil
+	}
 	req := ptraceotlp.NewExportRequest()
 	if err := req.UnmarshalProto(in); err != nil {
 		g.r.set.Metrics.Rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonMalformed)

@@ -96,6 +96,15 @@ func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 
+	if pc, ok := r.set.Next.(ProtoConsumer); ok && mediaType == ctProtobuf {
+		malformed, err := r.consumeProto(req.Context(), rcv, pc, *body)
+		if malformed != nil {
+			writeStatus(w, mediaType, http.StatusBadRequest, codes.InvalidArgument, decodeMessage(mediaType, malformed))
+			return
+		}
+		r.answer(w, mediaType, nil, err)
+		return
+	}
 	otlpReq := ptraceotlp.NewExportRequest()
 	if mediaType == ctJSON {
 		if record.CheckJSON(*body, r.limits.MaxJSONDepth, 0) != nil {
@@ -115,6 +124,11 @@ func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 	}
 
 	_, partial, err := r.consume(req.Context(), rcv, otlpReq.Traces())
+	r.answer(w, mediaType, partial, err)
+}
+
+// answer writes the response to an export the consumer took (err nil, partial maybe) or not.
+func (r *Receiver) answer(w http.ResponseWriter, mediaType string, partial *ingest.PartialError, err error) {
 	if err != nil {
 		var rej *rejection
 		if errors.As(err, &rej) {

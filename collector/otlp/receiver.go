@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"google.golang.org/grpc"
 
+	"github.com/ragwatch/ragwatch/collector/assemble"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/tlsauth"
 )
@@ -31,6 +32,17 @@ type TracesConsumerFunc func(ctx context.Context, td ptrace.Traces) error
 // ConsumeTraces calls f.
 func (f TracesConsumerFunc) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	return f(ctx, td)
+}
+
+// ProtoConsumer is a TracesConsumer that decodes OTLP protobuf itself, straight into what it
+// keeps (the assembler: assemble.DecodeProto), instead of through pdata. The receivers hand it
+// a protobuf export's bytes, which it must not keep, with their limits; it answers as the pdata
+// path would: a *assemble.WireError for a request pdata cannot decode or the limits refuse
+// (nothing taken), else the number of spans taken or a consumer error. OTLP/JSON still goes
+// through pdata and ConsumeTraces.
+type ProtoConsumer interface {
+	TracesConsumer
+	ConsumeProto(ctx context.Context, body []byte, lim assemble.WireLimits) (spans int, err error)
 }
 
 // Settings configures the receivers. An empty endpoint disables that receiver.
@@ -251,4 +263,39 @@ func (r *Receiver) consume(ctx context.Context, receiver string, td ptrace.Trace
 	}
 	r.set.Metrics.Spans(receiver, n)
 	return n, nil, nil
+}
+
+// wireLimits are the limits as the protobuf decoder of a ProtoConsumer takes them.
+func (l Limits) wireLimits() assemble.WireLimits {
+	return assemble.WireLimits{
+		MaxSpans:      l.MaxSpansPerRequest,
+		MaxAttributes: l.MaxAttributesPerSpan,
+		MaxEvents:     l.MaxEventsPerSpan,
+		MaxValueBytes: l.MaxAttributeValueBytes,
+	}
+}
+
+// consumeProto hands a protobuf export to a ProtoConsumer and counts it as consume does. It
+// returns malformed (the message, for decodeMessage) when pdata could not have decoded body;
+// a *rejection when the limits refuse it; else a consumer error or nil.
+func (r *Receiver) consumeProto(ctx context.Context, receiver string, pc ProtoConsumer, body []byte) (malformed error, err error) {
+	n, err := pc.ConsumeProto(ctx, body, r.limits.wireLimits())
+	var werr *assemble.WireError
+	switch {
+	case err == nil:
+		if n > 0 {
+			r.set.Metrics.Spans(receiver, n)
+		}
+		return nil, nil
+	case errors.As(err, &werr) && werr.Reason == ingest.ReasonMalformed:
+		r.set.Metrics.Rejected(receiver, ingest.ReasonMalformed)
+		return werr, nil
+	case errors.As(err, &werr):
+		r.set.Metrics.Rejected(receiver, werr.Reason)
+		r.log.Debug("OTLP request rejected", "receiver", receiver, "reason", werr.Reason, "err", werr.Msg)
+		return nil, &rejection{reason: werr.Reason, msg: werr.Msg}
+	}
+	r.set.Metrics.Rejected(receiver, ingest.ReasonOverloaded)
+	r.log.Debug("OTLP consumer refused request", "receiver", receiver, "err", err)
+	return nil, err
 }

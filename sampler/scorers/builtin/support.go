@@ -19,6 +19,11 @@ type index struct {
 	novel   float64   // weight of a claim term found nowhere in the context
 	windows []window
 	docWin  [][2]int // document index → its windows, ix.windows[from:to]
+
+	// supportWindow's scratch, reused claim after claim (an index serves one goroutine).
+	seen  map[string]bool
+	terms []claimTerm
+	hints []string
 }
 
 // Limits that bound the cost of one record whatever its size: context beyond maxContextBytes
@@ -53,6 +58,10 @@ func newIndex(docs []record.Document) *index {
 	nSent := 0
 	budget := maxContextBytes
 	ix.docWin = make([][2]int, len(docs))
+	// One token and one id buffer serve every sentence: what outlives a sentence is copied
+	// (its window's terms) or a string (the vocabulary's keys).
+	var toks []token
+	var ids []int32
 	for d := range docs {
 		ix.docWin[d][0] = len(ix.windows)
 		content := docs[d].Content
@@ -61,9 +70,10 @@ func newIndex(docs []record.Document) *index {
 		}
 		budget -= len(content)
 		for _, sent := range text.Sentences(content) {
-			var ids []int32
+			ids = ids[:0]
 			neg := false
-			for _, t := range tokenize(sent) {
+			toks = appendTokens(toks[:0], sent)
+			for _, t := range toks {
 				if t.neg {
 					neg = true
 				}
@@ -136,10 +146,16 @@ func (ix *index) support(toks []token, docs map[int]bool) (float64, string) {
 
 // supportWindow is support, and the index of the claim's best window (-1: none).
 func (ix *index) supportWindow(toks []token, docs map[int]bool) (float64, string, int) {
-	var terms []claimTerm
-	seen := map[string]bool{}
+	if ix.seen == nil {
+		ix.seen = map[string]bool{}
+	}
+	clear(ix.seen)
+	seen := ix.seen
+	terms := ix.terms[:0]
+	defer func() { ix.terms = terms[:0] }()
 	claimNeg := false
-	var hints []string // stems that have antonyms
+	hints := ix.hints[:0] // stems that have antonyms
+	defer func() { ix.hints = hints[:0] }()
 	for _, t := range toks {
 		if t.neg {
 			claimNeg = true

@@ -50,7 +50,11 @@ var lexicon = func() map[string]lexEntry {
 // tokenize splits text into tokens. The first word of the text is not marked capitalised (it
 // starts a sentence) unless it is an acronym.
 func tokenize(text string) []token {
-	out := make([]token, 0, len(text)/6+1)
+	return appendTokens(make([]token, 0, len(text)/6+1), text)
+}
+
+// appendTokens appends the tokens of text to out (tokenize, into a buffer the caller reuses).
+func appendTokens(out []token, text string) []token {
 	first := true
 	i := 0
 	for i < len(text) {

@@ -1,0 +1,1070 @@
+package assemble
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"unsafe"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/truncate"
+)
+
+// Decoding OTLP protobuf straight into Spans. FromTraces reads spans out of pdata, which first
+// materialises the whole request: every span, attribute key and value a string or object of its
+// own, most of them never read. DecodeProto walks the same bytes once and copies out only what
+// FromTraces would keep: an attribute that assembly does not read is checked and skipped
+// without an allocation, a kept value is one copy of its bytes.
+//
+// It answers every request as pdata's decoder and the receivers' limits (collector/otlp
+// Limits.check) together do: the same spans from the same bytes, malformed where pdata fails,
+// and the same first limit problem, with the same message. Its wire rules mirror pdata's own
+// (go.opentelemetry.io/collector/pdata/internal/proto): a known field with another wire type is
+// an error, an unknown one is skipped, repeated fields of a singular message merge, nesting
+// deeper than 100 is an error, and ResourceSpans' deprecated field 1000 stands in for
+// scope_spans only when there are none. FuzzDecodeProtoMatchesPdata (collector/otlp) holds the
+// two to the same answers.
+
+// WireLimits bound one request as the OTLP receivers' limits do (collector/otlp Limits, with
+// their defaults applied).
+type WireLimits struct {
+	MaxSpans      int // spans of one request
+	MaxAttributes int // attributes of one span, event, link or resource
+	MaxEvents     int // events, and links, of one span
+	MaxValueBytes int // one attribute key or value, and a span's name
+}
+
+// WireError is a request DecodeProto refuses. Reason is the `reason` label of
+// ragwatch_ingest_rejected_total: ingest.ReasonMalformed when the bytes are not an OTLP request,
+// ReasonInvalid or ReasonLimits when they are one the limits refuse. Msg is what the client is
+// told; it names positions, never content.
+type WireError struct {
+	Reason string
+	Msg    string
+}
+
+func (e *WireError) Error() string { return e.Msg }
+
+// The errors of pdata's decoder, with its words.
+var (
+	errIntOverflow    = errors.New("proto: integer overflow")
+	errInvalidLength  = errors.New("proto: negative length found during unmarshaling")
+	errRecursionDepth = errors.New("proto: exceeded max recursion depth")
+	errEndOfGroup     = errors.New("proto: unexpected end of group")
+	errTraceIDLength  = errors.New("unmarshal: invalid TraceID length")
+	errSpanIDLength   = errors.New("unmarshal: invalid SpanID length")
+)
+
+// recursionLimit is pdata's bound on attribute value nesting.
+const recursionLimit = 100
+
+// Wire types.
+const (
+	wtVarint     = 0
+	wtI64        = 1
+	wtLen        = 2
+	wtStartGroup = 3
+	wtEndGroup   = 4
+	wtI32        = 5
+)
+
+func consumeVarint(b []byte, pos int) (uint64, int, error) {
+	var num uint64
+	for shift := uint(0); ; shift += 7 {
+		if shift >= 64 {
+			return 0, 0, errIntOverflow
+		}
+		if pos >= len(b) {
+			return 0, 0, io.ErrUnexpectedEOF
+		}
+		c := b[pos]
+		pos++
+		num |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return num, pos, nil
+		}
+	}
+}
+
+func consumeTag(b []byte, pos int) (int32, int8, int, error) {
+	tag, pos, err := consumeVarint(b, pos)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	num := int32(tag >> 3)
+	if num <= 0 {
+		return 0, 0, 0, fmt.Errorf("proto: illegal field=%d (tag=%d, pos=%d)", num, tag, pos)
+	}
+	return num, int8(tag & 7), pos, nil
+}
+
+func consumeLen(b []byte, pos int) (int, int, error) {
+	num, pos, err := consumeVarint(b, pos)
+	if err != nil {
+		return 0, 0, err
+	}
+	n := int(num)
+	if n < 0 {
+		return 0, 0, errInvalidLength
+	}
+	pos += n
+	if pos < 0 || pos > len(b) {
+		return 0, 0, io.ErrUnexpectedEOF
+	}
+	return n, pos, nil
+}
+
+func consumeFixed(b []byte, pos, n int) (uint64, int, error) {
+	pos += n
+	if pos < 0 || pos > len(b) {
+		return 0, 0, io.ErrUnexpectedEOF
+	}
+	var v uint64
+	for i := n - 1; i >= 0; i-- {
+		v = v<<8 | uint64(b[pos-n+i])
+	}
+	return v, pos, nil
+}
+
+// consumeUnknown skips an unknown field exactly as pdata's proto.ConsumeUnknown does.
+func consumeUnknown(b []byte, pos int, wt int8) (int, error) {
+	var err error
+	depth := 0
+	for pos < len(b) {
+		switch wt {
+		case wtVarint:
+			_, pos, err = consumeVarint(b, pos)
+			return pos, err
+		case wtI64:
+			_, pos, err = consumeFixed(b, pos, 8)
+			return pos, err
+		case wtLen:
+			_, pos, err = consumeLen(b, pos)
+			return pos, err
+		case wtStartGroup:
+			depth++
+		case wtEndGroup:
+			if depth == 0 {
+				return 0, errEndOfGroup
+			}
+			depth--
+		case wtI32:
+			_, pos, err = consumeFixed(b, pos, 4)
+			return pos, err
+		default:
+			return 0, fmt.Errorf("proto: illegal wireType %d", wt)
+		}
+		if depth == 0 {
+			return pos, nil
+		}
+		if _, wt, pos, err = consumeTag(b, pos); err != nil {
+			return 0, err
+		}
+	}
+	return 0, io.ErrUnexpectedEOF
+}
+
+// schema lists a message's known fields: their wire types (-1: not a field of the message)
+// and names (for the error pdata gives of a wrong wire type).
+type schema struct {
+	wt       [17]int8
+	names    [17]string
+	field1kL bool // field 1000 is a length-delimited field (ResourceSpans' deprecated scope spans)
+}
+
+func newSchema(fields ...any) *schema {
+	s := &schema{}
+	for i := range s.wt {
+		s.wt[i] = -1
+	}
+	for i := 0; i < len(fields); i += 3 {
+		n := fields[i].(int)
+		if n == 1000 {
+			s.field1kL = true
+			continue
+		}
+		s.wt[n] = int8(fields[i+1].(int))
+		s.names[n] = fields[i+2].(string)
+	}
+	return s
+}
+
+var (
+	requestSchema  = newSchema(1, wtLen, "ResourceSpans")
+	rsSchema       = newSchema(1, wtLen, "Resource", 2, wtLen, "ScopeSpans", 3, wtLen, "SchemaUrl", 1000, wtLen, "DeprecatedScopeSpans")
+	resourceSchema = newSchema(1, wtLen, "Attributes", 2, wtVarint, "DroppedAttributesCount", 3, wtLen, "EntityRefs")
+	entitySchema   = newSchema(1, wtLen, "SchemaUrl", 2, wtLen, "Type", 3, wtLen, "IdKeys", 4, wtLen, "DescriptionKeys")
+	ssSchema       = newSchema(1, wtLen, "Scope", 2, wtLen, "Spans", 3, wtLen, "SchemaUrl")
+	scopeSchema    = newSchema(1, wtLen, "Name", 2, wtLen, "Version", 3, wtLen, "Attributes", 4, wtVarint, "DroppedAttributesCount")
+	spanSchema     = newSchema(1, wtLen, "TraceId", 2, wtLen, "SpanId", 3, wtLen, "TraceState", 4, wtLen, "ParentSpanId",
+		5, wtLen, "Name", 6, wtVarint, "Kind", 7, wtI64, "StartTimeUnixNano", 8, wtI64, "EndTimeUnixNano",
+		9, wtLen, "Attributes", 10, wtVarint, "DroppedAttributesCount", 11, wtLen, "Events", 12, wtVarint, "DroppedEventsCount",
+		13, wtLen, "Links", 14, wtVarint, "DroppedLinksCount", 15, wtLen, "Status", 16, wtI32, "Flags")
+	statusSchema = newSchema(2, wtLen, "Message", 3, wtVarint, "Code")
+	eventSchema  = newSchema(1, wtI64, "TimeUnixNano", 2, wtLen, "Name", 3, wtLen, "Attributes", 4, wtVarint, "DroppedAttributesCount")
+	linkSchema   = newSchema(1, wtLen, "TraceId", 2, wtLen, "SpanId", 3, wtLen, "TraceState", 4, wtLen, "Attributes",
+		5, wtVarint, "DroppedAttributesCount", 6, wtI32, "Flags")
+	kvSchema   = newSchema(1, wtLen, "Key", 2, wtLen, "Value", 3, wtVarint, "KeyStrindex")
+	anySchema  = newSchema(1, wtLen, "StringValue", 2, wtVarint, "BoolValue", 3, wtVarint, "IntValue", 4, wtI64, "DoubleValue", 5, wtLen, "ArrayValue", 6, wtLen, "KvlistValue", 7, wtLen, "BytesValue", 8, wtVarint, "StringValueStrindex")
+	listSchema = newSchema(1, wtLen, "Values") // ArrayValue and KeyValueList
+)
+
+// field is one field read: num is 0 for a field the message does not know (skipped).
+type field struct {
+	num int32
+	n   uint64 // a varint's or fixed field's value
+	b   []byte // a length-delimited field's bytes
+}
+
+// readField reads the field at pos of a message of schema s and returns the position after it.
+func readField(b []byte, pos int, s *schema) (field, int, error) {
+	num, wt, pos, err := consumeTag(b, pos)
+	if err != nil {
+		return field{}, 0, err
+	}
+	want := int8(-1)
+	switch {
+	case num < int32(len(s.wt)):
+		want = s.wt[num]
+	case num == 1000 && s.field1kL:
+		want = wtLen
+	}
+	if want < 0 {
+		pos, err = consumeUnknown(b, pos, wt)
+		return field{}, pos, err
+	}
+	if wt != want {
+		name := "DeprecatedScopeSpans"
+		if num < int32(len(s.names)) {
+			name = s.names[num]
+		}
+		return field{}, 0, fmt.Errorf("proto: wrong wireType = %d for field %s", wt, name)
+	}
+	f := field{num: num}
+	switch wt {
+	case wtVarint:
+		f.n, pos, err = consumeVarint(b, pos)
+	case wtI64:
+		f.n, pos, err = consumeFixed(b, pos, 8)
+	case wtI32:
+		f.n, pos, err = consumeFixed(b, pos, 4)
+	case wtLen:
+		var n int
+		n, pos, err = consumeLen(b, pos)
+		if err == nil {
+			f.b = b[pos-n : pos]
+		}
+	}
+	return f, pos, err
+}
+
+// validate checks a message none of whose fields are read (Status, EntityRef).
+func validate(b []byte, s *schema) error {
+	for pos := 0; pos < len(b); {
+		var err error
+		if _, pos, err = readField(b, pos, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// anyv is an AnyValue as pdata ends up with it: the last of its oneof fields (f: 0 when none).
+type anyv struct {
+	f int32
+	n uint64
+	b []byte
+}
+
+// kv is a KeyValue as decoded: its key (the last key field) and value (the value fields merged).
+type kv struct {
+	key []byte
+	val anyv
+}
+
+// readKV decodes and checks one KeyValue at pdata's nesting depth.
+func readKV(b []byte, depth int) (kv, error) {
+	var out kv
+	if depth >= recursionLimit {
+		return out, errRecursionDepth
+	}
+	depth++
+	for pos := 0; pos < len(b); {
+		f, next, err := readField(b, pos, kvSchema)
+		if err != nil {
+			return out, err
+		}
+		pos = next
+		switch f.num {
+		case 1:
+			out.key = f.b
+		case 2:
+			if err := readAny(f.b, depth, &out.val); err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// readAny decodes and checks one AnyValue into v: a field of the oneof replaces v, so merged
+// occurrences end with the last one, as in pdata.
+func readAny(b []byte, depth int, v *anyv) error {
+	if depth >= recursionLimit {
+		return errRecursionDepth
+	}
+	depth++
+	for pos := 0; pos < len(b); {
+		f, next, err := readField(b, pos, anySchema)
+		if err != nil {
+			return err
+		}
+		pos = next
+		switch f.num {
+		case 0:
+			continue
+		case 5, 6:
+			if err := readList(f.b, depth, f.num == 6); err != nil {
+				return err
+			}
+		}
+		*v = anyv{f: f.num, n: f.n, b: f.b}
+	}
+	return nil
+}
+
+// readList checks an ArrayValue (kvs false) or a KeyValueList.
+func readList(b []byte, depth int, kvs bool) error {
+	if depth >= recursionLimit {
+		return errRecursionDepth
+	}
+	depth++
+	for pos := 0; pos < len(b); {
+		f, next, err := readField(b, pos, listSchema)
+		if err != nil {
+			return err
+		}
+		pos = next
+		if f.num != 1 {
+			continue
+		}
+		if kvs {
+			_, err = readKV(f.b, depth)
+		} else {
+			var e anyv
+			err = readAny(f.b, depth, &e)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// The readers below walk bytes readKV has checked: they cannot fail.
+
+func lastOneof(b []byte, v *anyv) {
+	for pos := 0; pos < len(b); {
+		f, next, err := readField(b, pos, anySchema)
+		if err != nil {
+			return
+		}
+		pos = next
+		if f.num != 0 {
+			*v = anyv{f: f.num, n: f.n, b: f.b}
+		}
+	}
+}
+
+func kvOf(b []byte) kv {
+	var out kv
+	for pos := 0; pos < len(b); {
+		f, next, err := readField(b, pos, kvSchema)
+		if err != nil {
+			return out
+		}
+		pos = next
+		switch f.num {
+		case 1:
+			out.key = f.b
+		case 2:
+			lastOneof(f.b, &out.val)
+		}
+	}
+	return out
+}
+
+// eachListItem calls fn with the bytes of each item of an ArrayValue or KeyValueList.
+func eachListItem(b []byte, fn func([]byte) bool) {
+	for pos := 0; pos < len(b); {
+		f, next, err := readField(b, pos, listSchema)
+		if err != nil {
+			return
+		}
+		pos = next
+		if f.num == 1 && !fn(f.b) {
+			return
+		}
+	}
+}
+
+// size is the collector/otlp valueSize of the value: it stops counting past limit.
+func (v *anyv) size(limit int) int {
+	switch v.f {
+	case 1, 7:
+		return len(v.b)
+	case 5:
+		total := 0
+		eachListItem(v.b, func(item []byte) bool {
+			if total > limit {
+				return false
+			}
+			var e anyv
+			lastOneof(item, &e)
+			total += 1 + e.size(limit-total)
+			return true
+		})
+		return total
+	case 6:
+		total := 0
+		eachListItem(v.b, func(item []byte) bool {
+			e := kvOf(item)
+			total += len(e.key) + 1 + e.val.size(limit-total)
+			return total <= limit
+		})
+		return total
+	}
+	return 8
+}
+
+// value is the Value fromPValue makes of the pdata value.
+func (v *anyv) value() Value {
+	switch v.f {
+	case 1, 7:
+		return Value{Type: TypeStr, Str: string(v.b)}
+	case 2:
+		return Bool(v.n != 0)
+	case 3:
+		return Int(int64(v.n))
+	case 4:
+		return Double(math.Float64frombits(v.n))
+	case 5, 6:
+		return Value{Type: TypeRaw, Raw: v.raw()}
+	}
+	return Value{}
+}
+
+// raw is pcommon.Value.AsRaw of the pdata value.
+func (v *anyv) raw() any {
+	switch v.f {
+	case 1:
+		return string(v.b)
+	case 2:
+		return v.n != 0
+	case 3:
+		return int64(v.n)
+	case 4:
+		return math.Float64frombits(v.n)
+	case 7:
+		if len(v.b) == 0 {
+			return []byte(nil)
+		}
+		return append([]byte(nil), v.b...)
+	case 5:
+		out := []any{}
+		eachListItem(v.b, func(item []byte) bool {
+			var e anyv
+			lastOneof(item, &e)
+			out = append(out, e.raw())
+			return true
+		})
+		return out
+	case 6:
+		out := map[string]any{}
+		eachListItem(v.b, func(item []byte) bool {
+			e := kvOf(item)
+			out[string(e.key)] = e.val.raw()
+			return true
+		})
+		return out
+	}
+	return nil
+}
+
+// str is pcommon.Value.AsString of the pdata value (a resource's service.name).
+func (v *anyv) str() string {
+	switch v.f {
+	case 1:
+		return string(v.b)
+	case 5, 6:
+		// A structured service name (never seen in practice) is formatted by pdata itself, from
+		// a request that holds only it: FromRaw would lose the order of its keys.
+		var kvb []byte
+		kvb = protowire.AppendTag(kvb, 1, protowire.BytesType)
+		kvb = protowire.AppendString(kvb, "service.name")
+		kvb = protowire.AppendTag(kvb, 2, protowire.BytesType)
+		kvb = protowire.AppendVarint(kvb, uint64(protowire.SizeTag(protowire.Number(v.f))+protowire.SizeBytes(len(v.b))))
+		kvb = protowire.AppendTag(kvb, protowire.Number(v.f), protowire.BytesType)
+		kvb = protowire.AppendBytes(kvb, v.b)
+		res := protowire.AppendTag(nil, 1, protowire.BytesType)
+		res = protowire.AppendBytes(res, kvb)
+		rs := protowire.AppendTag(nil, 1, protowire.BytesType)
+		rs = protowire.AppendBytes(rs, res)
+		req := protowire.AppendTag(nil, 1, protowire.BytesType)
+		req = protowire.AppendBytes(req, rs)
+		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(req)
+		if err != nil || td.ResourceSpans().Len() == 0 {
+			return ""
+		}
+		sv, _ := td.ResourceSpans().At(0).Resource().Attributes().Get("service.name")
+		return sv.AsString()
+	}
+	pv := pcommon.NewValueEmpty()
+	if err := pv.FromRaw(v.raw()); err != nil {
+		return ""
+	}
+	return pv.AsString()
+}
+
+// view is b as a string without a copy, for lookups that do not keep it.
+func view(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// ownKey returns the held copy of a key: the shared one when it is well-known, else a copy
+// (k is a view into the request's bytes, which are reused).
+func ownKey(shared, k string) string {
+	if len(k) > 0 && unsafe.StringData(shared) == unsafe.StringData(k) {
+		return strings.Clone(k)
+	}
+	return shared
+}
+
+// wirePos locates a problem as collector/otlp's position does.
+type wirePos struct {
+	rs, ss, span, sub int
+	kind              uint8
+}
+
+const (
+	posResource uint8 = iota
+	posSpan
+	posEvent
+	posLink
+)
+
+func (p wirePos) String() string {
+	if p.kind == posResource {
+		return fmt.Sprintf("resource_spans[%d].resource", p.rs)
+	}
+	s := fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]", p.rs, p.ss, p.span)
+	switch p.kind {
+	case posEvent:
+		s += fmt.Sprintf(".events[%d]", p.sub)
+	case posLink:
+		s += fmt.Sprintf(".links[%d]", p.sub)
+	}
+	return s
+}
+
+func wireReject(reason, format string, args ...any) *WireError {
+	return &WireError{Reason: reason, Msg: fmt.Sprintf(format, args...)}
+}
+
+// attrCheck follows collector/otlp checkAttrs over one attribute map as its attributes are
+// decoded: their count, and the first attribute over a limit.
+type attrCheck struct {
+	n     int
+	first *WireError
+}
+
+func (c *attrCheck) add(d *wireDec, a *kv, at wirePos) {
+	c.n++
+	if c.first != nil || d.rej != nil {
+		return // only the first problem of the request is told
+	}
+	max := d.lim.MaxValueBytes
+	if len(a.key) > max {
+		c.first = wireReject(ingest.ReasonLimits, "%s: an attribute key is %d bytes, more than the limit of %d", at, len(a.key), max)
+	} else if a.val.size(max) > max {
+		c.first = wireReject(ingest.ReasonLimits, "%s: attribute %q is over %d bytes, the limit for one value", at, truncate.Ellipsis(string(a.key), 64), max)
+	}
+}
+
+// problem is checkAttrs' answer for the map.
+func (c *attrCheck) problem(d *wireDec, at wirePos) *WireError {
+	if c.n > d.lim.MaxAttributes {
+		return wireReject(ingest.ReasonLimits, "%s: %d attributes, more than the limit of %d", at, c.n, d.lim.MaxAttributes)
+	}
+	return c.first
+}
+
+// wireDec is one request's decoding.
+type wireDec struct {
+	lim WireLimits
+	n   int        // spans of the request, as pdata's SpanCount
+	rej *WireError // the first problem the limits find, in their order
+	buf *attrBuf
+	dst []Span
+}
+
+// DecodeProto appends to dst one Span per span of the OTLP ExportTraceServiceRequest b, as
+// FromTraces would from pdata's decoding of b, and returns them with the number of spans of
+// the request. A request pdata cannot decode, or that the limits refuse, appends nothing and
+// returns a *WireError. Nothing returned points into b.
+func DecodeProto(b []byte, lim WireLimits, dst []Span) ([]Span, int, *WireError) {
+	d := wireDec{lim: lim, dst: dst, buf: attrBufs.Get().(*attrBuf)}
+	defer d.buf.release()
+	start := len(dst)
+	fail := func(werr *WireError) ([]Span, int, *WireError) {
+		releaseSpans(d.dst[start:])
+		clear(d.dst[start:])
+		return d.dst[:start], 0, werr
+	}
+	rs := 0
+	for pos := 0; pos < len(b); {
+		f, next, err := readField(b, pos, requestSchema)
+		if err == nil && f.num == 1 {
+			err = d.resourceSpans(f.b, rs)
+			rs++
+		}
+		if err != nil {
+			return fail(&WireError{Reason: ingest.ReasonMalformed, Msg: err.Error()})
+		}
+		pos = next
+	}
+	if d.n > lim.MaxSpans {
+		return fail(wireReject(ingest.ReasonLimits, "request holds %d spans, more than the limit of %d", d.n, lim.MaxSpans))
+	}
+	if d.rej != nil {
+		return fail(d.rej)
+	}
+	return d.dst, d.n, nil
+}
+
+func (d *wireDec) resourceSpans(b []byte, rs int) error {
+	// First the resource (its occurrences merge) and whether scope_spans is there: pdata takes
+	// the deprecated field 1000 only when it is not.
+	hasScopes := false
+	var service kv
+	found := false
+	var attrs attrCheck
+	at := wirePos{rs: rs, kind: posResource}
+	for pos := 0; pos < len(b); {
+		f, next, err := readField(b, pos, rsSchema)
+		if err != nil {
+			return err
+		}
+		pos = next
+		switch f.num {
+		case 1:
+			if err := d.resource(f.b, &attrs, at, &service, &found); err != nil {
+				return err
+			}
+		case 2:
+			hasScopes = true
+		}
+	}
+	if d.rej == nil {
+		d.rej = attrs.problem(d, at)
+	}
+	name := ""
+	if found {
+		name = service.val.str()
+	}
+	ss := 0
+	for pos := 0; pos < len(b); {
+		f, next, _ := readField(b, pos, rsSchema) // checked above
+		pos = next
+		switch {
+		case f.num == 2 || (f.num == 1000 && !hasScopes):
+			if err := d.scopeSpans(f.b, rs, ss, name, true); err != nil {
+				return err
+			}
+			ss++
+		case f.num == 1000:
+			if err := d.scopeSpans(f.b, rs, 0, name, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (d *wireDec) resource(b []byte, attrs *attrCheck, at wirePos, service *kv, found *bool) error {
+	for pos := 0; pos < len(b); {
+		f, next, err := readField(b, pos, resourceSchema)
+		if err != nil {
+			return err
+		}
+		pos = next
+		switch f.num {
+		case 1:
+			a, err := readKV(f.b, 0)
+			if err != nil {
+				return err
+			}
+			attrs.add(d, &a, at)
+			if !*found && view(a.key) == "service.name" {
+				*service, *found = a, true
+			}
+		case 3:
+			if err := validate(f.b, entitySchema); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// scopeSpans decodes the spans of one ScopeSpans; keep false only checks them (the deprecated
+// scope spans pdata drops).
+func (d *wireDec) scopeSpans(b []byte, rs, ss int, service string, keep bool) error {
+	span := 0
+	for pos := 0; pos < len(b); {
+		f, next, err := readField(b, pos, ssSchema)
+		if err != nil {
+			return err
+		}
+		pos = next
+		switch f.num {
+		case 1:
+			err = d.scope(f.b)
+		case 2:
+			err = d.span(f.b, wirePos{rs: rs, ss: ss, span: span, kind: posSpan}, service, keep)
+			span++
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *wireDec) scope(b []byte) error {
+	for pos := 0; pos < len(b); {
+		f, next, err := readField(b, pos, scopeSchema)
+		if err != nil {
+			return err
+		}
+		pos = next
+		if f.num == 3 {
+			if _, err := readKV(f.b, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func readID(dst []byte, b []byte, idErr error) error {
+	switch len(b) {
+	case 0:
+		clear(dst)
+	case len(dst):
+		copy(dst, b)
+	default:
+		return idErr
+	}
+	return nil
+}
+
+// span decodes one span as fromSpan reads it, and follows checkSpan's limits.
+func (d *wireDec) span(b []byte, at wirePos, service string, keep bool) error {
+	var (
+		s                       Span
+		traceState, name        []byte
+		start, end              uint64
+		flags                   uint32
+		nAttrs, nEvents, nLinks int
+		attrs                   attrCheck
+		evProblem, linkProblem  *WireError
+		kind                    int32
+		traceID                 [16]byte
+		spanID, parent          [8]byte
+		err                     error
+		checking                = keep && d.rej == nil
+		evChecks, linkChecks    attrCheck
+		evIndex, linkIndex      int
+	)
+	// Pass 1: the scalar fields (the last occurrence wins) and the counts.
+	for pos := 0; pos < len(b); {
+		var f field
+		if f, pos, err = readField(b, pos, spanSchema); err != nil {
+			return err
+		}
+		switch f.num {
+		case 1:
+			err = readID(traceID[:], f.b, errTraceIDLength)
+		case 2:
+			err = readID(spanID[:], f.b, errSpanIDLength)
+		case 3:
+			traceState = f.b
+		case 4:
+			err = readID(parent[:], f.b, errSpanIDLength)
+		case 5:
+			name = f.b
+		case 6:
+			kind = int32(f.n)
+		case 7:
+			start = f.n
+		case 8:
+			end = f.n
+		case 9:
+			nAttrs++
+		case 11:
+			nEvents++
+		case 13:
+			nLinks++
+		case 15:
+			err = validate(f.b, statusSchema)
+		case 16:
+			flags = uint32(f.n)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	s = Span{
+		TraceID:      pcommon.TraceID(traceID),
+		SpanID:       pcommon.SpanID(spanID),
+		ParentSpanID: pcommon.SpanID(parent),
+		RemoteParent: flags&flagHasIsRemote != 0 && flags&flagIsRemote != 0,
+		Name:         string(name),
+		Kind:         ptrace.SpanKind(kind),
+		Start:        pcommon.Timestamp(start).AsTime(),
+		End:          pcommon.Timestamp(end).AsTime(),
+		Service:      service,
+		pooled:       true,
+	}
+	if len(traceState) > 0 {
+		if p, found, err := UpstreamProbability(view(traceState)); err != nil {
+			s.UpstreamP = -1
+		} else if found {
+			s.UpstreamP = p
+		}
+	}
+	buf := d.buf
+	if nLinks > 0 && keep {
+		s.Links = make([]Link, min(nLinks, maxLinksPerSpan))
+	}
+	// Pass 2: events (fromSpan reads them before the attributes: pruning reads them), then
+	// the attributes and the links.
+	if nEvents > 0 || nLinks > 0 {
+		for pos := 0; pos < len(b); {
+			f, next, _ := readField(b, pos, spanSchema) // checked in pass 1
+			pos = next
+			switch f.num {
+			case 11:
+				evChecks = attrCheck{}
+				err = d.event(f.b, &s, keep, nEvents-evIndex, &evChecks, wirePos{rs: at.rs, ss: at.ss, span: at.span, sub: evIndex, kind: posEvent})
+				if checking && evProblem == nil {
+					evProblem = evChecks.problem(d, wirePos{rs: at.rs, ss: at.ss, span: at.span, sub: evIndex, kind: posEvent})
+				}
+				evIndex++
+			case 13:
+				linkChecks = attrCheck{}
+				lat := wirePos{rs: at.rs, ss: at.ss, span: at.span, sub: linkIndex, kind: posLink}
+				var l Link
+				l, err = d.link(f.b, &linkChecks, lat)
+				if keep && linkIndex < len(s.Links) {
+					s.Links[linkIndex] = l
+				}
+				if checking && linkProblem == nil {
+					linkProblem = linkChecks.problem(d, lat)
+				}
+				linkIndex++
+			}
+			if err != nil {
+				releaseSpans([]Span{s})
+				return err
+			}
+		}
+	}
+	buf.attrs = buf.attrs[:0]
+	if nAttrs > 0 {
+		for pos := 0; pos < len(b); {
+			f, next, _ := readField(b, pos, spanSchema)
+			pos = next
+			if f.num != 9 {
+				continue
+			}
+			a, err := readKV(f.b, 0)
+			if err != nil {
+				releaseSpans([]Span{s})
+				return err
+			}
+			if checking {
+				attrs.add(d, &a, at)
+			}
+			if !keep {
+				continue
+			}
+			k, ok := keptKey(view(a.key))
+			if !ok || len(buf.attrs) == maxAttrsPerSpan {
+				continue
+			}
+			buf.attrs = append(buf.attrs, Attr{Key: ownKey(k, view(a.key)), Value: a.val.value()})
+		}
+	}
+	if !keep {
+		buf.attrs = buf.attrs[:0]
+		releaseSpans([]Span{s})
+		return nil
+	}
+	buf.used = max(buf.used, len(buf.attrs))
+	buf.attrs = pruneSpanAttrs(buf.attrs, &s, &buf.msgs)
+	s.Attrs = buf.take()
+	d.n++
+	d.dst = append(d.dst, s)
+	if !checking || d.rej != nil {
+		return nil
+	}
+	max := d.lim.MaxValueBytes
+	switch {
+	case s.TraceID.IsEmpty():
+		d.rej = wireReject(ingest.ReasonInvalid, "%s: trace_id must be 16 bytes, not all zero (hex-encoded in OTLP/JSON)", at)
+	case s.SpanID.IsEmpty():
+		d.rej = wireReject(ingest.ReasonInvalid, "%s: span_id must be 8 bytes, not all zero (hex-encoded in OTLP/JSON)", at)
+	case len(name) > max:
+		d.rej = wireReject(ingest.ReasonLimits, "%s: name is %d bytes, more than the limit of %d", at, len(name), max)
+	case attrs.problem(d, at) != nil:
+		d.rej = attrs.problem(d, at)
+	case nEvents > d.lim.MaxEvents:
+		d.rej = wireReject(ingest.ReasonLimits, "%s: %d events, more than the limit of %d", at, nEvents, d.lim.MaxEvents)
+	case evProblem != nil:
+		d.rej = evProblem
+	case nLinks > d.lim.MaxEvents:
+		d.rej = wireReject(ingest.ReasonLimits, "%s: %d links, more than the limit of %d", at, nLinks, d.lim.MaxEvents)
+	case linkProblem != nil:
+		d.rej = linkProblem
+	}
+	return nil
+}
+
+// event decodes one span event into s.Events when fromSpan keeps it; left is the number of
+// events from this one on (fromSpan's capacity for s.Events).
+func (d *wireDec) event(b []byte, s *Span, keep bool, left int, checks *attrCheck, at wirePos) error {
+	var name []byte
+	var ts uint64
+	nAttrs := 0
+	for pos := 0; pos < len(b); {
+		f, next, err := readField(b, pos, eventSchema)
+		if err != nil {
+			return err
+		}
+		pos = next
+		switch f.num {
+		case 1:
+			ts = f.n
+		case 2:
+			name = f.b
+		case 3:
+			nAttrs++
+		}
+	}
+	keep = keep && len(s.Events) < maxEventsPerSpan && keepEvent(view(name))
+	filter := filterNone
+	if keep {
+		filter = eventAttrFilter(view(name))
+	}
+	buf := d.buf
+	buf.attrs = buf.attrs[:0]
+	if nAttrs > 0 {
+		for pos := 0; pos < len(b); {
+			f, next, _ := readField(b, pos, eventSchema)
+			pos = next
+			if f.num != 3 {
+				continue
+			}
+			a, err := readKV(f.b, 0)
+			if err != nil {
+				return err
+			}
+			checks.add(d, &a, at)
+			if !keep || len(buf.attrs) == maxAttrsPerSpan {
+				continue
+			}
+			k := view(a.key)
+			if filter == filterGenAIEvents && !keepGenAIEventAttr(k) {
+				continue
+			}
+			shared, _ := fixedKey(k)
+			buf.attrs = append(buf.attrs, Attr{Key: ownKey(shared, k), Value: a.val.value()})
+		}
+	}
+	if !keep {
+		return nil
+	}
+	buf.used = max(buf.used, len(buf.attrs))
+	e := Event{Name: string(name), Time: pcommon.Timestamp(ts).AsTime()}
+	if !keepMessageEvent(&e, buf.attrs) {
+		buf.attrs = buf.attrs[:0]
+		return nil
+	}
+	e.Attrs = buf.take()
+	if s.Events == nil {
+		s.Events = make([]Event, 0, min(left, maxEventsPerSpan))
+	}
+	s.Events = append(s.Events, e)
+	return nil
+}
+
+func (d *wireDec) link(b []byte, checks *attrCheck, at wirePos) (Link, error) {
+	var l Link
+	var tid [16]byte
+	var sid [8]byte
+	for pos := 0; pos < len(b); {
+		f, next, err := readField(b, pos, linkSchema)
+		if err != nil {
+			return l, err
+		}
+		pos = next
+		switch f.num {
+		case 1:
+			err = readID(tid[:], f.b, errTraceIDLength)
+		case 2:
+			err = readID(sid[:], f.b, errSpanIDLength)
+		case 4:
+			var a kv
+			if a, err = readKV(f.b, 0); err == nil {
+				checks.add(d, &a, at)
+			}
+		}
+		if err != nil {
+			return l, err
+		}
+	}
+	return Link{TraceID: pcommon.TraceID(tid), SpanID: pcommon.SpanID(sid)}, nil
+}
+
+// ConsumeProto decodes one OTLP protobuf ExportTraceServiceRequest (DecodeProto) and takes its
+// spans into the held traces, as ConsumeTraces does with pdata's decoding of the same bytes. It
+// returns the number of spans of the request, or the *WireError that refuses it: then nothing
+// is taken. body may be reused once it returns.
+func (a *Assembler) ConsumeProto(_ context.Context, body []byte, lim WireLimits) (int, error) {
+	buf := spanBufs.Get().(*[]Span)
+	spans, n, werr := DecodeProto(body, lim, (*buf)[:0])
+	if werr == nil && len(spans) > 0 {
+		a.Add(spans) // copies each span into its trace
+	}
+	if cap(spans) <= maxPooledSpanBuf {
+		clear(spans)
+		*buf = spans[:0]
+		spanBufs.Put(buf)
+	}
+	if werr != nil {
+		return 0, werr
+	}
+	return n, nil
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# anchor.sh — what one trace costs ragwatch next to what it costs a bare OpenTelemetry Collector
+# (the OTLP receiver and the nop exporter, nothing else: scripts/otelcol, pinned versions), on
+# the same traffic, one after the other in this invocation: `ragwatch loadgen` sends COUNT
+# five-span OpenInference RAG traces (5 x 1 KB documents, a fresh trace id each) over OTLP gRPC,
+# 20 traces a request, 4 in flight, as fast as each accepts. For each it prints CPU per trace
+# (user + system of all threads, /proc/<pid>/stat, over the load and until the process is idle
+# again), peak RSS (VmHWM), and ragwatch's over the Collector's. ragwatch runs twice: with
+# `sampling.rate: 0` and on its defaults (10 % sampled, builtin scorer in process); each run
+# checks that every trace sent became one assembled record. Linux only (/proc).
+#
+# Environment (all optional):
+#   RW        ragwatch binary to measure (default: built from this checkout)
+#   LG        ragwatch binary whose loadgen sends (default: RW); keep it fixed across builds
+#   OTELCOL   Collector binary (default: built from scripts/otelcol)
+#   COUNT     traces per run (default 100000)
+#   CONFIGS   which ragwatch runs: "rate0 defaults" (default), or one of them
+set -euo pipefail
+export GOTOOLCHAIN=go1.27.3 # the project's toolchain; machines start on an older Go with GOTOOLCHAIN=local
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+cpid=""
+cleanup() {
+	if [[ -n "$cpid" ]] && kill -0 "$cpid" 2>/dev/null; then
+		kill -TERM "$cpid" 2>/dev/null || true
+		wait "$cpid" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+GO=${GO:-go}
+COUNT=${COUNT:-100000}
+CONFIGS=${CONFIGS:-"rate0 defaults"}
+RW=${RW:-}
+if [[ -z "$RW" ]]; then
+	RW=$tmp/ragwatch
+	(cd "$here" && CGO_ENABLED=0 $GO build -trimpath -tags "grpcnotrace timetzdata" -ldflags "-s -w" -o "$RW" ./cmd/ragwatch)
+fi
+LG=${LG:-$RW}
+OTELCOL=${OTELCOL:-}
+if [[ -z "$OTELCOL" ]]; then
+	OTELCOL=$tmp/otelcol
+	(cd "$here/scripts/otelcol" && CGO_ENABLED=0 $GO build -trimpath -ldflags "-s -w" -o "$OTELCOL" .)
+fi
+LOADGEN_ARGS="--rate 0 --count $COUNT --spans 5 --documents 5 --doc-bytes 1024 --batch 20 --concurrency 4"
+tck=$(getconf CLK_TCK)
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+for _ in $(seq 1 50); do
+	port=$((20000 + RANDOM % 30000))
+	port_free $port && break
+done
+
+echo "# $(uptime)"
+echo "# $(getconf _NPROCESSORS_ONLN) cpus; loadgen $LOADGEN_ARGS"
+
+# The Collector: OTLP gRPC in, nop out, its own telemetry off.
+cat >"$tmp/otelcol.yaml" <<YAML
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:$port
+exporters:
+  nop:
+service:
+  telemetry:
+    logs:
+      level: warn
+    metrics:
+      level: none
+  pipelines:
+    traces:
+      receivers: [otlp]
+      exporters: [nop]
+YAML
+"$OTELCOL" --config "$tmp/otelcol.yaml" >"$tmp/otelcol.log" 2>&1 &
+cpid=$!
+for _ in $(seq 1 300); do
+	port_free $port || break
+	kill -0 "$cpid" 2>/dev/null || { echo "otelcol exited:"; cat "$tmp/otelcol.log"; exit 1; }
+	sleep 0.1
+done
+port_free $port && { echo "otelcol not listening after 30s:"; cat "$tmp/otelcol.log"; exit 1; }
+ticks() { awk '{ print $14 + $15 }' "/proc/$cpid/stat"; }
+c0=$(ticks)
+"$LG" loadgen --protocol grpc --endpoint "127.0.0.1:$port" $LOADGEN_ARGS | tee "$tmp/lg.out"
+# Until idle: the Collector has nothing queued, but count its tail the same way as ragwatch's.
+for _ in $(seq 1 10); do
+	a=$(ticks)
+	sleep 1
+	(($(ticks) - a < tck / 20)) && break
+done
+c1=$(ticks)
+hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$cpid/status")
+kill -TERM "$cpid"
+wait "$cpid" 2>/dev/null || true
+cpid=""
+sent=$(awk -F'traces=' 'NF > 1 { split($2, a, " "); print a[1] }' "$tmp/lg.out" | head -1)
+if [[ -z "$sent" || "$sent" == 0 ]]; then
+	echo "loadgen sent nothing to otelcol:"
+	cat "$tmp/otelcol.log"
+	exit 1
+fi
+col_us=$(awk -v c="$((c1 - c0))" -v t="$tck" -v n="$sent" 'BEGIN { printf "%.1f", c / t * 1e6 / n }')
+col_mib=$((hwm / 1024))
+echo "otelcol: sent=$sent cpu_us_per_trace=$col_us vmhwm_mib=$col_mib"
+
+status=0
+for cfg in $CONFIGS; do
+	case $cfg in
+	rate0) extra=$'sampling:\n  rate: 0' ;;
+	defaults) extra="" ;;
+	*)
+		echo "unknown config $cfg (rate0, defaults)" >&2
+		exit 2
+		;;
+	esac
+	echo "== ragwatch, $cfg"
+	RW="$RW" LG="$LG" LOADGEN_ARGS="$LOADGEN_ARGS" CONFIG_EXTRA="$extra" SETTLE=${SETTLE:-30s} \
+		"$here/scripts/ingest.sh" | tee "$tmp/rw.out"
+	line=$(grep '^summary:' "$tmp/rw.out")
+	field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $line"; }
+	rw_us=$(field cpu_us_per_trace) rw_mib=$(field vmhwm_mib) assembled=$(field assembled) rsent=$(field sent)
+	lost=ok
+	if [[ "$assembled" != "$rsent" ]]; then
+		lost="MISMATCH"
+		status=1
+	fi
+	echo "anchor $cfg: ragwatch ${rw_us}us/trace ${rw_mib}MiB, otelcol ${col_us}us/trace ${col_mib}MiB," \
+		"cpu ratio $(awk -v a="$rw_us" -v b="$col_us" 'BEGIN { printf "%.2f", a / b }')x;" \
+		"assembled=$assembled sent=$rsent ($lost)"
+done
+echo "# $(uptime)"
+exit $status
