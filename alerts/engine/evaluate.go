@@ -67,7 +67,7 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 			e.m.firing.WithLabelValues(r.name, sev).Set(float64(firing[[2]string{r.name, sev}]))
 		}
 	}
-	out = append(out, e.cmp.evaluate(now)...)
+	out = append(out, e.cmp.evaluate(now, e.diagnosisFor)...)
 	e.mu.Unlock()
 	if e.sink != nil && len(out)+len(resend) > 0 {
 		e.sink.Send(ctx, append(append([]alerts.Alert(nil), out...), resend...))

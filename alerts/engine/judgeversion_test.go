@@ -12,7 +12,11 @@ import (
 // A judge metric's window holds one definition version: a new version empties it, and results
 // of a replaced version still arriving are dropped.
 func TestJudgeVersionResetsWindow(t *testing.T) {
+	t.Setenv("JUDGE_KEY", "k")
 	h := newHarness(t, `
+scoring: {openai: {model: m, api_key_env: JUDGE_KEY}}
+judges:
+  - {name: tone, criteria: "tone: whether the ANSWER is polite", inputs: [answer], backend: openai}
 slos:
   - {name: tone, metric: judge_tone, alert_below: 0.5, min_samples: 3, window: 10m}
 drift: {detectors: []}

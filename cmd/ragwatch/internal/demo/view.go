@@ -206,8 +206,12 @@ func printSummary(w io.Writer, s Summary) {
 		if a.Resolved != 0 {
 			resolved = "resolved at " + a.Resolved.Round(time.Second).String()
 		}
-		fmt.Fprintf(w, "alert %s kind=%s severity=%s fired at %s, %s; diagnosis: %s; worst traces: %s\n",
-			a.Rule, a.Kind, a.Severity, a.FiredAt.Round(time.Second), resolved, a.Diagnosis, strings.Join(a.Worst, ","))
+		diagnosis := ""
+		if a.Diagnosis != "" {
+			diagnosis = "; diagnosis: " + a.Diagnosis
+		}
+		fmt.Fprintf(w, "alert %s kind=%s severity=%s fired at %s, %s%s; worst traces: %s\n",
+			a.Rule, a.Kind, a.Severity, a.FiredAt.Round(time.Second), resolved, diagnosis, strings.Join(a.Worst, ","))
 	}
 }
 
