@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/truncate"
 )
 
@@ -611,7 +612,8 @@ func (c *attrCheck) problem(d *wireDec, at wirePos) *WireError {
 
 // wireDec is one request's decoding.
 type wireDec struct {
-	lim WireLimits
+	lim  WireLimits
+	keys variantKeys // where a span's variant is read from (variant.go)
 	n   int        // spans of the request, as pdata's SpanCount
 	rej *WireError // the first problem the limits find, in their order
 	buf *attrBuf
@@ -623,7 +625,12 @@ type wireDec struct {
 // the request. A request pdata cannot decode, or that the limits refuse, appends nothing and
 // returns a *WireError. Nothing returned points into b.
 func DecodeProto(b []byte, lim WireLimits, dst []Span) ([]Span, int, *WireError) {
-	d := wireDec{lim: lim, dst: dst, buf: attrBufs.Get().(*attrBuf)}
+	return decodeProto(b, lim, dst, defaultVariantKeys)
+}
+
+// decodeProto is DecodeProto reading variants from keys, as fromTraces does.
+func decodeProto(b []byte, lim WireLimits, dst []Span, keys variantKeys) ([]Span, int, *WireError) {
+	d := wireDec{lim: lim, keys: keys, dst: dst, buf: attrBufs.Get().(*attrBuf)}
 	defer d.buf.release()
 	start := len(dst)
 	fail := func(werr *WireError) ([]Span, int, *WireError) {
@@ -659,6 +666,8 @@ func (d *wireDec) resourceSpans(b []byte, rs int) error {
 	var service kv
 	found := false
 	var attrs attrCheck
+	var resVariant variantPick
+	var resSeen variantSeen // the resource's occurrences merge: a key's first one counts
 	at := wirePos{rs: rs, kind: posResource}
 	for pos := 0; pos < len(b); {
 		f, next, err := readField(b, pos, rsSchema)
@@ -668,7 +677,7 @@ func (d *wireDec) resourceSpans(b []byte, rs int) error {
 		pos = next
 		switch f.num {
 		case 1:
-			if err := d.resource(f.b, &attrs, at, &service, &found); err != nil {
+			if err := d.resource(f.b, &attrs, at, &service, &found, &resVariant, &resSeen); err != nil {
 				return err
 			}
 		case 2:
@@ -688,12 +697,12 @@ func (d *wireDec) resourceSpans(b []byte, rs int) error {
 		pos = next
 		switch {
 		case f.num == 2 || (f.num == 1000 && !hasScopes):
-			if err := d.scopeSpans(f.b, rs, ss, name, true); err != nil {
+			if err := d.scopeSpans(f.b, rs, ss, name, true, resVariant); err != nil {
 				return err
 			}
 			ss++
 		case f.num == 1000:
-			if err := d.scopeSpans(f.b, rs, 0, name, false); err != nil {
+			if err := d.scopeSpans(f.b, rs, 0, name, false, resVariant); err != nil {
 				return err
 			}
 		}
@@ -701,7 +710,7 @@ func (d *wireDec) resourceSpans(b []byte, rs int) error {
 	return nil
 }
 
-func (d *wireDec) resource(b []byte, attrs *attrCheck, at wirePos, service *kv, found *bool) error {
+func (d *wireDec) resource(b []byte, attrs *attrCheck, at wirePos, service *kv, found *bool, variant *variantPick, seen *variantSeen) error {
 	for pos := 0; pos < len(b); {
 		f, next, err := readField(b, pos, resourceSchema)
 		if err != nil {
@@ -715,6 +724,7 @@ func (d *wireDec) resource(b []byte, attrs *attrCheck, at wirePos, service *kv, 
 				return err
 			}
 			attrs.add(d, &a, at)
+			variant.consider(d.keys, seen, &a)
 			if !*found && view(a.key) == "service.name" {
 				*service, *found = a, true
 			}
@@ -729,7 +739,7 @@ func (d *wireDec) resource(b []byte, attrs *attrCheck, at wirePos, service *kv, 
 
 // scopeSpans decodes the spans of one ScopeSpans; keep false only checks them (the deprecated
 // scope spans pdata drops).
-func (d *wireDec) scopeSpans(b []byte, rs, ss int, service string, keep bool) error {
+func (d *wireDec) scopeSpans(b []byte, rs, ss int, service string, keep bool, resVariant variantPick) error {
 	span := 0
 	for pos := 0; pos < len(b); {
 		f, next, err := readField(b, pos, ssSchema)
@@ -741,7 +751,7 @@ func (d *wireDec) scopeSpans(b []byte, rs, ss int, service string, keep bool) er
 		case 1:
 			err = d.scope(f.b)
 		case 2:
-			err = d.span(f.b, wirePos{rs: rs, ss: ss, span: span, kind: posSpan}, service, keep)
+			err = d.span(f.b, wirePos{rs: rs, ss: ss, span: span, kind: posSpan}, service, keep, resVariant)
 			span++
 		}
 		if err != nil {
@@ -780,7 +790,7 @@ func readID(dst []byte, b []byte, idErr error) error {
 }
 
 // span decodes one span as fromSpan reads it, and follows checkSpan's limits.
-func (d *wireDec) span(b []byte, at wirePos, service string, keep bool) error {
+func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVariant variantPick) error {
 	var (
 		s                       Span
 		traceState, name        []byte
@@ -796,6 +806,8 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool) error {
 		checking                = keep && d.rej == nil
 		evChecks, linkChecks    attrCheck
 		evIndex, linkIndex      int
+		spanVariant, evVariant  variantPick
+		spanSeen                variantSeen
 	)
 	// Pass 1: the scalar fields (the last occurrence wins) and the counts.
 	for pos := 0; pos < len(b); {
@@ -867,7 +879,7 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool) error {
 			switch f.num {
 			case 11:
 				evChecks = attrCheck{}
-				err = d.event(f.b, &s, keep, nEvents-evIndex, &evChecks, wirePos{rs: at.rs, ss: at.ss, span: at.span, sub: evIndex, kind: posEvent})
+				err = d.event(f.b, &s, keep, nEvents-evIndex, &evChecks, wirePos{rs: at.rs, ss: at.ss, span: at.span, sub: evIndex, kind: posEvent}, &evVariant)
 				if checking && evProblem == nil {
 					evProblem = evChecks.problem(d, wirePos{rs: at.rs, ss: at.ss, span: at.span, sub: evIndex, kind: posEvent})
 				}
@@ -910,6 +922,7 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool) error {
 			if !keep {
 				continue
 			}
+			spanVariant.consider(d.keys, &spanSeen, &a)
 			k, ok := keptKey(view(a.key))
 			if !ok || len(buf.attrs) == maxAttrsPerSpan {
 				continue
@@ -925,6 +938,15 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool) error {
 	buf.used = max(buf.used, len(buf.attrs))
 	buf.attrs = pruneSpanAttrs(buf.attrs, &s, &buf.msgs)
 	s.Attrs = buf.take()
+	// variantKeys.read: for each key in order, the span's attribute, then a feature-flag
+	// event's, then the resource's; so the lowest rank wins and, on a tie, that order.
+	best := spanVariant
+	for _, p := range []variantPick{evVariant, resVariant} {
+		if p.rank != 0 && (best.rank == 0 || p.rank < best.rank) {
+			best = p
+		}
+	}
+	s.Variant, s.VariantRank = best.val, best.rank
 	d.n++
 	d.dst = append(d.dst, s)
 	if !checking || d.rej != nil {
@@ -954,7 +976,7 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool) error {
 
 // event decodes one span event into s.Events when fromSpan keeps it; left is the number of
 // events from this one on (fromSpan's capacity for s.Events).
-func (d *wireDec) event(b []byte, s *Span, keep bool, left int, checks *attrCheck, at wirePos) error {
+func (d *wireDec) event(b []byte, s *Span, keep bool, left int, checks *attrCheck, at wirePos, variant *variantPick) error {
 	var name []byte
 	var ts uint64
 	nAttrs := 0
@@ -973,6 +995,8 @@ func (d *wireDec) event(b []byte, s *Span, keep bool, left int, checks *attrChec
 			nAttrs++
 		}
 	}
+	flag := view(name) == featureFlagEvent || view(name) == legacyFeatureFlagEvent
+	var seen variantSeen // each event's attributes are read with their own Get
 	keep = keep && len(s.Events) < maxEventsPerSpan && keepEvent(view(name))
 	filter := filterNone
 	if keep {
@@ -992,6 +1016,9 @@ func (d *wireDec) event(b []byte, s *Span, keep bool, left int, checks *attrChec
 				return err
 			}
 			checks.add(d, &a, at)
+			if flag {
+				variant.consider(d.keys, &seen, &a)
+			}
 			if !keep || len(buf.attrs) == maxAttrsPerSpan {
 				continue
 			}
@@ -1054,7 +1081,7 @@ func (d *wireDec) link(b []byte, checks *attrCheck, at wirePos) (Link, error) {
 // is taken. body may be reused once it returns.
 func (a *Assembler) ConsumeProto(_ context.Context, body []byte, lim WireLimits) (int, error) {
 	buf := spanBufs.Get().(*[]Span)
-	spans, n, werr := DecodeProto(body, lim, (*buf)[:0])
+	spans, n, werr := decodeProto(body, lim, (*buf)[:0], a.variants)
 	if werr == nil && len(spans) > 0 {
 		a.Add(spans) // copies each span into its trace
 	}
@@ -1067,4 +1094,47 @@ func (a *Assembler) ConsumeProto(_ context.Context, body []byte, lim WireLimits)
 		return 0, werr
 	}
 	return n, nil
+}
+
+// variantPick is the best variant one source of a span carries (its attributes, its
+// feature-flag events, its resource), read as variantKeys.read reads pdata: the value of the
+// lowest-ranked key whose first occurrence is a usable variant.
+type variantPick struct {
+	val  string
+	rank uint8
+}
+
+// variantSeen marks the keys whose first occurrence was read (pdata's Map.Get reads only it).
+type variantSeen [4]uint64
+
+// consider reads a as a variant of keys, unless its key's first occurrence was read already.
+func (p *variantPick) consider(keys variantKeys, seen *variantSeen, a *kv) {
+	k := view(a.key)
+	i := -1
+	for j, key := range keys {
+		if j >= 255 {
+			break
+		}
+		if key == k {
+			i = j
+			break
+		}
+	}
+	if i < 0 || seen[i/64]&(1<<(i%64)) != 0 {
+		return
+	}
+	seen[i/64] |= 1 << (i % 64)
+	if p.rank != 0 && uint8(i+1) >= p.rank {
+		return
+	}
+	switch a.val.f {
+	case 1, 2, 3, 4: // string, bool, int, double: what variantValue takes
+	default:
+		return
+	}
+	v := strings.TrimSpace(a.val.str())
+	if v == "" {
+		return
+	}
+	p.val, p.rank = strings.Clone(truncate.String(v, record.MaxVariantLength)), uint8(i+1)
 }

@@ -146,6 +146,46 @@ func wireSeeds(t testing.TB) [][]byte {
 	sp.Status().SetMessage("boom")
 	out = append(out, protoBody(t, td))
 
+	// Variants from every source variantKeys.read looks at: a span attribute (a duplicate key
+	// whose first occurrence is empty), feature-flag events (current and legacy name, an event
+	// of another name), the resource, and non-string values.
+	vt := ptrace.NewTraces()
+	vrs := vt.ResourceSpans().AppendEmpty()
+	vrs.Resource().Attributes().PutStr("service.name", "shop")
+	vrs.Resource().Attributes().PutInt("service.version", 42)
+	vsp := vrs.ScopeSpans().AppendEmpty().Spans()
+	for i, set := range []func(ptrace.Span){
+		func(sp ptrace.Span) { // resource only
+		},
+		func(sp ptrace.Span) { // a feature-flag event beats the resource's service.version
+			ev := sp.Events().AppendEmpty()
+			ev.SetName("exception")
+			ev.Attributes().PutStr("feature_flag.result.variant", "not-a-flag-event")
+			ev = sp.Events().AppendEmpty()
+			ev.SetName("feature_flag.evaluation")
+			ev.Attributes().PutStr("feature_flag.result.variant", "  ")
+			ev = sp.Events().AppendEmpty()
+			ev.SetName("feature_flag")
+			ev.Attributes().PutBool("feature_flag.result.variant", true)
+		},
+		func(sp ptrace.Span) { // rag.variant's first occurrence is empty: the event decides
+			sp.Attributes().PutStr("rag.variant", "")
+			ev := sp.Events().AppendEmpty()
+			ev.SetName("feature_flag.evaluation")
+			ev.Attributes().PutDouble("feature_flag.result.variant", 0.5)
+		},
+		func(sp ptrace.Span) { // rag.variant beats everything
+			sp.Attributes().PutStr("feature_flag.result.variant", "flag")
+			sp.Attributes().PutStr("rag.variant", " canary ")
+		},
+	} {
+		sp := vsp.AppendEmpty()
+		sp.SetTraceID(pcommon.TraceID{7, byte(i + 1)})
+		sp.SetSpanID(pcommon.SpanID{7, byte(i + 1)})
+		set(sp)
+	}
+	out = append(out, protoBody(t, vt))
+
 	// Over the limits: too many attributes, a long value, a zero id.
 	big := ptrace.NewTraces()
 	bs := big.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
@@ -342,4 +382,25 @@ func BenchmarkDecodeExport(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestWireVariants: the decoder reads each span's variant as the pdata path does, from the
+// span, its feature-flag events and its resource.
+func TestWireVariants(t *testing.T) {
+	seeds := wireSeeds(t)
+	var body []byte
+	for _, b := range seeds {
+		if bytes.Contains(b, []byte("not-a-flag-event")) {
+			body = b
+		}
+	}
+	got := viaWire(body, wireFuzzLimits)
+	var variants []string
+	for _, s := range got.spans {
+		variants = append(variants, fmt.Sprintf("%s/%d", s.Variant, s.VariantRank))
+	}
+	if want := "[42/3 true/2 0.5/2 canary/1]"; fmt.Sprint(variants) != want {
+		t.Fatalf("variants %v, want %s", variants, want)
+	}
+	sameAnswer(t, body, wireFuzzLimits)
 }
