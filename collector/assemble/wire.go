@@ -614,10 +614,10 @@ func (c *attrCheck) problem(d *wireDec, at wirePos) *WireError {
 type wireDec struct {
 	lim  WireLimits
 	keys variantKeys // where a span's variant is read from (variant.go)
-	n   int        // spans of the request, as pdata's SpanCount
-	rej *WireError // the first problem the limits find, in their order
-	buf *attrBuf
-	dst []Span
+	n    int         // spans of the request, as pdata's SpanCount
+	rej  *WireError  // the first problem the limits find, in their order
+	buf  *attrBuf
+	dst  []Span
 }
 
 // DecodeProto appends to dst one Span per span of the OTLP ExportTraceServiceRequest b, as
