@@ -54,14 +54,14 @@ const (
 // newIndex builds the index over docs.
 func newIndex(docs []record.Document) *index {
 	ix := &index{vocab: map[string]int32{}}
-	var df []int
+	b := indexBuilder{ix: ix, words: map[string]wordTerms{}}
 	nSent := 0
 	budget := maxContextBytes
 	ix.docWin = make([][2]int, len(docs))
-	// One token and one id buffer serve every sentence: what outlives a sentence is copied
-	// (its window's terms) or a string (the vocabulary's keys).
-	var toks []token
+	// One id buffer serves every sentence, and one sentence buffer every document: what outlives
+	// a sentence is copied (its window's terms) or a string (the vocabulary's keys).
 	var ids []int32
+	var sents []string
 	for d := range docs {
 		ix.docWin[d][0] = len(ix.windows)
 		content := docs[d].Content
@@ -69,24 +69,14 @@ func newIndex(docs []record.Document) *index {
 			content = content[:budget]
 		}
 		budget -= len(content)
-		for _, sent := range text.Sentences(content) {
+		sents = text.AppendSentences(sents[:0], content)
+		for _, sent := range sents {
 			ids = ids[:0]
 			neg := false
-			toks = appendTokens(toks[:0], sent)
-			for _, t := range toks {
-				if t.neg {
-					neg = true
-				}
-				if t.stop && !t.num && antonyms[t.stem] == nil {
-					continue
-				}
-				id, ok := ix.vocab[t.stem]
-				if !ok {
-					id = int32(len(ix.vocab))
-					ix.vocab[t.stem] = id
-					df = append(df, 0)
-				}
-				ids = append(ids, id)
+			for word := range rawWords(sent) {
+				w := b.terms(word)
+				neg = neg || w.neg
+				ids = append(ids, w.ids[:w.n]...)
 			}
 			if len(ids) == 0 {
 				continue
@@ -96,7 +86,7 @@ func newIndex(docs []record.Document) *index {
 			slices.Sort(uniq)
 			uniq = slices.Compact(uniq)
 			for _, id := range uniq {
-				df[id]++
+				b.df[id]++
 			}
 			if len(ids) <= windowTerms {
 				ix.windows = append(ix.windows, window{terms: uniq, neg: neg})
@@ -114,6 +104,7 @@ func newIndex(docs []record.Document) *index {
 		}
 		ix.docWin[d][1] = len(ix.windows)
 	}
+	df := b.df
 	n := float64(max(nSent, 1))
 	ix.idf = make([]float64, len(df))
 	for id, f := range df {
@@ -121,6 +112,52 @@ func newIndex(docs []record.Document) *index {
 	}
 	ix.novel = math.Log(1 + n/0.5)
 	return ix
+}
+
+// indexBuilder turns the context's words into vocabulary ids. A context repeats most of its
+// words, so each distinct word is normalised (lower case, lexicon, stem) and looked up in the
+// vocabulary once, and remembered with its ids.
+type indexBuilder struct {
+	ix    *index
+	df    []int // by term id: how many sentences hold the term
+	words map[string]wordTerms
+}
+
+// wordTerms is what one written word contributes to a window: the ids of its indexed tokens
+// (at most two: "don't" is do + not) and whether it is a negation cue.
+type wordTerms struct {
+	ids [2]int32
+	n   int
+	neg bool
+}
+
+// terms returns word's contribution, adding its stems to the vocabulary on first sight. A
+// word's index terms do not depend on where it stands in its sentence (only its capitalisation
+// flag does, which the index does not keep).
+func (b *indexBuilder) terms(word string) wordTerms {
+	if w, ok := b.words[word]; ok {
+		return w
+	}
+	var w wordTerms
+	var buf [2]token
+	for _, t := range appendWord(buf[:0], word, false) {
+		if t.neg {
+			w.neg = true
+		}
+		if t.stop && !t.num && antonyms[t.stem] == nil {
+			continue
+		}
+		id, ok := b.ix.vocab[t.stem]
+		if !ok {
+			id = int32(len(b.ix.vocab))
+			b.ix.vocab[t.stem] = id
+			b.df = append(b.df, 0)
+		}
+		w.ids[w.n] = id
+		w.n++
+	}
+	b.words[word] = w
+	return w
 }
 
 // claimTerm is one distinct content term of a claim.
