@@ -19,11 +19,17 @@ type index struct {
 	novel   float64   // weight of a claim term found nowhere in the context
 	windows []window
 	docWin  [][2]int // document index → its windows, ix.windows[from:to]
+	// postings lists, by term id, the windows that hold the term in window order:
+	// post[postAt[id]:postAt[id+1]]. A claim's coverage of every window is then a pass over the
+	// postings of its terms rather than a search for each term in each window.
+	post   []int32
+	postAt []int32
 
 	// supportWindow's scratch, reused claim after claim (an index serves one goroutine).
 	seen  map[string]bool
 	terms []claimTerm
 	hints []string
+	cov   []float64 // by window
 }
 
 // Limits that bound the cost of one record whatever its size: context beyond maxContextBytes
@@ -105,6 +111,7 @@ func newIndex(docs []record.Document) *index {
 		ix.docWin[d][1] = len(ix.windows)
 	}
 	df := b.df
+	ix.postings(len(df))
 	n := float64(max(nSent, 1))
 	ix.idf = make([]float64, len(df))
 	for id, f := range df {
@@ -112,6 +119,27 @@ func newIndex(docs []record.Document) *index {
 	}
 	ix.novel = math.Log(1 + n/0.5)
 	return ix
+}
+
+// postings builds ix.post and ix.postAt over ix.windows for a vocabulary of n terms.
+func (ix *index) postings(n int) {
+	ix.postAt = make([]int32, n+1)
+	for _, w := range ix.windows {
+		for _, id := range w.terms {
+			ix.postAt[id+1]++
+		}
+	}
+	for id := 1; id <= n; id++ {
+		ix.postAt[id] += ix.postAt[id-1]
+	}
+	ix.post = make([]int32, ix.postAt[n])
+	next := slices.Clone(ix.postAt[:n])
+	for w, win := range ix.windows {
+		for _, id := range win.terms {
+			ix.post[next[id]] = int32(w)
+			next[id]++
+		}
+	}
 }
 
 // indexBuilder turns the context's words into vocabulary ids. A context repeats most of its
@@ -221,17 +249,24 @@ func (ix *index) supportWindow(toks []token, docs map[int]bool) (float64, string
 			global += ct.weight
 		}
 	}
+	// Each window's coverage: the weights of the claim terms it holds, added in claim order.
+	if len(ix.cov) < len(ix.windows) {
+		ix.cov = make([]float64, len(ix.windows))
+	}
+	cov := ix.cov[:len(ix.windows)]
+	clear(cov)
+	for _, ct := range terms {
+		if ct.id < 0 {
+			continue
+		}
+		for _, w := range ix.post[ix.postAt[ct.id]:ix.postAt[ct.id+1]] {
+			cov[w] += ct.weight
+		}
+	}
 	best, bestCov := -1, -1.0
 	ix.eachWindow(docs, func(w int) bool {
-		win := &ix.windows[w]
-		cov := 0.0
-		for _, ct := range terms {
-			if ct.id >= 0 && has(win.terms, ct.id) {
-				cov += ct.weight
-			}
-		}
-		if cov > bestCov {
-			best, bestCov = w, cov
+		if cov[w] > bestCov {
+			best, bestCov = w, cov[w]
 		}
 		return true
 	})
