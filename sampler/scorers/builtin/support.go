@@ -3,6 +3,7 @@ package builtin
 import (
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/text"
@@ -60,14 +61,15 @@ const (
 // newIndex builds the index over docs.
 func newIndex(docs []record.Document) *index {
 	ix := &index{vocab: map[string]int32{}}
-	b := indexBuilder{ix: ix, words: map[string]wordTerms{}}
+	b := getBuilder(ix)
+	defer b.release()
 	nSent := 0
 	budget := maxContextBytes
 	ix.docWin = make([][2]int, len(docs))
-	// One id buffer serves every sentence, and one sentence buffer every document: what outlives
-	// a sentence is copied (its window's terms) or a string (the vocabulary's keys).
-	var ids []int32
-	var sents []string
+	// The builder's id buffer serves every sentence, and its sentence buffer every document:
+	// what outlives a sentence is copied (its window's terms) or a string (the vocabulary's keys).
+	ids, sents := b.ids, b.sents
+	defer func() { b.ids, b.sents = ids, sents }()
 	for d := range docs {
 		ix.docWin[d][0] = len(ix.windows)
 		content := docs[d].Content
@@ -144,11 +146,38 @@ func (ix *index) postings(n int) {
 
 // indexBuilder turns the context's words into vocabulary ids. A context repeats most of its
 // words, so each distinct word is normalised (lower case, lexicon, stem) and looked up in the
-// vocabulary once, and remembered with its ids.
+// vocabulary once, and remembered with its ids. Builders are pooled: record after record, the
+// word table and the buffers keep their capacity instead of growing anew.
 type indexBuilder struct {
 	ix    *index
 	df    []int // by term id: how many sentences hold the term
 	words map[string]wordTerms
+	ids   []int32
+	sents []string
+}
+
+var builders = sync.Pool{New: func() any { return &indexBuilder{words: map[string]wordTerms{}} }}
+
+// maxPooledWords bounds the word table a builder keeps for the next record: one huge context
+// must not leave every later record clearing a huge table.
+const maxPooledWords = 1 << 13
+
+func getBuilder(ix *index) *indexBuilder {
+	b := builders.Get().(*indexBuilder)
+	b.ix = ix
+	return b
+}
+
+// release empties b, dropping what refers to the record (the table's keys and the sentences
+// are substrings of its documents), and returns it to the pool.
+func (b *indexBuilder) release() {
+	if len(b.words) > maxPooledWords {
+		return
+	}
+	clear(b.words)
+	clear(b.sents[:cap(b.sents)])
+	b.ix, b.df, b.ids, b.sents = nil, b.df[:0], b.ids[:0], b.sents[:0]
+	builders.Put(b)
 }
 
 // wordTerms is what one written word contributes to a window: the ids of its indexed tokens
