@@ -71,7 +71,7 @@ func rawWords(text string) iter.Seq[string] {
 	return func(yield func(string) bool) {
 		i := 0
 		for i < len(text) {
-			r, size := utf8.DecodeRuneInString(text[i:])
+			r, size := decodeRune(text, i)
 			if !isWordRune(r) {
 				i += size
 				continue
@@ -79,7 +79,7 @@ func rawWords(text string) iter.Seq[string] {
 			start := i
 			j := i
 			for j < len(text) {
-				r, size := utf8.DecodeRuneInString(text[j:])
+				r, size := decodeRune(text, j)
 				if isWordRune(r) {
 					j += size
 					continue
@@ -111,7 +111,28 @@ func rawWords(text string) iter.Seq[string] {
 	}
 }
 
-func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+// decodeRune is utf8.DecodeRuneInString(s[i:]) with a fast path for ASCII, most of any text.
+func decodeRune(s string, i int) (rune, int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeRuneInString(s[i:])
+}
+
+func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return asciiWord[r]
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// asciiWord is isWordRune for ASCII, as a table.
+var asciiWord = func() (t [utf8.RuneSelf]bool) {
+	for r := range rune(utf8.RuneSelf) {
+		t[r] = unicode.IsLetter(r) || unicode.IsDigit(r)
+	}
+	return t
+}()
 
 func isDigitByte(b byte) bool { return b >= '0' && b <= '9' }
 
