@@ -64,6 +64,23 @@ func appendTokens(out []token, text string) []token {
 	return out
 }
 
+// eachToken yields the tokens of text in order: tokenize for a caller that reads each token
+// once, without building the slice.
+func eachToken(text string) iter.Seq[token] {
+	return func(yield func(token) bool) {
+		var buf [2]token // appendWord makes at most two tokens of a word
+		first := true
+		for word := range rawWords(text) {
+			for _, t := range appendWord(buf[:0], word, first) {
+				if !yield(t) {
+					return
+				}
+			}
+			first = false
+		}
+	}
+}
+
 // rawWords yields the words of text as they are written, before normalisation: runs of letters
 // and digits, keeping dotted abbreviations (U.S.), numbers (3.5, 1,600) and contractions (don't)
 // together.
