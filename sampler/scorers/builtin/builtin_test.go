@@ -70,6 +70,33 @@ func TestSplitClaims(t *testing.T) {
 	}
 }
 
+func TestEachTokenMatchesTokenize(t *testing.T) {
+	for _, text := range []string{
+		"",
+		"Dr. Smith didn't pay 1,600 dollars for five U.S. contaminated cups",
+		"NASA won’t say. The company's Café Ünïcode rose 3.5% in the 1990s; it can't, won't.",
+		"'s ’ NATO-led — e.g. twenty-one Über résumé",
+	} {
+		var got []token
+		for tk := range eachToken(text) {
+			got = append(got, tk)
+		}
+		if want := tokenize(text); !slices.Equal(got, want) {
+			t.Errorf("eachToken(%q):\n %+v\nwant %+v", text, got, want)
+		}
+		var some []token // stopping early
+		for tk := range eachToken(text) {
+			if len(some) == 2 {
+				break
+			}
+			some = append(some, tk)
+		}
+		if want := tokenize(text); !slices.Equal(some, want[:min(2, len(want))]) {
+			t.Errorf("eachToken(%q), first two: %+v", text, some)
+		}
+	}
+}
+
 func TestTokenize(t *testing.T) {
 	got := tokenize("Dr. Smith didn't pay 1,600 dollars for five U.S. contaminated cups")
 	var norms, stems []string

@@ -85,7 +85,7 @@ func needsContext(q string) bool {
 		}
 	}
 	content := 0
-	for _, t := range tokenize(q) {
+	for t := range eachToken(q) {
 		if !t.stop && !t.meta {
 			content++
 		}

@@ -171,7 +171,6 @@ func (j *judge) answerRelevancy(query, answer string) (float64, string, bool) {
 	if strings.TrimSpace(answer) == "" {
 		return 0, "", false
 	}
-	qt := tokenize(query)
 	type qterm struct {
 		stem   string
 		weight float64
@@ -179,7 +178,7 @@ func (j *judge) answerRelevancy(query, answer string) (float64, string, bool) {
 	var terms []qterm
 	seen := map[string]bool{}
 	ix := j.index()
-	for _, t := range qt {
+	for t := range eachToken(query) {
 		if (t.stop && !t.num) || t.meta || seen[t.stem] {
 			continue
 		}
@@ -196,10 +195,9 @@ func (j *judge) answerRelevancy(query, answer string) (float64, string, bool) {
 	if text.IsRefusal(answer) {
 		return j.refusalRelevancy(query)
 	}
-	at := tokenize(stripMarkers(answer, j.isID))
 	inAnswer := map[string]bool{}
 	hasNum, hasName := false, false
-	for _, t := range at {
+	for t := range eachToken(stripMarkers(answer, j.isID)) {
 		inAnswer[t.stem] = true
 		hasNum = hasNum || t.num || months[t.norm]
 		hasName = hasName || t.cap

@@ -26,7 +26,7 @@ func SplitClaims(s string) []string {
 // news in 63 words or less:") — introduces the answer and is not a claim either.
 func hasContent(s string) bool {
 	num, meta, content := false, false, false
-	for _, t := range tokenize(s) {
+	for t := range eachToken(s) {
 		switch {
 		case t.num:
 			num = true
@@ -50,7 +50,7 @@ var metaWords = set("summary", "summaries", "summarize", "summarise", "summarize
 
 func contentCount(s string) int {
 	n := 0
-	for _, t := range tokenize(s) {
+	for t := range eachToken(s) {
 		if !t.stop || t.num {
 			n++
 		}

@@ -3,6 +3,7 @@ package builtin
 import (
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/text"
@@ -19,11 +20,17 @@ type index struct {
 	novel   float64   // weight of a claim term found nowhere in the context
 	windows []window
 	docWin  [][2]int // document index → its windows, ix.windows[from:to]
+	// postings lists, by term id, the windows that hold the term in window order:
+	// post[postAt[id]:postAt[id+1]]. A claim's coverage of every window is then a pass over the
+	// postings of its terms rather than a search for each term in each window.
+	post   []int32
+	postAt []int32
 
 	// supportWindow's scratch, reused claim after claim (an index serves one goroutine).
 	seen  map[string]bool
 	terms []claimTerm
 	hints []string
+	cov   []float64 // by window
 }
 
 // Limits that bound the cost of one record whatever its size: context beyond maxContextBytes
@@ -54,14 +61,15 @@ const (
 // newIndex builds the index over docs.
 func newIndex(docs []record.Document) *index {
 	ix := &index{vocab: map[string]int32{}}
-	var df []int
+	b := getBuilder(ix)
+	defer b.release()
 	nSent := 0
 	budget := maxContextBytes
 	ix.docWin = make([][2]int, len(docs))
-	// One token and one id buffer serve every sentence: what outlives a sentence is copied
-	// (its window's terms) or a string (the vocabulary's keys).
-	var toks []token
-	var ids []int32
+	// The builder's id buffer serves every sentence, and its sentence buffer every document:
+	// what outlives a sentence is copied (its window's terms) or a string (the vocabulary's keys).
+	ids, sents := b.ids, b.sents
+	defer func() { b.ids, b.sents = ids, sents }()
 	for d := range docs {
 		ix.docWin[d][0] = len(ix.windows)
 		content := docs[d].Content
@@ -69,24 +77,14 @@ func newIndex(docs []record.Document) *index {
 			content = content[:budget]
 		}
 		budget -= len(content)
-		for _, sent := range text.Sentences(content) {
+		sents = text.AppendSentences(sents[:0], content)
+		for _, sent := range sents {
 			ids = ids[:0]
 			neg := false
-			toks = appendTokens(toks[:0], sent)
-			for _, t := range toks {
-				if t.neg {
-					neg = true
-				}
-				if t.stop && !t.num && antonyms[t.stem] == nil {
-					continue
-				}
-				id, ok := ix.vocab[t.stem]
-				if !ok {
-					id = int32(len(ix.vocab))
-					ix.vocab[t.stem] = id
-					df = append(df, 0)
-				}
-				ids = append(ids, id)
+			for word := range rawWords(sent) {
+				w := b.terms(word)
+				neg = neg || w.neg
+				ids = append(ids, w.ids[:w.n]...)
 			}
 			if len(ids) == 0 {
 				continue
@@ -96,7 +94,7 @@ func newIndex(docs []record.Document) *index {
 			slices.Sort(uniq)
 			uniq = slices.Compact(uniq)
 			for _, id := range uniq {
-				df[id]++
+				b.df[id]++
 			}
 			if len(ids) <= windowTerms {
 				ix.windows = append(ix.windows, window{terms: uniq, neg: neg})
@@ -114,6 +112,8 @@ func newIndex(docs []record.Document) *index {
 		}
 		ix.docWin[d][1] = len(ix.windows)
 	}
+	df := b.df
+	ix.postings(len(df))
 	n := float64(max(nSent, 1))
 	ix.idf = make([]float64, len(df))
 	for id, f := range df {
@@ -121,6 +121,100 @@ func newIndex(docs []record.Document) *index {
 	}
 	ix.novel = math.Log(1 + n/0.5)
 	return ix
+}
+
+// postings builds ix.post and ix.postAt over ix.windows for a vocabulary of n terms.
+func (ix *index) postings(n int) {
+	ix.postAt = make([]int32, n+1)
+	for _, w := range ix.windows {
+		for _, id := range w.terms {
+			ix.postAt[id+1]++
+		}
+	}
+	for id := 1; id <= n; id++ {
+		ix.postAt[id] += ix.postAt[id-1]
+	}
+	ix.post = make([]int32, ix.postAt[n])
+	next := slices.Clone(ix.postAt[:n])
+	for w, win := range ix.windows {
+		for _, id := range win.terms {
+			ix.post[next[id]] = int32(w)
+			next[id]++
+		}
+	}
+}
+
+// indexBuilder turns the context's words into vocabulary ids. A context repeats most of its
+// words, so each distinct word is normalised (lower case, lexicon, stem) and looked up in the
+// vocabulary once, and remembered with its ids. Builders are pooled: record after record, the
+// word table and the buffers keep their capacity instead of growing anew.
+type indexBuilder struct {
+	ix    *index
+	df    []int // by term id: how many sentences hold the term
+	words map[string]wordTerms
+	ids   []int32
+	sents []string
+}
+
+var builders = sync.Pool{New: func() any { return &indexBuilder{words: map[string]wordTerms{}} }}
+
+// maxPooledWords bounds the word table a builder keeps for the next record: one huge context
+// must not leave every later record clearing a huge table.
+const maxPooledWords = 1 << 13
+
+func getBuilder(ix *index) *indexBuilder {
+	b := builders.Get().(*indexBuilder)
+	b.ix = ix
+	return b
+}
+
+// release empties b, dropping what refers to the record (the table's keys and the sentences
+// are substrings of its documents), and returns it to the pool.
+func (b *indexBuilder) release() {
+	if len(b.words) > maxPooledWords {
+		return
+	}
+	clear(b.words)
+	clear(b.sents[:cap(b.sents)])
+	b.ix, b.df, b.ids, b.sents = nil, b.df[:0], b.ids[:0], b.sents[:0]
+	builders.Put(b)
+}
+
+// wordTerms is what one written word contributes to a window: the ids of its indexed tokens
+// (at most two: "don't" is do + not) and whether it is a negation cue.
+type wordTerms struct {
+	ids [2]int32
+	n   int
+	neg bool
+}
+
+// terms returns word's contribution, adding its stems to the vocabulary on first sight. A
+// word's index terms do not depend on where it stands in its sentence (only its capitalisation
+// flag does, which the index does not keep).
+func (b *indexBuilder) terms(word string) wordTerms {
+	if w, ok := b.words[word]; ok {
+		return w
+	}
+	var w wordTerms
+	var buf [2]token
+	for _, t := range appendWord(buf[:0], word, false) {
+		if t.neg {
+			w.neg = true
+		}
+		if t.stop && !t.num && antonyms[t.stem] == nil {
+			continue
+		}
+		id, ok := b.ix.vocab[t.stem]
+		if !ok {
+			id = int32(len(b.ix.vocab))
+			b.ix.vocab[t.stem] = id
+			b.df = append(b.df, 0)
+		}
+		w.ids[w.n] = id
+		w.n++
+	}
+	b.words[word] = w
+	return w
 }
 
 // claimTerm is one distinct content term of a claim.
@@ -184,17 +278,24 @@ func (ix *index) supportWindow(toks []token, docs map[int]bool) (float64, string
 			global += ct.weight
 		}
 	}
+	// Each window's coverage: the weights of the claim terms it holds, added in claim order.
+	if len(ix.cov) < len(ix.windows) {
+		ix.cov = make([]float64, len(ix.windows))
+	}
+	cov := ix.cov[:len(ix.windows)]
+	clear(cov)
+	for _, ct := range terms {
+		if ct.id < 0 {
+			continue
+		}
+		for _, w := range ix.post[ix.postAt[ct.id]:ix.postAt[ct.id+1]] {
+			cov[w] += ct.weight
+		}
+	}
 	best, bestCov := -1, -1.0
 	ix.eachWindow(docs, func(w int) bool {
-		win := &ix.windows[w]
-		cov := 0.0
-		for _, ct := range terms {
-			if ct.id >= 0 && has(win.terms, ct.id) {
-				cov += ct.weight
-			}
-		}
-		if cov > bestCov {
-			best, bestCov = w, cov
+		if cov[w] > bestCov {
+			best, bestCov = w, cov[w]
 		}
 		return true
 	})

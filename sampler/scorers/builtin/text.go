@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"iter"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -56,49 +57,99 @@ func tokenize(text string) []token {
 // appendTokens appends the tokens of text to out (tokenize, into a buffer the caller reuses).
 func appendTokens(out []token, text string) []token {
 	first := true
-	i := 0
-	for i < len(text) {
-		r, size := utf8.DecodeRuneInString(text[i:])
-		if !isWordRune(r) {
-			i += size
-			continue
-		}
-		start := i
-		j := i
-		for j < len(text) {
-			r, size := utf8.DecodeRuneInString(text[j:])
-			if isWordRune(r) {
-				j += size
-				continue
-			}
-			// Keep dotted abbreviations together: U.S., e.g.
-			if r == '.' && j+1 < len(text) && isASCIILetter(text[j+1]) && isASCIILetter(text[j-1]) &&
-				(j-1 == start || text[j-2] == '.') && (j+2 == len(text) || !isASCIILetter(text[j+2])) {
-				j += size
-				continue
-			}
-			// Keep 3.5 and 1,600 together, and don't / company's.
-			if (r == '.' || r == ',') && j+1 < len(text) && isDigitByte(text[j+1]) && j > start && isDigitByte(text[j-1]) {
-				j += size
-				continue
-			}
-			if (r == '\'' || r == '’') && j+size < len(text) && j > start {
-				if n, _ := utf8.DecodeRuneInString(text[j+size:]); unicode.IsLetter(n) {
-					j += size
-					continue
-				}
-			}
-			break
-		}
-		word := text[start:j]
-		i = j
+	for word := range rawWords(text) {
 		out = appendWord(out, word, first)
 		first = false
 	}
 	return out
 }
 
-func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+// eachToken yields the tokens of text in order: tokenize for a caller that reads each token
+// once, without building the slice.
+func eachToken(text string) iter.Seq[token] {
+	return func(yield func(token) bool) {
+		var buf [2]token // appendWord makes at most two tokens of a word
+		first := true
+		for word := range rawWords(text) {
+			for _, t := range appendWord(buf[:0], word, first) {
+				if !yield(t) {
+					return
+				}
+			}
+			first = false
+		}
+	}
+}
+
+// rawWords yields the words of text as they are written, before normalisation: runs of letters
+// and digits, keeping dotted abbreviations (U.S.), numbers (3.5, 1,600) and contractions (don't)
+// together.
+func rawWords(text string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		i := 0
+		for i < len(text) {
+			r, size := decodeRune(text, i)
+			if !isWordRune(r) {
+				i += size
+				continue
+			}
+			start := i
+			j := i
+			for j < len(text) {
+				r, size := decodeRune(text, j)
+				if isWordRune(r) {
+					j += size
+					continue
+				}
+				// Keep dotted abbreviations together: U.S., e.g.
+				if r == '.' && j+1 < len(text) && isASCIILetter(text[j+1]) && isASCIILetter(text[j-1]) &&
+					(j-1 == start || text[j-2] == '.') && (j+2 == len(text) || !isASCIILetter(text[j+2])) {
+					j += size
+					continue
+				}
+				// Keep 3.5 and 1,600 together, and don't / company's.
+				if (r == '.' || r == ',') && j+1 < len(text) && isDigitByte(text[j+1]) && j > start && isDigitByte(text[j-1]) {
+					j += size
+					continue
+				}
+				if (r == '\'' || r == '’') && j+size < len(text) && j > start {
+					if n, _ := utf8.DecodeRuneInString(text[j+size:]); unicode.IsLetter(n) {
+						j += size
+						continue
+					}
+				}
+				break
+			}
+			i = j
+			if !yield(text[start:j]) {
+				return
+			}
+		}
+	}
+}
+
+// decodeRune is utf8.DecodeRuneInString(s[i:]) with a fast path for ASCII, most of any text.
+func decodeRune(s string, i int) (rune, int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeRuneInString(s[i:])
+}
+
+func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return asciiWord[r]
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// asciiWord is isWordRune for ASCII, as a table.
+var asciiWord = func() (t [utf8.RuneSelf]bool) {
+	for r := range rune(utf8.RuneSelf) {
+		t[r] = unicode.IsLetter(r) || unicode.IsDigit(r)
+	}
+	return t
+}()
 
 func isDigitByte(b byte) bool { return b >= '0' && b <= '9' }
 
