@@ -193,7 +193,7 @@ func (ex *experiment) pair(metric string) *armPair {
 // evaluate tests every experiment, updates the gauges and returns the alerts that fire or
 // resolve now (firing alerts are returned on every evaluation, as SLO alerts are). Called with
 // Engine.mu held.
-func (c *comparisons) evaluate(now time.Time, diagnosis func(service, metric string) *alerts.Diagnosis) []alerts.Alert {
+func (c *comparisons) evaluate(now time.Time, diagnosis func(service, variant, metric string) *alerts.Diagnosis) []alerts.Alert {
 	if c == nil {
 		return nil
 	}
@@ -221,7 +221,7 @@ func (c *comparisons) evaluate(now time.Time, diagnosis func(service, metric str
 				case ex.machine.Firing():
 					a := c.alert(cp, service, cand, worse, ex, now)
 					a.Status, a.StartsAt = alerts.StatusFiring, ex.machine.FiringSince
-					a.Diagnosis = diagnosis(service, worse) // the service's metric pairs, all variants
+					a.Diagnosis = diagnosis(service, cand, worse) // the candidate's metric pairs, else the service's
 					ex.last = &a
 					out = append(out, a)
 				case tr == Resolved && ex.last != nil:

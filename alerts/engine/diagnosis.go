@@ -3,6 +3,7 @@ package engine
 import (
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,7 +27,19 @@ type diagBucket struct {
 	Pairs map[string]diagnose.Moments
 }
 
-// diagnoser keeps, per service label, the weighted statistics of the metrics the patterns of
+// maxDiagVariants bounds the variants of one service whose statistics are kept apart, besides
+// the service's own (all variants together); later variants only feed the service's.
+const maxDiagVariants = 16
+
+// diagKey names the statistics of a service, or of one variant of it.
+func diagKey(service, variant string) string {
+	if variant == "" {
+		return service
+	}
+	return service + "\x00" + variant
+}
+
+// diagnoser keeps, per service label (and per variant of it, up to maxDiagVariants), the weighted statistics of the metrics the patterns of
 // alerts/diagnose read, and the findings of the last evaluation. All of it is guarded by the
 // engine's mu. The state is not persisted: after a restart the diagnosis says "none" until a
 // window of new values has come in.
@@ -58,11 +71,34 @@ func newDiagnoser(c config.Diagnosis, reg prometheus.Registerer) (*diagnoser, er
 	return d, nil
 }
 
-func (d *diagnoser) bucket(service string, now time.Time) *diagBucket {
-	r, ok := d.services[service]
+// buckets returns the buckets at now of service and, when it has one, of its variant (nil
+// when the service keeps maxDiagVariants others already).
+func (d *diagnoser) buckets(service, variant string, now time.Time) (svc, v *diagBucket) {
+	svc = d.bucket(service, now)
+	if variant != "" {
+		k := diagKey(service, variant)
+		if _, ok := d.services[k]; ok || d.variantsOf(service) < maxDiagVariants {
+			v = d.bucket(k, now)
+		}
+	}
+	return svc, v
+}
+
+func (d *diagnoser) variantsOf(service string) int {
+	n := 0
+	for k := range d.services {
+		if strings.HasPrefix(k, service+"\x00") {
+			n++
+		}
+	}
+	return n
+}
+
+func (d *diagnoser) bucket(key string, now time.Time) *diagBucket {
+	r, ok := d.services[key]
 	if !ok {
 		r = ring.New[diagBucket](d.width, d.window)
-		d.services[service] = r
+		d.services[key] = r
 	}
 	b := r.At(now)
 	if b != nil && b.Means == nil {
@@ -71,24 +107,28 @@ func (d *diagnoser) bucket(service string, now time.Time) *diagBucket {
 	return b
 }
 
-// diagRecord feeds a record's top retrieval score. Called with e.mu held.
+// diagRecord feeds a record's top retrieval score, weighted by the traffic the record stands
+// for (1/p of upstream sampling). Called with e.mu held.
 func (e *Engine) diagRecord(r *record.Record, now time.Time) {
 	scores := r.Scores()
 	if len(scores) == 0 {
 		return
 	}
 	top := slices.Max(scores)
-	if b := e.diag.bucket(e.services.Label(r.Service), now); b != nil {
-		m := b.Means[diagnose.RetrievalScoreTop]
-		m.Add(top, 1)
-		b.Means[diagnose.RetrievalScoreTop] = m
+	svc, v := e.diag.buckets(e.services.Label(r.Service), r.Variant, now)
+	for _, b := range []*diagBucket{svc, v} {
+		if b != nil {
+			m := b.Means[diagnose.RetrievalScoreTop]
+			m.Add(top, r.UpstreamWeight())
+			b.Means[diagnose.RetrievalScoreTop] = m
+		}
 	}
 }
 
 // diagScores feeds the scores the patterns read; the scores of one request (same service and
 // trace) in one batch also feed the pairs' joint moments. Called with e.mu held.
 func (e *Engine) diagScores(results []score.Result, now time.Time) {
-	type key struct{ service, trace string }
+	type key struct{ service, variant, trace string }
 	type val struct{ x, w float64 }
 	byReq := map[key]map[string]val{}
 	for i := range results {
@@ -100,28 +140,30 @@ func (e *Engine) diagScores(results []score.Result, now time.Time) {
 		if w == 0 {
 			w = 1
 		}
-		k := key{res.Service, res.TraceID}
+		k := key{res.Service, res.Variant, res.TraceID}
 		if byReq[k] == nil {
 			byReq[k] = map[string]val{}
 		}
 		byReq[k][res.Metric] = val{res.Value, w}
 	}
 	for k, vals := range byReq {
-		b := e.diag.bucket(e.services.Label(k.service), now)
-		if b == nil {
-			continue
-		}
+		svc, v := e.diag.buckets(e.services.Label(k.service), k.variant, now)
 		names := slices.Sorted(maps.Keys(vals))
-		for _, m := range names {
-			s := b.Means[m]
-			s.Add(vals[m].x, vals[m].w)
-			b.Means[m] = s
-		}
-		for _, p := range diagnose.PairsOf(names) {
-			pk := diagnose.PairKey(p[0], p[1])
-			mo := b.Pairs[pk]
-			mo.Add(vals[p[0]].x, vals[p[1]].x, vals[p[0]].w)
-			b.Pairs[pk] = mo
+		for _, b := range []*diagBucket{svc, v} {
+			if b == nil {
+				continue
+			}
+			for _, m := range names {
+				s := b.Means[m]
+				s.Add(vals[m].x, vals[m].w)
+				b.Means[m] = s
+			}
+			for _, p := range diagnose.PairsOf(names) {
+				pk := diagnose.PairKey(p[0], p[1])
+				mo := b.Pairs[pk]
+				mo.Add(vals[p[0]].x, vals[p[1]].x, vals[p[0]].w)
+				b.Pairs[pk] = mo
+			}
 		}
 	}
 }
@@ -132,7 +174,8 @@ func (e *Engine) diagScores(results []score.Result, now time.Time) {
 func (e *Engine) diagnoseAll(now time.Time) {
 	d := e.diag
 	clear(d.findings)
-	for service, r := range d.services {
+	for key, r := range d.services {
+		service, variant, _ := strings.Cut(key, "\x00")
 		w := diagnose.Window{Means: map[string]diagnose.Mean{}, Older: map[string]diagnose.Mean{},
 			Newer: map[string]diagnose.Mean{}, Pairs: map[string]diagnose.Moments{}}
 		hi := r.Index(now)
@@ -163,12 +206,17 @@ func (e *Engine) diagnoseAll(now time.Time) {
 		half(hi-n+1, hi-n/2, w.Older)
 		half(hi-n/2+1, hi, w.Newer)
 		if !seen || (service != labels.Other && !e.services.Admitted(service)) {
-			delete(d.services, service)
-			d.gauge.DeletePartialMatch(prometheus.Labels{"service": service})
+			delete(d.services, key)
+			if variant == "" {
+				d.gauge.DeletePartialMatch(prometheus.Labels{"service": service})
+			}
 			continue
 		}
 		found := diagnose.Diagnose(w, d.th)
-		d.findings[service] = found
+		d.findings[key] = found
+		if variant != "" {
+			continue // the gauge is per service
+		}
 		for _, p := range diagnose.Patterns {
 			on := slices.ContainsFunc(found, func(f diagnose.Finding) bool { return f.Pattern == p })
 			d.gauge.WithLabelValues(service, p).Set(b2f(on))
@@ -176,9 +224,16 @@ func (e *Engine) diagnoseAll(now time.Time) {
 	}
 }
 
-// diagnosisFor is the diagnosis an alert on metric for service carries. Called with e.mu held.
-func (e *Engine) diagnosisFor(service, metric string) *alerts.Diagnosis {
+// diagnosisFor is the diagnosis an alert on metric for service carries: the variant's own when
+// the alert is about one (an SLO filtered on it, a comparison's candidate) and its metric pairs
+// show a pattern, else the service's. Called with e.mu held.
+func (e *Engine) diagnosisFor(service, variant, metric string) *alerts.Diagnosis {
 	f := diagnose.Pick(e.diag.findings[service], metric)
+	if variant != "" {
+		if vf := diagnose.Pick(e.diag.findings[diagKey(service, variant)], metric); vf.Pattern != diagnose.None {
+			f = vf
+		}
+	}
 	out := &alerts.Diagnosis{Pattern: f.Pattern, Explanation: f.Explanation, Numbers: make([]alerts.Figure, 0, len(f.Numbers))}
 	for _, n := range f.Numbers {
 		out.Numbers = append(out.Numbers, alerts.Figure{Name: n.Name, Value: n.Value})

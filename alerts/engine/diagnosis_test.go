@@ -226,3 +226,44 @@ func TestDiagnosisFollowsTheServiceSet(t *testing.T) {
 		t.Fatalf("%d ragwatch_diagnosis series, want other's and c's (%d)", n, 2*len(diagnose.Patterns))
 	}
 }
+
+// TestVariantDiagnosis: an alert about one variant carries that variant's diagnosis. The
+// canary hallucinates (low faithfulness, high relevancy) while the stable variant is fine, so
+// the service's pairs, both variants together, show no pattern.
+func TestVariantDiagnosis(t *testing.T) {
+	h := newHarness(t, `
+slos:
+  - {name: faith-canary, metric: faithfulness, variant: canary, alert_below: 0.7, window: 10m, min_samples: 20}
+drift: {detectors: []}
+alerting:
+  diagnosis: {low: 0.6, high: 0.8, min_samples: 20, drop: 0.1, window: 10m}
+`, nil)
+	ctx := context.Background()
+	for i := 0; i < 72; i++ {
+		for _, v := range []struct {
+			variant     string
+			faith, rele float64
+		}{{"stable", 0.9, 0.5}, {"canary", 0.3, 0.9}} {
+			id := fmt.Sprintf("%s-%d", v.variant, i)
+			if err := h.e.ConsumeScores(ctx, []score.Result{
+				{TraceID: id, Service: "search", Variant: v.variant, Metric: score.Faithfulness, Value: v.faith, Weight: 10},
+				{TraceID: id, Service: "search", Variant: v.variant, Metric: score.AnswerRelevancy, Value: v.rele, Weight: 10},
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.clk.Add(10 * time.Second)
+		if i%3 == 2 {
+			h.e.Evaluate(ctx)
+		}
+	}
+	if d := firingDiagnosis(t, h, "faith-canary"); d.Pattern != diagnose.Hallucination {
+		t.Fatalf("the canary's alert: diagnosis %+v, want %s", d, diagnose.Hallucination)
+	}
+	if d := h.e.diagnosisFor("search", "", score.Faithfulness); d.Pattern != diagnose.None {
+		t.Fatalf("the service, both variants: diagnosis %+v, want none", d)
+	}
+	if g := promtestutil.ToFloat64(h.e.diag.gauge.WithLabelValues("search", diagnose.Hallucination)); g != 0 {
+		t.Errorf("ragwatch_diagnosis{service=search,pattern=hallucination} = %v, want 0 (the gauge is per service)", g)
+	}
+}

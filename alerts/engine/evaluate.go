@@ -32,7 +32,7 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 				}
 				tr := m.Step(now, ev.breach, ev.recovered, r.forDur, r.keep)
 				a := ev.alert
-				a.Diagnosis = e.diagnosisFor(service, r.metric)
+				a.Diagnosis = e.diagnosisFor(service, r.variant, r.metric)
 				switch {
 				case m.Firing():
 					a.Status, a.StartsAt = alerts.StatusFiring, m.FiringSince
