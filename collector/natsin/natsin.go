@@ -448,29 +448,18 @@ func (s *Subscriber) handleOTLP(ctx context.Context, data []byte, info msgInfo) 
 }
 
 func (s *Subscriber) handleFeedback(ctx context.Context, data []byte, info msgInfo) result {
-	evs, err := join.DecodeEvents(data)
-	if err != nil {
-		return result{reason: decodeReason(err), err: err}
-	}
-	key, dup := s.messageDup(ctx, info)
-	if dup {
-		return result{duplicates: 1}
-	}
-	var errs []error
-	for _, f := range evs {
-		if err := s.s.Feedback.ConsumeFeedback(ctx, f); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return result{err: err}
-	}
-	s.markMessage(ctx, key)
-	return result{consumed: len(evs)}
+	return handleEach(ctx, s, data, info, join.DecodeEvents, s.s.Feedback.ConsumeFeedback)
 }
 
 func (s *Subscriber) handleLabels(ctx context.Context, data []byte, info msgInfo) result {
-	ls, err := join.DecodeLabels(data)
+	return handleEach(ctx, s, data, info, join.DecodeLabels, s.s.Labels.ConsumeLabel)
+}
+
+// handleEach decodes a message of items (feedback, labels) and hands each to consume; a
+// JetStream redelivery of a message consumed before is counted, not consumed again.
+func handleEach[T any](ctx context.Context, s *Subscriber, data []byte, info msgInfo,
+	decode func([]byte) ([]T, error), consume func(context.Context, T) error) result {
+	items, err := decode(data)
 	if err != nil {
 		return result{reason: decodeReason(err), err: err}
 	}
@@ -479,8 +468,8 @@ func (s *Subscriber) handleLabels(ctx context.Context, data []byte, info msgInfo
 		return result{duplicates: 1}
 	}
 	var errs []error
-	for _, l := range ls {
-		if err := s.s.Labels.ConsumeLabel(ctx, l); err != nil {
+	for _, it := range items {
+		if err := consume(ctx, it); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -488,7 +477,7 @@ func (s *Subscriber) handleLabels(ctx context.Context, data []byte, info msgInfo
 		return result{err: err}
 	}
 	s.markMessage(ctx, key)
-	return result{consumed: len(ls)}
+	return result{consumed: len(items)}
 }
 
 // messageDup detects a JetStream redelivery of a message consumed before, by stream

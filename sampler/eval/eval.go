@@ -102,7 +102,6 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 		enc = json.NewEncoder(out)
 	}
 	start, lastProgress := o.Now(), o.Now()
-	lineNo := 0
 	batch := make([]*record.Record, 0, o.Concurrency*4)
 	flush := func() error {
 		lines := scoreBatch(ctx, batch, o)
@@ -133,33 +132,22 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 		}
 		return ctx.Err()
 	}
-	for {
-		line, err := readLine(br)
-		if len(line) > 0 || err == nil {
-			lineNo++
+	err := eachLine(br, &rep.BadLines, func(line []byte, lineNo int) (bad, fatal error) {
+		r, perr := parse(line, lineNo, o.Now())
+		if perr != nil {
+			return perr, nil
 		}
-		if len(strings.TrimSpace(string(line))) > 0 {
-			r, perr := parse(line, lineNo, o.Now())
-			if perr == nil && o.NoHistory {
-				r.History = nil
-			}
-			if perr != nil {
-				rep.BadLines = append(rep.BadLines, fmt.Sprintf("line %d: %v", lineNo, perr))
-			} else {
-				batch = append(batch, r)
-				if len(batch) == cap(batch) {
-					if err := flush(); err != nil {
-						return rep, err
-					}
-				}
-			}
+		if o.NoHistory {
+			r.History = nil
 		}
-		if errors.Is(err, io.EOF) {
-			break
+		batch = append(batch, r)
+		if len(batch) == cap(batch) {
+			return nil, flush()
 		}
-		if err != nil {
-			return rep, fmt.Errorf("read input at line %d: %w", lineNo+1, err)
-		}
+		return nil, nil
+	})
+	if err != nil {
+		return rep, err
 	}
 	if err := flush(); err != nil {
 		return rep, err
@@ -191,6 +179,34 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 }
 
 // readLine returns the next line without its newline; a line over MaxLineBytes is an error.
+// eachLine reads JSON lines from br: it numbers them, skips blank ones and hands the others to
+// take, which reports a bad line (collected as "line N: problem" in badLines) or an error that
+// stops the run.
+func eachLine(br *bufio.Reader, badLines *[]string, take func(line []byte, lineNo int) (bad, fatal error)) error {
+	lineNo := 0
+	for {
+		line, err := readLine(br)
+		if len(line) > 0 || err == nil {
+			lineNo++
+		}
+		if len(strings.TrimSpace(string(line))) > 0 {
+			bad, fatal := take(line, lineNo)
+			if fatal != nil {
+				return fatal
+			}
+			if bad != nil {
+				*badLines = append(*badLines, fmt.Sprintf("line %d: %v", lineNo, bad))
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read input at line %d: %w", lineNo+1, err)
+		}
+	}
+}
+
 func readLine(br *bufio.Reader) ([]byte, error) {
 	var buf []byte
 	for {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -105,31 +104,19 @@ func RunPairs(ctx context.Context, in io.Reader, out io.Writer, o PairOptions) (
 		}
 		return ctx.Err()
 	}
-	lineNo := 0
-	for {
-		line, err := readLine(br)
-		if len(line) > 0 || err == nil {
-			lineNo++
+	err := eachLine(br, &rep.BadLines, func(line []byte, lineNo int) (bad, fatal error) {
+		j, perr := parsePair(line, lineNo, o.Now())
+		if perr != nil {
+			return perr, nil
 		}
-		if len(strings.TrimSpace(string(line))) > 0 {
-			j, perr := parsePair(line, lineNo, o.Now())
-			if perr != nil {
-				rep.BadLines = append(rep.BadLines, fmt.Sprintf("line %d: %v", lineNo, perr))
-			} else {
-				batch = append(batch, j)
-				if len(batch) == cap(batch) {
-					if err := flush(); err != nil {
-						return rep, err
-					}
-				}
-			}
+		batch = append(batch, j)
+		if len(batch) == cap(batch) {
+			return nil, flush()
 		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return rep, fmt.Errorf("read input at line %d: %w", lineNo+1, err)
-		}
+		return nil, nil
+	})
+	if err != nil {
+		return rep, err
 	}
 	if err := flush(); err != nil {
 		return rep, err
