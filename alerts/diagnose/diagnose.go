@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ragwatch/ragwatch/alerts/slo"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
 
@@ -109,7 +110,7 @@ func Diagnose(w Window, th Thresholds) []Finding {
 	var out []Finding
 	mean := func(m string) (float64, bool) {
 		s, ok := w.Means[m]
-		v := s.Value()
+		v := s.Mean()
 		return v, ok && s.N >= th.MinSamples && !math.IsNaN(v)
 	}
 	pair := func(id, a, b string, aLow bool) {
@@ -163,16 +164,16 @@ func falling(w Window, th Thresholds, a, b string) (Finding, bool) {
 	var nums []Number
 	for _, m := range []string{a, b} {
 		o, n := w.Older[m], w.Newer[m]
-		if o.N < half || n.N < half || !(o.Value()-n.Value() > th.Drop) {
+		if o.N < half || n.N < half || !(o.Mean()-n.Mean() > th.Drop) {
 			return Finding{}, false
 		}
-		nums = append(nums, Number{m + "_before", o.Value()}, Number{m + "_now", n.Value()})
+		nums = append(nums, Number{m + "_before", o.Mean()}, Number{m + "_now", n.Mean()})
 	}
 	return Finding{Pattern: RetrievalShift, Explanation: Explanations[RetrievalShift], Numbers: nums, Metrics: []string{a, b}}, true
 }
 
 // cutoffs lists the k of a metric family present in means, smallest first.
-func cutoffs(means map[string]Mean, family string) []string {
+func cutoffs(means map[string]slo.Sums, family string) []string {
 	var ks []int
 	for m := range means {
 		if k, ok := strings.CutPrefix(m, family); ok {

@@ -4,12 +4,13 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ragwatch/ragwatch/alerts/slo"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
 
 // stream builds a window from n requests; values gives each metric's value for request i.
 func stream(n int, w float64, values map[string]func(i int) float64) Window {
-	win := Window{Means: map[string]Mean{}, Older: map[string]Mean{}, Newer: map[string]Mean{}, Pairs: map[string]Moments{}}
+	win := Window{Means: map[string]slo.Sums{}, Older: map[string]slo.Sums{}, Newer: map[string]slo.Sums{}, Pairs: map[string]Moments{}}
 	for i := 0; i < n; i++ {
 		var names []string
 		got := map[string]float64{}
@@ -33,7 +34,7 @@ func stream(n int, w float64, values map[string]func(i int) float64) Window {
 	return win
 }
 
-func add(m map[string]Mean, k string, x, w float64) {
+func add(m map[string]slo.Sums, k string, x, w float64) {
 	s := m[k]
 	s.Add(x, w)
 	m[k] = s
@@ -132,11 +133,11 @@ func TestCorrelationAndWeights(t *testing.T) {
 		t.Errorf("correlation = %v, want -1", c)
 	}
 	// The weighted mean weighs by 1/p: one value at p=0.1 counts as ten at p=1.
-	var s Mean
+	var s slo.Sums
 	s.Add(1, 10)
 	s.Add(0, 1)
 	s.Add(0, 1)
-	if v := s.Value(); math.Abs(v-10.0/12) > 1e-12 {
+	if v := s.Mean(); math.Abs(v-10.0/12) > 1e-12 {
 		t.Errorf("weighted mean = %v, want %v", v, 10.0/12)
 	}
 	f := Diagnose(stream(40, 1, map[string]func(int) float64{

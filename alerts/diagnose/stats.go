@@ -1,35 +1,10 @@
 package diagnose
 
-import "math"
+import (
+	"math"
 
-// Mean holds the weighted (w = 1/p) sums of one metric over a span of time.
-type Mean struct {
-	N  int64   `json:"n"`
-	W  float64 `json:"w"`
-	WX float64 `json:"wx"`
-}
-
-// Add adds a value x of weight w.
-func (m *Mean) Add(x, w float64) {
-	m.N++
-	m.W += w
-	m.WX += w * x
-}
-
-// Merge adds o's sums.
-func (m *Mean) Merge(o Mean) {
-	m.N += o.N
-	m.W += o.W
-	m.WX += o.WX
-}
-
-// Value is the weighted mean, NaN without weight.
-func (m Mean) Value() float64 {
-	if m.W <= 0 {
-		return math.NaN()
-	}
-	return m.WX / m.W
-}
+	"github.com/ragwatch/ragwatch/alerts/slo"
+)
 
 // Moments holds the weighted sums of two metrics measured on the same requests, enough for
 // their weighted correlation.
@@ -85,10 +60,10 @@ func (m Moments) Correlation() float64 {
 // over the whole window and over its older and newer halves (for trends), and the pairs'
 // joint moments over the whole window.
 type Window struct {
-	Means map[string]Mean    `json:"means,omitempty"`
-	Older map[string]Mean    `json:"older,omitempty"`
-	Newer map[string]Mean    `json:"newer,omitempty"`
-	Pairs map[string]Moments `json:"pairs,omitempty"` // keyed by PairKey
+	Means map[string]slo.Sums `json:"means,omitempty"` // the SLOs' weighted sums
+	Older map[string]slo.Sums `json:"older,omitempty"`
+	Newer map[string]slo.Sums `json:"newer,omitempty"`
+	Pairs map[string]Moments  `json:"pairs,omitempty"` // keyed by PairKey
 }
 
 // PairKey names a pair of metrics in Window.Pairs.

@@ -11,6 +11,7 @@ import (
 	"github.com/ragwatch/ragwatch/alerts"
 	"github.com/ragwatch/ragwatch/alerts/diagnose"
 	"github.com/ragwatch/ragwatch/alerts/internal/ring"
+	"github.com/ragwatch/ragwatch/alerts/slo"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/record"
@@ -23,7 +24,7 @@ const diagBuckets = 12
 
 // diagBucket is one time bucket of a service's pair statistics.
 type diagBucket struct {
-	Means map[string]diagnose.Mean
+	Means map[string]slo.Sums
 	Pairs map[string]diagnose.Moments
 }
 
@@ -102,7 +103,7 @@ func (d *diagnoser) bucket(key string, now time.Time) *diagBucket {
 	}
 	b := r.At(now)
 	if b != nil && b.Means == nil {
-		b.Means, b.Pairs = map[string]diagnose.Mean{}, map[string]diagnose.Moments{}
+		b.Means, b.Pairs = map[string]slo.Sums{}, map[string]diagnose.Moments{}
 	}
 	return b
 }
@@ -176,8 +177,8 @@ func (e *Engine) diagnoseAll(now time.Time) {
 	clear(d.findings)
 	for key, r := range d.services {
 		service, variant, _ := strings.Cut(key, "\x00")
-		w := diagnose.Window{Means: map[string]diagnose.Mean{}, Older: map[string]diagnose.Mean{},
-			Newer: map[string]diagnose.Mean{}, Pairs: map[string]diagnose.Moments{}}
+		w := diagnose.Window{Means: map[string]slo.Sums{}, Older: map[string]slo.Sums{},
+			Newer: map[string]slo.Sums{}, Pairs: map[string]diagnose.Moments{}}
 		hi := r.Index(now)
 		n := r.Buckets(d.window)
 		seen := false
@@ -194,7 +195,7 @@ func (e *Engine) diagnoseAll(now time.Time) {
 				w.Pairs[k] = t
 			}
 		})
-		half := func(lo, hi int64, into map[string]diagnose.Mean) {
+		half := func(lo, hi int64, into map[string]slo.Sums) {
 			r.Range(lo, hi, func(b *diagBucket) {
 				for m, s := range b.Means {
 					t := into[m]
