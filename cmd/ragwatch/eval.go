@@ -85,29 +85,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	in := io.Reader(os.Stdin)
-	if *input != "-" {
-		f, err := os.Open(*input)
-		if err != nil {
-			return fail("%v", err)
-		}
-		defer f.Close()
-		in = f
-	}
-	var out io.Writer
-	var outFile *os.File
-	if *output != "" {
-		if outFile, err = os.Create(*output); err != nil {
-			return fail("%v", err)
-		}
-		out = outFile
-	}
-	rep, err := eval.Run(ctx, in, out, eval.Options{Scorers: ss, Concurrency: *concurrency, Progress: stderr, NoHistory: *noHistory})
-	if outFile != nil {
-		if cerr := outFile.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}
+	var rep *eval.Report
+	err = withEvalFiles(*input, *output, func(in io.Reader, out io.Writer) (err error) {
+		rep, err = eval.Run(ctx, in, out, eval.Options{Scorers: ss, Concurrency: *concurrency, Progress: stderr, NoHistory: *noHistory})
+		return err
+	})
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -152,4 +134,30 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "PASS")
 	}
 	return code
+}
+
+// withEvalFiles runs fn on the input file (stdin for "-") and the output file (nil when output
+// is ""), then closes them; a failed close of the output is an error of the run.
+func withEvalFiles(input, output string, fn func(in io.Reader, out io.Writer) error) error {
+	in := io.Reader(os.Stdin)
+	if input != "-" {
+		f, err := os.Open(input)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	if output == "" {
+		return fn(in, nil)
+	}
+	f, err := os.Create(output)
+	if err != nil {
+		return err
+	}
+	err = fn(in, f)
+	if cerr := f.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
 }

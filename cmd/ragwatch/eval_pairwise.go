@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 
 	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
@@ -42,29 +41,11 @@ func runEvalPairs(ctx context.Context, cfgPath, input, output, judge string, min
 	if err != nil {
 		return fail("%v", err)
 	}
-	in := io.Reader(os.Stdin)
-	if input != "-" {
-		f, err := os.Open(input)
-		if err != nil {
-			return fail("%v", err)
-		}
-		defer f.Close()
-		in = f
-	}
-	var out io.Writer
-	var outFile *os.File
-	if output != "" {
-		if outFile, err = os.Create(output); err != nil {
-			return fail("%v", err)
-		}
-		out = outFile
-	}
-	rep, err := eval.RunPairs(ctx, in, out, eval.PairOptions{Judge: j, Concurrency: concurrency, Progress: stderr})
-	if outFile != nil {
-		if cerr := outFile.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}
+	var rep *eval.PairReport
+	err = withEvalFiles(input, output, func(in io.Reader, out io.Writer) (err error) {
+		rep, err = eval.RunPairs(ctx, in, out, eval.PairOptions{Judge: j, Concurrency: concurrency, Progress: stderr})
+		return err
+	})
 	if err != nil {
 		return fail("%v", err)
 	}
