@@ -3,7 +3,6 @@ package engine
 import (
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,13 +31,9 @@ type diagBucket struct {
 // the service's own (all variants together); later variants only feed the service's.
 const maxDiagVariants = 16
 
-// diagKey names the statistics of a service, or of one variant of it.
-func diagKey(service, variant string) string {
-	if variant == "" {
-		return service
-	}
-	return service + "\x00" + variant
-}
+// diagKey names the statistics of a service (variant "": all its variants), or of one
+// variant of it.
+type diagKey struct{ service, variant string }
 
 // diagnoser keeps, per service label (and per variant of it, up to maxDiagVariants), the weighted statistics of the metrics the patterns of
 // alerts/diagnose read, and the findings of the last evaluation. All of it is guarded by the
@@ -48,16 +43,17 @@ type diagnoser struct {
 	th       diagnose.Thresholds
 	window   time.Duration
 	width    time.Duration
-	services map[string]*ring.Ring[diagBucket]
-	findings map[string][]diagnose.Finding
+	services map[diagKey]*ring.Ring[diagBucket]
+	variants map[string]int // per service, the variants in services
+	findings map[diagKey][]diagnose.Finding
 	gauge    *prometheus.GaugeVec
 }
 
 func newDiagnoser(c config.Diagnosis, reg prometheus.Registerer) (*diagnoser, error) {
 	d := &diagnoser{
 		th:     diagnose.Thresholds{Low: c.Low, High: c.High, MinSamples: int64(c.MinSamples), Drop: c.Drop},
-		window: time.Duration(c.Window), services: map[string]*ring.Ring[diagBucket]{},
-		findings: map[string][]diagnose.Finding{},
+		window: time.Duration(c.Window), services: map[diagKey]*ring.Ring[diagBucket]{},
+		variants: map[string]int{}, findings: map[diagKey][]diagnose.Finding{},
 		gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: alerts.MetricDiagnosis,
 			Help: "1 when a service's metric pairs show the diagnosis pattern (alerts/diagnose), else 0."}, []string{"service", "pattern"}),
 	}
@@ -75,31 +71,24 @@ func newDiagnoser(c config.Diagnosis, reg prometheus.Registerer) (*diagnoser, er
 // buckets returns the buckets at now of service and, when it has one, of its variant (nil
 // when the service keeps maxDiagVariants others already).
 func (d *diagnoser) buckets(service, variant string, now time.Time) (svc, v *diagBucket) {
-	svc = d.bucket(service, now)
+	svc = d.bucket(diagKey{service: service}, now)
 	if variant != "" {
-		k := diagKey(service, variant)
-		if _, ok := d.services[k]; ok || d.variantsOf(service) < maxDiagVariants {
+		k := diagKey{service, variant}
+		if _, ok := d.services[k]; ok || d.variants[service] < maxDiagVariants {
 			v = d.bucket(k, now)
 		}
 	}
 	return svc, v
 }
 
-func (d *diagnoser) variantsOf(service string) int {
-	n := 0
-	for k := range d.services {
-		if strings.HasPrefix(k, service+"\x00") {
-			n++
-		}
-	}
-	return n
-}
-
-func (d *diagnoser) bucket(key string, now time.Time) *diagBucket {
+func (d *diagnoser) bucket(key diagKey, now time.Time) *diagBucket {
 	r, ok := d.services[key]
 	if !ok {
 		r = ring.New[diagBucket](d.width, d.window)
 		d.services[key] = r
+		if key.variant != "" {
+			d.variants[key.service]++
+		}
 	}
 	b := r.At(now)
 	if b != nil && b.Means == nil {
@@ -176,7 +165,7 @@ func (e *Engine) diagnoseAll(now time.Time) {
 	d := e.diag
 	clear(d.findings)
 	for key, r := range d.services {
-		service, variant, _ := strings.Cut(key, "\x00")
+		service, variant := key.service, key.variant
 		w := diagnose.Window{Means: map[string]slo.Sums{}, Older: map[string]slo.Sums{},
 			Newer: map[string]slo.Sums{}, Pairs: map[string]diagnose.Moments{}}
 		hi := r.Index(now)
@@ -208,7 +197,11 @@ func (e *Engine) diagnoseAll(now time.Time) {
 		half(hi-n/2+1, hi, w.Newer)
 		if !seen || (service != labels.Other && !e.services.Admitted(service)) {
 			delete(d.services, key)
-			if variant == "" {
+			if variant != "" {
+				if d.variants[service]--; d.variants[service] <= 0 {
+					delete(d.variants, service)
+				}
+			} else {
 				d.gauge.DeletePartialMatch(prometheus.Labels{"service": service})
 			}
 			continue
@@ -229,9 +222,9 @@ func (e *Engine) diagnoseAll(now time.Time) {
 // the alert is about one (an SLO filtered on it, a comparison's candidate) and its metric pairs
 // show a pattern, else the service's. Called with e.mu held.
 func (e *Engine) diagnosisFor(service, variant, metric string) *alerts.Diagnosis {
-	f := diagnose.Pick(e.diag.findings[service], metric)
+	f := diagnose.Pick(e.diag.findings[diagKey{service: service}], metric)
 	if variant != "" {
-		if vf := diagnose.Pick(e.diag.findings[diagKey(service, variant)], metric); vf.Pattern != diagnose.None {
+		if vf := diagnose.Pick(e.diag.findings[diagKey{service, variant}], metric); vf.Pattern != diagnose.None {
 			f = vf
 		}
 	}

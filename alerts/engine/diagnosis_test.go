@@ -216,8 +216,8 @@ func TestDiagnosisFollowsTheServiceSet(t *testing.T) {
 	feed("c", 1) // a has aged out: c takes its slot
 	e.Evaluate(ctx)
 	e.mu.Lock()
-	_, kept := e.diag.services["a"]
-	_, other := e.diag.services[labels.Other]
+	_, kept := e.diag.services[diagKey{service: "a"}]
+	_, other := e.diag.services[diagKey{service: labels.Other}]
 	e.mu.Unlock()
 	if kept || !other {
 		t.Fatalf("after eviction: a kept %v, other kept %v", kept, other)
@@ -265,5 +265,27 @@ alerting:
 	}
 	if g := promtestutil.ToFloat64(h.e.diag.gauge.WithLabelValues("search", diagnose.Hallucination)); g != 0 {
 		t.Errorf("ragwatch_diagnosis{service=search,pattern=hallucination} = %v, want 0 (the gauge is per service)", g)
+	}
+}
+
+// TestVariantDiagnosisIsBounded: a service keeps apart the statistics of at most
+// maxDiagVariants variants; the others still count in the service's own.
+func TestVariantDiagnosisIsBounded(t *testing.T) {
+	h := newHarness(t, diagCfg, nil)
+	ctx := context.Background()
+	for i := range maxDiagVariants + 4 {
+		res := score.Result{TraceID: fmt.Sprint(i), Service: "search", Variant: fmt.Sprintf("v%d", i), Metric: score.Faithfulness, Value: 0.5, Weight: 1}
+		if err := h.e.ConsumeScores(ctx, []score.Result{res}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.e.mu.Lock()
+	defer h.e.mu.Unlock()
+	if n, total := h.e.diag.variants["search"], len(h.e.diag.services); n != maxDiagVariants || total != maxDiagVariants+1 {
+		t.Fatalf("variants kept %d, keys %d; want %d and %d", n, total, maxDiagVariants, maxDiagVariants+1)
+	}
+	b := h.e.diag.services[diagKey{service: "search"}].At(h.clk.Now())
+	if m := b.Means[score.Faithfulness]; m.N != int64(maxDiagVariants+4) {
+		t.Fatalf("the service's own count %d, want %d", m.N, maxDiagVariants+4)
 	}
 }
