@@ -2,7 +2,9 @@ package join
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -483,6 +485,37 @@ func TestSessionAcrossRestart(t *testing.T) {
 	must(t, j3.ConsumeRecord(ctx, turn("s-1", "t4", "q4", "a4")))
 	if got := s3.gotRecords(); got[0].Turn != 4 || len(got[0].History) != 6 {
 		t.Fatalf("turn at another ragwatch: %d %+v", got[0].Turn, got[0].History)
+	}
+}
+
+// TestSessionWritesCoalesce: a session's turns within one SessionFlushInterval cost one KV
+// write, the last state; Shutdown writes what is still unwritten.
+func TestSessionWritesCoalesce(t *testing.T) {
+	_, js := testutil.Connect(t, testutil.RunJetStream(t))
+	ctx := context.Background()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ragwatch_feedback", History: 64})
+	must(t, err)
+	clk := testutil.NewClock(t0)
+	j, _ := newFullJoin(t, kv, clk, prometheus.NewRegistry(), func(s *Settings) {
+		s.PersistSeen = false
+		s.SessionFlushInterval = time.Hour
+	})
+	for i := range 30 {
+		must(t, j.ConsumeRecord(ctx, turn("s-1", fmt.Sprintf("t%d", i), "q", "a")))
+	}
+	if _, err := kv.Get(ctx, "sess.s-1"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("session written before its flush: %v", err)
+	}
+	must(t, j.Shutdown(ctx))
+	hist, err := kv.History(ctx, "sess.s-1")
+	must(t, err)
+	if len(hist) != 1 {
+		t.Fatalf("%d writes of the session, want 1", len(hist))
+	}
+	var e sessionEntry
+	must(t, json.Unmarshal(hist[0].Value(), &e))
+	if e.Turns != 30 || e.SessionID != "s-1" {
+		t.Fatalf("written state: turns %d id %q, want 30 s-1", e.Turns, e.SessionID)
 	}
 }
 

@@ -96,6 +96,11 @@ type Settings struct {
 	// content bytes; 0: unbounded), as record.TrimHistory.
 	MaxHistoryTurns int
 	MaxHistoryBytes int
+	// SessionFlushInterval is how often the sessions that changed are written to KV, each
+	// once however many turns it took meanwhile (default 1s): a conversation's every turn
+	// would otherwise cost a KV write, the largest ingest cost. A crash loses at most the
+	// turns of the last interval from the bucket (the next turn numbers from the older state).
+	SessionFlushInterval time.Duration
 	// KV persists the join state across restarts; nil keeps it in memory only.
 	KV jetstream.KeyValue
 	// PersistSeen also writes every record's ids to KV, so that feedback arriving after a
@@ -135,6 +140,9 @@ type Join struct {
 	tab     *table        // the keys remembered, oldest first within each namespace
 	pending [numJoins]int // feedback and labels waiting, pairs waiting, sessions remembered
 	late    []orphan      // orphans found under the lock, forwarded by the caller after unlocking
+	// sessDirty holds the sessions changed since the writer last wrote them (with KV, once
+	// the writer runs); guarded by mu.
+	sessDirty map[string]struct{}
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -206,6 +214,9 @@ func New(s Settings) (*Join, error) {
 			s.SweepInterval = min(s.SweepInterval, s.SessionTTL/4)
 		}
 		s.SweepInterval = max(s.SweepInterval, time.Second)
+	}
+	if s.SessionFlushInterval <= 0 {
+		s.SessionFlushInterval = time.Second
 	}
 	if s.Now == nil {
 		s.Now = time.Now

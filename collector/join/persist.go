@@ -77,7 +77,6 @@ const (
 	opCheck            // look up whether another ragwatch saw the trace's record
 	opPairClaim        // store a pair's first half, or complete the pair with another's
 	opPairDone         // mark a pair complete (exp)
-	opSession          // put a session's state as it is now, or delete its key
 	opDelete           // delete key
 )
 
@@ -94,17 +93,26 @@ type op struct {
 func (j *Join) writer() {
 	defer j.wg.Done()
 	ctx := context.Background()
+	flush := time.NewTicker(j.s.SessionFlushInterval)
+	defer flush.Stop()
 	for {
 		select {
 		case o := <-j.ops:
 			j.do(ctx, o, true)
+		case <-flush.C:
+			j.flushSessions(ctx)
 		case <-j.stop:
+			// Under mu: a session that saw the writer running marked itself dirty before
+			// this, so the last flush below writes it; later ones write themselves.
+			j.mu.Lock()
 			j.async.Store(false)
+			j.mu.Unlock()
 			for {
 				select {
 				case o := <-j.ops:
 					j.do(ctx, o, false)
 				default:
+					j.flushSessions(ctx)
 					return
 				}
 			}
@@ -129,8 +137,6 @@ func (j *Join) do(ctx context.Context, o op, lookups bool) {
 		j.claimPair(ctx, o.traceID)
 	case opPairDone:
 		j.putPairDone(ctx, o.traceID, o.exp)
-	case opSession:
-		j.writeSession(ctx, o.traceID)
 	case opDelete:
 		j.deleteKV(ctx, o.key)
 	}

@@ -37,7 +37,8 @@ const sessionLookupTimeout = 2 * time.Second
 // none (a record that carries them, from its spans or its app, keeps its own and they update
 // the state: turns = the larger). It returns r itself when it changed nothing, else a copy.
 //
-// Every session is written to the KV bucket (off the record path), and read back at start.
+// Every session is written to the KV bucket (off the record path, at most once per
+// SessionFlushInterval), and read back at start.
 // With PersistSeen (sidecars sharing the bucket) a session this ragwatch does not hold is read
 // from the bucket first (another ragwatch took its earlier turns); one that it holds is not
 // read again, so turns of one session spread over several ragwatch processes at once can be
@@ -107,8 +108,16 @@ func (j *Join) session(ctx context.Context, r *record.Record, now time.Time) *re
 	kept, _ = record.TrimHistory(h, j.s.MaxHistoryTurns, j.s.MaxHistoryBytes)
 	st.History = slices.Clone(kept)
 	var e sessionEntry
-	if j.s.KV != nil && !j.async.Load() {
-		e = sessionEntry{SessionID: id, sessionState: sessionState{Turns: st.Turns, History: st.History}, Expires: j.expiresAt(i)}
+	async := j.async.Load()
+	if j.s.KV != nil {
+		if async { // the writer writes it within SessionFlushInterval, once for all its turns
+			if j.sessDirty == nil {
+				j.sessDirty = make(map[string]struct{})
+			}
+			j.sessDirty[id] = struct{}{}
+		} else {
+			e = sessionEntry{SessionID: id, sessionState: sessionState{Turns: st.Turns, History: st.History}, Expires: j.expiresAt(i)}
+		}
 	}
 	j.gaugesLocked()
 	j.mu.Unlock()
@@ -118,14 +127,21 @@ func (j *Join) session(ctx context.Context, r *record.Record, now time.Time) *re
 	if err := j.forwardOrphans(ctx, j.takeLate()); err != nil {
 		j.log.Warn("join: forward orphans", "err", err)
 	}
-	if j.s.KV != nil {
-		if j.async.Load() {
-			j.enqueue(op{kind: opSession, traceID: id})
-		} else {
-			j.persistValue(ctx, sessPrefix+kvKey(id), e)
-		}
+	if j.s.KV != nil && !async {
+		j.persistValue(ctx, sessPrefix+kvKey(id), e)
 	}
 	return out
+}
+
+// flushSessions writes the sessions changed since the last flush.
+func (j *Join) flushSessions(ctx context.Context) {
+	j.mu.Lock()
+	dirty := j.sessDirty
+	j.sessDirty = nil
+	j.mu.Unlock()
+	for id := range dirty {
+		j.writeSession(ctx, id)
+	}
 }
 
 // writeSession stores the session as the table holds it now (queued writes of one session
