@@ -2,7 +2,7 @@
 # anchor.sh — what one trace costs ragwatch next to what it costs a bare OpenTelemetry Collector
 # (the OTLP receiver and the nop exporter, nothing else: scripts/otelcol, pinned versions), on
 # the same traffic, one after the other in this invocation: `ragwatch loadgen` sends COUNT
-# five-span OpenInference RAG traces (5 x 1 KB documents, a fresh trace id each) over OTLP gRPC,
+# five-span OpenInference RAG traces (5 x 1 KB documents, a fresh trace id each) over OTLP gRPC (or HTTP: PROTOCOL),
 # 20 traces a request, 4 in flight, as fast as each accepts. For each it prints CPU per trace
 # (user + system of all threads, /proc/<pid>/stat, over the load and until the process is idle
 # again), peak RSS (VmHWM), and ragwatch's over the Collector's. ragwatch runs twice: with
@@ -15,6 +15,8 @@
 #   OTELCOL   Collector binary (default: built from scripts/otelcol)
 #   COUNT     traces per run (default 100000)
 #   CONFIGS   which ragwatch runs: "rate0 defaults" (default), or one of them
+#   PROTOCOL  how loadgen sends to both: grpc (default), http (OTLP/HTTP protobuf), http-json
+#             (OTLP/HTTP JSON)
 set -euo pipefail
 export GOTOOLCHAIN=go1.27.3 # the project's toolchain; machines start on an older Go with GOTOOLCHAIN=local
 
@@ -50,11 +52,22 @@ tck=$(getconf CLK_TCK)
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 for _ in $(seq 1 50); do
 	port=$((20000 + RANDOM % 30000))
-	port_free $port && break
+	port_free $port && port_free $((port + 1)) && break
 done
 
 echo "# $(uptime)"
-echo "# $(getconf _NPROCESSORS_ONLN) cpus; loadgen $LOADGEN_ARGS"
+hport=$((port + 1))
+PROTOCOL=${PROTOCOL:-grpc}
+case $PROTOCOL in
+grpc) send_to=127.0.0.1:$port ;;
+http | http-json) send_to=127.0.0.1:$hport ;;
+*)
+	echo "unknown PROTOCOL $PROTOCOL (grpc, http, http-json)" >&2
+	exit 2
+	;;
+esac
+export PROTOCOL
+echo "# $(getconf _NPROCESSORS_ONLN) cpus; loadgen --protocol $PROTOCOL $LOADGEN_ARGS"
 
 # The Collector: OTLP gRPC in, nop out, its own telemetry off.
 cat >"$tmp/otelcol.yaml" <<YAML
@@ -63,6 +76,8 @@ receivers:
     protocols:
       grpc:
         endpoint: 127.0.0.1:$port
+      http:
+        endpoint: 127.0.0.1:$hport
 exporters:
   nop:
 service:
@@ -86,7 +101,7 @@ done
 port_free $port && { echo "otelcol not listening after 30s:"; cat "$tmp/otelcol.log"; exit 1; }
 ticks() { awk '{ print $14 + $15 }' "/proc/$cpid/stat"; }
 c0=$(ticks)
-"$LG" loadgen --protocol grpc --endpoint "127.0.0.1:$port" $LOADGEN_ARGS | tee "$tmp/lg.out"
+"$LG" loadgen --protocol "$PROTOCOL" --endpoint "$send_to" $LOADGEN_ARGS | tee "$tmp/lg.out"
 # Until idle: the Collector has nothing queued, but count its tail the same way as ragwatch's.
 for _ in $(seq 1 10); do
 	a=$(ticks)

@@ -7,6 +7,7 @@
 # Environment (all optional):
 #   RW            ragwatch binary (default: built into a temp dir from this checkout)
 #   LOADGEN_ARGS  loadgen flags (default: as fast as possible, 5 spans, 5 x 1 KB docs, batch 50)
+#   PROTOCOL      how loadgen sends: grpc (default), http (OTLP/HTTP protobuf), http-json (OTLP/HTTP JSON)
 #   CONFIG_EXTRA  YAML appended to the generated config (e.g. sampling/scoring sections)
 #   WARMUP        send the same traffic for this long first, unmeasured (e.g. 10s)
 #   SETTLE        how long to wait for held traces to come out after the load (default 10s)
@@ -51,6 +52,15 @@ for _ in $(seq 1 50); do
 	fi
 done
 grpc=127.0.0.1:$base http=127.0.0.1:$((base + 1)) api=127.0.0.1:$((base + 2)) natsep=127.0.0.1:$((base + 3))
+PROTOCOL=${PROTOCOL:-grpc}
+case $PROTOCOL in
+grpc) send_to=$grpc ;;
+http | http-json) send_to=$http ;;
+*)
+	echo "unknown PROTOCOL $PROTOCOL (grpc, http, http-json)" >&2
+	exit 2
+	;;
+esac
 
 cat >"$tmp/ragwatch.yaml" <<YAML
 receivers:
@@ -125,7 +135,7 @@ settle() {
 if [[ -n "${WARMUP:-}" ]]; then
 	# Same traffic (other trace ids: another seed), not measured: the heap, caches and buffers
 	# reach their working size first.
-	"${LG:-$RW}" loadgen --protocol grpc --endpoint "$grpc" $LOADGEN_ARGS --duration "$WARMUP" --seed 7919 | sed 's/^/warmup: /' || true
+	"${LG:-$RW}" loadgen --protocol "$PROTOCOL" --endpoint "$send_to" $LOADGEN_ARGS --duration "$WARMUP" --seed 7919 | sed 's/^/warmup: /' || true
 	settle
 fi
 rss_idle=$(rss_kib)
@@ -152,7 +162,7 @@ if [[ -n "${PERF_DATA:-}" ]]; then
 	perf record -q -F 499 -g -o "$PERF_DATA" -p "$pid" 2>/dev/null &
 	perfpid=$!
 fi
-"${LG:-$RW}" loadgen --protocol grpc --endpoint "$grpc" $LOADGEN_ARGS | tee "$tmp/loadgen.out" || true
+"${LG:-$RW}" loadgen --protocol "$PROTOCOL" --endpoint "$send_to" $LOADGEN_ARGS | tee "$tmp/loadgen.out" || true
 cpu_load=$(cpu_ticks)
 if [[ -n "${perfpid:-}" ]]; then
 	kill -INT "$perfpid" 2>/dev/null || true

@@ -17,7 +17,7 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o loadgen.Options
-	fs.StringVar(&o.Protocol, "protocol", "grpc", "grpc, http or nats")
+	fs.StringVar(&o.Protocol, "protocol", "grpc", "grpc, http (OTLP/HTTP protobuf), http-json (OTLP/HTTP JSON) or nats")
 	fs.StringVar(&o.Endpoint, "endpoint", "127.0.0.1:4317", "OTLP gRPC host:port, OTLP HTTP URL or host:port, or NATS URL (the embedded server: nats://app:<password>@127.0.0.1:4222)")
 	fs.StringVar(&o.Subject, "subject", "ragwatch.otlp.traces", "NATS subject for OTLP protobuf (protocol nats)")
 	fs.Float64Var(&o.Rate, "rate", 100, "traces per second; 0 sends as fast as possible")

@@ -375,6 +375,18 @@ func BenchmarkDecodeExport(b *testing.B) {
 			dst = assemble.FromTraces(req.Traces(), dst[:0])
 		}
 	})
+	// What a bare Collector's receiver pays to decode the same bytes, for comparison.
+	b.Run("pdata-unmarshal-only", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		defer benchcpu.Report(b)()
+		for b.Loop() {
+			req := ptraceotlp.NewExportRequest()
+			if err := req.UnmarshalProto(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("wire", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))

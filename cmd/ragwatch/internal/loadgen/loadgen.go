@@ -29,7 +29,7 @@ import (
 
 // Options configure a run.
 type Options struct {
-	Protocol    string  // grpc | http | nats
+	Protocol    string  // grpc | http (OTLP/HTTP protobuf) | http-json (OTLP/HTTP JSON) | nats
 	Endpoint    string  // host:port for grpc, URL or host:port for http, NATS URL for nats
 	Subject     string  // NATS subject for OTLP protobuf (default ragwatch.otlp.traces)
 	Rate        float64 // traces per second; 0 = as fast as possible
@@ -192,7 +192,8 @@ func newSender(o Options) (sender, func(), error) {
 			_, err := c.Export(ctx, req)
 			return err
 		}, func() { _ = conn.Close() }, nil
-	case "http":
+	case "http", "http-json":
+		asJSON := o.Protocol == "http-json"
 		url := o.Endpoint
 		if !bytes.HasPrefix([]byte(url), []byte("http")) {
 			url = "http://" + url
@@ -202,7 +203,13 @@ func newSender(o Options) (sender, func(), error) {
 		}
 		client := &http.Client{Timeout: 10 * time.Second}
 		return func(ctx context.Context, req ptraceotlp.ExportRequest) error {
-			body, err := req.MarshalProto()
+			body, ctype, err := []byte(nil), "application/x-protobuf", error(nil)
+			if asJSON {
+				body, err = req.MarshalJSON()
+				ctype = "application/json"
+			} else {
+				body, err = req.MarshalProto()
+			}
 			if err != nil {
 				return err
 			}
@@ -210,7 +217,7 @@ func newSender(o Options) (sender, func(), error) {
 			if err != nil {
 				return err
 			}
-			hr.Header.Set("Content-Type", "application/x-protobuf")
+			hr.Header.Set("Content-Type", ctype)
 			resp, err := client.Do(hr)
 			if err != nil {
 				return err
@@ -240,5 +247,5 @@ func newSender(o Options) (sender, func(), error) {
 			return nc.Publish(subject, body)
 		}, func() { _ = nc.Drain() }, nil
 	}
-	return nil, nil, fmt.Errorf("unknown protocol %q (want grpc, http or nats)", o.Protocol)
+	return nil, nil, fmt.Errorf("unknown protocol %q (want grpc, http, http-json or nats)", o.Protocol)
 }

@@ -91,6 +91,28 @@ func TestRunOverHTTPCountsErrorsAndSpanShape(t *testing.T) {
 	}
 }
 
+// TestRunOverHTTPJSON: http-json sends OTLP/JSON that pdata reads back, span for span.
+func TestRunOverHTTPJSON(t *testing.T) {
+	var spans atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req := ptraceotlp.NewExportRequest()
+		if r.Header.Get("Content-Type") != "application/json" || req.UnmarshalJSON(body) != nil {
+			http.Error(w, "bad", http.StatusBadRequest)
+			return
+		}
+		spans.Add(int64(req.Traces().SpanCount()))
+	}))
+	defer srv.Close()
+	res, err := Run(context.Background(), Options{Protocol: "http-json", Endpoint: srv.URL, Count: 6, Batch: 3, Concurrency: 1, Synth: synthOpts(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Traces != 6 || res.Requests != 2 || res.Errors != 0 || spans.Load() != 30 {
+		t.Fatalf("result %+v, %d spans; want 6 traces in 2 requests, 0 errors, 30 spans", res, spans.Load())
+	}
+}
+
 func TestRunHonoursRate(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
