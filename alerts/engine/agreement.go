@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,12 +48,35 @@ func judgeLabel(scorer string) string {
 
 // pending is what the engine remembers of one record until its label and its scores have met:
 // its scores by metric, the label's values, and the metrics already paired.
+//
+// Every scored record has one until max_records newer ones push it out, labelled or not, so
+// it is kept small: scores as a short slice (a record has a handful of metrics), metric, scorer
+// and service names shared through agreementState.intern.
 type pending struct {
 	key, service string
-	scores       map[string]score.Result
+	scores       []heldScore
 	human        map[string]float64
 	paired       map[string]bool
 }
+
+// heldScore is one metric's latest score of a pending record.
+type heldScore struct {
+	metric, scorer string
+	value          float64
+}
+
+// score returns the record's score of metric m.
+func (p *pending) score(m string) (heldScore, bool) {
+	for _, h := range p.scores {
+		if h.metric == m {
+			return h, true
+		}
+	}
+	return heldScore{}, false
+}
+
+// maxInterned bounds agreementState.names; names beyond it are kept as they come.
+const maxInterned = 1024
 
 type seriesKey struct{ metric, judge string }
 
@@ -65,6 +89,9 @@ type agreementState struct {
 	order   []string          // keys in arrival order, a ring of cfg.MaxRecords
 	next    int
 	series  map[seriesKey]*agreement.Window
+	// names holds one copy of each metric, scorer and service name the pending records
+	// keep: the results arrive decoded, each with its own copy of every string.
+	names map[string]string
 
 	value, bound, pairs *prometheus.GaugeVec
 	unpaired            *prometheus.CounterVec
@@ -75,7 +102,7 @@ func newAgreement(cfg config.Agreement, reg prometheus.Registerer) (*agreementSt
 		cfg.MaxRecords = 1
 	}
 	a := &agreementState{cfg: cfg, byKey: map[string]*pending{}, byTrace: map[string]string{},
-		order: make([]string, cfg.MaxRecords), series: map[seriesKey]*agreement.Window{},
+		order: make([]string, cfg.MaxRecords), series: map[seriesKey]*agreement.Window{}, names: map[string]string{},
 		value: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricJudgeAgreement,
 			Help: "Agreement of a judge's scores with human labels over alerting.agreement.window: mae (lower is better), spearman, kappa (at 0.5)."},
 			[]string{"metric", "judge", "statistic"}),
@@ -98,8 +125,20 @@ func newAgreement(cfg config.Agreement, reg prometheus.Registerer) (*agreementSt
 	return a, nil
 }
 
+// intern returns the shared copy of name (name itself once maxInterned names are held).
+func (a *agreementState) intern(name string) string {
+	if c, ok := a.names[name]; ok {
+		return c
+	}
+	if len(a.names) < maxInterned {
+		a.names[name] = name
+	}
+	return name
+}
+
 // entry returns (creating, evicting the oldest when full) the pending state of a record.
 func (a *agreementState) entry(traceID, spanID, service string) *pending {
+	service = a.intern(service)
 	key := traceID
 	if spanID != "" {
 		key += "/" + spanID
@@ -172,10 +211,12 @@ func (e *Engine) noteScores(results []score.Result, now time.Time) {
 			continue
 		}
 		p := e.agree.entry(res.TraceID, res.SpanID, res.Service)
-		if p.scores == nil {
-			p.scores = map[string]score.Result{}
+		h := heldScore{metric: e.agree.intern(res.Metric), scorer: e.agree.intern(res.Scorer), value: res.Value}
+		if i := slices.IndexFunc(p.scores, func(o heldScore) bool { return o.metric == h.metric }); i >= 0 {
+			p.scores[i] = h
+		} else {
+			p.scores = append(p.scores, h)
 		}
-		p.scores[res.Metric] = score.Result{Metric: res.Metric, Value: res.Value, Scorer: res.Scorer}
 		if _, labelled := p.human[res.Metric]; labelled {
 			e.pair(p, now)
 		}
@@ -187,7 +228,7 @@ func (e *Engine) noteScores(results []score.Result, now time.Time) {
 func (e *Engine) pair(p *pending, now time.Time) {
 	a := e.agree
 	for m, h := range p.human {
-		res, ok := p.scores[m]
+		res, ok := p.score(m)
 		if !ok || p.paired[m] {
 			continue
 		}
@@ -195,7 +236,7 @@ func (e *Engine) pair(p *pending, now time.Time) {
 			p.paired = map[string]bool{}
 		}
 		p.paired[m] = true
-		k := seriesKey{metric: m, judge: judgeLabel(res.Scorer)}
+		k := seriesKey{metric: m, judge: judgeLabel(res.scorer)}
 		w := a.series[k]
 		if w == nil {
 			if len(a.series) >= a.cfg.MaxSeries {
@@ -205,7 +246,7 @@ func (e *Engine) pair(p *pending, now time.Time) {
 			w = &agreement.Window{Age: time.Duration(a.cfg.Window), Max: a.cfg.MaxPairs}
 			a.series[k] = w
 		}
-		w.Add(agreement.Pair{Human: h, Judge: res.Value, Time: now})
+		w.Add(agreement.Pair{Human: h, Judge: res.value, Time: now})
 		e.updateAgreement(k, w, now)
 	}
 }

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/agreement"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
@@ -188,5 +192,36 @@ func TestAgreementReload(t *testing.T) {
 	_ = h.e.ConsumeLabel(ctx, record.Label{TraceID: "t9", Values: map[string]float64{"faithfulness": 1}})
 	if got := promtestutil.ToFloat64(h.e.agree.pairs.WithLabelValues("faithfulness", "openai")); got != 3 {
 		t.Fatalf("pairs after max_pairs 3 = %v", got)
+	}
+}
+
+// BenchmarkAgreementMemory: what the engine keeps per scored record for labels that may come
+// later, with the default max_records filled by records of eight metrics each, every string
+// a fresh copy as decoded results bring them.
+func BenchmarkAgreementMemory(b *testing.B) {
+	cfg := config.Default().Alerting.Agreement
+	metrics := []string{"faithfulness", "answer_relevancy", "context_precision", "context_recall",
+		"citation_precision", "citation_recall", "context_relevance", "refusal_correct"}
+	for b.Loop() {
+		a, err := newAgreement(cfg, prometheus.NewRegistry())
+		if err != nil {
+			b.Fatal(err)
+		}
+		e := &Engine{agree: a}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := range cfg.MaxRecords {
+			results := make([]score.Result, len(metrics))
+			for k, m := range metrics {
+				results[k] = score.Result{TraceID: fmt.Sprintf("%032x", i), SpanID: fmt.Sprintf("%016x", i),
+					Service: strings.Clone("support-bot"), Metric: strings.Clone(m), Scorer: strings.Clone("builtin"), Value: 0.5}
+			}
+			e.noteScores(results, time.Time{})
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(cfg.MaxRecords), "bytes/record")
+		runtime.KeepAlive(e)
 	}
 }
