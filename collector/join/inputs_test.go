@@ -488,18 +488,14 @@ func TestSessionAcrossRestart(t *testing.T) {
 	}
 }
 
-// TestSessionWritesCoalesce: a session's turns within one SessionFlushInterval cost one KV
-// write, the last state; Shutdown writes what is still unwritten.
+// TestSessionWritesCoalesce: with sidecars sharing the bucket (persist_seen), a session's
+// turns within one SessionFlushInterval cost one KV write, the last state; Shutdown writes
+// what is still unwritten.
 func TestSessionWritesCoalesce(t *testing.T) {
-	_, js := testutil.Connect(t, testutil.RunJetStream(t))
+	kv := newHistoryBucket(t)
 	ctx := context.Background()
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ragwatch_feedback", History: 64})
-	must(t, err)
 	clk := testutil.NewClock(t0)
-	j, _ := newFullJoin(t, kv, clk, prometheus.NewRegistry(), func(s *Settings) {
-		s.PersistSeen = false
-		s.SessionFlushInterval = time.Hour
-	})
+	j, _ := newFullJoin(t, kv, clk, prometheus.NewRegistry(), func(s *Settings) { s.SessionFlushInterval = time.Hour })
 	for i := range 30 {
 		must(t, j.ConsumeRecord(ctx, turn("s-1", fmt.Sprintf("t%d", i), "q", "a")))
 	}
@@ -507,16 +503,82 @@ func TestSessionWritesCoalesce(t *testing.T) {
 		t.Fatalf("session written before its flush: %v", err)
 	}
 	must(t, j.Shutdown(ctx))
-	hist, err := kv.History(ctx, "sess.s-1")
+	if n, e := sessionWrites(t, kv, "s-1"); n != 1 || e.Turns != 30 {
+		t.Fatalf("%d writes of the session, the last with %d turns; want 1 and 30", n, e.Turns)
+	}
+
+	// With a short interval the session is in the bucket while the join runs, for others.
+	j2, _ := newFullJoin(t, kv, clk, prometheus.NewRegistry(), func(s *Settings) { s.SessionFlushInterval = 10 * time.Millisecond })
+	must(t, j2.ConsumeRecord(ctx, turn("s-2", "u1", "q", "a")))
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "s-2 written within the interval", func() bool {
+		_, err := kv.Get(ctx, "sess.s-2")
+		return err == nil
+	})
+}
+
+// TestSessionsWrittenAtShutdown: without persist_seen no other process reads sessions, so
+// no turn costs a KV write: every session held is written once at shutdown, and one read back
+// at start leaves the bucket until the next shutdown (a crash does not bring back an older
+// state).
+func TestSessionsWrittenAtShutdown(t *testing.T) {
+	kv := newHistoryBucket(t)
+	ctx := context.Background()
+	clk := testutil.NewClock(t0)
+	noSeen := func(s *Settings) { s.PersistSeen = false; s.SessionFlushInterval = time.Millisecond }
+	j1, _ := newFullJoin(t, kv, clk, prometheus.NewRegistry(), noSeen)
+	for i := range 5 {
+		must(t, j1.ConsumeRecord(ctx, turn("s-1", fmt.Sprintf("t%d", i), "q", "a")))
+	}
+	must(t, j1.ConsumeRecord(ctx, turn("s-2", "u0", "q", "a")))
+	time.Sleep(50 * time.Millisecond) // many flush intervals: none may write
+	if _, err := kv.Get(ctx, "sess.s-1"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("session written while the join runs: %v", err)
+	}
+	must(t, j1.Shutdown(ctx))
+	if n, e := sessionWrites(t, kv, "s-1"); n != 1 || e.Turns != 5 {
+		t.Fatalf("s-1: %d writes, the last with %d turns; want 1 and 5", n, e.Turns)
+	}
+
+	// The next start reads both back and takes them out of the bucket.
+	j2, s2 := newFullJoin(t, kv, clk, prometheus.NewRegistry(), noSeen)
+	for _, id := range []string{"s-1", "s-2"} {
+		if _, err := kv.Get(ctx, "sess."+id); !errors.Is(err, jetstream.ErrKeyNotFound) {
+			t.Fatalf("%s still in the bucket after it was read back: %v", id, err)
+		}
+	}
+	must(t, j2.ConsumeRecord(ctx, turn("s-1", "t5", "q", "a")))
+	if got := s2.gotRecords(); got[0].Turn != 6 {
+		t.Fatalf("turn after restart = %d, want 6", got[0].Turn)
+	}
+	// At shutdown both are written again, s-2 untouched since it was read.
+	must(t, j2.Shutdown(ctx))
+	for id, turns := range map[string]int{"s-1": 6, "s-2": 1} {
+		kve, err := kv.Get(ctx, "sess."+id)
+		must(t, err)
+		var e sessionEntry
+		must(t, json.Unmarshal(kve.Value(), &e))
+		if e.Turns != turns {
+			t.Errorf("%s written with %d turns, want %d", id, e.Turns, turns)
+		}
+	}
+}
+
+func newHistoryBucket(t *testing.T) jetstream.KeyValue {
+	t.Helper()
+	_, js := testutil.Connect(t, testutil.RunJetStream(t))
+	kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "ragwatch_feedback", History: 64})
 	must(t, err)
-	if len(hist) != 1 {
-		t.Fatalf("%d writes of the session, want 1", len(hist))
-	}
+	return kv
+}
+
+// sessionWrites returns how many times the session was written and its last state.
+func sessionWrites(t *testing.T, kv jetstream.KeyValue, id string) (int, sessionEntry) {
+	t.Helper()
+	hist, err := kv.History(context.Background(), "sess."+id)
+	must(t, err)
 	var e sessionEntry
-	must(t, json.Unmarshal(hist[0].Value(), &e))
-	if e.Turns != 30 || e.SessionID != "s-1" {
-		t.Fatalf("written state: turns %d id %q, want 30 s-1", e.Turns, e.SessionID)
-	}
+	must(t, json.Unmarshal(hist[len(hist)-1].Value(), &e))
+	return len(hist), e
 }
 
 // TestSessionFromTheBucketAtAnotherReplica: a session unknown here is read from the shared

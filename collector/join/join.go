@@ -96,10 +96,12 @@ type Settings struct {
 	// content bytes; 0: unbounded), as record.TrimHistory.
 	MaxHistoryTurns int
 	MaxHistoryBytes int
-	// SessionFlushInterval is how often the sessions that changed are written to KV, each
-	// once however many turns it took meanwhile (default 1s): a conversation's every turn
-	// would otherwise cost a KV write, the largest ingest cost. A crash loses at most the
-	// turns of the last interval from the bucket (the next turn numbers from the older state).
+	// SessionFlushInterval is, with PersistSeen, how often the sessions that changed are
+	// written to KV, each once however many turns it took meanwhile (default 1s). Without
+	// PersistSeen no other process reads them: every session held is written once, at
+	// shutdown, and a session read back at start is deleted from KV until then (a crash
+	// loses them rather than bring back an older state). A KV write per turn would be the
+	// largest cost of ingest.
 	SessionFlushInterval time.Duration
 	// KV persists the join state across restarts; nil keeps it in memory only.
 	KV jetstream.KeyValue
@@ -675,7 +677,8 @@ func (j *Join) forwardOrphans(ctx context.Context, orphans []orphan) error {
 	deleted := map[string]bool{}
 	for _, o := range orphans {
 		key := prefixes[o.ns] + kvKey(o.id)
-		if o.deleted && !deleted[key] {
+		// Without PersistSeen no session is in the bucket before shutdown writes them.
+		if o.deleted && !deleted[key] && (o.ns != nsSession || j.s.PersistSeen) {
 			deleted[key] = true
 			j.removeKey(ctx, o.ns, o.id)
 		}
@@ -738,6 +741,7 @@ func (j *Join) dropLocked(i int, evicted bool) {
 			}
 		case nsSession:
 			j.pending[jSession]--
+			delete(j.sessDirty, x.id)
 			j.late = append(j.late, orphan{ns: nsSession, id: x.id, deleted: true, evicted: evicted})
 		}
 	}

@@ -93,13 +93,19 @@ type op struct {
 func (j *Join) writer() {
 	defer j.wg.Done()
 	ctx := context.Background()
-	flush := time.NewTicker(j.s.SessionFlushInterval)
-	defer flush.Stop()
+	// Sessions (sessionWrites): written as they change, coalesced, only when other sidecars
+	// read them from the shared bucket; else once, at shutdown.
+	var flush <-chan time.Time
+	if j.s.PersistSeen {
+		t := time.NewTicker(j.s.SessionFlushInterval)
+		defer t.Stop()
+		flush = t.C
+	}
 	for {
 		select {
 		case o := <-j.ops:
 			j.do(ctx, o, true)
-		case <-flush.C:
+		case <-flush:
 			j.flushSessions(ctx)
 		case <-j.stop:
 			// Under mu: a session that saw the writer running marked itself dirty before
@@ -112,7 +118,11 @@ func (j *Join) writer() {
 				case o := <-j.ops:
 					j.do(ctx, o, false)
 				default:
-					j.flushSessions(ctx)
+					if j.s.PersistSeen {
+						j.flushSessions(ctx)
+					} else {
+						j.writeAllSessions(ctx)
+					}
 					return
 				}
 			}
@@ -426,6 +436,13 @@ func (j *Join) load(ctx context.Context) error {
 	}
 	j.gaugesLocked()
 	j.mu.Unlock()
+	if !j.s.PersistSeen {
+		// Sessions are written again at shutdown: a crash before then must not bring back
+		// these older states at the next start.
+		for _, e := range sessions {
+			j.deleteKV(ctx, sessPrefix+kvKey(e.SessionID))
+		}
+	}
 	j.log.Info("join state loaded", "traces", len(loaded), "pairs", len(pairs), "sessions", len(sessions))
 	return j.forwardOrphans(ctx, j.takeLate())
 }

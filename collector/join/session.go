@@ -37,8 +37,9 @@ const sessionLookupTimeout = 2 * time.Second
 // none (a record that carries them, from its spans or its app, keeps its own and they update
 // the state: turns = the larger). It returns r itself when it changed nothing, else a copy.
 //
-// Every session is written to the KV bucket (off the record path, at most once per
-// SessionFlushInterval), and read back at start.
+// Sessions are written to the KV bucket off the record path and read back at start: with
+// PersistSeen (sidecars sharing the bucket) each session that took turns at most once per
+// SessionFlushInterval, else all of them once, at shutdown (see Join.writer).
 // With PersistSeen (sidecars sharing the bucket) a session this ragwatch does not hold is read
 // from the bucket first (another ragwatch took its earlier turns); one that it holds is not
 // read again, so turns of one session spread over several ragwatch processes at once can be
@@ -110,11 +111,13 @@ func (j *Join) session(ctx context.Context, r *record.Record, now time.Time) *re
 	var e sessionEntry
 	async := j.async.Load()
 	if j.s.KV != nil {
-		if async { // the writer writes it within SessionFlushInterval, once for all its turns
-			if j.sessDirty == nil {
-				j.sessDirty = make(map[string]struct{})
+		if async { // the writer writes it (persistence.go: sessionWrites), not the record path
+			if j.s.PersistSeen {
+				if j.sessDirty == nil {
+					j.sessDirty = make(map[string]struct{})
+				}
+				j.sessDirty[id] = struct{}{}
 			}
-			j.sessDirty[id] = struct{}{}
 		} else {
 			e = sessionEntry{SessionID: id, sessionState: sessionState{Turns: st.Turns, History: st.History}, Expires: j.expiresAt(i)}
 		}
@@ -140,6 +143,22 @@ func (j *Join) flushSessions(ctx context.Context) {
 	j.sessDirty = nil
 	j.mu.Unlock()
 	for id := range dirty {
+		j.writeSession(ctx, id)
+	}
+}
+
+// writeAllSessions writes every session held, at shutdown when sessions are not written as
+// they change.
+func (j *Join) writeAllSessions(ctx context.Context) {
+	j.mu.Lock()
+	var ids []string
+	for i := j.tab.oldestNS(nsSession); i >= 0; i = int(j.tab.slots[i].next) - 1 {
+		if x := j.tab.ext(i, "", false); x != nil {
+			ids = append(ids, x.id)
+		}
+	}
+	j.mu.Unlock()
+	for _, id := range ids {
 		j.writeSession(ctx, id)
 	}
 }
