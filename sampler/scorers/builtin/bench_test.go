@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,31 @@ func BenchmarkBuiltinSynth(b *testing.B) {
 		}
 		r.Normalize(time.Unix(0, 0))
 		recs[i] = r
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := s.Score(ctx, recs[i%len(recs)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkBuiltinNewDocuments scores benchRecord with documents never seen before: 2,000
+// variants (10 MB) in turn, more than the builtin scorer keeps of the documents it read.
+func BenchmarkBuiltinNewDocuments(b *testing.B) {
+	s := New(Options{})
+	base := benchRecord()
+	recs := make([]*record.Record, 2000)
+	for i := range recs {
+		r := *base
+		r.Documents = slices.Clone(base.Documents)
+		for k := range r.Documents {
+			r.Documents[k].Content = fmt.Sprintf("Edition %d. %s", i, r.Documents[k].Content)
+		}
+		recs[i] = &r
 	}
 	ctx := context.Background()
 	b.ReportAllocs()

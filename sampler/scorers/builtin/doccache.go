@@ -30,6 +30,17 @@ type docSent struct {
 	neg  bool     // holds a negation cue
 }
 
+// windows returns how many windows the document has.
+func (e *docEntry) windows() int {
+	n := len(e.sents)
+	for _, s := range e.sents {
+		if s.wins[1] > s.wins[0] {
+			n += int(s.wins[1]-s.wins[0]) - 1
+		}
+	}
+	return n
+}
+
 // appendSet appends the sorted distinct ids of ids to e.terms and returns their run.
 func (e *docEntry) appendSet(ids []int32) [2]int32 {
 	from := len(e.terms)

@@ -68,20 +68,40 @@ func newIndex(docs []record.Document) *index {
 // ids. Either way the index is the same, bit for bit: ids are given in order of first
 // occurrence in the context, and each window holds the same terms.
 func buildIndex(docs []record.Document, c *docCache) *index {
-	ix := &index{vocab: map[string]int32{}}
+	ix := &index{}
 	b := getBuilder(ix)
 	defer b.release()
-	nSent := 0
+	// The entries at hand first: they tell (at most) how many terms and windows to make room for.
+	entries := b.entries[:0]
+	defer func() { clear(entries); b.entries = entries[:0] }()
+	nTerms, nWin := 0, 0
 	budget := maxContextBytes
-	ix.docWin = make([][2]int, len(docs))
 	for d := range docs {
-		ix.docWin[d][0] = len(ix.windows)
 		content := docs[d].Content
 		if len(content) > budget {
 			content = content[:budget] // the key is what is indexed, never the whole content
 		}
 		budget -= len(content)
-		if e := c.get(content); e != nil {
+		e := c.get(content)
+		if e != nil {
+			nTerms += len(e.stems)
+			nWin += e.windows()
+		}
+		entries = append(entries, e)
+	}
+	ix.vocab = make(map[string]int32, nTerms)
+	ix.windows = make([]window, 0, nWin)
+	nSent := 0
+	budget = maxContextBytes
+	ix.docWin = make([][2]int, len(docs))
+	for d, e := range entries {
+		ix.docWin[d][0] = len(ix.windows)
+		content := docs[d].Content
+		if len(content) > budget {
+			content = content[:budget]
+		}
+		budget -= len(content)
+		if e != nil {
 			nSent += b.add(e, nil)
 		} else if content != "" {
 			e := b.read(content)
@@ -231,6 +251,8 @@ type indexBuilder struct {
 	ids   []int32
 	sents []string
 	entry docEntry // read's scratch
+
+	entries []*docEntry // buildIndex's, by document: its cached entry or nil
 }
 
 var builders = sync.Pool{New: func() any { return &indexBuilder{words: map[string]wordTerms{}} }}
