@@ -91,12 +91,12 @@ func (e *docEntry) clone() *docEntry {
 	return c
 }
 
-// DocCacheBytes bounds the memory the builtin scorer keeps for the documents it indexed
+// docCacheBytes bounds the memory the builtin scorer keeps for the documents it indexed
 // lately (their content and derived terms), shared by every scorer of the process.
-const DocCacheBytes = 8 << 20
+const docCacheBytes = 8 << 20
 
 // sharedDocCache serves every index of the process.
-var sharedDocCache = newDocCache(DocCacheBytes)
+var sharedDocCache = newDocCache(docCacheBytes)
 
 // docCache keeps the entries of recently indexed documents, keyed by their content (a map
 // compares whole keys: two documents never share an entry), within a bound on the bytes they
