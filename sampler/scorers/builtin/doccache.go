@@ -16,7 +16,8 @@ import (
 // An entry in the cache is never modified: the scoring goroutines read it without a lock.
 type docEntry struct {
 	content string     // the indexed content: the cache's key
-	stems   []string   // by local id: the stem
+	stems   string     // the stems of local ids 0, 1, … end to end (no pointer per stem for the GC to follow)
+	ends    []int32    // by local id: where its stem ends in stems
 	terms   []int32    // local ids; each sentence's and window's terms are a run of it, sorted and unique
 	sents   []docSent  // the sentences that hold a term, in order
 	wins    [][2]int32 // the windows of long sentences: runs of terms
@@ -52,42 +53,37 @@ func (e *docEntry) appendSet(ids []int32) [2]int32 {
 	return [2]int32{int32(from), int32(len(e.terms))}
 }
 
-// Sizes counted for an entry beyond its content and stems: the Go headers of its slices and
-// strings, the entry itself, and its slot in the cache's map (an estimate that errs high).
-const (
-	entryOverhead = 256
-	stringHeader  = 16
-	sentSize      = 20
-)
+// Bytes counted for an entry beyond its content, stems and arrays: the entry itself, its
+// slices' headers and its slot in the cache's map (an estimate that errs high).
+const entryOverhead = 256
 
-// clone returns a copy of e that refers to nothing of the record it was read from: the
-// content and the stems share one new string, and each slice is allocated to its length.
-func (e *docEntry) clone() *docEntry {
+// sentSize is the size of a docSent.
+const sentSize = 20
+
+// clone returns a copy of e, whose stems (by local id) are stems, that refers to nothing of
+// the record it was read from: the content and the stems share one new string, and each
+// slice is allocated to its length.
+func (e *docEntry) clone(stems []string) *docEntry {
 	n := len(e.content)
-	for _, s := range e.stems {
+	for _, s := range stems {
 		n += len(s)
 	}
 	var sb strings.Builder
 	sb.Grow(n)
 	sb.WriteString(e.content)
-	for _, s := range e.stems {
+	c := &docEntry{
+		ends:  make([]int32, len(stems)),
+		terms: slices.Clone(e.terms),
+		sents: slices.Clone(e.sents),
+		wins:  slices.Clone(e.wins),
+	}
+	for l, s := range stems {
 		sb.WriteString(s)
+		c.ends[l] = int32(sb.Len() - len(e.content))
 	}
 	buf := sb.String()
-	c := &docEntry{
-		content: buf[:len(e.content)],
-		stems:   make([]string, len(e.stems)),
-		terms:   slices.Clone(e.terms),
-		sents:   slices.Clone(e.sents),
-		wins:    slices.Clone(e.wins),
-	}
-	at := len(e.content)
-	for i, s := range e.stems {
-		c.stems[i] = buf[at : at+len(s)]
-		at += len(s)
-	}
-	c.size = entryOverhead + len(buf) + stringHeader*len(c.stems) + 4*len(c.terms) +
-		sentSize*len(c.sents) + 8*len(c.wins)
+	c.content, c.stems = buf[:len(e.content)], buf[len(e.content):]
+	c.size = entryOverhead + len(buf) + 4*len(c.ends) + 4*len(c.terms) + sentSize*len(c.sents) + 8*len(c.wins)
 	return c
 }
 
@@ -146,12 +142,13 @@ func (c *docCache) get(content string) *docEntry {
 	return nil
 }
 
-// put keeps a copy of e (which may refer to the record's memory and to scratch buffers).
-func (c *docCache) put(e *docEntry) {
+// put keeps a copy of e, whose stems (by local id) are stems: they and e may refer to the
+// record's memory and to scratch buffers.
+func (c *docCache) put(e *docEntry, stems []string) {
 	if c == nil || len(e.content) > c.maxEntry {
 		return
 	}
-	e = e.clone()
+	e = e.clone(stems)
 	if e.size > c.maxEntry {
 		return
 	}

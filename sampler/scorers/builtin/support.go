@@ -84,7 +84,7 @@ func buildIndex(docs []record.Document, c *docCache) *index {
 		budget -= len(content)
 		e := c.get(content)
 		if e != nil {
-			nTerms += len(e.stems)
+			nTerms += len(e.ends)
 			nWin += e.windows()
 		}
 		entries = append(entries, e)
@@ -106,7 +106,7 @@ func buildIndex(docs []record.Document, c *docCache) *index {
 		} else if content != "" {
 			e := b.read(content)
 			nSent += b.add(e, b.rec)
-			c.put(e)
+			c.put(e, b.docStems)
 		}
 		ix.docWin[d][1] = len(ix.windows)
 	}
@@ -122,8 +122,9 @@ func buildIndex(docs []record.Document, c *docCache) *index {
 }
 
 // read splits content into sentences and words and returns its entry, in b's scratch (valid
-// until the next read): b.rec maps its local ids to the vocabulary's, which read extends with
-// the document's new stems in order of first occurrence.
+// until the next read) and without its stems: b.rec maps its local ids to the vocabulary's,
+// which read extends with the document's new stems in order of first occurrence, and
+// b.docStems holds its stems.
 func (b *indexBuilder) read(content string) *docEntry {
 	e := &b.entry
 	e.content, e.terms, e.sents, e.wins = content, e.terms[:0], e.sents[:0], e.wins[:0]
@@ -168,10 +169,11 @@ func (b *indexBuilder) read(content string) *docEntry {
 	for _, id := range rec {
 		b.local[id] = -1
 	}
-	e.stems = e.stems[:0]
+	stems := b.docStems[:0]
 	for _, id := range rec {
-		e.stems = append(e.stems, b.stems[id])
+		stems = append(stems, b.stems[id])
 	}
+	b.docStems = stems
 	b.ids, b.sents, b.rec = ids, sents, rec
 	return e
 }
@@ -182,7 +184,10 @@ func (b *indexBuilder) read(content string) *docEntry {
 func (b *indexBuilder) add(e *docEntry, rec []int32) int {
 	if rec == nil {
 		rec = b.rec[:0]
-		for _, stem := range e.stems {
+		from := int32(0)
+		for _, end := range e.ends {
+			stem := e.stems[from:end]
+			from = end
 			id, ok := b.ix.vocab[stem]
 			if !ok {
 				id = b.newID(stem)
@@ -242,15 +247,16 @@ func (ix *index) postings(n int) {
 // vocabulary once, and remembered with its ids. Builders are pooled: record after record, the
 // word table and the buffers keep their capacity instead of growing anew.
 type indexBuilder struct {
-	ix    *index
-	df    []int    // by term id: how many sentences hold the term
-	stems []string // by term id: the stem (the vocabulary's key)
-	local []int32  // by term id: its local id in the document being read, -1 when none yet
-	rec   []int32  // by local id: the term id, for the document being added
-	words map[string]wordTerms
-	ids   []int32
-	sents []string
-	entry docEntry // read's scratch
+	ix       *index
+	df       []int    // by term id: how many sentences hold the term
+	stems    []string // by term id: the stem (the vocabulary's key)
+	local    []int32  // by term id: its local id in the document being read, -1 when none yet
+	rec      []int32  // by local id: the term id, for the document being added
+	words    map[string]wordTerms
+	ids      []int32
+	sents    []string
+	entry    docEntry // read's scratch: the document's entry, but its stems
+	docStems []string // read's scratch: by local id, the stem
 
 	entries []*docEntry // buildIndex's, by document: its cached entry or nil
 }
@@ -276,9 +282,8 @@ func (b *indexBuilder) release() {
 	clear(b.words)
 	clear(b.sents[:cap(b.sents)])
 	clear(b.stems[:cap(b.stems)])
-	e := &b.entry
-	clear(e.stems[:cap(e.stems)])
-	e.content, e.stems = "", e.stems[:0]
+	clear(b.docStems[:cap(b.docStems)])
+	b.entry.content, b.docStems = "", b.docStems[:0]
 	b.ix, b.df, b.ids, b.sents = nil, b.df[:0], b.ids[:0], b.sents[:0]
 	b.stems, b.local, b.rec = b.stems[:0], b.local[:0], b.rec[:0]
 	builders.Put(b)
