@@ -3,11 +3,13 @@ package builtin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/synth"
 )
 
 // benchRecord is a record with a 5×1 KB context, a six-sentence cited answer, a question and a
@@ -55,6 +57,59 @@ func BenchmarkBuiltin(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/record")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(res)), "ns/metric")
+}
+
+// BenchmarkBuiltinSynth scores loadgen's records (internal/synth: 5 × 1 KB documents drawn
+// from a small set of articles), 200 turns in turn: documents repeat from record to record, as
+// a service's popular passages do.
+func BenchmarkBuiltinSynth(b *testing.B) {
+	s := New(Options{})
+	g := synth.New(synth.Options{Seed: 1})
+	recs := make([]*record.Record, 200)
+	for i := range recs {
+		t := g.Next(time.Unix(0, 0))
+		r := &record.Record{TraceID: "bench", Service: t.Service, Query: t.Query, Answer: t.Answer}
+		for _, d := range t.Documents {
+			sc := d.Score
+			r.Documents = append(r.Documents, record.Document{ID: d.ID, Score: &sc, Content: d.Content})
+		}
+		r.Normalize(time.Unix(0, 0))
+		recs[i] = r
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := s.Score(ctx, recs[i%len(recs)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkBuiltinNewDocuments scores benchRecord with documents never seen before: 2,000
+// variants (10 MB) in turn, more than the builtin scorer keeps of the documents it read.
+func BenchmarkBuiltinNewDocuments(b *testing.B) {
+	s := New(Options{})
+	base := benchRecord()
+	recs := make([]*record.Record, 2000)
+	for i := range recs {
+		r := *base
+		r.Documents = slices.Clone(base.Documents)
+		for k := range r.Documents {
+			r.Documents[k].Content = fmt.Sprintf("Edition %d. %s", i, r.Documents[k].Content)
+		}
+		recs[i] = &r
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := s.Score(ctx, recs[i%len(recs)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
 }
 
 func BenchmarkFaithfulness(b *testing.B) {

@@ -45,6 +45,9 @@ func (o Options) Validate() error {
 }
 
 // Scorer is the builtin scorer. It is safe for concurrent use: it keeps no state per record.
+// What it derives from a document's content alone is kept for the next records that retrieve
+// the same document, in a cache shared by the process and bounded in bytes (doccache.go); the
+// values do not depend on it.
 type Scorer struct {
 	threshold float64
 	metrics   map[string]bool

@@ -58,57 +58,55 @@ const (
 	antonymFactor  = 0.6  // claim uses a word whose antonym (and not the word) is in the window
 )
 
-// newIndex builds the index over docs.
+// newIndex builds the index over docs, with the documents' entries kept by docs.
 func newIndex(docs []record.Document) *index {
-	ix := &index{vocab: map[string]int32{}}
+	return buildIndex(docs, sharedDocCache)
+}
+
+// buildIndex builds the index over docs. A document whose content c holds (nil: none) is not
+// read again: its entry gives its sentences' terms, which only need this record's vocabulary
+// ids. Either way the index is the same, bit for bit: ids are given in order of first
+// occurrence in the context, and each window holds the same terms.
+func buildIndex(docs []record.Document, c *docCache) *index {
+	ix := &index{}
 	b := getBuilder(ix)
 	defer b.release()
-	nSent := 0
+	// The entries at hand first: they tell (at most) how many terms and windows to make room for.
+	entries := b.entries[:0]
+	defer func() { clear(entries); b.entries = entries[:0] }()
+	nTerms, nWin := 0, 0
 	budget := maxContextBytes
-	ix.docWin = make([][2]int, len(docs))
-	// The builder's id buffer serves every sentence, and its sentence buffer every document:
-	// what outlives a sentence is copied (its window's terms) or a string (the vocabulary's keys).
-	ids, sents := b.ids, b.sents
-	defer func() { b.ids, b.sents = ids, sents }()
 	for d := range docs {
+		content := docs[d].Content
+		if len(content) > budget {
+			content = content[:budget] // the key is what is indexed, never the whole content
+		}
+		budget -= len(content)
+		e := c.get(content)
+		if e != nil {
+			nTerms += len(e.ends)
+			nWin += e.windows()
+		}
+		entries = append(entries, e)
+	}
+	ix.vocab = make(map[string]int32, nTerms)
+	ix.windows = make([]window, 0, nWin)
+	nSent := 0
+	budget = maxContextBytes
+	ix.docWin = make([][2]int, len(docs))
+	for d, e := range entries {
 		ix.docWin[d][0] = len(ix.windows)
 		content := docs[d].Content
 		if len(content) > budget {
 			content = content[:budget]
 		}
 		budget -= len(content)
-		sents = text.AppendSentences(sents[:0], content)
-		for _, sent := range sents {
-			ids = ids[:0]
-			neg := false
-			for word := range rawWords(sent) {
-				w := b.terms(word)
-				neg = neg || w.neg
-				ids = append(ids, w.ids[:w.n]...)
-			}
-			if len(ids) == 0 {
-				continue
-			}
-			nSent++
-			uniq := slices.Clone(ids)
-			slices.Sort(uniq)
-			uniq = slices.Compact(uniq)
-			for _, id := range uniq {
-				b.df[id]++
-			}
-			if len(ids) <= windowTerms {
-				ix.windows = append(ix.windows, window{terms: uniq, neg: neg})
-				continue
-			}
-			// A run-on sentence (a table row, an unpunctuated chunk): overlapping windows.
-			for start := 0; start < len(ids); start += windowTerms / 2 {
-				w := slices.Clone(ids[start:min(start+windowTerms, len(ids))])
-				slices.Sort(w)
-				ix.windows = append(ix.windows, window{terms: slices.Compact(w), neg: neg})
-				if start+windowTerms >= len(ids) {
-					break
-				}
-			}
+		if e != nil {
+			nSent += b.add(e, nil)
+		} else if content != "" {
+			e := b.read(content)
+			nSent += b.add(e, b.rec)
+			c.put(e, b.docStems)
 		}
 		ix.docWin[d][1] = len(ix.windows)
 	}
@@ -121,6 +119,106 @@ func newIndex(docs []record.Document) *index {
 	}
 	ix.novel = math.Log(1 + n/0.5)
 	return ix
+}
+
+// read splits content into sentences and words and returns its entry, in b's scratch (valid
+// until the next read) and without its stems: b.rec maps its local ids to the vocabulary's,
+// which read extends with the document's new stems in order of first occurrence, and
+// b.docStems holds its stems.
+func (b *indexBuilder) read(content string) *docEntry {
+	e := &b.entry
+	e.content, e.terms, e.sents, e.wins = content, e.terms[:0], e.sents[:0], e.wins[:0]
+	rec := b.rec[:0]
+	// The id buffer serves every sentence, and the sentence buffer the document.
+	ids := b.ids
+	sents := text.AppendSentences(b.sents[:0], content)
+	for _, sent := range sents {
+		ids = ids[:0]
+		neg := false
+		for word := range rawWords(sent) {
+			w := b.terms(word)
+			neg = neg || w.neg
+			for _, id := range w.ids[:w.n] {
+				l := b.local[id]
+				if l < 0 {
+					l = int32(len(rec))
+					b.local[id] = l
+					rec = append(rec, id)
+				}
+				ids = append(ids, l)
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		s := docSent{neg: neg}
+		s.uniq = e.appendSet(ids)
+		if len(ids) > windowTerms {
+			// A run-on sentence (a table row, an unpunctuated chunk): overlapping windows.
+			s.wins[0] = int32(len(e.wins))
+			for start := 0; start < len(ids); start += windowTerms / 2 {
+				e.wins = append(e.wins, e.appendSet(ids[start:min(start+windowTerms, len(ids))]))
+				if start+windowTerms >= len(ids) {
+					break
+				}
+			}
+			s.wins[1] = int32(len(e.wins))
+		}
+		e.sents = append(e.sents, s)
+	}
+	for _, id := range rec {
+		b.local[id] = -1
+	}
+	stems := b.docStems[:0]
+	for _, id := range rec {
+		stems = append(stems, b.stems[id])
+	}
+	b.docStems = stems
+	b.ids, b.sents, b.rec = ids, sents, rec
+	return e
+}
+
+// add appends the windows of the document e to the index and counts its sentences' terms,
+// and returns how many sentences it has. rec maps e's local ids to vocabulary ids (nil: add
+// looks its stems up, adding the new ones in order).
+func (b *indexBuilder) add(e *docEntry, rec []int32) int {
+	if rec == nil {
+		rec = b.rec[:0]
+		from := int32(0)
+		for _, end := range e.ends {
+			stem := e.stems[from:end]
+			from = end
+			id, ok := b.ix.vocab[stem]
+			if !ok {
+				id = b.newID(stem)
+			}
+			rec = append(rec, id)
+		}
+		b.rec = rec
+	}
+	// One array holds every window's terms: they are read only.
+	ids := make([]int32, len(e.terms))
+	for i, l := range e.terms {
+		ids[i] = rec[l]
+	}
+	ix := b.ix
+	for _, s := range e.sents {
+		uniq := ids[s.uniq[0]:s.uniq[1]:s.uniq[1]]
+		slices.Sort(uniq)
+		for _, id := range uniq {
+			b.df[id]++
+		}
+		if s.wins[0] == s.wins[1] {
+			ix.windows = append(ix.windows, window{terms: uniq, neg: s.neg})
+			continue
+		}
+		for _, w := range e.wins[s.wins[0]:s.wins[1]] {
+			terms := ids[w[0]:w[1]:w[1]]
+			slices.Sort(terms)
+			ix.windows = append(ix.windows, window{terms: terms, neg: s.neg})
+		}
+	}
+	return len(e.sents)
 }
 
 // postings builds ix.post and ix.postAt over ix.windows for a vocabulary of n terms.
@@ -149,11 +247,18 @@ func (ix *index) postings(n int) {
 // vocabulary once, and remembered with its ids. Builders are pooled: record after record, the
 // word table and the buffers keep their capacity instead of growing anew.
 type indexBuilder struct {
-	ix    *index
-	df    []int // by term id: how many sentences hold the term
-	words map[string]wordTerms
-	ids   []int32
-	sents []string
+	ix       *index
+	df       []int    // by term id: how many sentences hold the term
+	stems    []string // by term id: the stem (the vocabulary's key)
+	local    []int32  // by term id: its local id in the document being read, -1 when none yet
+	rec      []int32  // by local id: the term id, for the document being added
+	words    map[string]wordTerms
+	ids      []int32
+	sents    []string
+	entry    docEntry // read's scratch: the document's entry, but its stems
+	docStems []string // read's scratch: by local id, the stem
+
+	entries []*docEntry // buildIndex's, by document: its cached entry or nil
 }
 
 var builders = sync.Pool{New: func() any { return &indexBuilder{words: map[string]wordTerms{}} }}
@@ -168,16 +273,30 @@ func getBuilder(ix *index) *indexBuilder {
 	return b
 }
 
-// release empties b, dropping what refers to the record (the table's keys and the sentences
-// are substrings of its documents), and returns it to the pool.
+// release empties b, dropping what refers to the record (the table's keys, the stems and the
+// sentences are substrings of its documents), and returns it to the pool.
 func (b *indexBuilder) release() {
 	if len(b.words) > maxPooledWords {
 		return
 	}
 	clear(b.words)
 	clear(b.sents[:cap(b.sents)])
+	clear(b.stems[:cap(b.stems)])
+	clear(b.docStems[:cap(b.docStems)])
+	b.entry.content, b.docStems = "", b.docStems[:0]
 	b.ix, b.df, b.ids, b.sents = nil, b.df[:0], b.ids[:0], b.sents[:0]
+	b.stems, b.local, b.rec = b.stems[:0], b.local[:0], b.rec[:0]
 	builders.Put(b)
+}
+
+// newID adds stem to the vocabulary.
+func (b *indexBuilder) newID(stem string) int32 {
+	id := int32(len(b.ix.vocab))
+	b.ix.vocab[stem] = id
+	b.df = append(b.df, 0)
+	b.stems = append(b.stems, stem)
+	b.local = append(b.local, -1)
+	return id
 }
 
 // wordTerms is what one written word contributes to a window: the ids of its indexed tokens
@@ -206,9 +325,7 @@ func (b *indexBuilder) terms(word string) wordTerms {
 		}
 		id, ok := b.ix.vocab[t.stem]
 		if !ok {
-			id = int32(len(b.ix.vocab))
-			b.ix.vocab[t.stem] = id
-			b.df = append(b.df, 0)
+			id = b.newID(t.stem)
 		}
 		w.ids[w.n] = id
 		w.n++
