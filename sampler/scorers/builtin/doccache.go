@@ -88,8 +88,9 @@ func (e *docEntry) clone(stems []string) *docEntry {
 }
 
 // docCacheBytes bounds the memory the builtin scorer keeps for the documents it indexed
-// lately (their content and derived terms), shared by every scorer of the process.
-const docCacheBytes = 8 << 20
+// lately (their content and derived terms), shared by every scorer of the process: ≈ 1,200
+// documents of 1 KB, a small share of a sidecar's memory (the GC keeps up to as much again).
+const docCacheBytes = 4 << 20
 
 // sharedDocCache serves every index of the process.
 var sharedDocCache = newDocCache(docCacheBytes)
