@@ -88,16 +88,18 @@ type Assembler struct {
 	// released at complete_wait. Unset, assembly runs exactly as before complete_wait existed.
 	early bool
 
-	mu           sync.Mutex
-	traces       map[pcommon.TraceID]*trace
-	deadlines    [numLists]deadlineList
-	oldest       *trace // arrival list, oldest first
-	newest       *trace
-	bytes        int64
-	backlog      []*trace // evicted traces waiting for the worker
-	backlogBytes int64
-	lateFeedback []Span
-	done         recentSet
+	mu        sync.Mutex
+	traces    map[pcommon.TraceID]*trace
+	deadlines [numLists]deadlineList
+	oldest    *trace // arrival list, oldest first
+	newest    *trace
+	bytes     int64
+	// fastTickBytes is the package's constant; tests lower it.
+	fastTickBytes int64
+	backlog       []*trace // evicted traces waiting for the worker
+	backlogBytes  int64
+	lateFeedback  []Span
+	done          recentSet
 
 	procMu sync.Mutex
 
@@ -148,20 +150,21 @@ func New(s Settings) (*Assembler, error) {
 		return nil, fmt.Errorf("assemble: register metrics: %w", err)
 	}
 	a := &Assembler{
-		cfg:      s.Config,
-		next:     s.Next,
-		feedback: s.Feedback,
-		log:      s.Logger,
-		now:      s.Now,
-		m:        m,
-		upstream: s.UpstreamProbability,
-		conv:     s.Conversation,
-		variants: defaultVariantKeys,
-		early:    s.Config.CompleteWait < s.Config.Wait,
-		traces:   make(map[pcommon.TraceID]*trace),
-		done:     newRecentSet(min(max(s.Config.MaxTraces, 1024), 1<<17)),
-		kick:     make(chan struct{}, 1),
-		baseCtx:  context.Background(),
+		cfg:           s.Config,
+		next:          s.Next,
+		feedback:      s.Feedback,
+		log:           s.Logger,
+		now:           s.Now,
+		m:             m,
+		upstream:      s.UpstreamProbability,
+		conv:          s.Conversation,
+		variants:      defaultVariantKeys,
+		early:         s.Config.CompleteWait < s.Config.Wait,
+		fastTickBytes: fastTickBytes,
+		traces:        make(map[pcommon.TraceID]*trace),
+		done:          newRecentSet(min(max(s.Config.MaxTraces, 1024), 1<<17)),
+		kick:          make(chan struct{}, 1),
+		baseCtx:       context.Background(),
 	}
 	if s.VariantAttributes != nil {
 		a.variants = newVariantKeys(s.VariantAttributes)
@@ -432,7 +435,8 @@ func (a *Assembler) Start(ctx context.Context) error {
 // itself when complete traces are released early, between 10 ms and 250 ms. A complete trace
 // then leaves between complete_wait and twice that after its root. A finer tick (a quarter of
 // complete_wait) cost ≈ 15 % more CPU per trace at 1,000 traces/s for the smaller bursts it
-// hands downstream, and saved no memory worth measuring (docs/performance.md).
+// hands downstream, and saved no memory worth measuring there (docs/performance.md); the
+// worker ticks finer only while the traces held weigh more than fastTickBytes.
 func (a *Assembler) tickInterval() time.Duration {
 	d := a.cfg.Wait / 4
 	if a.early {
@@ -441,9 +445,17 @@ func (a *Assembler) tickInterval() time.Duration {
 	return min(max(d, 10*time.Millisecond), 250*time.Millisecond)
 }
 
+// fastTickBytes is the weight of held traces above which the worker ticks eight times as
+// often. At full speed most of ragwatch's memory is traces whose complete_wait is over,
+// waiting for the next tick (a complete trace leaves between complete_wait and twice that):
+// a finer tick brings that toward complete_wait. Below it the coarse tick keeps the bursts
+// handed downstream large, which costs less per trace at moderate rates.
+const fastTickBytes = 8 << 20
+
 func (a *Assembler) loop(stop <-chan struct{}, every time.Duration) {
 	defer a.wg.Done()
-	t := time.NewTicker(every)
+	fast := max(every/8, time.Millisecond)
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
 		select {
@@ -453,7 +465,19 @@ func (a *Assembler) loop(stop <-chan struct{}, every time.Duration) {
 		case <-a.kick:
 		}
 		a.process(a.baseCtx, a.now(), false)
+		t.Reset(a.nextTick(every, fast))
 	}
+}
+
+// nextTick is how long the worker waits for its next tick: fast while the traces held weigh
+// more than fastTickBytes, else every.
+func (a *Assembler) nextTick(every, fast time.Duration) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.bytes > a.fastTickBytes {
+		return fast
+	}
+	return every
 }
 
 // Shutdown stops the worker, then assembles and delivers every trace still held. It is

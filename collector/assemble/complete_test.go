@@ -241,3 +241,32 @@ func TestDanglingMatchesScan(t *testing.T) {
 		}
 	}
 }
+
+// The worker ticks eight times as often while the traces held weigh more than
+// fastTickBytes, so that at full speed complete traces do not wait a whole tick more.
+func TestFastTickWhileHeavy(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	every, fast := 250*time.Millisecond, 31*time.Millisecond
+	if got := h.a.nextTick(every, fast); got != every {
+		t.Fatalf("nothing held: next tick in %v, want %v", got, every)
+	}
+	h.consumeAt(t, 0, build(t, 1, "s", retrieverSpan(), llmSpan(ms(60), ms(900))))
+	held := h.a.bytes
+	if held <= 0 {
+		t.Fatalf("held bytes %d after a trace", held)
+	}
+	h.a.fastTickBytes = held
+	if got := h.a.nextTick(every, fast); got != every {
+		t.Fatalf("held %d bytes, at the threshold: next tick in %v, want %v", held, got, every)
+	}
+	h.a.fastTickBytes = held - 1
+	if got := h.a.nextTick(every, fast); got != fast {
+		t.Fatalf("held %d bytes, over the threshold: next tick in %v, want %v", held, got, fast)
+	}
+	if err := h.a.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.a.nextTick(every, fast); got != every {
+		t.Fatalf("all released: next tick in %v, want %v", got, every)
+	}
+}
