@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -744,5 +746,33 @@ func TestInputsConcurrently(t *testing.T) {
 	}
 	if jn := outcomeOf(t, reg, "session", "joined"); jn != workers*(n-1) {
 		t.Fatalf("session joined = %v", jn)
+	}
+}
+
+// appendTrimmed keeps exactly what record.TrimHistory keeps of h followed by add, in a slice
+// of its own length.
+func TestAppendTrimmedIsTrimHistory(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	msg := func() record.Message {
+		return record.Message{Role: record.RoleUser, Content: strings.Repeat("x", rng.IntN(40))}
+	}
+	for range 2000 {
+		h := make([]record.Message, rng.IntN(8))
+		for i := range h {
+			h[i] = msg()
+		}
+		add := make([]record.Message, rng.IntN(3))
+		for i := range add {
+			add[i] = msg()
+		}
+		turns, bytes := rng.IntN(6), rng.IntN(120)
+		want, _ := record.TrimHistory(append(slices.Clone(h), add...), turns, bytes)
+		got := appendTrimmed(h, add, turns, bytes)
+		if !slices.Equal(got, want) {
+			t.Fatalf("h %v add %v turns %d bytes %d: got %v, want %v", h, add, turns, bytes, got, want)
+		}
+		if len(add) > 0 && cap(got) != len(got) {
+			t.Fatalf("cap %d for %d messages: dropped messages stay reachable", cap(got), len(got))
+		}
 	}
 }

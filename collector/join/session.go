@@ -87,7 +87,9 @@ func (j *Join) session(ctx context.Context, r *record.Record, now time.Time) *re
 			c.Turn = st.Turns + 1
 		}
 		if c.History == nil && len(st.History) > 0 {
-			c.History = slices.Clone(st.History)
+			// Shared: no consumer changes a history's messages in place, and the session
+			// replaces its slice rather than change it.
+			c.History = slices.Clip(st.History)
 		}
 		out = &c
 	}
@@ -99,15 +101,17 @@ func (j *Join) session(ctx context.Context, r *record.Record, now time.Time) *re
 	if r.History != nil {
 		h = r.History
 	}
-	h = slices.Clip(h)
+	var turn [2]record.Message
+	n := 0
 	if r.Query != "" {
-		h = append(h, record.Message{Role: record.RoleUser, Content: strings.Clone(r.Query)})
+		turn[n] = record.Message{Role: record.RoleUser, Content: strings.Clone(r.Query)}
+		n++
 	}
 	if r.Answer != "" {
-		h = append(h, record.Message{Role: record.RoleAssistant, Content: strings.Clone(r.Answer)})
+		turn[n] = record.Message{Role: record.RoleAssistant, Content: strings.Clone(r.Answer)}
+		n++
 	}
-	kept, _ = record.TrimHistory(h, j.s.MaxHistoryTurns, j.s.MaxHistoryBytes)
-	st.History = slices.Clone(kept)
+	st.History = appendTrimmed(h, turn[:n], j.s.MaxHistoryTurns, j.s.MaxHistoryBytes)
 	var e sessionEntry
 	async := j.async.Load()
 	if j.s.KV != nil {
@@ -134,6 +138,41 @@ func (j *Join) session(ctx context.Context, r *record.Record, now time.Time) *re
 		j.persistValue(ctx, sessPrefix+kvKey(id), e)
 	}
 	return out
+}
+
+// appendTrimmed returns h followed by add, bounded as record.TrimHistory bounds it, in one
+// new slice of its length (nothing dropped stays reachable through it); h itself when add is
+// empty and h is within the bounds.
+func appendTrimmed(h, add []record.Message, maxTurns, maxBytes int) []record.Message {
+	n := len(h) + len(add)
+	at := func(i int) record.Message {
+		if i < len(h) {
+			return h[i]
+		}
+		return add[i-len(h)]
+	}
+	start := 0
+	if maxTurns > 0 && n > maxTurns {
+		start = n - maxTurns
+	}
+	if maxBytes > 0 {
+		size := 0
+		for i := n - 1; i >= start; i-- {
+			size += len(at(i).Content)
+			if size > maxBytes {
+				start = i + 1
+				break
+			}
+		}
+	}
+	if len(add) == 0 && start == 0 {
+		return h
+	}
+	out := make([]record.Message, 0, n-start)
+	if start < len(h) {
+		out = append(out, h[start:]...)
+	}
+	return append(out, add[max(start-len(h), 0):]...)
 }
 
 // flushSessions writes the sessions changed since the last flush.
