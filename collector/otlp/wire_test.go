@@ -381,8 +381,7 @@ func BenchmarkDecodeExport(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		defer benchcpu.Report(b)()
 		for b.Loop() {
-			req := ptraceotlp.NewExportRequest()
-			if err := req.UnmarshalProto(body); err != nil {
+			if err := ptraceotlp.NewExportRequest().UnmarshalProto(body); err != nil {
 				b.Fatal(err)
 			}
 		}

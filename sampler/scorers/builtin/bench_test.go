@@ -63,7 +63,6 @@ func BenchmarkBuiltin(b *testing.B) {
 // from a small set of articles), 200 turns in turn: documents repeat from record to record, as
 // a service's popular passages do.
 func BenchmarkBuiltinSynth(b *testing.B) {
-	s := New(Options{})
 	g := synth.New(synth.Options{Seed: 1})
 	recs := make([]*record.Record, 200)
 	for i := range recs {
@@ -76,21 +75,12 @@ func BenchmarkBuiltinSynth(b *testing.B) {
 		r.Normalize(time.Unix(0, 0))
 		recs[i] = r
 	}
-	ctx := context.Background()
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		if _, err := s.Score(ctx, recs[i%len(recs)]); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
+	scoreInTurn(b, recs)
 }
 
 // BenchmarkBuiltinNewDocuments scores benchRecord with documents never seen before: 2,000
 // variants (10 MB) in turn, more than the builtin scorer keeps of the documents it read.
 func BenchmarkBuiltinNewDocuments(b *testing.B) {
-	s := New(Options{})
 	base := benchRecord()
 	recs := make([]*record.Record, 2000)
 	for i := range recs {
@@ -101,6 +91,20 @@ func BenchmarkBuiltinNewDocuments(b *testing.B) {
 		}
 		recs[i] = &r
 	}
+	scoreInTurn(b, recs)
+}
+
+func BenchmarkFaithfulness(b *testing.B) {
+	r := benchRecord()
+	b.ReportAllocs()
+	for b.Loop() {
+		Faithfulness(r.Answer, r.Documents)
+	}
+}
+
+// scoreInTurn scores recs one after another, round and round, for b.N records.
+func scoreInTurn(b *testing.B, recs []*record.Record) {
+	s := New(Options{})
 	ctx := context.Background()
 	b.ReportAllocs()
 	i := 0
@@ -109,13 +113,5 @@ func BenchmarkBuiltinNewDocuments(b *testing.B) {
 			b.Fatal(err)
 		}
 		i++
-	}
-}
-
-func BenchmarkFaithfulness(b *testing.B) {
-	r := benchRecord()
-	b.ReportAllocs()
-	for b.Loop() {
-		Faithfulness(r.Answer, r.Documents)
 	}
 }
