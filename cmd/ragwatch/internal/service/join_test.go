@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"reflect"
@@ -59,5 +60,45 @@ func TestJoinInputs(t *testing.T) {
 		if got, ok := m[k]; !ok || got != v {
 			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
 		}
+	}
+}
+
+// TestSessionSurvivesRestart: the running app writes its sessions to the join's bucket when it
+// shuts down, and the next app on the same store numbers the conversation's next turn from
+// them, with its history.
+func TestSessionSurvivesRestart(t *testing.T) {
+	cfg := testConfig(t)
+	turn := func(e *env, trace, q, a string) *record.Record {
+		t.Helper()
+		resp, err := http.Post(e.base+"/api/v1/records", "application/json", strings.NewReader(
+			`{"trace_id":"`+trace+`","service":"chat","session_id":"s-7","query":"`+q+`","answer":"`+a+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("POST /api/v1/records = %d", resp.StatusCode)
+		}
+		var r *record.Record
+		testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "record "+trace, func() bool {
+			r = e.sink.get(trace)
+			return r != nil
+		})
+		return r
+	}
+	first := startEnv(t, cfg)
+	turn(first, "00000000000000000000000000000b01", "q1", "a1")
+	turn(first, "00000000000000000000000000000b02", "q2", "a2")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := first.app.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	next := startEnv(t, cfg) // the same store directory
+	r := turn(next, "00000000000000000000000000000b03", "q3", "a3")
+	want := []record.Message{{Role: "user", Content: "q1"}, {Role: "assistant", Content: "a1"}, {Role: "user", Content: "q2"}, {Role: "assistant", Content: "a2"}}
+	if r.Turn != 3 || !reflect.DeepEqual(r.History, want) {
+		t.Fatalf("turn after restart: %d %+v, want 3 %+v", r.Turn, r.History, want)
 	}
 }
