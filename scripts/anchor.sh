@@ -17,6 +17,8 @@
 #   CONFIGS   which ragwatch runs: "rate0 defaults" (default), or one of them
 #   PROTOCOL  how loadgen sends to both: grpc (default), http (OTLP/HTTP protobuf), http-json
 #             (OTLP/HTTP JSON)
+#   ROUNDS    run the Collector and then each ragwatch config this many times, alternating, and
+#             print the median of each figure and of the per-round ratios (default 1)
 set -euo pipefail
 export GOTOOLCHAIN=go1.27.3 # the project's toolchain; machines start on an older Go with GOTOOLCHAIN=local
 
@@ -91,40 +93,44 @@ service:
       receivers: [otlp]
       exporters: [nop]
 YAML
-"$OTELCOL" --config "$tmp/otelcol.yaml" >"$tmp/otelcol.log" 2>&1 &
-cpid=$!
-for _ in $(seq 1 300); do
-	port_free $port || break
-	kill -0 "$cpid" 2>/dev/null || { echo "otelcol exited:"; cat "$tmp/otelcol.log"; exit 1; }
-	sleep 0.1
-done
-port_free $port && { echo "otelcol not listening after 30s:"; cat "$tmp/otelcol.log"; exit 1; }
-ticks() { awk '{ print $14 + $15 }' "/proc/$cpid/stat"; }
-c0=$(ticks)
-"$LG" loadgen --protocol "$PROTOCOL" --endpoint "$send_to" $LOADGEN_ARGS | tee "$tmp/lg.out"
-# Until idle: the Collector has nothing queued, but count its tail the same way as ragwatch's.
-for _ in $(seq 1 10); do
-	a=$(ticks)
-	sleep 1
-	(($(ticks) - a < tck / 20)) && break
-done
-c1=$(ticks)
-hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$cpid/status")
-kill -TERM "$cpid"
-wait "$cpid" 2>/dev/null || true
-cpid=""
-sent=$(awk -F'traces=' 'NF > 1 { split($2, a, " "); print a[1] }' "$tmp/lg.out" | head -1)
-if [[ -z "$sent" || "$sent" == 0 ]]; then
-	echo "loadgen sent nothing to otelcol:"
-	cat "$tmp/otelcol.log"
-	exit 1
-fi
-col_us=$(awk -v c="$((c1 - c0))" -v t="$tck" -v n="$sent" 'BEGIN { printf "%.1f", c / t * 1e6 / n }')
-col_mib=$((hwm / 1024))
-echo "otelcol: sent=$sent cpu_us_per_trace=$col_us vmhwm_mib=$col_mib"
+collector() {
+	"$OTELCOL" --config "$tmp/otelcol.yaml" >"$tmp/otelcol.log" 2>&1 &
+	cpid=$!
+	for _ in $(seq 1 300); do
+		port_free $port || break
+		kill -0 "$cpid" 2>/dev/null || { echo "otelcol exited:"; cat "$tmp/otelcol.log"; exit 1; }
+		sleep 0.1
+	done
+	port_free $port && { echo "otelcol not listening after 30s:"; cat "$tmp/otelcol.log"; exit 1; }
+	ticks() { awk '{ print $14 + $15 }' "/proc/$cpid/stat"; }
+	c0=$(ticks)
+	"$LG" loadgen --protocol "$PROTOCOL" --endpoint "$send_to" $LOADGEN_ARGS | tee "$tmp/lg.out"
+	# Until idle: the Collector has nothing queued, but count its tail the same way as ragwatch's.
+	for _ in $(seq 1 10); do
+		a=$(ticks)
+		sleep 1
+		(($(ticks) - a < tck / 20)) && break
+	done
+	c1=$(ticks)
+	hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$cpid/status")
+	kill -TERM "$cpid"
+	wait "$cpid" 2>/dev/null || true
+	cpid=""
+	sent=$(awk -F'traces=' 'NF > 1 { split($2, a, " "); print a[1] }' "$tmp/lg.out" | head -1)
+	if [[ -z "$sent" || "$sent" == 0 ]]; then
+		echo "loadgen sent nothing to otelcol:"
+		cat "$tmp/otelcol.log"
+		exit 1
+	fi
+	col_us=$(awk -v c="$((c1 - c0))" -v t="$tck" -v n="$sent" 'BEGIN { printf "%.1f", c / t * 1e6 / n }')
+	col_mib=$((hwm / 1024))
+	echo "otelcol: sent=$sent cpu_us_per_trace=$col_us vmhwm_mib=$col_mib"
+	echo "$col_us" >>"$tmp/col_us"
+	echo "$col_mib" >>"$tmp/col_mib"
+}
 
-status=0
-for cfg in $CONFIGS; do
+ragwatch_run() {
+	local cfg=$1
 	case $cfg in
 	rate0) extra=$'sampling:\n  rate: 0' ;;
 	defaults) extra="" ;;
@@ -144,9 +150,33 @@ for cfg in $CONFIGS; do
 		lost="MISMATCH"
 		status=1
 	fi
+	ratio=$(awk -v a="$rw_us" -v b="$col_us" 'BEGIN { printf "%.2f", a / b }')
 	echo "anchor $cfg: ragwatch ${rw_us}us/trace ${rw_mib}MiB, otelcol ${col_us}us/trace ${col_mib}MiB," \
-		"cpu ratio $(awk -v a="$rw_us" -v b="$col_us" 'BEGIN { printf "%.2f", a / b }')x;" \
-		"assembled=$assembled sent=$rsent ($lost)"
+		"cpu ratio ${ratio}x; assembled=$assembled sent=$rsent ($lost)"
+	echo "$rw_us" >>"$tmp/$cfg.us"
+	echo "$rw_mib" >>"$tmp/$cfg.mib"
+	echo "$ratio" >>"$tmp/$cfg.ratio"
+}
+
+ROUNDS=${ROUNDS:-1}
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+status=0
+for round in $(seq 1 "$ROUNDS"); do
+	if ((ROUNDS > 1)); then
+		echo "== round $round of $ROUNDS"
+	fi
+	collector
+	for cfg in $CONFIGS; do
+		ragwatch_run "$cfg"
+	done
 done
+if ((ROUNDS > 1)); then
+	echo "== medians of $ROUNDS rounds"
+	echo "otelcol: cpu_us_per_trace $(median <"$tmp/col_us") vmhwm_mib $(median <"$tmp/col_mib")"
+	for cfg in $CONFIGS; do
+		echo "anchor $cfg median: ragwatch $(median <"$tmp/$cfg.us")us/trace $(median <"$tmp/$cfg.mib")MiB," \
+			"cpu ratio $(median <"$tmp/$cfg.ratio")x (per round: $(paste -sd' ' "$tmp/$cfg.ratio"))"
+	done
+fi
 echo "# $(uptime)"
 exit $status
