@@ -93,7 +93,7 @@ type op struct {
 func (j *Join) writer() {
 	defer j.wg.Done()
 	ctx := context.Background()
-	// Sessions (sessionWrites): written as they change, coalesced, only when other sidecars
+	// Sessions: written as they change, coalesced, only when other sidecars
 	// read them from the shared bucket; else once, at shutdown.
 	var flush <-chan time.Time
 	if j.s.PersistSeen {

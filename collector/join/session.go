@@ -115,7 +115,7 @@ func (j *Join) session(ctx context.Context, r *record.Record, now time.Time) *re
 	var e sessionEntry
 	async := j.async.Load()
 	if j.s.KV != nil {
-		if async { // the writer writes it (persistence.go: sessionWrites), not the record path
+		if async { // the writer writes it (Join.writer), not the record path
 			if j.s.PersistSeen {
 				if j.sessDirty == nil {
 					j.sessDirty = make(map[string]struct{})
