@@ -97,6 +97,9 @@ func Build(cfg config.Scoring, reg prometheus.Registerer, logger *slog.Logger, o
 				}
 			}
 			sc = builtin.New(builtin.Options{Metrics: keep})
+			if reg != nil {
+				err = builtin.RegisterMetrics(reg)
+			}
 		case config.BackendOpenAI:
 			sc, err = buildOpenAI(cfg.OpenAI, ms, judges[backend], judgeOpts)
 		case config.BackendAnthropic:

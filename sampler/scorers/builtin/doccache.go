@@ -1,9 +1,13 @@
 package builtin
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // docEntry is what indexing derives from one document's content alone, whatever the other
@@ -188,4 +192,38 @@ func (c *docCache) stats() docCacheStats {
 		entries: len(c.cur) + len(c.prev), bytes: c.curBytes + c.prevBytes,
 		hits: c.hits, misses: c.misses,
 	}
+}
+
+// RegisterMetrics registers the document cache's metrics with reg: how often the builtin
+// scorer found a document's index work done before, and what the cache holds. The cache is the
+// process's, so a second registration with the same registry is not an error.
+func RegisterMetrics(reg prometheus.Registerer) error {
+	c := sharedDocCache
+	lookups := func(hit bool) func() float64 {
+		return func() float64 {
+			st := c.stats()
+			if hit {
+				return float64(st.hits)
+			}
+			return float64(st.misses)
+		}
+	}
+	const lookupsHelp = "Documents the builtin scorer indexed, by whether the index work of the same content was in its cache (result: hit, miss)."
+	for _, col := range []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ragwatch_builtin_document_cache_lookups_total", Help: lookupsHelp,
+			ConstLabels: prometheus.Labels{"result": "hit"}}, lookups(true)),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ragwatch_builtin_document_cache_lookups_total", Help: lookupsHelp,
+			ConstLabels: prometheus.Labels{"result": "miss"}}, lookups(false)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ragwatch_builtin_document_cache_bytes",
+			Help: "Bytes the builtin scorer's cache of indexed documents holds (at most 4 MiB)."},
+			func() float64 { return float64(c.stats().bytes) }),
+	} {
+		if err := reg.Register(col); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return fmt.Errorf("builtin scorer: register metrics: %w", err)
+			}
+		}
+	}
+	return nil
 }

@@ -11,7 +11,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/text"
 )
 
@@ -259,5 +262,53 @@ func TestDocCacheConcurrentUse(t *testing.T) {
 	}
 	if st := c.stats(); st.hits == 0 || st.bytes > 8<<10 {
 		t.Fatalf("cache %+v: want hits within 8 KiB", st)
+	}
+}
+
+// The cache's metrics count a record's documents as misses the first time and hits the next,
+// and a second registration is not an error.
+func TestDocumentCacheMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	for range 2 {
+		if err := RegisterMetrics(reg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() (hits, misses, bytes float64) {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				switch {
+				case mf.GetName() == "ragwatch_builtin_document_cache_bytes":
+					bytes = m.GetGauge().GetValue()
+				case m.GetLabel()[0].GetValue() == "hit":
+					hits = m.GetCounter().GetValue()
+				case m.GetLabel()[0].GetValue() == "miss":
+					misses = m.GetCounter().GetValue()
+				}
+			}
+		}
+		return hits, misses, bytes
+	}
+	r := benchRecord()
+	for k := range r.Documents { // content no other test indexed
+		r.Documents[k].Content = fmt.Sprintf("Metrics test %d. %s", k, r.Documents[k].Content)
+	}
+	h0, m0, _ := read()
+	s := New(Options{Metrics: []string{score.Faithfulness}})
+	if _, err := s.Score(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	h1, m1, b1 := read()
+	if _, err := s.Score(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	h2, m2, _ := read()
+	n := float64(len(r.Documents))
+	if m1-m0 != n || h1 != h0 || h2-h1 != n || m2 != m1 || b1 <= 0 {
+		t.Fatalf("misses %v→%v→%v, hits %v→%v→%v, bytes %v; want %v misses then %v hits", m0, m1, m2, h0, h1, h2, b1, n, n)
 	}
 }
