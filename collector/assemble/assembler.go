@@ -87,19 +87,19 @@ type Assembler struct {
 	// early is set when complete_wait is shorter than wait: complete traces are tracked and
 	// released at complete_wait. Unset, assembly runs exactly as before complete_wait existed.
 	early bool
-
-	mu        sync.Mutex
-	traces    map[pcommon.TraceID]*trace
-	deadlines [numLists]deadlineList
-	oldest    *trace // arrival list, oldest first
-	newest    *trace
-	bytes     int64
-	// fastTickBytes is the package's constant; tests lower it.
+	// fastTickBytes is the constant fastTickBytes; tests lower it.
 	fastTickBytes int64
-	backlog       []*trace // evicted traces waiting for the worker
-	backlogBytes  int64
-	lateFeedback  []Span
-	done          recentSet
+
+	mu           sync.Mutex
+	traces       map[pcommon.TraceID]*trace
+	deadlines    [numLists]deadlineList
+	oldest       *trace // arrival list, oldest first
+	newest       *trace
+	bytes        int64
+	backlog      []*trace // evicted traces waiting for the worker
+	backlogBytes int64
+	lateFeedback []Span
+	done         recentSet
 
 	procMu sync.Mutex
 
@@ -150,22 +150,22 @@ func New(s Settings) (*Assembler, error) {
 		return nil, fmt.Errorf("assemble: register metrics: %w", err)
 	}
 	a := &Assembler{
-		cfg:           s.Config,
-		next:          s.Next,
-		feedback:      s.Feedback,
-		log:           s.Logger,
-		now:           s.Now,
-		m:             m,
-		upstream:      s.UpstreamProbability,
-		conv:          s.Conversation,
-		variants:      defaultVariantKeys,
-		early:         s.Config.CompleteWait < s.Config.Wait,
-		fastTickBytes: fastTickBytes,
-		traces:        make(map[pcommon.TraceID]*trace),
-		done:          newRecentSet(min(max(s.Config.MaxTraces, 1024), 1<<17)),
-		kick:          make(chan struct{}, 1),
-		baseCtx:       context.Background(),
+		cfg:      s.Config,
+		next:     s.Next,
+		feedback: s.Feedback,
+		log:      s.Logger,
+		now:      s.Now,
+		m:        m,
+		upstream: s.UpstreamProbability,
+		conv:     s.Conversation,
+		variants: defaultVariantKeys,
+		early:    s.Config.CompleteWait < s.Config.Wait,
+		traces:   make(map[pcommon.TraceID]*trace),
+		done:     newRecentSet(min(max(s.Config.MaxTraces, 1024), 1<<17)),
+		kick:     make(chan struct{}, 1),
+		baseCtx:  context.Background(),
 	}
+	a.fastTickBytes = fastTickBytes
 	if s.VariantAttributes != nil {
 		a.variants = newVariantKeys(s.VariantAttributes)
 	}
