@@ -78,41 +78,13 @@ func (e *event) feedback() record.Feedback {
 // DecodeEvents decodes the JSON form of feedback: one event or an array of them, strictly
 // (unknown keys are errors), validating each. Errors name the array index.
 func DecodeEvents(data []byte) ([]record.Feedback, error) {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 {
-		return nil, errors.New("empty body")
-	}
-	if err := record.CheckJSON(data, record.DefaultMaxJSONDepth, record.DefaultMaxBatch); err != nil {
+	evs, err := decodeOneOrMany[event](data)
+	if err != nil {
 		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var evs []event
-	if data[0] == '[' {
-		if err := dec.Decode(&evs); err != nil {
-			return nil, fmt.Errorf("invalid JSON: %w", err)
-		}
-		if len(evs) == 0 {
-			return nil, errors.New("empty array")
-		}
-	} else {
-		var e event
-		if err := dec.Decode(&e); err != nil {
-			return nil, fmt.Errorf("invalid JSON: %w", err)
-		}
-		evs = []event{e}
-	}
-	if dec.More() {
-		return nil, errors.New("invalid JSON: trailing data after the value")
 	}
 	var errs []error
 	for i := range evs {
-		if err := evs[i].validate(); err != nil {
-			if len(evs) > 1 {
-				err = prefixErrs(fmt.Sprintf("[%d].", i), err)
-			}
-			errs = append(errs, err)
-		}
+		errs = append(errs, atIndex(i, len(evs), evs[i].validate()))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -122,6 +94,49 @@ func DecodeEvents(data []byte) ([]record.Feedback, error) {
 		out[i] = evs[i].feedback()
 	}
 	return out, nil
+}
+
+// decodeOneOrMany decodes data, one JSON value of T or a non-empty array of them, strictly
+// (unknown keys are errors) and within record.CheckJSON's bounds. Its errors are those the
+// HTTP and NATS intakes tell apart as bad JSON (isSyntax).
+func decodeOneOrMany[T any](data []byte) ([]T, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return nil, errors.New("empty body")
+	}
+	if err := record.CheckJSON(data, record.DefaultMaxJSONDepth, record.DefaultMaxBatch); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var vs []T
+	if data[0] == '[' {
+		if err := dec.Decode(&vs); err != nil {
+			return nil, fmt.Errorf("invalid JSON: %w", err)
+		}
+		if len(vs) == 0 {
+			return nil, errors.New("empty array")
+		}
+	} else {
+		var v T
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("invalid JSON: %w", err)
+		}
+		vs = []T{v}
+	}
+	if dec.More() {
+		return nil, errors.New("invalid JSON: trailing data after the value")
+	}
+	return vs, nil
+}
+
+// atIndex names the array index i on every problem in err when the array holds more than one
+// value (n); nil stays nil.
+func atIndex(i, n int, err error) error {
+	if err == nil || n <= 1 {
+		return err
+	}
+	return prefixErrs(fmt.Sprintf("[%d].", i), err)
 }
 
 func prefixErrs(prefix string, err error) error {

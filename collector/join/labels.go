@@ -1,8 +1,6 @@
 package join
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -57,32 +55,9 @@ func mergeLabels(base *record.Label, ps []pending) *record.Label {
 // validating each: trace_id is required, plus record.Label.Validate. Errors name the array
 // index.
 func DecodeLabels(data []byte) ([]record.Label, error) {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 {
-		return nil, errors.New("empty body")
-	}
-	if err := record.CheckJSON(data, record.DefaultMaxJSONDepth, record.DefaultMaxBatch); err != nil {
+	ls, err := decodeOneOrMany[record.Label](data)
+	if err != nil {
 		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var ls []record.Label
-	if data[0] == '[' {
-		if err := dec.Decode(&ls); err != nil {
-			return nil, fmt.Errorf("invalid JSON: %w", err)
-		}
-		if len(ls) == 0 {
-			return nil, errors.New("empty array")
-		}
-	} else {
-		var l record.Label
-		if err := dec.Decode(&l); err != nil {
-			return nil, fmt.Errorf("invalid JSON: %w", err)
-		}
-		ls = []record.Label{l}
-	}
-	if dec.More() {
-		return nil, errors.New("invalid JSON: trailing data after the value")
 	}
 	var errs []error
 	for i := range ls {
@@ -96,12 +71,7 @@ func DecodeLabels(data []byte) ([]record.Label, error) {
 		if err := ls[i].Validate(); err != nil {
 			lerrs = append(lerrs, unjoin(err)...)
 		}
-		if err := errors.Join(lerrs...); err != nil {
-			if len(ls) > 1 {
-				err = prefixErrs(fmt.Sprintf("[%d].", i), err)
-			}
-			errs = append(errs, err)
-		}
+		errs = append(errs, atIndex(i, len(ls), errors.Join(lerrs...)))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
