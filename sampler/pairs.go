@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/promreg"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/sampler/decide"
 	"github.com/ragwatch/ragwatch/sampler/pairwise"
@@ -53,13 +54,7 @@ func NewPairStage(comps []config.Comparison, d *decide.Decider, budget *decide.B
 		Name: "ragwatch_pairwise_skipped_total",
 		Help: "Joined shadow pairs not sent to the pairwise judge, by reason: not_sampled, budget.",
 	}, []string{"reason"})
-	if err := reg.Register(s.skipped); err != nil {
-		if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
-			s.skipped = are.ExistingCollector.(*prometheus.CounterVec)
-		} else {
-			panic(err)
-		}
-	}
+	s.skipped = promreg.MustRegister(reg, s.skipped)
 	for _, r := range []string{PairSkipNotSampled, PairSkipBudget} {
 		s.skipped.WithLabelValues(r)
 	}

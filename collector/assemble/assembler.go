@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/promreg"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
@@ -843,14 +844,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	// Shared with the session join, which trims the histories it gives: one counter.
-	if err := reg.Register(m.historyDropped); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return nil, err
-		}
-		if c, ok := are.ExistingCollector.(prometheus.Counter); ok {
-			m.historyDropped = c
-		}
+	var err error
+	if m.historyDropped, err = promreg.Register(reg, m.historyDropped); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

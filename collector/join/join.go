@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ragwatch/ragwatch/internal/promreg"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
@@ -277,13 +278,9 @@ func New(s Settings) (*Join, error) {
 		}
 	}
 	// The assembler counts the history it trims from spans in the same counter: share it.
-	if err := s.Registerer.Register(j.historyDropped); err != nil {
-		are, ok := err.(prometheus.AlreadyRegisteredError)
-		c, isCounter := are.ExistingCollector.(prometheus.Counter)
-		if !ok || !isCounter {
-			return nil, fmt.Errorf("join: register metrics: %w", err)
-		}
-		j.historyDropped = c
+	var err error
+	if j.historyDropped, err = promreg.Register(s.Registerer, j.historyDropped); err != nil {
+		return nil, fmt.Errorf("join: register metrics: %w", err)
 	}
 	return j, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/promreg"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
 
@@ -42,7 +43,7 @@ func NewBudget(cfg config.SamplingBudget, now func() time.Time, reg prometheus.R
 	}
 	b := &Budget{perDay: cfg.USDPerDay, reserve: cfg.FeedbackReserveUSD, prices: cfg.Prices, now: now, logger: logger}
 	if reg != nil {
-		registerOrGet(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		promreg.MustRegister(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "ragwatch_sampling_budget_remaining_usd",
 			Help: "Scoring budget left for the current UTC day in US dollars (+Inf without a budget).",
 		}, b.Remaining))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/promreg"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
@@ -64,13 +65,13 @@ func New(cfg config.Sampling, budget *Budget, services *labels.ServiceSet, now f
 	}
 	d := &Decider{budget: budget, now: now, svc: services}
 	d.Update(cfg)
-	d.sampled = registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	d.sampled = promreg.MustRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ragwatch_sampled_total",
 		Help: "Records sampled for scoring, by service and reason (rule name or rate).",
 	}, []string{"service", "reason"}))
 	// An evicted service label (signals.service_ttl) takes its series with it.
 	services.OnEvict(func(service string) { d.sampled.DeletePartialMatch(prometheus.Labels{"service": service}) })
-	d.skipped = registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	d.skipped = promreg.MustRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ragwatch_sampling_skipped_total",
 		Help: "Records not sampled, by reason: rate, rate_limit, budget, rule (a never rule), no_content.",
 	}, []string{"reason"}))

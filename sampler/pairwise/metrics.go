@@ -2,12 +2,13 @@ package pairwise
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"sort"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/internal/promreg"
 )
 
 // MaxComparisons bounds the distinct `comparison` label values; pairs of further comparisons
@@ -36,11 +37,11 @@ func NewRecorder(reg prometheus.Registerer) *Recorder {
 		reg = prometheus.NewRegistry()
 	}
 	return &Recorder{
-		total: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		total: promreg.MustRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_pairwise_total",
 			Help: "Judged shadow pairs by comparison (the configured comparison naming the pair's variants, none otherwise) and outcome from the candidate's side: win, loss, tie, inconsistent (the two position orders disagreed; counted as a tie). Unweighted.",
 		}, []string{"comparison", "outcome"})),
-		rate: registerOrGet(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		rate: promreg.MustRegister(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ragwatch_pairwise_win_rate",
 			Help: "Weighted share of judged pairs the candidate won (ties and inconsistent pairs count half) since start, by comparison; bound=estimate, lower, upper (95 % Wilson interval over the effective sample size).",
 		}, []string{"comparison", "bound"})),
@@ -95,17 +96,4 @@ func (r *Recorder) Handler() http.Handler {
 			Comparisons []Rate `json:"comparisons"`
 		}{r.Rates()})
 	})
-}
-
-func registerOrGet[T prometheus.Collector](reg prometheus.Registerer, c T) T {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
 }

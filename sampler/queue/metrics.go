@@ -1,9 +1,9 @@
 package queue
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/internal/promreg"
 )
 
 // Drop reasons of ragwatch_scoring_dropped_total.
@@ -31,23 +31,23 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg = prometheus.NewRegistry() // unexported metrics, for callers that do not scrape
 	}
 	m := &Metrics{
-		Dropped: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Dropped: promreg.MustRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_scoring_dropped_total",
 			Help: "Sampled records dropped before reaching the scoring queue, by reason: queue_full, storage_full, nats_unavailable, too_large.",
 		}, []string{"reason"})),
-		DeadLetter: registerOrGet(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		DeadLetter: promreg.MustRegister(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ragwatch_scoring_dead_letter_total",
 			Help: "Records moved to the dead-letter subject after failing max_deliver times.",
 		})),
-		Depth: registerOrGet(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+		Depth: promreg.MustRegister(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ragwatch_scoring_queue_depth",
 			Help: "Records in the scoring stream (waiting or being scored), as last polled.",
 		})),
-		InvalidScores: registerOrGet(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		InvalidScores: promreg.MustRegister(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ragwatch_scores_invalid_total",
 			Help: "Messages on the scores subjects that were not a valid score result.",
 		})),
-		StorageFull: registerOrGet(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+		StorageFull: promreg.MustRegister(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ragwatch_scoring_queue_storage_full",
 			Help: "1 while JetStream refuses sampled records for lack of storage (the scoring stream at scoring.queue.max_bytes, or the server's store full), 0 once a record is accepted again.",
 		})),
@@ -56,19 +56,4 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.Dropped.WithLabelValues(r)
 	}
 	return m
-}
-
-// registerOrGet registers c or returns the collector already registered with the same
-// description, so components of one process share a metric.
-func registerOrGet[T prometheus.Collector](reg prometheus.Registerer, c T) T {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
 }

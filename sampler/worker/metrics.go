@@ -1,9 +1,9 @@
 package worker
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/internal/promreg"
 )
 
 // Attempt outcomes besides the score.Outcome* words a scorer reports.
@@ -29,38 +29,38 @@ var EvalBuckets = []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	return &metrics{
-		evalScore: registerOrGet(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		evalScore: promreg.MustRegister(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ragwatch_eval_score",
 			Help:    "Scores of sampled records, and retrieval metrics of every record with relevance labels (0..1, higher is better), by service, variant and metric. Unweighted: weight by 1/p for estimates (docs/sampling.md).",
 			Buckets: EvalBuckets,
 		}, []string{"service", "variant", "metric"})),
-		byTurn: registerOrGet(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		byTurn: promreg.MustRegister(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ragwatch_eval_score_by_turn",
 			Help:    "Scores of sampled records whose turn is known, by service, metric and turn_bucket (1, 2, 3-5, 6+). Unweighted, like ragwatch_eval_score.",
 			Buckets: EvalBuckets,
 		}, []string{"service", "metric", "turn_bucket"})),
-		evalWX: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		evalWX: promreg.MustRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_eval_score_weighted_sum_total",
 			Help: "Sum of w·score over the scores of sampled records (w = 1/p, the record's weight), by service, variant and metric: divided by ragwatch_eval_score_weight_total, the traffic's mean score.",
 		}, []string{"service", "variant", "metric"})),
-		evalW: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		evalW: promreg.MustRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_eval_score_weight_total",
 			Help: "Sum of the weights w = 1/p of the scores of sampled records, by service, variant and metric.",
 		}, []string{"service", "variant", "metric"})),
-		duration: registerOrGet(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		duration: promreg.MustRegister(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ragwatch_scoring_duration_seconds",
 			Help:    "Time one scorer took on one record, by scorer.",
 			Buckets: []float64{0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120},
 		}, []string{"scorer"})),
-		attempts: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		attempts: promreg.MustRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_scoring_attempts_total",
 			Help: "Scorer calls, by scorer and outcome (ok, timeout, rate_limited, parse_error, refused, error, invalid_result).",
 		}, []string{"scorer", "outcome"})),
-		cost: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		cost: promreg.MustRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_scoring_cost_usd_total",
 			Help: "What scoring spent in US dollars, by judge model (priced from sampling.budget.prices, else as the scorer reported).",
 		}, []string{"model"})),
-		tokens: registerOrGet(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		tokens: promreg.MustRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_scoring_tokens_total",
 			Help: "Tokens used by scoring, by judge model and direction (input, output).",
 		}, []string{"model", "direction"})),
@@ -71,16 +71,3 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 // the one already there), for results scored outside a pool: the sampling stage's retrieval
 // metrics.
 func EvalScore(reg prometheus.Registerer) *prometheus.HistogramVec { return newMetrics(reg).evalScore }
-
-func registerOrGet[T prometheus.Collector](reg prometheus.Registerer, c T) T {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
-}

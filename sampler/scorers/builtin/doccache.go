@@ -1,13 +1,14 @@
 package builtin
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/internal/promreg"
 )
 
 // docEntry is what indexing derives from one document's content alone, whatever the other
@@ -218,11 +219,8 @@ func RegisterMetrics(reg prometheus.Registerer) error {
 			Help: "Bytes the builtin scorer's cache of indexed documents holds (at most 4 MiB)."},
 			func() float64 { return float64(c.stats().bytes) }),
 	} {
-		if err := reg.Register(col); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return fmt.Errorf("builtin scorer: register metrics: %w", err)
-			}
+		if _, err := promreg.Register(reg, col); err != nil {
+			return fmt.Errorf("builtin scorer: register metrics: %w", err)
 		}
 	}
 	return nil

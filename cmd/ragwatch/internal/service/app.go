@@ -25,6 +25,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/natsconn"
+	"github.com/ragwatch/ragwatch/internal/promreg"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler"
@@ -287,11 +288,8 @@ func registerRuntime(reg *prometheus.Registry) error {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return fmt.Errorf("register runtime metrics: %w", err)
-			}
+		if _, err := promreg.Register(reg, c); err != nil {
+			return fmt.Errorf("register runtime metrics: %w", err)
 		}
 	}
 	return nil
