@@ -102,8 +102,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 		enc = json.NewEncoder(out)
 	}
 	start, lastProgress := o.Now(), o.Now()
-	batch := make([]*record.Record, 0, o.Concurrency*4)
-	flush := func() error {
+	flush := func(batch []*record.Record) error {
 		lines := scoreBatch(ctx, batch, o)
 		for _, l := range lines {
 			rep.Records++
@@ -124,7 +123,6 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 				}
 			}
 		}
-		batch = batch[:0]
 		if o.Progress != nil && o.Now().Sub(lastProgress) >= o.ProgressEvery {
 			lastProgress = o.Now()
 			el := lastProgress.Sub(start).Seconds()
@@ -132,24 +130,14 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 		}
 		return ctx.Err()
 	}
-	err := eachLine(br, &rep.BadLines, func(line []byte, lineNo int) (bad, fatal error) {
-		r, perr := parse(line, lineNo, o.Now())
-		if perr != nil {
-			return perr, nil
-		}
-		if o.NoHistory {
+	parseRecord := func(line []byte, lineNo int) (*record.Record, error) {
+		r, err := parse(line, lineNo, o.Now())
+		if err == nil && o.NoHistory {
 			r.History = nil
 		}
-		batch = append(batch, r)
-		if len(batch) == cap(batch) {
-			return nil, flush()
-		}
-		return nil, nil
-	})
-	if err != nil {
-		return rep, err
+		return r, err
 	}
-	if err := flush(); err != nil {
+	if err := eachBatch(br, &rep.BadLines, o.Concurrency*4, parseRecord, flush); err != nil {
 		return rep, err
 	}
 	names := make([]string, 0, len(rep.values)+len(errCount))
@@ -178,11 +166,11 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) (*Report, 
 	return rep, nil
 }
 
-// readLine returns the next line without its newline; a line over MaxLineBytes is an error.
-// eachLine reads JSON lines from br: it numbers them, skips blank ones and hands the others to
-// take, which reports a bad line (collected as "line N: problem" in badLines) or an error that
-// stops the run.
-func eachLine(br *bufio.Reader, badLines *[]string, take func(line []byte, lineNo int) (bad, fatal error)) error {
+// eachBatch reads the JSONL lines of br, parses each non-blank one with parse, and hands them
+// to flush in batches of size, the last one shorter (maybe empty). A line parse refuses is recorded in
+// badLines ("line N: ...") and skipped; an error of flush or of reading stops it.
+func eachBatch[T any](br *bufio.Reader, badLines *[]string, size int, parse func(line []byte, lineNo int) (T, error), flush func([]T) error) error {
+	batch := make([]T, 0, size)
 	lineNo := 0
 	for {
 		line, err := readLine(br)
@@ -190,16 +178,18 @@ func eachLine(br *bufio.Reader, badLines *[]string, take func(line []byte, lineN
 			lineNo++
 		}
 		if len(strings.TrimSpace(string(line))) > 0 {
-			bad, fatal := take(line, lineNo)
-			if fatal != nil {
-				return fatal
-			}
+			v, bad := parse(line, lineNo)
 			if bad != nil {
 				*badLines = append(*badLines, fmt.Sprintf("line %d: %v", lineNo, bad))
+			} else if batch = append(batch, v); len(batch) == size {
+				if ferr := flush(batch); ferr != nil {
+					return ferr
+				}
+				batch = batch[:0]
 			}
 		}
 		if errors.Is(err, io.EOF) {
-			return nil
+			return flush(batch)
 		}
 		if err != nil {
 			return fmt.Errorf("read input at line %d: %w", lineNo+1, err)
@@ -207,6 +197,7 @@ func eachLine(br *bufio.Reader, badLines *[]string, take func(line []byte, lineN
 	}
 }
 
+// readLine returns the next line without its newline; a line over MaxLineBytes is an error.
 func readLine(br *bufio.Reader) ([]byte, error) {
 	var buf []byte
 	for {

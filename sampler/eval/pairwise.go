@@ -82,8 +82,7 @@ func RunPairs(ctx context.Context, in io.Reader, out io.Writer, o PairOptions) (
 	}
 	lastProgress := o.Now()
 	br := bufio.NewReaderSize(in, 1<<20)
-	batch := make([]pairJob, 0, o.Concurrency*4)
-	flush := func() error {
+	flush := func(batch []pairJob) error {
 		for _, l := range judgeBatch(ctx, batch, o) {
 			rep.Pairs++
 			if len(l.Errors) > 0 {
@@ -97,28 +96,14 @@ func RunPairs(ctx context.Context, in io.Reader, out io.Writer, o PairOptions) (
 				}
 			}
 		}
-		batch = batch[:0]
 		if o.Progress != nil && o.Now().Sub(lastProgress) >= o.ProgressEvery {
 			lastProgress = o.Now()
 			fmt.Fprintf(o.Progress, "judged %d pairs\n", rep.Pairs)
 		}
 		return ctx.Err()
 	}
-	err := eachLine(br, &rep.BadLines, func(line []byte, lineNo int) (bad, fatal error) {
-		j, perr := parsePair(line, lineNo, o.Now())
-		if perr != nil {
-			return perr, nil
-		}
-		batch = append(batch, j)
-		if len(batch) == cap(batch) {
-			return nil, flush()
-		}
-		return nil, nil
-	})
-	if err != nil {
-		return rep, err
-	}
-	if err := flush(); err != nil {
+	parse := func(line []byte, lineNo int) (pairJob, error) { return parsePair(line, lineNo, o.Now()) }
+	if err := eachBatch(br, &rep.BadLines, o.Concurrency*4, parse, flush); err != nil {
 		return rep, err
 	}
 	rep.Rate = tally.Rate("")
