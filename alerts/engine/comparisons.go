@@ -286,7 +286,7 @@ func (c *comparisons) alert(cp *comparison, service, cand, metric string, ex *ex
 	return a
 }
 
-// active lists the comparisons' firing and recently resolved alerts (Engine.Alerts).
+// alerts lists the comparisons' firing and recently resolved alerts (Engine.Alerts).
 func (c *comparisons) alerts(now time.Time, retention time.Duration) []alerts.Alert {
 	if c == nil {
 		return nil
@@ -295,19 +295,9 @@ func (c *comparisons) alerts(now time.Time, retention time.Duration) []alerts.Al
 	for _, cp := range c.defs {
 		for _, bySvc := range cp.arms {
 			for _, ex := range bySvc {
-				a := ex.last
-				switch {
-				case a == nil:
-					continue
-				case a.Status == alerts.StatusFiring && ex.machine.Firing():
-				case a.Status == alerts.StatusResolved && now.Sub(a.EndsAt) <= retention:
-				default:
-					continue
+				if cp, ok := listed(ex.last, ex.machine.Firing(), now, retention); ok {
+					out = append(out, cp)
 				}
-				cp := *a
-				cp.Labels = copyMap(a.Labels)
-				cp.Evidence = append([]alerts.Evidence{}, a.Evidence...)
-				out = append(out, cp)
 			}
 		}
 	}

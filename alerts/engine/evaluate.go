@@ -75,6 +75,23 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 	return out
 }
 
+// listed returns a copy of a for Alerts when a is firing (and its state machine, firing,
+// still is) or was resolved within retention.
+func listed(a *alerts.Alert, firing bool, now time.Time, retention time.Duration) (alerts.Alert, bool) {
+	switch {
+	case a == nil:
+		return alerts.Alert{}, false
+	case a.Status == alerts.StatusFiring && firing:
+	case a.Status == alerts.StatusResolved && now.Sub(a.EndsAt) <= retention:
+	default:
+		return alerts.Alert{}, false
+	}
+	cp := *a
+	cp.Labels = copyMap(a.Labels)
+	cp.Evidence = append([]alerts.Evidence{}, a.Evidence...)
+	return cp, true
+}
+
 // ResolvedResend is how long after resolving an alert is still handed to the sink.
 const ResolvedResend = 5 * time.Minute
 
@@ -88,16 +105,9 @@ func (e *Engine) Alerts() []alerts.Alert {
 		for _, in := range r.instances {
 			for sev, a := range in.Last {
 				m := in.Machines[sev]
-				switch {
-				case a.Status == alerts.StatusFiring && m != nil && m.Firing():
-				case a.Status == alerts.StatusResolved && now.Sub(a.EndsAt) <= e.retention:
-				default:
-					continue
+				if cp, ok := listed(a, m != nil && m.Firing(), now, e.retention); ok {
+					out = append(out, cp)
 				}
-				cp := *a
-				cp.Labels = copyMap(a.Labels)
-				cp.Evidence = append([]alerts.Evidence{}, a.Evidence...)
-				out = append(out, cp)
 			}
 		}
 	}
