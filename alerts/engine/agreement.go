@@ -65,14 +65,9 @@ type heldScore struct {
 	value          float64
 }
 
-// score returns the record's score of metric m.
-func (p *pending) score(m string) (heldScore, bool) {
-	for _, h := range p.scores {
-		if h.metric == m {
-			return h, true
-		}
-	}
-	return heldScore{}, false
+// score returns the index of the record's score of metric m in p.scores, or -1.
+func (p *pending) score(m string) int {
+	return slices.IndexFunc(p.scores, func(h heldScore) bool { return h.metric == m })
 }
 
 // maxInterned bounds agreementState.names; names beyond it are kept as they come.
@@ -212,7 +207,7 @@ func (e *Engine) noteScores(results []score.Result, now time.Time) {
 		}
 		p := e.agree.entry(res.TraceID, res.SpanID, res.Service)
 		h := heldScore{metric: e.agree.intern(res.Metric), scorer: e.agree.intern(res.Scorer), value: res.Value}
-		if i := slices.IndexFunc(p.scores, func(o heldScore) bool { return o.metric == h.metric }); i >= 0 {
+		if i := p.score(h.metric); i >= 0 {
 			p.scores[i] = h
 		} else {
 			p.scores = append(p.scores, h)
@@ -228,10 +223,11 @@ func (e *Engine) noteScores(results []score.Result, now time.Time) {
 func (e *Engine) pair(p *pending, now time.Time) {
 	a := e.agree
 	for m, h := range p.human {
-		res, ok := p.score(m)
-		if !ok || p.paired[m] {
+		i := p.score(m)
+		if i < 0 || p.paired[m] {
 			continue
 		}
+		res := p.scores[i]
 		if p.paired == nil {
 			p.paired = map[string]bool{}
 		}
