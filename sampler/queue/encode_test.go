@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ragwatch/ragwatch/internal/record"
-	"github.com/ragwatch/ragwatch/internal/synthrec"
+	"github.com/ragwatch/ragwatch/scripts/synthrec"
 	"github.com/ragwatch/ragwatch/scripts/benchcpu"
 )
 
@@ -85,7 +85,7 @@ func TestEncodeIsJSONMarshal(t *testing.T) {
 	}
 }
 
-// BenchmarkPublishEncode is publish's encoding of loadgen's records (internal/synthrec), in
+// BenchmarkPublishEncode is publish's encoding of loadgen's records (scripts/synthrec), in
 // turn: marshal is json.Marshal (the encoding before), pooled is encode, whose buffer goes back
 // to the pool as the acknowledgement's arrival returns it.
 func BenchmarkPublishEncode(b *testing.B) {

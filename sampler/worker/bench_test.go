@@ -14,13 +14,13 @@ import (
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
-	"github.com/ragwatch/ragwatch/internal/synthrec"
+	"github.com/ragwatch/ragwatch/scripts/synthrec"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 	"github.com/ragwatch/ragwatch/scripts/benchcpu"
 )
 
-// benchRecords are loadgen's records as the sampler offers them (internal/synthrec): 6.2 KB of
+// benchRecords are loadgen's records as the sampler offers them (scripts/synthrec): 6.2 KB of
 // JSON on average, 5 documents of 1 KB, a few history messages, a route attribute.
 func benchRecords(b *testing.B) []*record.Record {
 	recs, err := synthrec.Records(1, 2000)
