@@ -1,8 +1,10 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	jsonv2 "encoding/json/v2"
 	"errors"
 	"log/slog"
 	"strings"
@@ -60,6 +62,39 @@ type Publisher struct {
 
 type pendingPub struct {
 	fut jetstream.PubAckFuture
+	buf *bytes.Buffer // the message's data, back to encBufs once the future settled
+}
+
+// encBufs recycles the buffers records are encoded into. A buffer is in use from its encoding
+// until the publish's acknowledgement or error: until then the JetStream client keeps the
+// message to send it again (after "no responders"), so it must not be rewritten.
+var encBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuf bounds the buffers kept for reuse (records are about 6 KB): a buffer grown by a
+// rare large record is not kept, so that the maxInFlight messages awaiting their ack never
+// hold more than 64 KiB each for small records.
+const maxPooledBuf = 64 << 10
+
+// encodeOptions are encoding/json's (v1) own: encode writes the bytes json.Marshal returns.
+var encodeOptions = json.DefaultOptionsV1()
+
+// encode writes v's JSON, byte for byte what json.Marshal(v) returns, into a buffer from
+// encBufs, which the caller returns with releaseBuf. It saves json.Marshal's copy of the
+// output into a new slice of the record's size for every record.
+func encode(v any) (*bytes.Buffer, error) {
+	buf := encBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	if err := jsonv2.MarshalWrite(buf, v, encodeOptions); err != nil {
+		releaseBuf(buf)
+		return nil, err
+	}
+	return buf, nil
+}
+
+func releaseBuf(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledBuf {
+		encBufs.Put(buf)
+	}
 }
 
 // NewPublisher returns a publisher to cfg.Subject with an in-memory buffer of buffer records
@@ -146,24 +181,24 @@ func (p *Publisher) publish(it item) {
 	} else {
 		key = it.rec.Key()
 	}
-	data, err := json.Marshal(v)
+	buf, err := encode(v)
 	if err != nil {
 		// Records are validated at intake; this is a bug, not input.
 		p.logger.Error("encode sampled record", "err", err)
 		p.m.Dropped.WithLabelValues(DropTooLarge).Inc()
 		return
 	}
-	msg := &nats.Msg{Subject: p.cfg.Subject, Data: data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: p.cfg.Subject, Data: buf.Bytes(), Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, key)
 	if it.pair != nil {
 		msg.Header.Set(HeaderKind, KindPair)
 	}
 	fut, err := p.js.PublishMsgAsync(msg)
 	if err != nil {
-		p.drop(err)
+		p.drop(err) // buf is not reused: the client may still hold msg
 		return
 	}
-	p.pending <- pendingPub{fut: fut}
+	p.pending <- pendingPub{fut: fut, buf: buf}
 }
 
 func (p *Publisher) ackLoop() {
@@ -174,9 +209,12 @@ func (p *Publisher) ackLoop() {
 		select {
 		case <-pp.fut.Ok():
 			p.setStorageFull(false)
+			releaseBuf(pp.buf)
 		case err := <-pp.fut.Err():
 			p.drop(err)
+			releaseBuf(pp.buf)
 		case <-timer.C:
+			// The client may still send the message again: its buffer is left to the GC.
 			p.drop(jetstream.ErrAsyncPublishTimeout)
 		}
 	}
