@@ -46,8 +46,8 @@ func ScoresSubject(prefix, service string) string {
 }
 
 // MaxScoresPerMessage bounds the results one message on the scores subjects may carry: a
-// subscriber rejects a longer array as malformed before decoding it, so one message cannot make
-// it allocate without bound. A record's results are far fewer (one per metric).
+// subscriber refuses a longer array (reason limits) before decoding it, so one message cannot
+// make it allocate without bound. A record's results are far fewer (one per metric).
 const MaxScoresPerMessage = 256
 
 // ScorePublisher is a score.Consumer that publishes the results it is given on
@@ -311,6 +311,7 @@ func decodeResults(data []byte, maxWeight float64) ([]score.Result, []rejection)
 	return results, rejected
 }
 
+// allValid reports whether every result passes checkResult.
 func allValid(results []score.Result, maxWeight float64) bool {
 	for i := range results {
 		if _, err := checkResult(&results[i], maxWeight); err != nil {
