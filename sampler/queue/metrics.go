@@ -45,7 +45,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		})),
 		InvalidScores: promreg.MustRegister(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ragwatch_scores_invalid_total",
-			Help: "Messages on the scores subjects that were not a valid score result.",
+			Help: "Score results on the scores subjects rejected by the checks, and messages there that were not a result or an array of at most 256 results (each counted once).",
 		})),
 		StorageFull: promreg.MustRegister(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ragwatch_scoring_queue_storage_full",

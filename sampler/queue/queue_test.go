@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
@@ -364,6 +366,168 @@ func TestScoresRoundTrip(t *testing.T) {
 		msg, err := raw.NextMsg(time.Second)
 		if err != nil || msg.Subject != want {
 			t.Fatalf("subject %v (%v), want %s", msg, err, want)
+		}
+	}
+}
+
+// A record's results travel as one message, a JSON array, and reach the consumer in one call
+// in their order; a single result is still a bare object. Results of several services are
+// grouped by subject.
+func TestScoresOneMessagePerRecord(t *testing.T) {
+	s := testutil.RunJetStream(t)
+	nc, _ := testutil.Connect(t, s)
+	var mu sync.Mutex
+	var calls [][]score.Result
+	sub, err := SubscribeScores(nc, "", score.ConsumerFunc(func(_ context.Context, rs []score.Result) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, slices.Clone(rs))
+		return nil
+	}), ScoreChecks{MaxWeight: func() float64 { return 20 }}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	raw, err := nc.SubscribeSync("ragwatch.scores.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var rec []score.Result
+	for i, m := range []string{score.Faithfulness, score.AnswerRelevancy, score.ContextPrecision,
+		score.ContextRecall, score.CitationPrecision, score.CitationRecall} {
+		rec = append(rec, score.Result{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7", Service: "checkout",
+			Metric: m, Value: float64(i) / 8, Weight: 20, Scorer: "builtin", Time: now, Turn: 2})
+	}
+	single := []score.Result{{TraceID: "t-single", Service: "checkout", Metric: score.AnswerRelevancy, Value: 1, Weight: 1, Scorer: "judge", Model: "m", CostUSD: 0.001, Time: now}}
+	mixed := []score.Result{
+		{TraceID: "t-a", Service: "a.v1", Metric: score.MRR, Value: 0.5, Time: now},
+		{TraceID: "t-b", Service: "b", Metric: score.MRR, Value: 0.25, Time: now},
+		{TraceID: "t-a", Service: "a_v1", Metric: "ndcg@10", Value: 0.75, Time: now}, // same subject as a.v1
+	}
+	pub := NewScorePublisher(nc, "")
+	for _, rs := range [][]score.Result{rec, single, mixed, nil} {
+		if err := pub.ConsumeScores(context.Background(), rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	wantMsgs := []struct {
+		subject string
+		results []score.Result
+	}{
+		{"ragwatch.scores.checkout", rec},
+		{"ragwatch.scores.checkout", single},
+		{"ragwatch.scores.a_v1", []score.Result{mixed[0], mixed[2]}},
+		{"ragwatch.scores.b", mixed[1:2]},
+	}
+	for i, w := range wantMsgs {
+		msg, err := raw.NextMsg(time.Second)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		var got []score.Result
+		if len(w.results) == 1 {
+			// One result is a bare object, as one-result publishers have always sent.
+			var r score.Result
+			if msg.Data[0] != '{' {
+				t.Fatalf("message %d is %s, want an object", i, msg.Data)
+			}
+			err = json.Unmarshal(msg.Data, &r)
+			got = []score.Result{r}
+		} else {
+			if msg.Data[0] != '[' {
+				t.Fatalf("message %d is %s, want an array", i, msg.Data)
+			}
+			err = json.Unmarshal(msg.Data, &got)
+		}
+		if err != nil || msg.Subject != w.subject || !slices.Equal(got, w.results) {
+			t.Fatalf("message %d on %s (%v):\n got %+v\nwant %+v on %s", i, msg.Subject, err, got, w.results, w.subject)
+		}
+	}
+	if msg, err := raw.NextMsg(50 * time.Millisecond); err == nil {
+		t.Fatalf("unexpected message %s on %s", msg.Data, msg.Subject)
+	}
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the consumer calls", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(calls) == len(wantMsgs)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for i, w := range wantMsgs {
+		if !slices.Equal(calls[i], w.results) {
+			t.Errorf("call %d:\n got %+v\nwant %+v", i, calls[i], w.results)
+		}
+	}
+}
+
+// More results than MaxScoresPerMessage, or more bytes than the server's max payload, are
+// split into messages the subscribers accept; every result arrives once, in order.
+func TestScorePublisherSplitsLargeGroups(t *testing.T) {
+	s := testutil.RunServer(t, func(o *server.Options) { o.MaxPayload = 16 << 10 })
+	nc, _ := testutil.Connect(t, s)
+	reg := prometheus.NewRegistry()
+	var mu sync.Mutex
+	var got []score.Result
+	sub, err := SubscribeScores(nc, "", score.ConsumerFunc(func(_ context.Context, rs []score.Result) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, rs...)
+		return nil
+	}), ScoreChecks{}, reg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	raw, err := nc.SubscribeSync("ragwatch.scores.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2*MaxScoresPerMessage + 10
+	in := make([]score.Result, n)
+	for i := range in {
+		in[i] = score.Result{TraceID: fmt.Sprintf("t-%d", i), Service: "s", Metric: score.Faithfulness, Value: 0.5}
+	}
+	in[3].Explanation = strings.Repeat("x", 10<<10) // 10 KiB: the first group must split for it
+	if err := NewScorePublisher(nc, "").ConsumeScores(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "every result", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == n
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(got, in) {
+		t.Fatal("results arrived changed or out of order")
+	}
+	if c := promtestutil.ToFloat64(NewMetrics(reg).InvalidScores); c != 0 {
+		t.Fatalf("%v messages rejected", c)
+	}
+	msgs, _, err := raw.Pending()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A result here is about 125 bytes, so 16 KiB holds 128 of them: the first group of 256
+	// splits into 128 + 128, the first half (with 10 KiB more) into 64 + 64 and again into
+	// 32 + 32: four messages; the second group into two; the last 10 make one.
+	if msgs != 7 {
+		t.Fatalf("%d messages, want 7", msgs)
+	}
+	for range msgs {
+		m, err := raw.NextMsg(time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Data) > 16<<10 {
+			t.Fatalf("a message of %d bytes", len(m.Data))
 		}
 	}
 }

@@ -2,7 +2,9 @@ package queue
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,5 +111,164 @@ func TestEveryScorerMetricIsKnown(t *testing.T) {
 		if !score.KnownMetric(m) {
 			t.Errorf("%s is produced by a scorer but rejected from NATS", m)
 		}
+	}
+}
+
+// A message may carry an array of results. Each element is checked on its own: the invalid
+// ones are counted per reason and the valid ones of the same message still reach the consumer,
+// in one call. A message that is not an object or an array of objects counts once as
+// malformed, an array over MaxScoresPerMessage once as over the limits; neither delivers
+// anything.
+func TestSubscribeScoresArrays(t *testing.T) {
+	s := testutil.RunJetStream(t)
+	nc, _ := testutil.Connect(t, s)
+	reg := prometheus.NewRegistry()
+	var mu sync.Mutex
+	var calls [][]score.Result
+	sub, err := SubscribeScores(nc, "", score.ConsumerFunc(func(_ context.Context, rs []score.Result) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, slices.Clone(rs))
+		return nil
+	}), ScoreChecks{MaxWeight: func() float64 { return 10 }, Ingest: ingest.NewMetrics(reg)}, reg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+
+	valid := func(i int) string {
+		return fmt.Sprintf(`{"trace_id":"t-%d","service":"support","metric":"faithfulness","value":0.5,"weight":2}`, i)
+	}
+	many := func(n int) string {
+		elems := make([]string, n)
+		for i := range elems {
+			elems[i] = valid(i)
+		}
+		return "[" + strings.Join(elems, ",") + "]"
+	}
+	msgs := []string{
+		// 1: two valid results around three invalid ones.
+		`[` + valid(1) + `,
+		  {"trace_id":"t-2","metric":"faithfulness","value":0.5,"weight":1e300},
+		  ` + valid(3) + `,
+		  {"trace_id":"t-4","metric":"made_up","value":0.5},
+		  {"trace_id":"t-5","metric":"faithfulness","value":"high"}]`,
+		// 2: one object, as one-result publishers send.
+		valid(6),
+		// 3: the bound itself is fine.
+		many(MaxScoresPerMessage),
+		// Over the limits, then malformed, once each, nothing delivered:
+		many(MaxScoresPerMessage + 1),
+		`not json`,
+		`[1,2,3]`,
+		`[` + valid(7) + `,null]`,
+		`[]`,
+		valid(8) + ` trailing`,
+		// 4: a valid array after all that.
+		`[` + valid(9) + `,` + valid(10) + `]`,
+	}
+	for _, m := range msgs {
+		if err := nc.Publish("ragwatch.scores.support", []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "every message handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(calls) == 4
+	})
+	want := map[string]float64{ingest.ReasonWeightRange: 1, ingest.ReasonUnknownMetric: 1, ingest.ReasonMalformed: 1 + 5, ingest.ReasonLimits: 1}
+	for reason, n := range want {
+		if c := testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": reason}); c != n {
+			t.Errorf("rejected{reason=%q} = %v, want %v", reason, c, n)
+		}
+	}
+	if c := testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats"}); c != 9 {
+		t.Errorf("rejected = %v, want 9", c)
+	}
+	if c := testutil.Sum(t, reg, "ragwatch_scores_invalid_total", nil); c != 9 {
+		t.Errorf("ragwatch_scores_invalid_total = %v, want 9", c)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	traces := func(rs []score.Result) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.TraceID)
+		}
+		return out
+	}
+	if got := traces(calls[0]); !slices.Equal(got, []string{"t-1", "t-3"}) {
+		t.Errorf("call 1 = %v, want t-1, t-3", got)
+	}
+	if got := traces(calls[1]); !slices.Equal(got, []string{"t-6"}) {
+		t.Errorf("call 2 = %v, want t-6", got)
+	}
+	if len(calls[2]) != MaxScoresPerMessage || calls[2][0].TraceID != "t-0" || calls[2][MaxScoresPerMessage-1].TraceID != fmt.Sprintf("t-%d", MaxScoresPerMessage-1) {
+		t.Errorf("call 3 holds %d results, want the %d of the array in order", len(calls[2]), MaxScoresPerMessage)
+	}
+	if got := traces(calls[3]); !slices.Equal(got, []string{"t-9", "t-10"}) {
+		t.Errorf("call 4 = %v, want t-9, t-10", got)
+	}
+	if r := calls[0][1]; r.Metric != "faithfulness" || r.Value != 0.5 || r.Weight != 2 || r.Service != "support" {
+		t.Errorf("decoded %+v", r)
+	}
+}
+
+// The decoder's verdict on each form a message may take. A single object keeps the checks it
+// always had, except that data after it is now malformed (it was ignored), and so is a bare
+// null (it was an invalid, empty result).
+func TestDecodeResults(t *testing.T) {
+	const ok = `{"trace_id":"t","metric":"mrr","value":1}`
+	tests := []struct {
+		name, in string
+		results  int
+		rejected []rejection // errors not compared
+	}{
+		{"object", ok, 1, nil},
+		{"object with spaces around", " \n" + ok + "\n ", 1, nil},
+		{"object with unknown keys", `{"trace_id":"t","metric":"mrr","value":1,"new_key":[1,{"x":2}]}`, 1, nil},
+		{"invalid object", `{"trace_id":"t","metric":"mrr","value":2}`, 0, []rejection{{index: -1, reason: ingest.ReasonValueRange}}},
+		{"object with trailing data", ok + `x`, 0, []rejection{{index: -1, reason: ingest.ReasonMalformed}}},
+		{"two objects", ok + ok, 0, []rejection{{index: -1, reason: ingest.ReasonMalformed}}},
+		{"null", `null`, 0, []rejection{{index: -1, reason: ingest.ReasonMalformed}}},
+		{"number", `1`, 0, []rejection{{index: -1, reason: ingest.ReasonMalformed}}},
+		{"empty", ``, 0, []rejection{{index: -1, reason: ingest.ReasonMalformed}}},
+		{"array of one", `[` + ok + `]`, 1, nil},
+		{"array", `[` + ok + `, ` + ok + ` ]`, 2, nil},
+		{"array with bad elements", `[{"trace_id":"","metric":"mrr","value":1},` + ok + `,{"trace_id":"t","metric":"mrr","value":"1"}]`, 1,
+			[]rejection{{index: 0, reason: ingest.ReasonInvalid}, {index: 2, reason: ingest.ReasonMalformed}}},
+		{"empty array", `[]`, 0, []rejection{{index: -1, reason: ingest.ReasonMalformed}}},
+		{"array of strings", `["a"]`, 0, []rejection{{index: -1, reason: ingest.ReasonMalformed}}},
+		{"array with null", `[` + ok + `,null]`, 0, []rejection{{index: -1, reason: ingest.ReasonMalformed}}},
+		{"nested array", `[[` + ok + `]]`, 0, []rejection{{index: -1, reason: ingest.ReasonMalformed}}},
+		{"unterminated array", `[` + ok, 0, []rejection{{index: -1, reason: ingest.ReasonMalformed}}},
+		{"array with trailing data", `[` + ok + `]]`, 0, []rejection{{index: -1, reason: ingest.ReasonMalformed}}},
+		{"array at the bound", `[` + strings.Repeat(ok+`,`, MaxScoresPerMessage-1) + ok + `]`, MaxScoresPerMessage, nil},
+		{"array over the bound", `[` + strings.Repeat(ok+`,`, MaxScoresPerMessage) + ok + `]`, 0, []rejection{{index: -1, reason: ingest.ReasonLimits}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			results, rejected := decodeResults([]byte(tt.in), 1)
+			if len(results) != tt.results {
+				t.Errorf("%d results, want %d", len(results), tt.results)
+			}
+			for _, r := range results {
+				if r.TraceID != "t" || r.Metric != "mrr" || r.Value != 1 {
+					t.Errorf("result %+v", r)
+				}
+			}
+			if len(rejected) != len(tt.rejected) {
+				t.Fatalf("rejected %+v, want %+v", rejected, tt.rejected)
+			}
+			for i, r := range rejected {
+				if r.index != tt.rejected[i].index || r.reason != tt.rejected[i].reason || r.err == nil {
+					t.Errorf("rejection %d = %+v, want %+v", i, r, tt.rejected[i])
+				}
+			}
+		})
 	}
 }
