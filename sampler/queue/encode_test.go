@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ragwatch/ragwatch/internal/record"
-	"github.com/ragwatch/ragwatch/scripts/synthrec"
 	"github.com/ragwatch/ragwatch/scripts/benchcpu"
+	"github.com/ragwatch/ragwatch/scripts/synthrec"
 )
 
 // encodeCases are records whose JSON takes the encoder's less common paths.

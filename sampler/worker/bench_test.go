@@ -14,10 +14,10 @@ import (
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
-	"github.com/ragwatch/ragwatch/scripts/synthrec"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 	"github.com/ragwatch/ragwatch/scripts/benchcpu"
+	"github.com/ragwatch/ragwatch/scripts/synthrec"
 )
 
 // benchRecords are loadgen's records as the sampler offers them (scripts/synthrec): 6.2 KB of
