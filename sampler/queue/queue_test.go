@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -316,18 +314,7 @@ func TestScoresRoundTrip(t *testing.T) {
 	s := testutil.RunJetStream(t)
 	nc, _ := testutil.Connect(t, s)
 	reg := prometheus.NewRegistry()
-	var mu sync.Mutex
-	var got []score.Result
-	sub, err := SubscribeScores(nc, "", score.ConsumerFunc(func(_ context.Context, rs []score.Result) error {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, rs...)
-		return nil
-	}), ScoreChecks{MaxWeight: func() float64 { return 4 }}, reg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
+	sink := subscribeSink(t, nc, ScoreChecks{MaxWeight: func() float64 { return 4 }}, reg)
 	raw, err := nc.SubscribeSync("ragwatch.scores.>")
 	if err != nil {
 		t.Fatal(err)
@@ -351,12 +338,9 @@ func TestScoresRoundTrip(t *testing.T) {
 	}
 	m := NewMetrics(reg)
 	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "results and invalid counts", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(got) == 2 && promtestutil.ToFloat64(m.InvalidScores) == 3
+		return len(sink.results()) == 2 && promtestutil.ToFloat64(m.InvalidScores) == 3
 	})
-	mu.Lock()
-	defer mu.Unlock()
+	got := sink.results()
 	for i := range in {
 		if got[i] != in[i] {
 			t.Errorf("result %d:\n got %+v\nwant %+v", i, got[i], in[i])
@@ -376,18 +360,7 @@ func TestScoresRoundTrip(t *testing.T) {
 func TestScoresOneMessagePerRecord(t *testing.T) {
 	s := testutil.RunJetStream(t)
 	nc, _ := testutil.Connect(t, s)
-	var mu sync.Mutex
-	var calls [][]score.Result
-	sub, err := SubscribeScores(nc, "", score.ConsumerFunc(func(_ context.Context, rs []score.Result) error {
-		mu.Lock()
-		defer mu.Unlock()
-		calls = append(calls, slices.Clone(rs))
-		return nil
-	}), ScoreChecks{MaxWeight: func() float64 { return 20 }}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
+	sink := subscribeSink(t, nc, ScoreChecks{MaxWeight: func() float64 { return 20 }}, prometheus.NewRegistry())
 	raw, err := nc.SubscribeSync("ragwatch.scores.>")
 	if err != nil {
 		t.Fatal(err)
@@ -451,12 +424,9 @@ func TestScoresOneMessagePerRecord(t *testing.T) {
 		t.Fatalf("unexpected message %s on %s", msg.Data, msg.Subject)
 	}
 	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the consumer calls", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(calls) == len(wantMsgs)
+		return len(sink.received()) == len(wantMsgs)
 	})
-	mu.Lock()
-	defer mu.Unlock()
+	calls := sink.received()
 	for i, w := range wantMsgs {
 		if !slices.Equal(calls[i], w.results) {
 			t.Errorf("call %d:\n got %+v\nwant %+v", i, calls[i], w.results)
@@ -470,18 +440,7 @@ func TestScorePublisherSplitsLargeGroups(t *testing.T) {
 	s := testutil.RunServer(t, func(o *server.Options) { o.MaxPayload = 16 << 10 })
 	nc, _ := testutil.Connect(t, s)
 	reg := prometheus.NewRegistry()
-	var mu sync.Mutex
-	var got []score.Result
-	sub, err := SubscribeScores(nc, "", score.ConsumerFunc(func(_ context.Context, rs []score.Result) error {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, rs...)
-		return nil
-	}), ScoreChecks{}, reg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
+	sink := subscribeSink(t, nc, ScoreChecks{}, reg)
 	raw, err := nc.SubscribeSync("ragwatch.scores.>")
 	if err != nil {
 		t.Fatal(err)
@@ -499,13 +458,9 @@ func TestScorePublisherSplitsLargeGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "every result", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(got) == n
+		return len(sink.results()) == n
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(got, in) {
+	if !slices.Equal(sink.results(), in) {
 		t.Fatal("results arrived changed or out of order")
 	}
 	if c := promtestutil.ToFloat64(NewMetrics(reg).InvalidScores); c != 0 {

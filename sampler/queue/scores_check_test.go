@@ -1,13 +1,10 @@
 package queue
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,18 +23,7 @@ func TestSubscribeScoresRejectsForgedResults(t *testing.T) {
 	s := testutil.RunJetStream(t)
 	nc, _ := testutil.Connect(t, s)
 	reg := prometheus.NewRegistry()
-	var mu sync.Mutex
-	var got []score.Result
-	sub, err := SubscribeScores(nc, "", score.ConsumerFunc(func(_ context.Context, rs []score.Result) error {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, rs...)
-		return nil
-	}), ScoreChecks{MaxWeight: func() float64 { return 10 }, Ingest: ingest.NewMetrics(reg)}, reg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
+	sink := subscribeSink(t, nc, ScoreChecks{MaxWeight: func() float64 { return 10 }, Ingest: ingest.NewMetrics(reg)}, reg)
 
 	const tid = `"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"`
 	forged := []struct {
@@ -78,9 +64,7 @@ func TestSubscribeScoresRejectsForgedResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "every message handled", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(got) == len(valid) &&
+		return len(sink.results()) == len(valid) &&
 			testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats"}) == float64(len(forged))
 	})
 	for reason, n := range want {
@@ -88,8 +72,7 @@ func TestSubscribeScoresRejectsForgedResults(t *testing.T) {
 			t.Errorf("rejected{reason=%q} = %v, want %v", reason, c, n)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	got := sink.results()
 	if got[0].Metric != "faithfulness" || got[0].Weight != 10 || got[1].Metric != "precision@3" || got[2].Metric != "rubric_accuracy" {
 		t.Fatalf("accepted = %+v", got)
 	}
@@ -123,18 +106,7 @@ func TestSubscribeScoresArrays(t *testing.T) {
 	s := testutil.RunJetStream(t)
 	nc, _ := testutil.Connect(t, s)
 	reg := prometheus.NewRegistry()
-	var mu sync.Mutex
-	var calls [][]score.Result
-	sub, err := SubscribeScores(nc, "", score.ConsumerFunc(func(_ context.Context, rs []score.Result) error {
-		mu.Lock()
-		defer mu.Unlock()
-		calls = append(calls, slices.Clone(rs))
-		return nil
-	}), ScoreChecks{MaxWeight: func() float64 { return 10 }, Ingest: ingest.NewMetrics(reg)}, reg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
+	sink := subscribeSink(t, nc, ScoreChecks{MaxWeight: func() float64 { return 10 }, Ingest: ingest.NewMetrics(reg)}, reg)
 
 	valid := func(i int) string {
 		return fmt.Sprintf(`{"trace_id":"t-%d","service":"support","metric":"faithfulness","value":0.5,"weight":2}`, i)
@@ -176,9 +148,7 @@ func TestSubscribeScoresArrays(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "every message handled", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(calls) == 4
+		return len(sink.received()) == 4
 	})
 	want := map[string]float64{ingest.ReasonWeightRange: 1, ingest.ReasonUnknownMetric: 1, ingest.ReasonMalformed: 1 + 5, ingest.ReasonLimits: 1}
 	for reason, n := range want {
@@ -192,8 +162,7 @@ func TestSubscribeScoresArrays(t *testing.T) {
 	if c := testutil.Sum(t, reg, "ragwatch_scores_invalid_total", nil); c != 9 {
 		t.Errorf("ragwatch_scores_invalid_total = %v, want 9", c)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	calls := sink.received()
 	traces := func(rs []score.Result) []string {
 		var out []string
 		for _, r := range rs {
