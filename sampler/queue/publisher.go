@@ -65,9 +65,10 @@ type pendingPub struct {
 	buf *bytes.Buffer // the message's data, back to encBufs once the future settled
 }
 
-// encBufs recycles the buffers records are encoded into. A buffer is in use from its encoding
-// until the publish's acknowledgement or error: until then the JetStream client keeps the
-// message to send it again (after "no responders"), so it must not be rewritten.
+// encBufs recycles the buffers records and score results are encoded into. A record's buffer
+// is in use from its encoding until the publish's acknowledgement or error: until then the
+// JetStream client keeps the message to send it again (after "no responders"), so it must not
+// be rewritten. A scores message's goes back when core NATS's Publish has copied it.
 var encBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // maxPooledBuf bounds the buffers kept for reuse (records are about 6 KB): a buffer grown by a
