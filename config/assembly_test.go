@@ -6,7 +6,7 @@ import (
 )
 
 func TestAssemblyDefaults(t *testing.T) {
-	want := Assembly{Wait: 2 * time.Second, CompleteWait: 250 * time.Millisecond, Timeout: time.Minute, MaxTraces: 50000, MaxBytes: 0}
+	want := Assembly{Wait: 2 * time.Second, CompleteWait: 50 * time.Millisecond, Timeout: time.Minute, MaxTraces: 50000, MaxBytes: 0}
 	if got := Default().Assembly; got != want {
 		t.Fatalf("defaults = %+v, want %+v", got, want)
 	}
@@ -24,7 +24,8 @@ func TestAssemblyParse(t *testing.T) {
 		{"equal to wait", "assembly:\n  wait: 1s\n  complete_wait: 1s\n", with(func(a *Assembly) { a.Wait, a.CompleteWait = time.Second, time.Second })},
 		{"zero", "assembly:\n  complete_wait: 0s\n", with(func(a *Assembly) { a.CompleteWait = 0 })},
 		// A file older than complete_wait with a wait below its default: the default follows.
-		{"lower wait, complete_wait left out", "assembly:\n  wait: 100ms\n", with(func(a *Assembly) { a.Wait, a.CompleteWait = 100*time.Millisecond, 100*time.Millisecond })},
+		{"lower wait, complete_wait left out", "assembly:\n  wait: 30ms\n", with(func(a *Assembly) { a.Wait, a.CompleteWait = 30*time.Millisecond, 30*time.Millisecond })},
+		{"wait above the default complete_wait", "assembly:\n  wait: 100ms\n", with(func(a *Assembly) { a.Wait = 100 * time.Millisecond })},
 		{"zero wait, complete_wait left out", "assembly:\n  wait: 0s\n", with(func(a *Assembly) { a.Wait, a.CompleteWait = 0, 0 })},
 		{"higher wait keeps the default", "assembly:\n  wait: 5s\n", with(func(a *Assembly) { a.Wait = 5 * time.Second })},
 	} {
@@ -62,8 +63,8 @@ func TestAssemblyInvalid(t *testing.T) {
 	}
 	// Validate alone (a config built in code) has no line and no follow rule.
 	a := Default().Assembly
-	a.Wait = 100 * time.Millisecond
-	if err := a.Validate(); err == nil || err.Error() != "`complete_wait` must not be larger than `wait` (100ms)" {
+	a.Wait = 30 * time.Millisecond
+	if err := a.Validate(); err == nil || err.Error() != "`complete_wait` must not be larger than `wait` (30ms)" {
 		t.Fatalf("Validate = %v", err)
 	}
 }

@@ -53,7 +53,8 @@ tck=$(getconf CLK_TCK)
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 for _ in $(seq 1 50); do
-	port=$((20000 + RANDOM % 30000))
+	port=$((15000 + RANDOM % 15000)) # below the kernel's ephemeral ports (32768 on), which the
+	# senders' own connections take: a listener cannot bind one of those while it is in use
 	port_free $port && port_free $((port + 1)) && break
 done
 

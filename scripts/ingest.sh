@@ -15,6 +15,8 @@
 #   RW_ENV        environment for the ragwatch process only (e.g. "GOGC=200 GODEBUG=gctrace=1")
 #   LOG_COPY      copy ragwatch's log here when done
 #   PERF_DATA     record a `perf record -g` CPU profile of ragwatch during the load to this file
+#   CPU_PROFILE   save a Go CPU profile of ragwatch (/debug/pprof/profile) over the first
+#                 CPU_SECONDS (default 15) of the load to this file (read with `go tool pprof`)
 #   HEAP_PROFILE  save ragwatch's heap profile (/debug/pprof/heap, after a GC) to this file the
 #                 moment the load ends, before held traces drain (read with `go tool pprof`)
 set -euo pipefail
@@ -46,7 +48,8 @@ RSS_EVERY=${RSS_EVERY:-0}
 # random base and check nothing listens there.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 for _ in $(seq 1 50); do
-	base=$((20000 + RANDOM % 30000))
+	base=$((15000 + RANDOM % 15000)) # below the kernel's ephemeral ports (32768 on), which the
+	# senders' own connections take: a listener cannot bind one of those while it is in use
 	if port_free $base && port_free $((base + 1)) && port_free $((base + 2)) && port_free $((base + 3)); then
 		break
 	fi
@@ -162,12 +165,17 @@ if [[ -n "${PERF_DATA:-}" ]]; then
 	perf record -q -F 499 -g -o "$PERF_DATA" -p "$pid" 2>/dev/null &
 	perfpid=$!
 fi
+if [[ -n "${CPU_PROFILE:-}" ]]; then
+	curl -fsS --max-time $((${CPU_SECONDS:-15} + 10)) "http://$api/debug/pprof/profile?seconds=${CPU_SECONDS:-15}" >"$CPU_PROFILE" &
+	profpid=$!
+fi
 "${LG:-$RW}" loadgen --protocol "$PROTOCOL" --endpoint "$send_to" $LOADGEN_ARGS | tee "$tmp/loadgen.out" || true
 cpu_load=$(cpu_ticks)
 if [[ -n "${perfpid:-}" ]]; then
 	kill -INT "$perfpid" 2>/dev/null || true
 	wait "$perfpid" 2>/dev/null || true
 fi
+[[ -n "${profpid:-}" ]] && { wait "$profpid" || echo "could not fetch the CPU profile"; }
 if [[ -n "${HEAP_PROFILE:-}" ]]; then
 	get "http://$api/debug/pprof/heap?gc=1" >"$HEAP_PROFILE" || echo "could not fetch the heap profile"
 fi

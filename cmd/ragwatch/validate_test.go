@@ -65,7 +65,7 @@ func TestValidateDefaults(t *testing.T) {
 		t.Fatalf("printed defaults do not load: %v\n%s", err, stdout.String())
 	}
 	if !bytes.Contains(stdout.Bytes(), []byte("receivers:\n  otlp:\n    grpc:\n      endpoint: 127.0.0.1:4317\n")) ||
-		!bytes.Contains(stdout.Bytes(), []byte("assembly:\n  wait: 2s\n  complete_wait: 250ms\n")) {
+		!bytes.Contains(stdout.Bytes(), []byte("assembly:\n  wait: 2s\n  complete_wait: 50ms\n")) {
 		t.Errorf("defaults:\n%s", stdout.String())
 	}
 }

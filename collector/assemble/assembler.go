@@ -212,6 +212,7 @@ func (a *Assembler) Add(spans []Span) {
 	now := a.now()
 	kick := false
 	a.mu.Lock()
+	light := a.bytes <= a.fastTickBytes
 	// A request usually carries a trace's spans one after another: tr stays the trace of the
 	// previous span while the id repeats, so a run of spans costs one lookup. A held trace is
 	// never in the recently-assembled set (an id enters it only when its trace leaves the map),
@@ -293,6 +294,11 @@ func (a *Assembler) Add(spans []Span) {
 	}
 	for a.bytes > a.cfg.MaxBytes && a.oldest != nil {
 		a.evictOldest(EvictMaxBytes)
+		kick = true
+	}
+	if light && a.bytes > a.fastTickBytes {
+		// Heavy now: wake the worker, which then ticks at its fast period, rather than let
+		// traces pile up until the slow tick it is sleeping on.
 		kick = true
 	}
 	a.m.held.Set(float64(len(a.traces)))
@@ -428,34 +434,35 @@ func (a *Assembler) Start(ctx context.Context) error {
 	a.baseCtx = context.WithoutCancel(ctx)
 	a.stop = make(chan struct{})
 	a.wg.Add(1)
-	go a.loop(a.stop, a.tickInterval())
+	every, fast := a.tickIntervals()
+	go a.loop(a.stop, every, fast)
 	return nil
 }
 
-// tickInterval bounds how late a due trace is assembled: a quarter of wait, or complete_wait
-// itself when complete traces are released early, between 10 ms and 250 ms. A complete trace
-// then leaves between complete_wait and twice that after its root. A finer tick (a quarter of
-// complete_wait) cost ≈ 15 % more CPU per trace at 1,000 traces/s for the smaller bursts it
-// hands downstream, and saved no memory worth measuring there (docs/performance.md); the
-// worker ticks finer only while the traces held weigh more than fastTickBytes.
-func (a *Assembler) tickInterval() time.Duration {
-	d := a.cfg.Wait / 4
+// tickIntervals gives the worker's two periods. every bounds how late a due trace is
+// assembled while few traces are held: a quarter of wait, between 10 ms and 250 ms. Large
+// bursts handed downstream cost less per trace: a tick of a quarter of complete_wait cost
+// ≈ 15 % more CPU per trace at 1,000 traces/s (docs/performance.md), where the traces held
+// weigh a few MB whatever the tick. fast is the period while the traces held weigh more than
+// fastTickBytes: at full speed most of ragwatch's memory is traces whose complete_wait is
+// over, waiting for the next tick, so the worker ticks eight times as often, and at least
+// every quarter of complete_wait when complete traces leave early; a complete trace then
+// leaves within 1.25 × complete_wait of its root.
+func (a *Assembler) tickIntervals() (every, fast time.Duration) {
+	every = min(max(a.cfg.Wait/4, 10*time.Millisecond), 250*time.Millisecond)
+	fast = every / 8
 	if a.early {
-		d = a.cfg.CompleteWait
+		fast = min(fast, a.cfg.CompleteWait/4)
 	}
-	return min(max(d, 10*time.Millisecond), 250*time.Millisecond)
+	return every, max(fast, time.Millisecond)
 }
 
-// fastTickBytes is the weight of held traces above which the worker ticks eight times as
-// often. At full speed most of ragwatch's memory is traces whose complete_wait is over,
-// waiting for the next tick (a complete trace leaves between complete_wait and twice that):
-// a finer tick brings that toward complete_wait. Below it the coarse tick keeps the bursts
-// handed downstream large, which costs less per trace at moderate rates.
+// fastTickBytes is the weight of held traces above which the worker ticks at its fast
+// period (tickIntervals).
 const fastTickBytes = 8 << 20
 
-func (a *Assembler) loop(stop <-chan struct{}, every time.Duration) {
+func (a *Assembler) loop(stop <-chan struct{}, every, fast time.Duration) {
 	defer a.wg.Done()
-	fast := max(every/8, time.Millisecond)
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {

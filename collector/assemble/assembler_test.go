@@ -84,11 +84,11 @@ func newHarness(t *testing.T, cfg config.Assembly) *harness {
 	return h
 }
 
-// defaultCfg is the default assembly config (wait 2s, complete_wait 250ms, timeout 60s) with
-// small bounds.
+// defaultCfg is the default assembly config (wait 2s, timeout 60s) with small bounds and
+// complete_wait 250ms, the tests' timings (the default is 50ms).
 func defaultCfg() config.Assembly {
 	c := config.Default().Assembly
-	c.MaxTraces, c.MaxBytes = 100, 64<<20
+	c.MaxTraces, c.MaxBytes, c.CompleteWait = 100, 64<<20, 250*time.Millisecond
 	return c
 }
 

@@ -25,7 +25,7 @@ type step struct {
 
 // TestCompleteWait checks when a trace is released, by what (ragwatch_assembly_released_total),
 // for traces complete at their root, completed after it, made incomplete again, and never
-// complete. The config is the default (wait 2s, complete_wait 250ms, timeout 60s).
+// complete. The config is defaultCfg (wait 2s, complete_wait 250ms, timeout 60s).
 func TestCompleteWait(t *testing.T) {
 	root, ret, llm := rootSpan(ms(950)), retrieverSpan(), llmSpan(ms(60), ms(900))
 	var many []sp // a complete turn of 3 + 70 spans
@@ -155,23 +155,27 @@ func TestReleasedAtShutdown(t *testing.T) {
 	}
 }
 
-// The worker ticks every complete_wait when complete traces leave early, so that they leave
-// within twice complete_wait of their root, not a wait-sized tick late.
-func TestTickInterval(t *testing.T) {
+// The worker ticks every quarter of wait (10 ms to 250 ms) while little is held, so that
+// bursts stay large at moderate rates, and while much is held eight times as often, at
+// least every quarter of complete_wait, so that complete traces leave within 1.25 ×
+// complete_wait of their root at full speed.
+func TestTickIntervals(t *testing.T) {
 	for _, tc := range []struct {
-		wait, complete, want time.Duration
+		wait, complete, every, fast time.Duration
 	}{
-		{2 * time.Second, 250 * time.Millisecond, 250 * time.Millisecond},
-		{2 * time.Second, 40 * time.Millisecond, 40 * time.Millisecond},
-		{2 * time.Second, 2 * time.Second, 250 * time.Millisecond},
-		{2 * time.Second, 0, 10 * time.Millisecond},
-		{100 * time.Millisecond, 100 * time.Millisecond, 25 * time.Millisecond},
-		{0, 0, 10 * time.Millisecond},
+		{2 * time.Second, 50 * time.Millisecond, 250 * time.Millisecond, 12500 * time.Microsecond},
+		{2 * time.Second, 250 * time.Millisecond, 250 * time.Millisecond, 31250 * time.Microsecond},
+		{2 * time.Second, 2 * time.Second, 250 * time.Millisecond, 31250 * time.Microsecond},
+		{2 * time.Second, 0, 250 * time.Millisecond, time.Millisecond},
+		{100 * time.Millisecond, 100 * time.Millisecond, 25 * time.Millisecond, 3125 * time.Microsecond},
+		{100 * time.Millisecond, 8 * time.Millisecond, 25 * time.Millisecond, 2 * time.Millisecond},
+		{0, 0, 10 * time.Millisecond, 1250 * time.Microsecond},
 	} {
 		cfg := defaultCfg()
 		cfg.Wait, cfg.CompleteWait = tc.wait, tc.complete
-		if got := newHarness(t, cfg).a.tickInterval(); got != tc.want {
-			t.Errorf("wait %v complete_wait %v: tick %v, want %v", tc.wait, tc.complete, got, tc.want)
+		every, fast := newHarness(t, cfg).a.tickIntervals()
+		if every != tc.every || fast != tc.fast {
+			t.Errorf("wait %v complete_wait %v: ticks %v and %v, want %v and %v", tc.wait, tc.complete, every, fast, tc.every, tc.fast)
 		}
 	}
 }
@@ -239,6 +243,27 @@ func TestDanglingMatchesScan(t *testing.T) {
 		if t.Failed() {
 			t.Fatalf("round %d", round)
 		}
+	}
+}
+
+// Crossing fastTickBytes wakes the worker, which would otherwise sleep out its slow tick while
+// traces pile up (at full speed, a quarter of a second of traffic).
+func TestCrossingFastTickBytesKicks(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	h.a.fastTickBytes = 1 << 30
+	h.consumeAt(t, 0, build(t, 1, "s", retrieverSpan(), llmSpan(ms(60), ms(900))))
+	if n := len(h.a.kick); n != 0 {
+		t.Fatalf("light: %d kicks pending, want 0", n)
+	}
+	h.a.fastTickBytes = h.a.bytes // at the threshold, not over it
+	h.consumeAt(t, ms(1), build(t, 2, "s", retrieverSpan(), llmSpan(ms(60), ms(900))))
+	if n := len(h.a.kick); n != 1 {
+		t.Fatalf("crossed the threshold: %d kicks pending, want 1", n)
+	}
+	<-h.a.kick
+	h.consumeAt(t, ms(2), build(t, 3, "s", retrieverSpan(), llmSpan(ms(60), ms(900))))
+	if n := len(h.a.kick); n != 0 {
+		t.Fatalf("already heavy: %d kicks pending, want 0", n)
 	}
 }
 
