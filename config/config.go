@@ -265,9 +265,9 @@ type Assembly struct {
 	Wait time.Duration `yaml:"wait"`
 	// CompleteWait replaces Wait for a trace that is visibly complete when its true root (no
 	// parent) arrives: it holds a retrieval and a generation and every held span's parent is
-	// held. Only stragglers of reordered exports are expected then (milliseconds), and at full
-	// speed every millisecond of it holds ≈ 20 traces of every 1,000/s in memory: 50ms by
-	// default. Equal to Wait: no early release.
+	// held. Only stragglers of reordered exports are expected then (milliseconds), and at
+	// 20,000 traces/s each of its milliseconds costs ≈ 0.5 MiB of resident memory
+	// (docs/performance.md): 50ms by default. Equal to Wait: no early release.
 	CompleteWait time.Duration `yaml:"complete_wait"`
 	Timeout      time.Duration `yaml:"timeout"`
 	MaxTraces    int           `yaml:"max_traces"`
