@@ -180,6 +180,8 @@ if [[ -n "${HEAP_PROFILE:-}" ]]; then
 	get "http://$api/debug/pprof/heap?gc=1" >"$HEAP_PROFILE" || echo "could not fetch the heap profile"
 fi
 sent=$(awk -F'traces=' 'NF > 1 { split($2, a, " "); print a[1] }' "$tmp/loadgen.out" | head -1)
+# Traces of requests in flight when a --duration run ended: taken by ragwatch or not.
+cut=$(awk -F' cut=' 'NF > 1 { split($2, a, " "); print a[1] }' "$tmp/loadgen.out" | head -1)
 
 settle
 cpu1=$(cpu_ticks)
@@ -194,7 +196,7 @@ anon_peak=0
 
 records=$((rec1 - rec0))
 cpu_ms=$(((cpu1 - cpu0) * 1000 / tck))
-echo "ragwatch: records=$records (loadgen sent ${sent:-?}) cpu=${cpu_ms}ms (during load $(((cpu_load - cpu0) * 1000 / tck))ms)" \
+echo "ragwatch: records=$records (loadgen sent ${sent:-?}${cut:+, and $cut cut by the end of the run}) cpu=${cpu_ms}ms (during load $(((cpu_load - cpu0) * 1000 / tck))ms)" \
 	"cpu_per_trace=$(awk -v c="$cpu_ms" -v r="$records" 'BEGIN { if (r > 0) printf "%.1fus", c * 1000 / r; else print "n/a" }')" \
 	"rss_start=$((rss_idle / 1024))MiB rss_peak=$((peak / 1024))MiB rss_end=$((rss_end / 1024))MiB anon_start=$((anon_start / 1024))MiB anon_peak=$((anon_peak / 1024))MiB"
 echo "ragwatch: records by outcome: $(get "http://$api/metrics" | awk '/^ragwatch_records_total\{/ { o = $1; sub(/.*outcome="/, "", o); sub(/".*/, "", o); s[o] += $NF } END { for (o in s) printf "%s=%.0f ", o, s[o] }')"

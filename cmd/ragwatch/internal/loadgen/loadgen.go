@@ -42,7 +42,11 @@ type Options struct {
 
 // Result is what a run achieved.
 type Result struct {
-	Traces   int64
+	// Traces counts the traces of requests that got an answer, accepted or refused (Errors).
+	Traces int64
+	// Cut counts the traces of requests still in flight when the run's duration ended: the
+	// endpoint may or may not have taken them, so they are in neither Traces nor Errors.
+	Cut      int64
 	Requests int64
 	Errors   int64
 	Elapsed  time.Duration
@@ -63,6 +67,9 @@ func (r Result) String() string {
 	s := fmt.Sprintf("traces=%d requests=%d errors=%d elapsed=%s rate=%.0f/s latency p50=%s p90=%s p99=%s max=%s",
 		r.Traces, r.Requests, r.Errors, r.Elapsed.Round(time.Millisecond), r.Rate(),
 		r.P50.Round(time.Microsecond), r.P90.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.Max.Round(time.Microsecond))
+	if r.Cut > 0 {
+		s += fmt.Sprintf(" cut=%d (traces in flight when the duration ended; taken or not)", r.Cut)
+	}
 	if r.FirstError != "" {
 		s += "\nfirst error: " + r.FirstError
 	}
@@ -102,11 +109,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	gen := synth.New(o.Synth)
 	var (
-		sent, reqs, errs atomic.Int64
-		mu               sync.Mutex
-		lat              []time.Duration
-		firstErr         string
-		wg               sync.WaitGroup
+		sent, cut, reqs, errs atomic.Int64
+		mu                    sync.Mutex
+		lat                   []time.Duration
+		firstErr              string
+		wg                    sync.WaitGroup
 	)
 	start := time.Now()
 	for w := 0; w < o.Concurrency; w++ {
@@ -141,10 +148,18 @@ func Run(ctx context.Context, o Options) (Result, error) {
 				err := send(ctx, ptraceotlp.NewExportRequestFromTraces(td))
 				local = append(local, time.Since(t0))
 				reqs.Add(1)
+				if err != nil && (ctx.Err() != nil || cutByEnd(ctx, err)) {
+					// Cut by the end of the run: the endpoint may have taken it or not.
+					cut.Add(int64(n))
+					if o.Count > 0 {
+						sent.Add(-int64(n)) // reserved above
+					}
+					continue
+				}
 				if o.Count == 0 {
 					sent.Add(int64(n))
 				}
-				if err != nil && ctx.Err() == nil && !cutByEnd(ctx, err) {
+				if err != nil {
 					errs.Add(1)
 					mu.Lock()
 					if firstErr == "" {
@@ -156,7 +171,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}()
 	}
 	wg.Wait()
-	res := Result{Traces: sent.Load(), Requests: reqs.Load(), Errors: errs.Load(), Elapsed: time.Since(start), FirstError: firstErr}
+	res := Result{Traces: sent.Load(), Cut: cut.Load(), Requests: reqs.Load(), Errors: errs.Load(), Elapsed: time.Since(start), FirstError: firstErr}
 	if o.Count > 0 && res.Traces > int64(o.Count) {
 		res.Traces = int64(o.Count)
 	}

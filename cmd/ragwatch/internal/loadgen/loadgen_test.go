@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -176,5 +177,32 @@ func TestCutByEnd(t *testing.T) {
 		if got := cutByEnd(c.ctx, c.err); got != c.want {
 			t.Errorf("%s: cutByEnd = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// Requests still in flight when the duration ends are reported as cut, not as traces sent:
+// the endpoint may never have taken them, and ragwatch's records are compared with traces.
+func TestRunReportsRequestsCutByTheEnd(t *testing.T) {
+	var calls atomic.Int64
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) > 2 {
+			select { // every request after the first two hangs past the end of the run
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	res, err := Run(context.Background(), Options{Protocol: "http", Endpoint: srv.URL, Duration: 300 * time.Millisecond, Batch: 4, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Traces != 8 || res.Cut != 4 || res.Requests != 3 || res.Errors != 0 {
+		t.Fatalf("result %+v, want 8 traces in 2 answered requests, 4 cut in the third, 0 errors", res)
+	}
+	if s := res.String(); !strings.Contains(s, "traces=8 ") || !strings.Contains(s, " cut=4 ") {
+		t.Fatalf("String() = %q", s)
 	}
 }
