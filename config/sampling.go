@@ -184,9 +184,11 @@ type ScoringQueue struct {
 	MaxBytes int64         `yaml:"max_bytes"`
 	MaxAge   time.Duration `yaml:"max_age"`
 	// DedupWindow is how long a record key is remembered so the same record is queued once:
-	// long enough for the publisher's resends (seconds) and the redelivery of a record read
-	// from a JetStream intake after a crash (nats.consume.ack_wait, 30s, plus the restart). The
-	// embedded server keeps each key in memory (100-200 bytes) for the whole window.
+	// long enough for a client's re-post and the publisher's resends (seconds). A JetStream
+	// intake recognises its own redeliveries after a crash (nats.consume.dedup_window, kept in
+	// KV), so they do not reach the sampler again. The embedded server keeps each key in memory
+	// (100-200 bytes) for the whole window: at full speed, 2 minutes of keys were ≈ 45 MiB of
+	// resident memory more than 30 seconds (docs/performance.md).
 	DedupWindow time.Duration `yaml:"dedup_window"`
 	// AckWait is how long a worker may hold a record before it is redelivered.
 	AckWait time.Duration `yaml:"ack_wait"`
@@ -214,7 +216,7 @@ func defaultScoringRuntime() ScoringRuntime {
 			Consumer:            "ragwatch-scorers",
 			MaxBytes:            128 << 20,
 			MaxAge:              24 * time.Hour,
-			DedupWindow:         2 * time.Minute,
+			DedupWindow:         30 * time.Second,
 			AckWait:             6 * time.Minute,
 			MaxDeliver:          5,
 			Backoff:             []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute},
