@@ -17,7 +17,7 @@ func TestStorageCapsDefaults(t *testing.T) {
 		sum += sc.MaxBytes
 	}
 	want := map[string]int64{
-		"RAGWATCH_SCORING":      128 << 20,
+		"RAGWATCH_SCORING":      30 << 20,
 		"RAGWATCH_SCORING_DEAD": 32 << 20,
 		"KV_ragwatch_feedback":  64 << 20,
 		"KV_ragwatch_alerts":    8 << 20,
