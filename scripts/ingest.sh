@@ -16,7 +16,8 @@
 #   LOG_COPY      copy ragwatch's log here when done
 #   PERF_DATA     record a `perf record -g` CPU profile of ragwatch during the load to this file
 #   CPU_PROFILE   save a Go CPU profile of ragwatch (/debug/pprof/profile) over the first
-#                 CPU_SECONDS (default 15) of the load to this file (read with `go tool pprof`)
+#                 CPU_SECONDS (default 15) of the load to this file (read with `go tool pprof`;
+#                 needs curl)
 #   HEAP_PROFILE  save ragwatch's heap profile (/debug/pprof/heap, after a GC) to this file the
 #                 moment the load ends, before held traces drain (read with `go tool pprof`)
 set -euo pipefail
