@@ -90,13 +90,29 @@ func hasController(list, c string) bool {
 	return false
 }
 
-// GoLimitShare is the share of the cgroup limit given to the Go runtime's soft memory limit:
-// the rest is for what the Go runtime does not count (thread stacks outside the heap, cgo,
-// the page cache charged to the cgroup) and for the time the GC needs to react.
+// GoLimitShare is the largest share of the cgroup limit given to the Go runtime's soft memory
+// limit: the rest is for what the Go runtime does not count and for the time the GC needs to
+// react.
 const GoLimitShare = 0.9
 
-// FromCgroup sets the Go runtime's soft memory limit (debug.SetMemoryLimit) to GoLimitShare of
-// the cgroup's memory limit when the environment does not set GOMEMLIMIT, so that the GC and
+// NonGoReserve is what a ragwatch process keeps resident that the Go runtime does not count
+// and the cgroup charges: the binary's own pages (≈ 33 MiB of code, type descriptors and
+// function table, page cache charged to the container) and the join's off-heap table (≈ 12 MB
+// at feedback.max_entries 200,000). In a 128 MiB cgroup with the Go limit at 90% (115 MiB),
+// a run at full speed on the defaults made the kernel evict the binary's pages to make room:
+// 275,000 major page faults, ingest down from 14,000 traces/s to a few hundred, a core spent
+// re-reading code, never recovered. At 80 MiB the same run completed at 14,400 traces/s with
+// 74 major faults (docs/performance.md).
+const NonGoReserve = 48 << 20
+
+// GoLimit is the Go soft memory limit for a container's memory limit: GoLimitShare of it, at
+// most the limit less NonGoReserve, and at least half of it.
+func GoLimit(limit int64) int64 {
+	return max(min(int64(float64(limit)*GoLimitShare), limit-NonGoReserve), limit/2)
+}
+
+// FromCgroup sets the Go runtime's soft memory limit (debug.SetMemoryLimit) to GoLimit of the
+// cgroup's memory limit when the environment does not set GOMEMLIMIT, so that the GC and
 // the guard (New's limitMiB 0 follows it) work in a container without any configuration.
 // getenv is os.Getenv in production. It returns the limit it set, 0 when it set none.
 func FromCgroup(fsys fs.FS, getenv func(string) string) (int64, error) {
@@ -110,7 +126,7 @@ func FromCgroup(fsys fs.FS, getenv func(string) string) (int64, error) {
 	if err != nil || !ok {
 		return 0, err
 	}
-	set := int64(float64(limit) * GoLimitShare)
+	set := GoLimit(int64(limit))
 	debug.SetMemoryLimit(set)
 	return set, nil
 }

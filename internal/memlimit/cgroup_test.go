@@ -94,3 +94,21 @@ func TestFromCgroupSetsGoLimitAndGuard(t *testing.T) {
 		t.Fatalf("second FromCgroup set %d", set)
 	}
 }
+
+// The Go limit leaves NonGoReserve of a container to what Go does not count (the binary's
+// pages, the off-heap tables): 90% of a large limit, the limit less 48 MiB of a small one, and
+// never less than half.
+func TestGoLimit(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct{ limit, want int64 }{
+		{128 * mib, 80 * mib},
+		{256 * mib, 208 * mib},
+		{1024 * mib, 966367641}, // 90%: 921.6 MiB
+		{96 * mib, 48 * mib},
+		{64 * mib, 32 * mib},
+	} {
+		if got := GoLimit(tc.limit); got != tc.want {
+			t.Errorf("GoLimit(%d MiB) = %.1f MiB, want %.1f MiB", tc.limit/mib, float64(got)/mib, float64(tc.want)/mib)
+		}
+	}
+}

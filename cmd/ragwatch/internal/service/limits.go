@@ -23,8 +23,9 @@ func WithHeapReader(read func() uint64, interval time.Duration) Option {
 // machine's, so tests can fake cgroup files. The limit is applied only without GOMEMLIMIT.
 func WithCgroupFS(fsys fs.FS) Option { return func(o *options) { o.cgroup = fsys } }
 
-// goLimitFromCgroup sets the Go runtime's memory limit to 90% of the cgroup's when the
-// environment sets no GOMEMLIMIT, in both modes: the GC then works before the container is at
+// goLimitFromCgroup sets the Go runtime's memory limit from the cgroup's (memlimit.GoLimit:
+// 90% of it, at most the limit less what Go does not count) when the environment sets no
+// GOMEMLIMIT, in both modes: the GC then works before the container is at
 // its limit, and in run mode the guard (memory_limit_mib 0: 90% of it) and assembly.max_bytes
 // follow it.
 func goLimitFromCgroup(o *options, log *slog.Logger) {
@@ -35,7 +36,7 @@ func goLimitFromCgroup(o *options, log *slog.Logger) {
 	if set, err := memlimit.FromCgroup(fsys, os.Getenv); err != nil {
 		log.Warn("no memory limit from the cgroup; set GOMEMLIMIT or memory_limit_mib", "err", err)
 	} else if set > 0 {
-		log.Info("Go memory limit set from the cgroup", "bytes", set, "share", memlimit.GoLimitShare)
+		log.Info("Go memory limit set from the cgroup", "bytes", set, "reserved_outside_go", memlimit.NonGoReserve)
 	}
 }
 

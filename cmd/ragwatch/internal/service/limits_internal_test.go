@@ -30,9 +30,9 @@ func TestMemoryDefaultsFollowTheCgroup(t *testing.T) {
 	goLimitFromCgroup(o, slog.New(slog.DiscardHandler))
 	g := newGuard(cfg, o, nil)
 	cgroupLimit := float64(128 << 20)
-	goLimit := int64(cgroupLimit * memlimit.GoLimitShare)
-	if got := debug.SetMemoryLimit(-1); got != goLimit {
-		t.Fatalf("Go memory limit = %d, want %d (90%% of memory.max)", got, goLimit)
+	goLimit := memlimit.GoLimit(int64(cgroupLimit))
+	if got := debug.SetMemoryLimit(-1); got != 80<<20 || got != goLimit {
+		t.Fatalf("Go memory limit = %d, want %d (memory.max less memlimit.NonGoReserve)", got, goLimit)
 	}
 	if got, want := g.Limit(), uint64(goLimit)/10*9; got != want {
 		t.Fatalf("guard limit = %d, want %d", got, want)

@@ -14,9 +14,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{/*
-GOMEMLIMIT at 90% of a resources block's limits.memory (Mi or Gi), as an env entry: at 100% the
-GC only works hard once the container is at its limit. Any other unit renders nothing, and
-ragwatch then takes 90% of the cgroup's limit itself.
+GOMEMLIMIT from a resources block's limits.memory (Mi or Gi), as an env entry: the limit less
+48 MiB, at most 90% and at least half of it, as ragwatch derives it from the cgroup itself
+(memlimit.GoLimit). At 100% the GC only works hard once the container is at its limit; the
+48 MiB are what the Go runtime does not count (the binary's pages, the join's off-heap table).
+Any other unit renders nothing, and ragwatch then derives it from the cgroup's limit.
 */}}
 {{- define "ragwatch.gomemlimit" -}}
 {{- $m := toString ((.limits | default dict).memory | default "") -}}
@@ -25,7 +27,10 @@ ragwatch then takes 90% of the cgroup's limit itself.
 {{- else if hasSuffix "Mi" $m -}}{{- $mib = trimSuffix "Mi" $m | int -}}
 {{- end -}}
 {{- if gt (int $mib) 0 -}}
-- {name: GOMEMLIMIT, value: {{ div (mul $mib 9) 10 }}MiB}
+{{- $go := div (mul $mib 9) 10 -}}
+{{- if lt (sub $mib 48) $go -}}{{- $go = sub $mib 48 -}}{{- end -}}
+{{- if lt $go (div $mib 2) -}}{{- $go = div $mib 2 -}}{{- end -}}
+- {name: GOMEMLIMIT, value: {{ $go }}MiB}
 {{- end -}}
 {{- end -}}
 
