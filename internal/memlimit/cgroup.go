@@ -105,8 +105,8 @@ const GoLimitShare = 0.9
 // 74 major faults (docs/performance.md).
 const NonGoReserve = 48 << 20
 
-// GoLimit is the Go soft memory limit for a container's memory limit: GoLimitShare of it, at
-// most the limit less NonGoReserve, and at least half of it.
+// GoLimit is the Go soft memory limit for a container's memory limit: GoLimitShare of it or
+// the limit less NonGoReserve, whichever is smaller, and at least half of it.
 func GoLimit(limit int64) int64 {
 	return max(min(int64(float64(limit)*GoLimitShare), limit-NonGoReserve), limit/2)
 }
