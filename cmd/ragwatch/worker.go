@@ -73,6 +73,7 @@ func serveWorker(ctx context.Context, cfg *config.Config, logger *slog.Logger, s
 	if err := a.Start(ctx); err != nil {
 		return err // Start has shut down what it started
 	}
+	releaseStartupPages(logger)
 	<-ctx.Done()
 	logger.Info("ragwatch worker stopping", "timeout", shutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)

@@ -190,3 +190,11 @@ func heapBytes() uint64 {
 	}
 	return heapSample[0].Value.Uint64()
 }
+
+// Released is what ReleaseExecutablePages did: the resident file-backed memory of the process
+// (/proc/self/status RssFile, in bytes) before and after, and the bytes of the executable's
+// mappings it asked the kernel to reclaim.
+type Released struct {
+	Before, After int64
+	Advised       int64
+}
