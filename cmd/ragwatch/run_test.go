@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragwatch/ragwatch/internal/memlimit"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
@@ -64,6 +65,12 @@ nats:
 	}
 	if !strings.Contains(stderr.String(), `"msg":"stopped"`) {
 		t.Errorf("no stopped line:\n%s", stderr.String())
+	}
+	// Once started, run gave the kernel back the executable's startup pages, where the kernel
+	// can (Linux with MADV_PAGEOUT).
+	if _, err := memlimit.ReleaseExecutablePages(); err == nil &&
+		!strings.Contains(stderr.String(), `"msg":"released the executable's startup pages","resident_file_bytes_before":`) {
+		t.Errorf("no line on the startup pages released:\n%s", stderr.String())
 	}
 }
 
