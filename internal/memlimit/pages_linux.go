@@ -75,27 +75,28 @@ func executableRanges(maps []byte, dev, ino uint64) []mapping {
 		if n, err := strconv.ParseUint(f[4], 10, 64); err != nil || n != ino || n == 0 {
 			continue
 		}
-		major, minor, ok := strings.Cut(f[3], ":")
-		if !ok {
+		maj, mnr, ok := hexPair(f[3], ":", 32)
+		if !ok || unix.Mkdev(uint32(maj), uint32(mnr)) != dev {
 			continue
 		}
-		maj, err1 := strconv.ParseUint(major, 16, 32)
-		mnr, err2 := strconv.ParseUint(minor, 16, 32)
-		if err1 != nil || err2 != nil || unix.Mkdev(uint32(maj), uint32(mnr)) != dev {
-			continue
-		}
-		lo, hi, ok := strings.Cut(f[0], "-")
-		if !ok {
-			continue
-		}
-		s, err1 := strconv.ParseUint(lo, 16, 64)
-		e, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil || e <= s {
+		s, e, ok := hexPair(f[0], "-", 64)
+		if !ok || e <= s {
 			continue
 		}
 		out = append(out, mapping{start: s, end: e})
 	}
 	return out
+}
+
+// hexPair parses "a<sep>b" of two hexadecimal numbers of at most bits bits.
+func hexPair(s, sep string, bits int) (a, b uint64, ok bool) {
+	x, y, ok := strings.Cut(s, sep)
+	if !ok {
+		return 0, 0, false
+	}
+	a, err1 := strconv.ParseUint(x, 16, bits)
+	b, err2 := strconv.ParseUint(y, 16, bits)
+	return a, b, err1 == nil && err2 == nil
 }
 
 // rssFile reads RssFile (kB) from a /proc/<pid>/status, in bytes; -1 when absent.

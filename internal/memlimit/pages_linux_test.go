@@ -19,6 +19,10 @@ c000000000-c004000000 rw-p 00000000 00:00 0
 7ffd6a7e4000-7ffd6a7e8000 r--p 00000000 00:00 0                          [vvar]
 7ffd6a7e8000-7ffd6a7ea000 r-xp 00000000 00:00 0                          [vdso]
 7f0000000000-7f0000001000 r--p 00000000 fd:01 4456800                    /another/file
+zz000000-05000000 r--p 00000000 fd:01 4456799 /usr/local/bin/ragwatch
+06000000-05000000 r--p 00000000 fd:01 4456799 /usr/local/bin/ragwatch
+07000000-08000000 r--p 00000000 fd01 4456799 /usr/local/bin/ragwatch
+09000000-0a000000 r--p 00000000 fd:01
 `)
 	got := executableRanges(maps, unix.Mkdev(0xfd, 0x01), 4456799)
 	want := []mapping{{0x00400000, 0x01b22000}, {0x01b22000, 0x03765000}}
