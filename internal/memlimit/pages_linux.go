@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -29,17 +30,18 @@ func ReleaseExecutablePages() (Released, error) {
 		return r, err
 	}
 	r.Before = rssFile(status)
-	var st unix.Stat_t
-	if err := unix.Stat("/proc/self/exe", &st); err != nil {
-		return r, err
-	}
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		return r, err
 	}
-	ranges := executableRanges(maps, st.Dev, st.Ino)
+	// The executable is the file this function's code is mapped from. Its device and inode
+	// are taken from that mapping, not from stat(/proc/self/exe): on overlayfs (a container's
+	// root file system) the maps may name the underlying layer's file where stat names the
+	// overlay's.
+	code := uint64(reflect.ValueOf(ReleaseExecutablePages).Pointer())
+	ranges := executableRanges(maps, code)
 	if len(ranges) == 0 {
-		return r, fmt.Errorf("no mapping of the executable (inode %d) in /proc/self/maps", st.Ino)
+		return r, fmt.Errorf("no file mapping holds the code at %#x in /proc/self/maps", code)
 	}
 	for _, m := range ranges {
 		// The range is the kernel's own mapping of the executable, page-aligned; no Go memory.
@@ -60,30 +62,46 @@ type mapping struct {
 }
 
 // executableRanges returns the read-only ranges of /proc/self/maps (given as maps) that map the
-// file with device dev and inode ino: the executable's code and read-only data. Writable
-// mappings are left out: their written pages are the process's own, not the file's.
-func executableRanges(maps []byte, dev, ino uint64) []mapping {
-	var out []mapping
+// same file as the range holding addr, an address of the executable's code: its code and
+// read-only data. Writable mappings are left out: their written pages are the process's own,
+// not the file's. None when addr is in no range or in anonymous memory.
+func executableRanges(maps []byte, addr uint64) []mapping {
+	type line struct {
+		mapping
+		writable bool
+		file     string // major:minor inode
+	}
+	var lines []line
+	file := ""
 	sc := bufio.NewScanner(bytes.NewReader(maps))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for sc.Scan() {
 		// start-end perms offset major:minor inode [path]
 		f := strings.Fields(sc.Text())
-		if len(f) < 5 || strings.Contains(f[1], "w") {
-			continue
-		}
-		if n, err := strconv.ParseUint(f[4], 10, 64); err != nil || n != ino || n == 0 {
-			continue
-		}
-		maj, mnr, ok := hexPair(f[3], ":", 32)
-		if !ok || unix.Mkdev(uint32(maj), uint32(mnr)) != dev {
+		if len(f) < 5 {
 			continue
 		}
 		s, e, ok := hexPair(f[0], "-", 64)
-		if !ok || e <= s {
+		if _, _, devOK := hexPair(f[3], ":", 32); !ok || !devOK || e <= s {
 			continue
 		}
-		out = append(out, mapping{start: s, end: e})
+		if ino, err := strconv.ParseUint(f[4], 10, 64); err != nil || ino == 0 {
+			continue // anonymous memory
+		}
+		l := line{mapping: mapping{start: s, end: e}, writable: strings.Contains(f[1], "w"), file: f[3] + " " + f[4]}
+		if s <= addr && addr < e {
+			file = l.file
+		}
+		lines = append(lines, l)
+	}
+	if file == "" {
+		return nil
+	}
+	var out []mapping
+	for _, l := range lines {
+		if l.file == file && !l.writable {
+			out = append(out, l.mapping)
+		}
 	}
 	return out
 }

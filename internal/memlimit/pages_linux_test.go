@@ -24,13 +24,24 @@ zz000000-05000000 r--p 00000000 fd:01 4456799 /usr/local/bin/ragwatch
 07000000-08000000 r--p 00000000 fd01 4456799 /usr/local/bin/ragwatch
 09000000-0a000000 r--p 00000000 fd:01
 `)
-	got := executableRanges(maps, unix.Mkdev(0xfd, 0x01), 4456799)
 	want := []mapping{{0x00400000, 0x01b22000}, {0x01b22000, 0x03765000}}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("executableRanges = %x, want %x", got, want)
+	for _, addr := range []uint64{0x00400000, 0x00a00000, 0x01b21fff} { // in the code
+		if got := executableRanges(maps, addr); !reflect.DeepEqual(got, want) {
+			t.Fatalf("executableRanges(%#x) = %x, want %x", addr, got, want)
+		}
 	}
-	if got := executableRanges(maps, unix.Mkdev(0xfd, 0x01), 0); got != nil {
-		t.Fatalf("inode 0 (anonymous memory) matched %x", got)
+	for _, addr := range []uint64{0x01b22000, 0x03800000} {
+		if got := executableRanges(maps, addr); !reflect.DeepEqual(got, want) {
+			t.Fatalf("an address in the file's data (%#x): %x, want %x", addr, got, want)
+		}
+	}
+	if got := executableRanges(maps, 0x7f0000000800); !reflect.DeepEqual(got, []mapping{{0x7f0000000000, 0x7f0000001000}}) {
+		t.Fatalf("an address in another file: %x", got)
+	}
+	for _, addr := range []uint64{0xc000001000, 0x7ffd6a7e9000, 0x100, 0x07800000} {
+		if got := executableRanges(maps, addr); got != nil {
+			t.Fatalf("executableRanges(%#x) (anonymous, vdso, unmapped, on a malformed line) = %x, want none", addr, got)
+		}
 	}
 }
 
