@@ -50,8 +50,9 @@ func judgeLabel(scorer string) string {
 // its scores by metric, the label's values, and the metrics already paired.
 //
 // Every scored record has one until max_records newer ones push it out, labelled or not, so
-// it is kept small: scores as a short slice (a record has a handful of metrics), metric, scorer
-// and service names shared through agreementState.intern.
+// it is kept small (BenchmarkAgreementMemory): scores as a slice of the record's size (a
+// record has a handful of metrics), each naming its metric and scorer through one shared
+// pair (agreementState.judged), the service name shared through agreementState.intern.
 type pending struct {
 	key, service string
 	scores       []heldScore
@@ -61,9 +62,12 @@ type pending struct {
 
 // heldScore is one metric's latest score of a pending record.
 type heldScore struct {
-	metric, scorer string
-	value          float64
+	*judged
+	value float64
 }
+
+// judged names a score: its metric and the scorer that gave it.
+type judged struct{ metric, scorer string }
 
 // score returns the index of the record's score of metric m in p.scores, or -1.
 func (p *pending) score(m string) int {
@@ -84,9 +88,11 @@ type agreementState struct {
 	order   []string          // keys in arrival order, a ring of cfg.MaxRecords
 	next    int
 	series  map[seriesKey]*agreement.Window
-	// names holds one copy of each metric, scorer and service name the pending records
-	// keep: the results arrive decoded, each with its own copy of every string.
-	names map[string]string
+	// names holds one copy of each service name the pending records keep, and judges one
+	// metric and scorer pair for their scores: the results arrive decoded, each with its own
+	// copy of every string.
+	names  map[string]string
+	judges map[judged]*judged
 
 	value, bound, pairs *prometheus.GaugeVec
 	unpaired            *prometheus.CounterVec
@@ -97,7 +103,7 @@ func newAgreement(cfg config.Agreement, reg prometheus.Registerer) (*agreementSt
 		cfg.MaxRecords = 1
 	}
 	a := &agreementState{cfg: cfg, byKey: map[string]*pending{}, byTrace: map[string]string{},
-		order: make([]string, cfg.MaxRecords), series: map[seriesKey]*agreement.Window{}, names: map[string]string{},
+		order: make([]string, cfg.MaxRecords), series: map[seriesKey]*agreement.Window{}, names: map[string]string{}, judges: map[judged]*judged{},
 		value: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricJudgeAgreement,
 			Help: "Agreement of a judge's scores with human labels over alerting.agreement.window: mae (lower is better), spearman, kappa (at 0.5)."},
 			[]string{"metric", "judge", "statistic"}),
@@ -131,6 +137,20 @@ func (a *agreementState) intern(name string) string {
 	return name
 }
 
+// judged returns the shared pair of metric and scorer (a pair of its own once maxInterned
+// pairs are held).
+func (a *agreementState) judged(metric, scorer string) *judged {
+	k := judged{metric, scorer}
+	if c, ok := a.judges[k]; ok {
+		return c
+	}
+	c := &judged{a.intern(metric), a.intern(scorer)}
+	if len(a.judges) < maxInterned {
+		a.judges[*c] = c
+	}
+	return c
+}
+
 // entry returns (creating, evicting the oldest when full) the pending state of a record.
 func (a *agreementState) entry(traceID, spanID, service string) *pending {
 	service = a.intern(service)
@@ -162,7 +182,7 @@ func (a *agreementState) entry(traceID, spanID, service string) *pending {
 	p := &pending{key: key, service: service}
 	a.byKey[key] = p
 	if spanID != "" {
-		a.byTrace[traceID] = key
+		a.byTrace[key[:len(traceID)]] = key // the key's own bytes, not the result's copy
 	}
 	return p
 }
@@ -206,16 +226,32 @@ func (e *Engine) noteScores(results []score.Result, now time.Time) {
 			continue
 		}
 		p := e.agree.entry(res.TraceID, res.SpanID, res.Service)
-		h := heldScore{metric: e.agree.intern(res.Metric), scorer: e.agree.intern(res.Scorer), value: res.Value}
-		if i := p.score(h.metric); i >= 0 {
-			p.scores[i] = h
+		h := heldScore{judged: e.agree.judged(res.Metric, res.Scorer), value: res.Value}
+		if j := p.score(h.metric); j >= 0 {
+			p.scores[j] = h
 		} else {
+			if len(p.scores) == cap(p.scores) {
+				// A record's results arrive together: room for all of them at once keeps the
+				// slice at the record's size, not at append's next power of two.
+				p.scores = slices.Grow(p.scores, sameRecord(results[i:]))
+			}
 			p.scores = append(p.scores, h)
 		}
 		if _, labelled := p.human[res.Metric]; labelled {
 			e.pair(p, now)
 		}
 	}
+}
+
+// sameRecord counts the results of rs that score the record of rs[0].
+func sameRecord(rs []score.Result) int {
+	n := 0
+	for i := range rs {
+		if rs[i].TraceID == rs[0].TraceID && rs[i].SpanID == rs[0].SpanID {
+			n++
+		}
+	}
+	return n
 }
 
 // pair adds a pair for every metric of p with both a human value and a score, once, and

@@ -225,3 +225,43 @@ func BenchmarkAgreementMemory(b *testing.B) {
 		runtime.KeepAlive(e)
 	}
 }
+
+// The scores a record waits with share one metric and scorer pair per judge, and take the
+// room of the record's results, not append's next power of two.
+func TestAgreementKeepsScoresCompact(t *testing.T) {
+	a, err := newAgreement(config.Default().Alerting.Agreement, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{agree: a}
+	var results []score.Result
+	for _, m := range []string{"faithfulness", "answer_relevancy", "context_precision", "citation_precision", "citation_recall", "refusal_correct"} {
+		results = append(results, score.Result{TraceID: strings.Repeat("a", 32), SpanID: strings.Repeat("b", 16),
+			Service: "search", Metric: strings.Clone(m), Scorer: strings.Clone("builtin"), Value: 0.5})
+	}
+	// A second record in the same call gets its own scores.
+	results = append(results, score.Result{TraceID: strings.Repeat("c", 32), Service: "search", Metric: "faithfulness", Scorer: "builtin", Value: 0.25})
+	e.noteScores(results, time.Time{})
+	p := a.byKey[strings.Repeat("a", 32)+"/"+strings.Repeat("b", 16)]
+	if p == nil || len(p.scores) != 6 || cap(p.scores) != 6 {
+		t.Fatalf("first record's scores: %+v", p)
+	}
+	q := a.byKey[strings.Repeat("c", 32)]
+	if q == nil || len(q.scores) != 1 || q.scores[0].value != 0.25 {
+		t.Fatalf("second record's scores: %+v", q)
+	}
+	if p.scores[0].judged != q.scores[0].judged {
+		t.Error("faithfulness by builtin is two pairs")
+	}
+	if got := a.byTrace[strings.Repeat("a", 32)]; got != p.key {
+		t.Errorf("byTrace = %q, want %q", got, p.key)
+	}
+	// Past maxInterned pairs a new one is its own, and still names its score right.
+	for i := len(a.judges); i < maxInterned; i++ {
+		a.judged(fmt.Sprint("m", i), "builtin")
+	}
+	j1, j2 := a.judged("late", "openai"), a.judged("late", "openai")
+	if j1 == j2 || *j1 != (judged{"late", "openai"}) || *j2 != *j1 || len(a.judges) != maxInterned {
+		t.Fatalf("past the bound: %p %+v, %p %+v, %d held", j1, *j1, j2, *j2, len(a.judges))
+	}
+}
