@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/memlimit"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/testutil"
@@ -116,6 +117,10 @@ func TestWorkerCommandScoresFromExternalNATS(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"msg":"ragwatch worker ready"`) {
 		t.Fatalf("logs:\n%s", logs.String())
+	}
+	if _, err := memlimit.ReleaseExecutablePages(); err == nil &&
+		!strings.Contains(logs.String(), `"msg":"released the executable's startup pages"`) {
+		t.Errorf("no line on the startup pages released:\n%s", logs.String())
 	}
 }
 
