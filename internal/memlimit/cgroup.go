@@ -96,9 +96,10 @@ func hasController(list, c string) bool {
 const GoLimitShare = 0.9
 
 // NonGoReserve is what a ragwatch process keeps resident that the Go runtime does not count
-// and the cgroup charges: the binary's own pages (≈ 33 MiB of code, type descriptors and
-// function table, page cache charged to the container) and the join's off-heap table (≈ 12 MB
-// at feedback.max_entries 200,000). In a 128 MiB cgroup with the Go limit at 90% (115 MiB),
+// and the cgroup charges: the binary's own pages (code, type descriptors and function table,
+// page cache charged to the container: ≈ 33 MiB at start, 17-24 MiB once
+// ReleaseExecutablePages has run) and the join's off-heap table (≈ 12 MB at
+// feedback.max_entries 200,000). In a 128 MiB cgroup with the Go limit at 90% (115 MiB),
 // a run at full speed on the defaults made the kernel evict the binary's pages to make room:
 // 275,000 major page faults, ingest down from 14,000 traces/s to a few hundred, a core spent
 // re-reading code, never recovered. At 80 MiB the same run completed at 14,400 traces/s with
