@@ -52,7 +52,7 @@ func judgeLabel(scorer string) string {
 // Every scored record has one until max_records newer ones push it out, labelled or not, so
 // it is kept small (BenchmarkAgreementMemory): scores as a slice of the record's size (a
 // record has a handful of metrics), each naming its metric and scorer through one shared
-// pair (agreementState.judged), the service name shared through agreementState.intern.
+// pair (agreementState.sharedPair), the service name shared through agreementState.intern.
 type pending struct {
 	key, service string
 	scores       []heldScore
@@ -62,12 +62,12 @@ type pending struct {
 
 // heldScore is one metric's latest score of a pending record.
 type heldScore struct {
-	*judged
+	*metricScorer
 	value float64
 }
 
-// judged names a score: its metric and the scorer that gave it.
-type judged struct{ metric, scorer string }
+// metricScorer names a score: its metric and the scorer that gave it.
+type metricScorer struct{ metric, scorer string }
 
 // score returns the index of the record's score of metric m in p.scores, or -1.
 func (p *pending) score(m string) int {
@@ -92,7 +92,7 @@ type agreementState struct {
 	// metric and scorer pair for their scores: the results arrive decoded, each with its own
 	// copy of every string.
 	names  map[string]string
-	judges map[judged]*judged
+	judges map[metricScorer]*metricScorer
 
 	value, bound, pairs *prometheus.GaugeVec
 	unpaired            *prometheus.CounterVec
@@ -103,7 +103,7 @@ func newAgreement(cfg config.Agreement, reg prometheus.Registerer) (*agreementSt
 		cfg.MaxRecords = 1
 	}
 	a := &agreementState{cfg: cfg, byKey: map[string]*pending{}, byTrace: map[string]string{},
-		order: make([]string, cfg.MaxRecords), series: map[seriesKey]*agreement.Window{}, names: map[string]string{}, judges: map[judged]*judged{},
+		order: make([]string, cfg.MaxRecords), series: map[seriesKey]*agreement.Window{}, names: map[string]string{}, judges: map[metricScorer]*metricScorer{},
 		value: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricJudgeAgreement,
 			Help: "Agreement of a judge's scores with human labels over alerting.agreement.window: mae (lower is better), spearman, kappa (at 0.5)."},
 			[]string{"metric", "judge", "statistic"}),
@@ -137,14 +137,14 @@ func (a *agreementState) intern(name string) string {
 	return name
 }
 
-// judged returns the shared pair of metric and scorer (a pair of its own once maxInterned
+// sharedPair returns the shared pair of metric and scorer (a pair of its own once maxInterned
 // pairs are held).
-func (a *agreementState) judged(metric, scorer string) *judged {
-	k := judged{metric, scorer}
+func (a *agreementState) sharedPair(metric, scorer string) *metricScorer {
+	k := metricScorer{metric, scorer}
 	if c, ok := a.judges[k]; ok {
 		return c
 	}
-	c := &judged{a.intern(metric), a.intern(scorer)}
+	c := &metricScorer{a.intern(metric), a.intern(scorer)}
 	if len(a.judges) < maxInterned {
 		a.judges[*c] = c
 	}
@@ -226,7 +226,7 @@ func (e *Engine) noteScores(results []score.Result, now time.Time) {
 			continue
 		}
 		p := e.agree.entry(res.TraceID, res.SpanID, res.Service)
-		h := heldScore{judged: e.agree.judged(res.Metric, res.Scorer), value: res.Value}
+		h := heldScore{metricScorer: e.agree.sharedPair(res.Metric, res.Scorer), value: res.Value}
 		if j := p.score(h.metric); j >= 0 {
 			p.scores[j] = h
 		} else {

@@ -250,7 +250,7 @@ func TestAgreementKeepsScoresCompact(t *testing.T) {
 	if q == nil || len(q.scores) != 1 || q.scores[0].value != 0.25 {
 		t.Fatalf("second record's scores: %+v", q)
 	}
-	if p.scores[0].judged != q.scores[0].judged {
+	if p.scores[0].metricScorer != q.scores[0].metricScorer {
 		t.Error("faithfulness by builtin is two pairs")
 	}
 	if got := a.byTrace[strings.Repeat("a", 32)]; got != p.key {
@@ -258,10 +258,10 @@ func TestAgreementKeepsScoresCompact(t *testing.T) {
 	}
 	// Past maxInterned pairs a new one is its own, and still names its score right.
 	for i := len(a.judges); i < maxInterned; i++ {
-		a.judged(fmt.Sprint("m", i), "builtin")
+		a.sharedPair(fmt.Sprint("m", i), "builtin")
 	}
-	j1, j2 := a.judged("late", "openai"), a.judged("late", "openai")
-	if j1 == j2 || *j1 != (judged{"late", "openai"}) || *j2 != *j1 || len(a.judges) != maxInterned {
+	j1, j2 := a.sharedPair("late", "openai"), a.sharedPair("late", "openai")
+	if j1 == j2 || *j1 != (metricScorer{"late", "openai"}) || *j2 != *j1 || len(a.judges) != maxInterned {
 		t.Fatalf("past the bound: %p %+v, %p %+v, %d held", j1, *j1, j2, *j2, len(a.judges))
 	}
 }
