@@ -242,6 +242,7 @@ type attrBuf struct {
 	attrs []Attr
 	used  int       // attrs[:used] may hold references: cleared on release
 	msgs  []message // pruneSpanAttrs' scratch
+	kvs   [][]byte  // the decoder's scratch: a span's encoded attributes, views of the request
 }
 
 var attrBufs = sync.Pool{New: func() any { return &attrBuf{attrs: make([]Attr, 0, 64)} }}
@@ -260,11 +261,13 @@ func (b *attrBuf) take() []Attr {
 }
 
 func (b *attrBuf) release() {
-	if cap(b.attrs) > 1024 {
+	if cap(b.attrs) > 1024 || cap(b.kvs) > 1024 {
 		return // a hostile span's scratch is not kept
 	}
 	clear(b.attrs[:b.used]) // no strings of this request stay reachable from the pool
 	b.used = 0
+	clear(b.kvs[:cap(b.kvs)]) // views of the request, from every span it read
+	b.kvs = b.kvs[:0]
 	attrBufs.Put(b)
 }
 

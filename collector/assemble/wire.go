@@ -225,7 +225,43 @@ type field struct {
 }
 
 // readField reads the field at pos of a message of schema s and returns the position after it.
+//
+// Most fields of a span are known fields with a one-byte tag and, when length-delimited, a
+// length of one or two bytes: those are read here; anything else, valid or not, by
+// readFieldSlow from the same position, so that errors and unknown fields are handled in one
+// place.
 func readField(b []byte, pos int, s *schema) (field, int, error) {
+	if pos+1 < len(b) && b[pos] < 0x80 {
+		c := b[pos]
+		num, wt := int32(c>>3), int8(c&7)
+		if num > 0 && num < int32(len(s.wt)) && s.wt[num] == wt {
+			p := pos + 1
+			switch wt {
+			case wtLen:
+				n := int(b[p])
+				p++
+				if n >= 0x80 {
+					if p >= len(b) || b[p] >= 0x80 {
+						break // three bytes or more, or cut short
+					}
+					n = n&0x7f | int(b[p])<<7
+					p++
+				}
+				if n <= len(b)-p {
+					return field{num: num, b: b[p : p+n]}, p + n, nil
+				}
+			case wtVarint:
+				if v := b[p]; v < 0x80 {
+					return field{num: num, n: uint64(v)}, p + 1, nil
+				}
+			}
+		}
+	}
+	return readFieldSlow(b, pos, s)
+}
+
+// readFieldSlow is readField for any field.
+func readFieldSlow(b []byte, pos int, s *schema) (field, int, error) {
 	num, wt, pos, err := consumeTag(b, pos)
 	if err != nil {
 		return field{}, 0, err
@@ -809,7 +845,10 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 		spanVariant, evVariant  variantPick
 		spanSeen                variantSeen
 	)
-	// Pass 1: the scalar fields (the last occurrence wins) and the counts.
+	// Pass 1: the scalar fields (the last occurrence wins), the counts and the attributes'
+	// bytes (read in pass 3).
+	buf := d.buf
+	buf.kvs = buf.kvs[:0]
 	for pos := 0; pos < len(b); {
 		var f field
 		if f, pos, err = readField(b, pos, spanSchema); err != nil {
@@ -834,6 +873,7 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 			end = f.n
 		case 9:
 			nAttrs++
+			buf.kvs = append(buf.kvs, f.b)
 		case 11:
 			nEvents++
 		case 13:
@@ -866,12 +906,11 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 			s.UpstreamP = p
 		}
 	}
-	buf := d.buf
 	if nLinks > 0 && keep {
 		s.Links = make([]Link, min(nLinks, maxLinksPerSpan))
 	}
-	// Pass 2: events (fromSpan reads them before the attributes: pruning reads them), then
-	// the attributes and the links.
+	// Pass 2: events and links (fromSpan reads the events before the attributes: pruning
+	// reads them). Pass 3: the attributes gathered in pass 1.
 	if nEvents > 0 || nLinks > 0 {
 		for pos := 0; pos < len(b); {
 			f, next, _ := readField(b, pos, spanSchema) // checked in pass 1
@@ -905,13 +944,8 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 	}
 	buf.attrs = buf.attrs[:0]
 	if nAttrs > 0 {
-		for pos := 0; pos < len(b); {
-			f, next, _ := readField(b, pos, spanSchema)
-			pos = next
-			if f.num != 9 {
-				continue
-			}
-			a, err := readKV(f.b, 0)
+		for _, kvb := range buf.kvs {
+			a, err := readKV(kvb, 0)
 			if err != nil {
 				releaseSpans([]Span{s})
 				return err

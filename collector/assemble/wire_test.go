@@ -1,0 +1,79 @@
+package assemble
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+// readField's fast path (one-byte tags, lengths of one or two bytes, one-byte varints) must
+// answer exactly as readFieldSlow does from the same position: the same field, the same next
+// position, the same error. Every two-byte input, then random longer ones weighted towards the
+// fast path's edges, against every schema the decoder reads.
+func TestReadFieldFastPathMatchesSlow(t *testing.T) {
+	schemas := map[string]*schema{
+		"request": requestSchema, "resource_spans": rsSchema, "resource": resourceSchema,
+		"scope_spans": ssSchema, "span": spanSchema, "event": eventSchema, "link": linkSchema,
+		"key_value": kvSchema, "any_value": anySchema, "list": listSchema, "status": statusSchema,
+	}
+	check := func(t *testing.T, name string, s *schema, b []byte, pos int) {
+		t.Helper()
+		f1, p1, err1 := readField(b, pos, s)
+		f2, p2, err2 := readFieldSlow(b, pos, s)
+		if f1.num != f2.num || f1.n != f2.n || !bytes.Equal(f1.b, f2.b) || (f1.b == nil) != (f2.b == nil) || p1 != p2 || (err1 == nil) != (err2 == nil) ||
+			(err1 != nil && err1.Error() != err2.Error()) {
+			t.Fatalf("%s: % x at %d: fast (%d %d %q) %d %v, slow (%d %d %q) %d %v", name, b, pos, f1.num, f1.n, f1.b, p1, err1, f2.num, f2.n, f2.b, p2, err2)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	edges := []byte{0x00, 0x01, 0x02, 0x05, 0x7f, 0x80, 0x81, 0xff}
+	for name, s := range schemas {
+		for i := range 1 << 16 {
+			check(t, name, s, []byte{byte(i >> 8), byte(i)}, 0)
+		}
+		for range 100000 {
+			b := make([]byte, 1+rng.IntN(8))
+			for i := range b {
+				if rng.IntN(2) == 0 {
+					b[i] = edges[rng.IntN(len(edges))]
+				} else {
+					b[i] = byte(rng.Uint32())
+				}
+			}
+			if rng.IntN(2) == 0 { // a known field's tag first
+				b[0] = byte(1+rng.IntN(16))<<3 | byte(rng.IntN(6))
+			}
+			check(t, name, s, b, 0)
+			check(t, name, s, append([]byte{0x08, 0x01}, b...), 2)
+		}
+	}
+	// The fast path's cases, with what they must give.
+	long := append([]byte{0x4a, 0xac, 0x02}, bytes.Repeat([]byte{'x'}, 300)...) // field 9, 300 bytes
+	cases := []struct {
+		b    []byte
+		num  int32
+		n    uint64
+		blen int
+		next int
+	}{
+		{[]byte{0x0a, 0x02, 'a', 'b'}, 1, 0, 2, 4},             // field 1, two bytes
+		{long, 9, 0, 300, 303},                                 // a two-byte length
+		{[]byte{0x30, 0x05}, 6, 5, 0, 2},                       // field 6 (kind), varint 5
+		{[]byte{0x30, 0x96, 0x01}, 6, 150, 0, 3},               // a two-byte varint: the slow path
+		{[]byte{0x0a, 0x80, 0x00}, 1, 0, 0, 3},                 // a length in two bytes, not minimal
+		{[]byte{0x88, 0x01, 0x01}, 0, 0, 0, 3},                 // field 17 is unknown: skipped
+		{[]byte{0x85, 0x01, 1, 2, 3, 4}, 16, 0x04030201, 0, 6}, // field 16 (flags), fixed32
+	}
+	for _, c := range cases {
+		f, next, err := readField(c.b, 0, spanSchema)
+		if err != nil || f.num != c.num || f.n != c.n || len(f.b) != c.blen || next != c.next {
+			t.Errorf("% x: got field %d n %d, %d bytes, next %d, err %v; want %d %d %d %d", c.b[:min(len(c.b), 6)], f.num, f.n, len(f.b), next, err, c.num, c.n, c.blen, c.next)
+		}
+	}
+	// Cut short, a length cut short, no length, wrong wire types (kind as bytes, flags as bytes).
+	for _, b := range [][]byte{{0x0a, 0x03, 'a'}, {0x0a, 0x80}, {0x0a}, {0x32, 0x01}, {0x82, 0x01, 0x01, 'z'}} {
+		if _, _, err := readField(b, 0, spanSchema); err == nil {
+			t.Errorf("% x: no error", b)
+		}
+	}
+}
