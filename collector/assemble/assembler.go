@@ -232,7 +232,7 @@ func (a *Assembler) Add(spans []Span) {
 				}
 				continue
 			}
-			tr = &trace{id: s.TraceID, first: now, list: -1, spans: make([]Span, 0, spanCapHint(spans[i:]))}
+			tr = &trace{id: s.TraceID, first: now, list: -1, spans: getTraceSpans(spanCapHint(spans[i:]))}
 			a.traces[s.TraceID] = tr
 			a.schedule(tr, now.Add(a.cfg.Timeout), listTimeout)
 			a.pushNewest(tr)
@@ -581,6 +581,7 @@ func (a *Assembler) holdLonger(tr *trace, now time.Time) bool {
 func (a *Assembler) finish(ctx context.Context, tr *trace) error {
 	res := Assemble(tr.spans)
 	releaseSpans(tr.spans)
+	putTraceSpans(tr.spans)
 	tr.spans = nil
 	if !res.RAG {
 		a.m.records.WithLabelValues(OutcomeNotRAG).Inc()

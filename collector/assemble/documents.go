@@ -47,16 +47,23 @@ func ownDocs(f *facts) ([]record.Document, bool) {
 	return nil, f.emptyHits
 }
 
-// compactDocs drops the holes a flattened list leaves (indices that carried nothing).
+// compactDocs drops the holes a flattened list leaves (indices that carried nothing). A list
+// without holes is returned as it is: what it gives goes to appendDocs, which copies.
 func compactDocs(docs []record.Document) []record.Document {
+	if !slices.ContainsFunc(docs, isHole) {
+		return docs
+	}
 	out := make([]record.Document, 0, len(docs))
 	for _, d := range docs {
-		if d.ID == "" && d.Content == "" && d.Score == nil && d.Metadata == nil {
-			continue
+		if !isHole(d) {
+			out = append(out, d)
 		}
-		out = append(out, d)
 	}
 	return out
+}
+
+func isHole(d record.Document) bool {
+	return d.ID == "" && d.Content == "" && d.Score == nil && d.Metadata == nil
 }
 
 // appendDocs appends docs not already present (by id; documents without id compare by content).

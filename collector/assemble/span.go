@@ -272,31 +272,53 @@ func (b *attrBuf) release() {
 }
 
 // Attribute slices of held spans are recycled once their trace is assembled (the Assembler
-// calls releaseSpans; nothing of a record points into them). One pool per exact length up to
-// maxPooledAttrs; a pool holds a pointer to the array's first element, so Put does not allocate.
-const maxPooledAttrs = 64
+// calls releaseSpans; nothing of a record points into them), and so are the held traces' span
+// slices (putTraceSpans).
+const (
+	maxPooledAttrs      = 64
+	maxPooledTraceSpans = 8 // spanCapHint's largest
+)
 
-var attrPools [maxPooledAttrs + 1]sync.Pool
+var (
+	attrPools      = make(slicePools[Attr], maxPooledAttrs+1)
+	traceSpanPools = make(slicePools[Span], maxPooledTraceSpans+1)
+)
 
-// getAttrs returns a slice of length and capacity n.
-func getAttrs(n int) []Attr {
-	if n <= maxPooledAttrs {
-		if p, ok := attrPools[n].Get().(*Attr); ok {
-			return unsafe.Slice(p, n)
+// slicePools recycles slices by exact capacity, one pool for each up to len(p)-1. A pool holds
+// a pointer to the array's first element, so Put does not allocate.
+type slicePools[T any] []sync.Pool
+
+// get returns a slice of length and capacity n.
+func (p slicePools[T]) get(n int) []T {
+	if n < len(p) {
+		if e, ok := p[n].Get().(*T); ok {
+			return unsafe.Slice(e, n)
 		}
 	}
-	return make([]Attr, n)
+	return make([]T, n)
 }
 
-func putAttrs(as []Attr) {
-	n := cap(as)
-	if n == 0 || n > maxPooledAttrs {
+// put clears s's array, so that nothing stays reachable from the pool, and keeps it.
+func (p slicePools[T]) put(s []T) {
+	n := cap(s)
+	if n == 0 || n >= len(p) {
 		return
 	}
-	as = as[:n]
-	clear(as)
-	attrPools[n].Put(&as[0])
+	s = s[:n]
+	clear(s)
+	p[n].Put(&s[0])
 }
+
+func getAttrs(n int) []Attr { return attrPools.get(n) }
+func putAttrs(as []Attr)    { attrPools.put(as) }
+
+// getTraceSpans returns an empty slice for a held trace's spans with room for n.
+func getTraceSpans(n int) []Span { return traceSpanPools.get(n)[:0] }
+
+// putTraceSpans recycles an assembled trace's span slice, after releaseSpans. Nothing of a
+// record points into it: records copy what they keep of a span, and the assembly's scratch
+// is released before.
+func putTraceSpans(spans []Span) { traceSpanPools.put(spans) }
 
 // releaseSpans returns the spans' attribute slices to the pools. The spans must not be used
 // afterwards.
