@@ -122,8 +122,42 @@ func hasPrefixFold(s, prefix string) bool {
 	return true
 }
 
-// normalizeRefusal lower-cases s, makes apostrophes ASCII and collapses white space.
+// normalizeRefusal lower-cases s, makes apostrophes ASCII and collapses white space. An ASCII
+// sentence (most answers) is done in one pass and one allocation; others as
+// normalizeRefusalSlow does, which the ASCII pass matches.
 func normalizeRefusal(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return normalizeRefusalSlow(s)
+		}
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	gap := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case asciiSpace[c]:
+			gap = b.Len() > 0
+			continue
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		case c == '`':
+			c = '\''
+		}
+		if gap {
+			b.WriteByte(' ')
+			gap = false
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// asciiSpace holds the ASCII bytes unicode.IsSpace (strings.Fields) splits on.
+var asciiSpace = [256]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
+func normalizeRefusalSlow(s string) string {
 	return strings.Join(strings.Fields(apostrophes.Replace(strings.ToLower(s))), " ")
 }
 

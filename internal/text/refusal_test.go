@@ -1,6 +1,9 @@
 package text
 
-import "testing"
+import (
+	"math/rand/v2"
+	"testing"
+)
 
 func TestIsRefusal(t *testing.T) {
 	cases := []struct {
@@ -82,5 +85,30 @@ func BenchmarkIsRefusal(b *testing.B) {
 				IsRefusal(answer)
 			}
 		})
+	}
+}
+
+// The ASCII pass of normalizeRefusal gives what the general one does.
+func TestNormalizeRefusalASCIIMatchesGeneral(t *testing.T) {
+	cases := []string{"", " ", "  I Don`t  KNOW\t", "\n\v\f\rThe Documents do NOT say.\r\n", "a  b   c", "x\x00y", "`quoted`", "ALL CAPS ' AND ` TICKS"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	const alphabet = "aZ `'\t\n\v\f\r.,!?09Iid\x00\x1f\x7f"
+	for range 20000 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		cases = append(cases, string(b))
+	}
+	for _, s := range cases {
+		if got, want := normalizeRefusal(s), normalizeRefusalSlow(s); got != want {
+			t.Fatalf("normalizeRefusal(%q) = %q, want %q", s, got, want)
+		}
+	}
+	// Beyond ASCII the general path runs: curly apostrophes, non-ASCII spaces and letters.
+	for s, want := range map[string]string{"I don\u2019t know": "i don't know", "A\u00a0B\u0085C": "a b c", "\u0130STANBUL": "istanbul"} {
+		if got := normalizeRefusal(s); got != want {
+			t.Errorf("normalizeRefusal(%q) = %q, want %q", s, got, want)
+		}
 	}
 }
