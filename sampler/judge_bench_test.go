@@ -81,6 +81,9 @@ func BenchmarkIngestWithJudge(b *testing.B) {
 
 			cfg := config.Default()            // sampling.rate 0.1, 4 workers, max_retries 3
 			cfg.Sampling.Buffer = b.N/5 + 1024 // the stage never drops: every sampled record is published
+			// and the stream keeps every one of them: the default 30 MiB holds ≈ 5,000 of these
+			// records, fewer than a second of ops samples, and the rest would be refused.
+			cfg.Scoring.Queue.MaxBytes = 1 << 30
 			var scorers []score.Scorer
 			j := &benchJudge{mode: mode, latency: 100 * time.Millisecond}
 			if mode == "none" {
