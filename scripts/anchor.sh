@@ -117,7 +117,7 @@ collector() {
 	kill -TERM "$cpid"
 	wait "$cpid" 2>/dev/null || true
 	cpid=""
-	sent=$(awk -F'traces=' 'NF > 1 { split($2, a, " "); print a[1] }' "$tmp/lg.out" | head -1)
+	sent=$(awk -F'traces=' 'NF > 1 { split($2, a, " "); print a[1]; exit }' "$tmp/lg.out")
 	if [[ -z "$sent" || "$sent" == 0 ]]; then
 		echo "loadgen sent nothing to otelcol:"
 		cat "$tmp/otelcol.log"

@@ -180,9 +180,9 @@ fi
 if [[ -n "${HEAP_PROFILE:-}" ]]; then
 	get "http://$api/debug/pprof/heap?gc=1" >"$HEAP_PROFILE" || echo "could not fetch the heap profile"
 fi
-sent=$(awk -F'traces=' 'NF > 1 { split($2, a, " "); print a[1] }' "$tmp/loadgen.out" | head -1)
+sent=$(awk -F'traces=' 'NF > 1 { split($2, a, " "); print a[1]; exit }' "$tmp/loadgen.out")
 # Traces of requests in flight when a --duration run ended: taken by ragwatch or not.
-cut=$(awk -F' cut=' 'NF > 1 { split($2, a, " "); print a[1] }' "$tmp/loadgen.out" | head -1)
+cut=$(awk -F' cut=' 'NF > 1 { split($2, a, " "); print a[1]; exit }' "$tmp/loadgen.out")
 
 settle
 cpu1=$(cpu_ticks)
@@ -208,7 +208,8 @@ echo "ragwatch: spans_received=$(metric ragwatch_spans_received_total) rejected=
 assembled=$(get "http://$api/metrics" | awk '/^ragwatch_records_total\{/ && /outcome="assembled"/ { s += $NF } END { printf "%.0f", s }')
 # One machine-readable line (scripts/anchor.sh reads it): CPU per trace sent, peak RSS (VmHWM).
 echo "summary: sent=${sent:-0} assembled=$assembled cpu_ms=$cpu_ms cpu_us_per_trace=$(awk -v c="$cpu_ms" -v r="${sent:-0}" 'BEGIN { if (r > 0) printf "%.1f", c * 1000 / r; else print "n/a" }') vmhwm_mib=$((hwm / 1024))"
-if grep -qiE 'level=(ERROR|WARN)' "$tmp/ragwatch.log"; then
-	echo "ragwatch log (warnings/errors, first 5):"
-	grep -iE 'level=(ERROR|WARN)' "$tmp/ragwatch.log" | head -5
+if n=$(grep -ciE 'level=(ERROR|WARN)' "$tmp/ragwatch.log"); then
+	echo "ragwatch log ($n warnings/errors, first 5):"
+	# awk reads to the end: head would close the pipe early and, under pipefail, fail the script
+	grep -iE 'level=(ERROR|WARN)' "$tmp/ragwatch.log" | awk 'NR <= 5'
 fi

@@ -51,7 +51,8 @@ type Publisher struct {
 	// DepthInterval is how often the depth gauge is polled; set before Start.
 	DepthInterval time.Duration
 
-	storageFull atomic.Bool // the last acknowledged publish was refused for lack of storage
+	storageFull  atomic.Bool  // the last acknowledged publish was refused for lack of storage
+	lastFullWarn atomic.Int64 // when the storage-full warning was last logged, Unix nanoseconds
 
 	mu      sync.RWMutex // guards closed against Offer's send on buf
 	closed  bool
@@ -226,13 +227,21 @@ func (p *Publisher) ackLoop() {
 // stream has room again. /readyz reports it.
 func (p *Publisher) StorageFull() bool { return p.storageFull.Load() }
 
+// storageFullWarnEvery bounds the storage-full warning. Under a sustained overload the stream
+// is full and has room again each time a worker takes a record, so the state changes with
+// every record scored; the gauge follows it, the log does not.
+const storageFullWarnEvery = time.Minute
+
 func (p *Publisher) setStorageFull(full bool) {
 	if p.storageFull.Swap(full) != full {
 		p.m.StorageFull.Set(0)
 		if full {
 			p.m.StorageFull.Set(1)
-			p.logger.Warn("JetStream storage full: sampled records are dropped (storage_full) until the scoring stream has room",
-				"stream", p.cfg.Stream, "max_bytes", p.cfg.MaxBytes)
+			now := time.Now().UnixNano()
+			if last := p.lastFullWarn.Load(); (last == 0 || now-last >= int64(storageFullWarnEvery)) && p.lastFullWarn.CompareAndSwap(last, now) {
+				p.logger.Warn("JetStream storage full: sampled records are dropped (storage_full) until the scoring stream has room (logged at most once a minute; ragwatch_scoring_queue_storage_full follows it)",
+					"stream", p.cfg.Stream, "max_bytes", p.cfg.MaxBytes)
+			}
 		}
 	}
 }

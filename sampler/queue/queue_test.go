@@ -1,9 +1,11 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/testutil"
@@ -484,5 +487,33 @@ func TestScorePublisherSplitsLargeGroups(t *testing.T) {
 		if len(m.Data) > 16<<10 {
 			t.Fatalf("a message of %d bytes", len(m.Data))
 		}
+	}
+}
+
+// Under a sustained overload the stream is full, then has room for one record each time a
+// worker takes one: the gauge follows every change, the warning is logged at most once a
+// minute.
+func TestStorageFullWarningIsBounded(t *testing.T) {
+	var logs bytes.Buffer
+	p := &Publisher{m: NewMetrics(prometheus.NewRegistry()), logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		cfg: config.ScoringQueue{Stream: "S", MaxBytes: 1 << 20}}
+	warnings := func() int { return strings.Count(logs.String(), "JetStream storage full") }
+	for range 100 {
+		p.setStorageFull(true)
+		if g := promtestutil.ToFloat64(p.m.StorageFull); g != 1 {
+			t.Fatalf("gauge %v while full, want 1", g)
+		}
+		p.setStorageFull(false)
+		if g := promtestutil.ToFloat64(p.m.StorageFull); g != 0 {
+			t.Fatalf("gauge %v with room, want 0", g)
+		}
+	}
+	if n := warnings(); n != 1 {
+		t.Fatalf("%d warnings for 100 times full within a minute, want 1:\n%s", n, logs.String())
+	}
+	p.lastFullWarn.Store(time.Now().Add(-storageFullWarnEvery).UnixNano()) // a minute later
+	p.setStorageFull(true)
+	if n := warnings(); n != 2 {
+		t.Fatalf("%d warnings after a minute, want 2", n)
 	}
 }
