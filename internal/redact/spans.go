@@ -1,6 +1,9 @@
 package redact
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Card and IBAN numbers are found in two steps. The regular expression takes a whole run of
 // digit groups (cards) or the IBAN with everything alphanumeric after it; a replace function
@@ -32,12 +35,14 @@ func groupBounds(m string, sep func(byte) bool) (starts, ends []int) {
 
 // replaceCards redacts, from left to right, the longest run of whole digit groups that is a
 // Luhn-valid card number of 13 to 19 digits. A last group of 3 or 4 digits right after a card
-// number (its CVV) is redacted with it.
+// number (its CVV) is redacted with it. Then any other valid run that those leave partly
+// uncovered is redacted together with the one it overlaps: one run of digits in ten passes the
+// Luhn check by chance, so groups written before a card number ("00002 4111 1111 1111 1111")
+// can make a run that takes the card's first groups, and its last ones must not go out.
 func replaceCards(m string) (string, int) {
 	starts, ends := groupBounds(m, isCardSep)
-	var b strings.Builder
-	n, copied := 0, 0
-	for a := 0; a < len(starts); a++ {
+	// longest returns the last group of the longest valid run starting at group a, or -1.
+	longest := func(a int) int {
 		end, digits := -1, 0
 		for k := a; k < len(ends); k++ {
 			digits += ends[k] - starts[k]
@@ -48,23 +53,55 @@ func replaceCards(m string) (string, int) {
 				end = k
 			}
 		}
+		return end
+	}
+	type run struct{ first, last int } // groups
+	var runs []run
+	for a := 0; a < len(starts); a++ {
+		end := longest(a)
 		if end < 0 {
 			continue
 		}
 		if last := len(ends) - 1; end+1 == last && (ends[last]-starts[last] == 3 || ends[last]-starts[last] == 4) {
 			end = last
 		}
-		b.WriteString(m[copied:starts[a]])
-		b.WriteString(cardMarker)
-		copied = ends[end]
-		n++
+		runs = append(runs, run{a, end})
 		a = end
 	}
-	if n == 0 {
+	if len(runs) == 0 {
 		return m, 0
 	}
+	for a := 0; a < len(starts); a++ {
+		end := longest(a)
+		if end < 0 {
+			continue
+		}
+		// Merge [a, end] with the runs it overlaps, unless they redact all of it already.
+		merged, covered := run{a, end}, 0
+		kept := runs[:0:0]
+		for _, r := range runs {
+			if r.last < a || end < r.first {
+				kept = append(kept, r)
+				continue
+			}
+			covered += min(end, r.last) - max(a, r.first) + 1
+			merged = run{min(merged.first, r.first), max(merged.last, r.last)}
+		}
+		if covered == end-a+1 || len(kept) == len(runs) {
+			continue // redacted already, or overlapping none (the first pass took every such run)
+		}
+		runs = append(kept, merged)
+		slices.SortFunc(runs, func(x, y run) int { return x.first - y.first })
+	}
+	var b strings.Builder
+	copied := 0
+	for _, r := range runs {
+		b.WriteString(m[copied:starts[r.first]])
+		b.WriteString(cardMarker)
+		copied = ends[r.last]
+	}
 	b.WriteString(m[copied:])
-	return b.String(), n
+	return b.String(), len(runs)
 }
 
 // replaceIBANs redacts the IBAN at the start of m: exactly as many characters as its
