@@ -87,8 +87,8 @@ func replaceCards(m string) (string, int) {
 			covered += min(end, r.last) - max(a, r.first) + 1
 			merged = run{min(merged.first, r.first), max(merged.last, r.last)}
 		}
-		if covered == end-a+1 || len(kept) == len(runs) {
-			continue // redacted already, or overlapping none (the first pass took every such run)
+		if covered == end-a+1 {
+			continue // redacted already
 		}
 		runs = append(kept, merged)
 		slices.SortFunc(runs, func(x, y run) int { return x.first - y.first })
