@@ -8,8 +8,8 @@ import (
 
 // readField's fast path (one-byte tags, lengths of one or two bytes, one-byte varints) must
 // answer exactly as readFieldSlow does from the same position: the same field, the same next
-// position, the same error. Every two-byte input, then random longer ones weighted towards the
-// fast path's edges, against every schema the decoder reads.
+// position, the same error. Every two-byte input, then 20,000 random longer ones weighted
+// towards the fast path's edges, against every schema the decoder reads.
 func TestReadFieldFastPathMatchesSlow(t *testing.T) {
 	schemas := map[string]*schema{
 		"request": requestSchema, "resource_spans": rsSchema, "resource": resourceSchema,
@@ -31,8 +31,10 @@ func TestReadFieldFastPathMatchesSlow(t *testing.T) {
 		for i := range 1 << 16 {
 			check(t, name, s, []byte{byte(i >> 8), byte(i)}, 0)
 		}
-		for range 100000 {
-			b := make([]byte, 1+rng.IntN(8))
+		buf := make([]byte, 2, 10)
+		for range 20000 {
+			buf = append(buf[:2], make([]byte, 1+rng.IntN(8))...) // after a field of two bytes
+			b := buf[2:]
 			for i := range b {
 				if rng.IntN(2) == 0 {
 					b[i] = edges[rng.IntN(len(edges))]
@@ -44,11 +46,14 @@ func TestReadFieldFastPathMatchesSlow(t *testing.T) {
 				b[0] = byte(1+rng.IntN(16))<<3 | byte(rng.IntN(6))
 			}
 			check(t, name, s, b, 0)
-			check(t, name, s, append([]byte{0x08, 0x01}, b...), 2)
+			buf[0], buf[1] = 0x08, 0x01
+			check(t, name, s, buf, 2)
 		}
 	}
 	// The fast path's cases, with what they must give.
 	long := append([]byte{0x4a, 0xac, 0x02}, bytes.Repeat([]byte{'x'}, 300)...) // field 9, 300 bytes
+	// A three-byte length (40,000) goes to the slow path, which must not read it as two bytes.
+	longer := append([]byte{0x4a, 0xc0, 0xb8, 0x02}, bytes.Repeat([]byte{'x'}, 40000)...)
 	cases := []struct {
 		b    []byte
 		num  int32
@@ -56,8 +61,9 @@ func TestReadFieldFastPathMatchesSlow(t *testing.T) {
 		blen int
 		next int
 	}{
-		{[]byte{0x0a, 0x02, 'a', 'b'}, 1, 0, 2, 4},             // field 1, two bytes
-		{long, 9, 0, 300, 303},                                 // a two-byte length
+		{[]byte{0x0a, 0x02, 'a', 'b'}, 1, 0, 2, 4}, // field 1, two bytes
+		{long, 9, 0, 300, 303},                     // a two-byte length
+		{longer, 9, 0, 40000, 40004},
 		{[]byte{0x30, 0x05}, 6, 5, 0, 2},                       // field 6 (kind), varint 5
 		{[]byte{0x30, 0x96, 0x01}, 6, 150, 0, 3},               // a two-byte varint: the slow path
 		{[]byte{0x0a, 0x80, 0x00}, 1, 0, 0, 3},                 // a length in two bytes, not minimal
