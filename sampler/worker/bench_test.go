@@ -99,8 +99,10 @@ func BenchmarkQueueRoundTrip(b *testing.B) {
 		// At most maxInFlight records wait to be scored: the publisher alone outruns the
 		// workers, and a backlog past the stream's max_bytes (30 MiB, ≈ 4,900 of these
 		// records) would be refused as storage_full and never scored.
-		for int64(n)-scored.Load() > maxInFlight {
-			time.Sleep(50 * time.Microsecond)
+		for wait := time.Now().Add(time.Minute); int64(n)-scored.Load() > maxInFlight; time.Sleep(50 * time.Microsecond) {
+			if time.Now().After(wait) {
+				b.Fatalf("%d records waiting to be scored for a minute, publisher drops: %s", int64(n)-scored.Load(), gatherDropped(b, pubReg))
+			}
 		}
 		for {
 			err := pub.Offer(&r)
