@@ -205,6 +205,11 @@ type ScoringQueue struct {
 	DeadLetterMaxBytes int64 `yaml:"dead_letter_max_bytes"`
 	// ScoresSubjectPrefix is where results go: <prefix>.<service>.
 	ScoresSubjectPrefix string `yaml:"scores_subject_prefix"`
+	// Encoding is how the publisher writes a record on Subject: "binary" (the default: the
+	// record's fields in protobuf's wire format, a fraction of JSON's CPU) or "json" (the
+	// form of docs/record.md, for workers older than the binary form while they are
+	// upgraded). Workers read both.
+	Encoding string `yaml:"encoding"`
 }
 
 // DefaultScoringQueueMaxBytes caps the scoring stream: 30 MiB, about 4,800 records of five 1 KB
@@ -234,6 +239,7 @@ func defaultScoringRuntime() ScoringRuntime {
 			DeadLetterMaxAge:    7 * 24 * time.Hour,
 			DeadLetterMaxBytes:  32 << 20,
 			ScoresSubjectPrefix: "ragwatch.scores",
+			Encoding:            "binary",
 		},
 	}
 }
@@ -288,6 +294,9 @@ func (s ScoringRuntime) Validate() error {
 	}
 	if q.MaxDeliver < 1 {
 		errs = append(errs, Invalid("queue.max_deliver", "must be at least 1"))
+	}
+	if q.Encoding != "binary" && q.Encoding != "json" {
+		errs = append(errs, Invalid("queue.encoding", `must be "binary" or "json", got %q`, q.Encoding))
 	}
 	for i, b := range q.Backoff {
 		if b <= 0 {

@@ -54,6 +54,7 @@ scoring:
     ack_wait: 45s
     max_deliver: 3
     backoff: [1s, 2s]
+    encoding: json
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +78,10 @@ scoring:
 		t.Fatalf("sampling:\n got %+v\nwant %+v", c.Sampling, want)
 	}
 	q := defaultScoringRuntime().Queue
-	q.AckWait, q.MaxDeliver, q.Backoff = 45*time.Second, 3, []time.Duration{time.Second, 2 * time.Second}
+	if q.Encoding != "binary" {
+		t.Fatalf("default scoring.queue.encoding %q", q.Encoding)
+	}
+	q.AckWait, q.MaxDeliver, q.Backoff, q.Encoding = 45*time.Second, 3, []time.Duration{time.Second, 2 * time.Second}, "json"
 	wantRT := ScoringRuntime{Workers: 2, ScoreTimeout: 30 * time.Second, Queue: q}
 	if !reflect.DeepEqual(c.Scoring.ScoringRuntime, wantRT) {
 		t.Fatalf("runtime:\n got %+v\nwant %+v", c.Scoring.ScoringRuntime, wantRT)
@@ -112,6 +116,7 @@ scoring:
     max_deliver: 0
     subject: ragwatch.scoring.*
     backoff: [0s]
+    encoding: protobuf
 `))
 	if err == nil {
 		t.Fatal("want errors")
@@ -133,6 +138,7 @@ scoring:
 		"`scoring.queue.max_deliver` must be at least 1",
 		"`scoring.queue.subject` must be a subject without wildcards, got \"ragwatch.scoring.*\"",
 		"`scoring.queue.backoff[0]` must be positive",
+		"`scoring.queue.encoding` must be \"binary\" or \"json\", got \"protobuf\"",
 	}
 	msg := err.Error()
 	for _, w := range want {

@@ -93,6 +93,25 @@ func encode(v any) (*bytes.Buffer, error) {
 	return buf, nil
 }
 
+// encodeRecord writes r in the queue's encoding (scoring.queue.encoding) into a buffer from
+// encBufs: the binary form (wire.go), or JSON when the encoding is "json" or r needs JSON to
+// come out of the queue as it went in.
+func encodeRecord(r *record.Record, encoding string) (*bytes.Buffer, error) {
+	if encoding == EncodingJSON {
+		return encode(r)
+	}
+	buf := encBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	buf.Grow(recordSize(r))
+	b, err := appendRecord(buf.AvailableBuffer(), r)
+	if err != nil {
+		releaseBuf(buf)
+		return encode(r) // JSON, or the error JSON gives
+	}
+	buf.Write(b) // b is buf's own room unless it outgrew it: a copy in place, or one copy
+	return buf, nil
+}
+
 func releaseBuf(buf *bytes.Buffer) {
 	if buf.Cap() <= maxPooledBuf {
 		encBufs.Put(buf)
@@ -176,14 +195,18 @@ func (p *Publisher) publish(it item) {
 		p.m.Dropped.WithLabelValues(DropNATSUnavailable).Inc()
 		return
 	}
-	var v any = it.rec
-	key := ""
+	var (
+		buf *bytes.Buffer
+		key string
+		err error
+	)
 	if it.pair != nil {
-		v, key = it.pair, it.pair.Key()
+		key = it.pair.Key()
+		buf, err = encode(it.pair)
 	} else {
 		key = it.rec.Key()
+		buf, err = encodeRecord(it.rec, p.cfg.Encoding)
 	}
-	buf, err := encode(v)
 	if err != nil {
 		// Records are validated at intake; this is a bug, not input.
 		p.logger.Error("encode sampled record", "err", err)

@@ -101,14 +101,17 @@ func TestPublisherQueuesOnceByKey(t *testing.T) {
 	if n := streamMsgs(t, js, cfg.Stream); n != 10 {
 		t.Fatalf("stream holds %d records, want 10", n)
 	}
-	// The stored form is the record JSON with its Sampling.
+	// The stored form is the record in the binary form, with its Sampling.
 	st, _ := js.Stream(ctx, cfg.Stream)
 	m, err := st.GetMsg(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got record.Record
-	if err := json.Unmarshal(m.Data, &got); err != nil {
+	if !IsBinaryRecord(m.Data) {
+		t.Fatalf("stored %.40q, not the binary form", m.Data)
+	}
+	if err := DecodeRecord(m.Data, &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.TraceID != fmt.Sprintf("%032x", 0) || got.Sampling == nil || got.Sampling.Probability != 0.5 || m.Header.Get(jetstream.MsgIDHeader) != got.TraceID {
@@ -203,8 +206,8 @@ func TestPublisherStoresEachRecordIntact(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got record.Record
-		if err := json.Unmarshal(m.Data, &got); err != nil {
-			t.Fatalf("message %d: %v", seq, err)
+		if err := DecodeRecord(m.Data, &got); err != nil || !IsBinaryRecord(m.Data) {
+			t.Fatalf("message %d: %v (binary form %v)", seq, err, IsBinaryRecord(m.Data))
 		}
 		var i int
 		if _, err := fmt.Sscanf(got.TraceID, "%x", &i); err != nil || m.Header.Get(jetstream.MsgIDHeader) != got.TraceID ||

@@ -61,12 +61,19 @@ func BenchmarkWorkerDecode(b *testing.B) {
 // embedded JetStream server (file storage): Offer each record to the publisher, which encodes
 // and publishes it; the pool (config's 4 workers) pulls, decodes, scores it with a scorer that
 // does nothing, hands on the result and acks. cpu-ns/op is the whole process's CPU per record,
-// the server's included.
+// the server's included. Records travel in each of scoring.queue.encoding's forms.
 func BenchmarkQueueRoundTrip(b *testing.B) {
+	for _, enc := range []string{queue.EncodingBinary, queue.EncodingJSON} {
+		b.Run(enc, func(b *testing.B) { benchQueueRoundTrip(b, enc) })
+	}
+}
+
+func benchQueueRoundTrip(b *testing.B, encoding string) {
 	recs := benchRecords(b)
 	s := testutil.RunJetStream(b)
 	_, js := testutil.Connect(b, s)
 	rt := config.Default().Scoring.ScoringRuntime
+	rt.Queue.Encoding = encoding
 	ctx := context.Background()
 	if _, err := queue.Setup(ctx, js, rt.Queue, 1); err != nil {
 		b.Fatal(err)

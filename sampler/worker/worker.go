@@ -208,7 +208,7 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	var rec record.Record
-	if err := json.Unmarshal(msg.Data(), &rec); err != nil || rec.TraceID == "" {
+	if err := queue.DecodeRecord(msg.Data(), &rec); err != nil || rec.TraceID == "" {
 		if err == nil {
 			err = errors.New("trace_id is missing")
 		}
@@ -216,7 +216,7 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	if delivered > uint64(p.cfg.Queue.MaxDeliver) {
-		p.deadLetter(ctx, msg, rec.Key(), "attempts did not finish (worker stopped or timed out while scoring)", delivered)
+		p.deadLetterRecord(ctx, msg, &rec, "attempts did not finish (worker stopped or timed out while scoring)", delivered)
 		return
 	}
 	sctx, cancel := context.WithTimeout(ctx, p.cfg.ScoreTimeout)
@@ -240,7 +240,7 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	if delivered >= uint64(p.cfg.Queue.MaxDeliver) {
-		p.deadLetter(ctx, msg, rec.Key(), failure.Error(), delivered)
+		p.deadLetterRecord(ctx, msg, &rec, failure.Error(), delivered)
 		return
 	}
 	delay := p.backoff(delivered)
@@ -370,14 +370,31 @@ func classify(ctx context.Context, err error) (outcome string, retry bool) {
 	return score.OutcomeError, true
 }
 
+// deadLetterRecord dead-letters a decoded record: one in the queue's binary form goes to the
+// dead-letter subject as its JSON, which operators read and can publish to the queue again as
+// it is.
+func (p *Pool) deadLetterRecord(ctx context.Context, msg jetstream.Msg, rec *record.Record, reason string, delivered uint64) {
+	data := msg.Data()
+	if queue.IsBinaryRecord(data) {
+		if j, err := json.Marshal(rec); err == nil {
+			data = j
+		}
+	}
+	p.deadLetterData(ctx, msg, data, rec.Key(), reason, delivered)
+}
+
 // deadLetter moves the message to the dead-letter subject (kept in the dead-letter stream) and
 // removes it from the queue. If the dead-letter publish fails the record stays queued.
 func (p *Pool) deadLetter(ctx context.Context, msg jetstream.Msg, key, reason string, delivered uint64) {
+	p.deadLetterData(ctx, msg, msg.Data(), key, reason, delivered)
+}
+
+func (p *Pool) deadLetterData(ctx context.Context, msg jetstream.Msg, data []byte, key, reason string, delivered uint64) {
 	if len(reason) > 512 {
 		reason = reason[:512]
 	}
 	dl := nats.NewMsg(p.cfg.Queue.DeadLetterSubject)
-	dl.Data = msg.Data()
+	dl.Data = data
 	dl.Header.Set(HeaderError, reason)
 	dl.Header.Set(HeaderDeliveries, strconv.FormatUint(delivered, 10))
 	if key == "" {

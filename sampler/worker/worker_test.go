@@ -213,54 +213,68 @@ func TestTwoPoolsShareTheQueue(t *testing.T) {
 	t.Logf("split %d/%d", tallies[0].len(), tallies[1].len())
 }
 
+// TestDeadLetterAfterThreeFailures: a record that fails every attempt goes to the dead-letter
+// stream as JSON, whichever encoding it was queued in.
 func TestDeadLetterAfterThreeFailures(t *testing.T) {
-	s := testutil.RunJetStream(t)
-	_, js := testutil.Connect(t, s)
-	rt := testRuntime(2)
-	keys := enqueue(t, js, rt.Queue, 5, 1)
-	poison := keys[2]
-	scorer := funcScorer{name: "test", score: func(_ context.Context, r *record.Record) ([]score.Result, error) {
-		if r.TraceID == poison {
-			return nil, errBackend
-		}
-		return []score.Result{{Metric: "faithfulness", Value: 1}}, nil
-	}}
-	reg := prometheus.NewRegistry()
-	tl := newTally()
-	p := New(js, rt, []score.Scorer{scorer}, tl, testOptions(reg))
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "the poison record dead-lettered", func() bool { return streamMsgs(js, rt.Queue.DeadLetterStream) == 1 })
-	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the queue to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
-	shutdown(t, p)
+	for _, enc := range []string{queue.EncodingBinary, queue.EncodingJSON} {
+		t.Run(enc, func(t *testing.T) {
+			s := testutil.RunJetStream(t)
+			_, js := testutil.Connect(t, s)
+			rt := testRuntime(2)
+			rt.Queue.Encoding = enc
+			keys := enqueue(t, js, rt.Queue, 5, 1)
+			queued, err := js.Stream(context.Background(), rt.Queue.Stream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m, err := queued.GetMsg(context.Background(), 1); err != nil || queue.IsBinaryRecord(m.Data) != (enc == queue.EncodingBinary) {
+				t.Fatalf("queued %v (%v), want encoding %s", m, err, enc)
+			}
+			poison := keys[2]
+			scorer := funcScorer{name: "test", score: func(_ context.Context, r *record.Record) ([]score.Result, error) {
+				if r.TraceID == poison {
+					return nil, errBackend
+				}
+				return []score.Result{{Metric: "faithfulness", Value: 1}}, nil
+			}}
+			reg := prometheus.NewRegistry()
+			tl := newTally()
+			p := New(js, rt, []score.Scorer{scorer}, tl, testOptions(reg))
+			if err := p.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "the poison record dead-lettered", func() bool { return streamMsgs(js, rt.Queue.DeadLetterStream) == 1 })
+			testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the queue to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
+			shutdown(t, p)
 
-	if tl.len() != 4 || tl.snapshot()[poison] != 0 {
-		t.Fatalf("scored %v", tl.snapshot())
-	}
-	st, _ := js.Stream(context.Background(), rt.Queue.DeadLetterStream)
-	m, err := st.GetMsg(context.Background(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec record.Record
-	if err := json.Unmarshal(m.Data, &rec); err != nil || rec.TraceID != poison || rec.Query != "q" {
-		t.Fatalf("dead letter %s (%v)", m.Data, err)
-	}
-	if m.Subject != "ragwatch.scoring.dead" || m.Header.Get(HeaderDeliveries) != "3" || m.Header.Get(HeaderError) != "test: backend down" {
-		t.Fatalf("dead letter subject %s headers %v", m.Subject, m.Header)
-	}
-	exp := `
-# HELP ragwatch_scoring_attempts_total Scorer calls, by scorer and outcome (ok, timeout, rate_limited, parse_error, refused, error, invalid_result).
-# TYPE ragwatch_scoring_attempts_total counter
-ragwatch_scoring_attempts_total{outcome="error",scorer="test"} 3
-ragwatch_scoring_attempts_total{outcome="ok",scorer="test"} 4
-# HELP ragwatch_scoring_dead_letter_total Records moved to the dead-letter subject after failing max_deliver times.
-# TYPE ragwatch_scoring_dead_letter_total counter
-ragwatch_scoring_dead_letter_total 1
-`
-	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(exp), "ragwatch_scoring_attempts_total", "ragwatch_scoring_dead_letter_total"); err != nil {
-		t.Fatal(err)
+			if tl.len() != 4 || tl.snapshot()[poison] != 0 {
+				t.Fatalf("scored %v", tl.snapshot())
+			}
+			st, _ := js.Stream(context.Background(), rt.Queue.DeadLetterStream)
+			m, err := st.GetMsg(context.Background(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec record.Record
+			if err := json.Unmarshal(m.Data, &rec); err != nil || rec.TraceID != poison || rec.Query != "q" {
+				t.Fatalf("dead letter %s (%v)", m.Data, err)
+			}
+			if m.Subject != "ragwatch.scoring.dead" || m.Header.Get(HeaderDeliveries) != "3" || m.Header.Get(HeaderError) != "test: backend down" {
+				t.Fatalf("dead letter subject %s headers %v", m.Subject, m.Header)
+			}
+			exp := `
+	# HELP ragwatch_scoring_attempts_total Scorer calls, by scorer and outcome (ok, timeout, rate_limited, parse_error, refused, error, invalid_result).
+	# TYPE ragwatch_scoring_attempts_total counter
+	ragwatch_scoring_attempts_total{outcome="error",scorer="test"} 3
+	ragwatch_scoring_attempts_total{outcome="ok",scorer="test"} 4
+	# HELP ragwatch_scoring_dead_letter_total Records moved to the dead-letter subject after failing max_deliver times.
+	# TYPE ragwatch_scoring_dead_letter_total counter
+	ragwatch_scoring_dead_letter_total 1
+	`
+			if err := promtestutil.GatherAndCompare(reg, strings.NewReader(exp), "ragwatch_scoring_attempts_total", "ragwatch_scoring_dead_letter_total"); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
