@@ -327,12 +327,14 @@ func TestDecodeRecordRefusesMalformed(t *testing.T) {
 // FuzzDecodeRecord: no input crashes DecodeRecord, and a record it accepts goes through the
 // queue again unchanged.
 func FuzzDecodeRecord(f *testing.F) {
-	recs, err := synthrec.Records(1, 3)
+	// Small seeds: the fuzzer spends up to a minute minimizing each new input it finds, in
+	// proportion to its size.
+	recs, err := synthrec.Records(1, 1)
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, v := range encodeCases() {
-		if r, ok := v.(*record.Record); ok {
+	for name, v := range encodeCases() {
+		if r, ok := v.(*record.Record); ok && name != "long" {
 			recs = append(recs, r)
 		}
 	}
