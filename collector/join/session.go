@@ -48,17 +48,16 @@ const sessionLookupTimeout = 2 * time.Second
 func (j *Join) session(ctx context.Context, r *record.Record, now time.Time) *record.Record {
 	id := r.SessionID
 	var stored *sessionEntry
-	if j.s.KV != nil && j.s.PersistSeen { // sidecars share the bucket: another may hold the session
-		j.mu.Lock()
-		known := j.tab.findNS(nsSession, id) >= 0
-		j.mu.Unlock()
-		if !known {
-			stored = j.lookupSession(ctx, id, now)
-		}
-	}
 	j.mu.Lock()
 	j.expireLocked(now)
 	i := j.tab.findNS(nsSession, id)
+	if i < 0 && j.s.KV != nil && j.s.PersistSeen { // sidecars share the bucket: another may hold the session
+		// Read outside the lock; the session may have arrived meanwhile.
+		j.mu.Unlock()
+		stored = j.lookupSession(ctx, id, now)
+		j.mu.Lock()
+		i = j.tab.findNS(nsSession, id)
+	}
 	if i < 0 {
 		i = j.addKeyLocked(j.tab.keyNS(nsSession, id), id, now)
 		st := &sessionState{}
