@@ -189,10 +189,11 @@ func (e *encoder) int(num protowire.Number, v int64) {
 	e.b = protowire.AppendVarint(e.b, protowire.EncodeZigZag(v))
 }
 
-// time writes t as RFC 3339 text, what JSON writes; the zero time is left out (JSON's
-// "0001-01-01T00:00:00Z" decodes to it again).
-func (e *encoder) time(num protowire.Number, t time.Time) {
-	if t.IsZero() {
+// time writes t as RFC 3339 text, what JSON writes. omitZero is JSON's omitzero, which leaves
+// out any time whose IsZero holds, in whatever zone; without it only the zero time.Time is
+// left out (JSON's "0001-01-01T00:00:00Z" decodes to it again).
+func (e *encoder) time(num protowire.Number, t time.Time, omitZero bool) {
+	if t == (time.Time{}) || omitZero && t.IsZero() {
 		return
 	}
 	text, err := t.MarshalText()
@@ -255,7 +256,7 @@ func appendRecord(b []byte, r *record.Record) ([]byte, error) {
 	e.str(fService, r.Service)
 	e.str(fSessionID, r.SessionID)
 	e.str(fUserID, r.UserID)
-	e.time(fTime, r.Time)
+	e.time(fTime, r.Time, false)
 	e.str(fQuery, r.Query)
 	for i := range r.Documents {
 		d := &r.Documents[i]
@@ -299,7 +300,7 @@ func appendRecord(b []byte, r *record.Record) ([]byte, error) {
 		e.message(fFeedback, func() {
 			e.float(fFeedbackScore, f.Score, true)
 			e.str(fFeedbackComment, f.Comment)
-			e.time(fFeedbackTime, f.Time)
+			e.time(fFeedbackTime, f.Time, true)
 		})
 	}
 	e.str(fVariant, r.Variant)
@@ -318,7 +319,7 @@ func appendRecord(b []byte, r *record.Record) ([]byte, error) {
 			e.intMap(fLabelRelevance, l.Relevance)
 			e.str(fLabelReference, l.Reference)
 			e.str(fLabelLabeler, l.Labeler)
-			e.time(fLabelTime, l.Time)
+			e.time(fLabelTime, l.Time, true)
 		})
 	}
 	e.str(fReference, r.Reference)
