@@ -362,8 +362,6 @@ type decoder struct {
 	err error
 }
 
-var errTruncated = errors.New("truncated or malformed field")
-
 // next reads a field's tag; ok is false at the end of the message or after an error.
 func (d *decoder) next() (protowire.Number, protowire.Type, bool) {
 	if d.err != nil || len(d.b) == 0 {
