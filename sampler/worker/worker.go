@@ -372,12 +372,15 @@ func classify(ctx context.Context, err error) (outcome string, retry bool) {
 
 // deadLetterRecord dead-letters a decoded record: one in the queue's binary form goes to the
 // dead-letter subject as its JSON, which operators read and can publish to the queue again as
-// it is.
+// it is. The JSON is of the message as queued, decoded again, not of rec after its attempt.
 func (p *Pool) deadLetterRecord(ctx context.Context, msg jetstream.Msg, rec *record.Record, reason string, delivered uint64) {
 	data := msg.Data()
 	if queue.IsBinaryRecord(data) {
-		if j, err := json.Marshal(rec); err == nil {
-			data = j
+		var queued record.Record
+		if queue.DecodeRecord(data, &queued) == nil {
+			if j, err := json.Marshal(&queued); err == nil {
+				data = j
+			}
 		}
 	}
 	p.deadLetterData(ctx, msg, data, rec.Key(), reason, delivered)

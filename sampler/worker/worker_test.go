@@ -233,6 +233,7 @@ func TestDeadLetterAfterThreeFailures(t *testing.T) {
 			poison := keys[2]
 			scorer := funcScorer{name: "test", score: func(_ context.Context, r *record.Record) ([]score.Result, error) {
 				if r.TraceID == poison {
+					r.Query = "changed by the attempt" // the dead letter is the record as queued
 					return nil, errBackend
 				}
 				return []score.Result{{Metric: "faithfulness", Value: 1}}, nil
