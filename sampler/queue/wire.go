@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -206,7 +207,9 @@ func (e *encoder) time(num protowire.Number, t time.Time, omitZero bool) {
 }
 
 // message writes a nested message: fill appends its fields after a length placeholder of
-// two bytes (room for 16 KiB), which is widened when the message is longer.
+// two bytes (room for 16 KiB), which is widened when the message is longer. A length under
+// 128 stays in two bytes: a varint with a redundant zero byte, which protobuf decoders read
+// as its value.
 func (e *encoder) message(num protowire.Number, fill func()) {
 	e.b = protowire.AppendTag(e.b, num, protowire.BytesType)
 	at := len(e.b)
@@ -218,15 +221,12 @@ func (e *encoder) message(num protowire.Number, fill func()) {
 		e.b[at+1] = byte(size >> 7)
 		return
 	}
-	var tmp [binary10]byte
+	var tmp [binary.MaxVarintLen64]byte
 	l := protowire.AppendVarint(tmp[:0], uint64(size))
 	e.b = append(e.b, l[2:]...) // grow by the extra length bytes
 	copy(e.b[at+len(l):], e.b[at+2:at+2+size])
 	copy(e.b[at:], l)
 }
-
-// binary10 is the longest varint.
-const binary10 = 10
 
 func (e *encoder) stringMap(num protowire.Number, m map[string]string) {
 	for k, v := range m {
