@@ -41,8 +41,10 @@ func groupBounds(m string, sep func(byte) bool) (starts, ends []int) {
 // can make a run that takes the card's first groups, and its last ones must not go out.
 func replaceCards(m string) (string, int) {
 	starts, ends := groupBounds(m, isCardSep)
-	// longest returns the last group of the longest valid run starting at group a, or -1.
-	longest := func(a int) int {
+	// longest[a] is the last group of the longest valid run starting at group a, or -1; both
+	// passes below read it.
+	longest := make([]int, len(starts))
+	for a := range starts {
 		end, digits := -1, 0
 		for k := a; k < len(ends); k++ {
 			digits += ends[k] - starts[k]
@@ -53,12 +55,12 @@ func replaceCards(m string) (string, int) {
 				end = k
 			}
 		}
-		return end
+		longest[a] = end
 	}
 	type run struct{ first, last int } // groups
 	var runs []run
 	for a := 0; a < len(starts); a++ {
-		end := longest(a)
+		end := longest[a]
 		if end < 0 {
 			continue
 		}
@@ -71,8 +73,7 @@ func replaceCards(m string) (string, int) {
 	if len(runs) == 0 {
 		return m, 0
 	}
-	for a := 0; a < len(starts); a++ {
-		end := longest(a)
+	for a, end := range longest {
 		if end < 0 {
 			continue
 		}
