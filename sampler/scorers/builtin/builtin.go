@@ -92,6 +92,7 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 		return nil, fmt.Errorf("builtin scorer: nil record")
 	}
 	j := newJudge(r.Documents, s.threshold)
+	defer j.release()
 	weight := 1.0
 	if r.Sampling != nil && r.Sampling.Probability > 0 && r.Sampling.Probability <= 1 {
 		weight = 1 / r.Sampling.Probability

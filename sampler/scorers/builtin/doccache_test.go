@@ -158,6 +158,39 @@ func TestCachedIndexIsTheUncachedIndex(t *testing.T) {
 	}
 }
 
+// An index reset for another context (as the pool reuses it) is the index a fresh one gives:
+// larger after smaller and smaller after larger, cached and not, and its claims' support too.
+func TestReusedIndexIsAFreshIndex(t *testing.T) {
+	records := [][]int{
+		{5, 6, 7}, {0}, {3, 4, 0, 1, 2, 5, 6, 7, 8}, {8}, {1, 1}, {4, 5, 6, 7, 8}, {7}, {2, 0},
+	}
+	claims := []string{
+		"The bridge opened in 1937.", "Whales do not migrate south.", "Dr. Smith led the 3.5 km tundra work.",
+		"The tunnel is open in summer.", "alpha beta omega",
+	}
+	for _, c := range []*docCache{nil, newDocCache(1 << 20)} {
+		ix := &index{}
+		for pass := range 2 {
+			for i, r := range records {
+				docs := cacheRecord(r...)
+				want := referenceIndex(docs)
+				ix.reset()
+				got := fillIndex(ix, docs, c)
+				what := fmt.Sprintf("cache %v, pass %d, record %d %v", c != nil, pass, i, r)
+				sameIndex(t, what, got, want)
+				for _, claim := range claims {
+					gv, gwhy, gw := got.supportWindow(tokenize(claim), nil)
+					wv, wwhy, ww := want.supportWindow(tokenize(claim), nil)
+					if gv != wv || gwhy != wwhy || gw != ww {
+						t.Fatalf("%s: support of %q is %v %q window %d, want %v %q window %d", what, claim, gv, gwhy, gw, wv, wwhy, ww)
+					}
+				}
+			}
+			slices.Reverse(records)
+		}
+	}
+}
+
 // A document cut by the context budget is indexed (and kept) as what is indexed: its whole
 // content in another record is another entry.
 func TestBudgetTruncatedDocumentHasItsOwnEntry(t *testing.T) {

@@ -67,6 +67,14 @@ func (j *judge) index() *index {
 	return j.ix
 }
 
+// release returns the judge's index to the pool: nothing may use the judge afterwards.
+func (j *judge) release() {
+	if j.ix != nil {
+		j.ix.release()
+		j.ix = nil
+	}
+}
+
 func (j *judge) isID(s string) bool { _, ok := j.byID[s]; return ok }
 
 // claims splits text into at most maxClaims claims, citation markers removed.
@@ -99,6 +107,7 @@ type splitText struct {
 // with its support by docs in [0, 1].
 func ClaimSupports(answer string, docs []record.Document) (claims []string, support []float64) {
 	j := newJudge(docs, DefaultThreshold)
+	defer j.release()
 	claims = j.claims(answer)
 	support = make([]float64, len(claims))
 	for i, c := range claims {
@@ -114,7 +123,9 @@ func ClaimSupports(answer string, docs []record.Document) (claims []string, supp
 // says how the quarter was chosen. ok is false when it cannot be judged: no document content,
 // or no claim with a content word in the answer.
 func Faithfulness(answer string, docs []record.Document) (value float64, explanation string, ok bool) {
-	return newJudge(docs, DefaultThreshold).faithfulness(answer)
+	j := newJudge(docs, DefaultThreshold)
+	defer j.release()
+	return j.faithfulness(answer)
 }
 
 func (j *judge) faithfulness(answer string) (float64, string, bool) {
@@ -164,7 +175,9 @@ func weakestQuarter(supports []float64) float64 {
 // text.IsRefusal) scores 1 when the context does not support an answer and 0 when it does
 // (conversation.go). ok is false without a question with content words or without an answer.
 func AnswerRelevancy(query, answer string, docs []record.Document) (value float64, explanation string, ok bool) {
-	return newJudge(docs, DefaultThreshold).answerRelevancy(query, answer)
+	j := newJudge(docs, DefaultThreshold)
+	defer j.release()
+	return j.answerRelevancy(query, answer)
 }
 
 func (j *judge) answerRelevancy(query, answer string) (float64, string, bool) {
@@ -268,7 +281,9 @@ var months = set("january", "february", "march", "april", "may", "june", "july",
 // supports at least one claim of the reference (or of the answer, without a reference). ok is
 // false without documents, or without labels and both reference and answer.
 func ContextPrecision(docs []record.Document, relevance map[string]int, answer, reference string) (value float64, explanation string, ok bool) {
-	return newJudge(docs, DefaultThreshold).contextPrecision(relevance, answer, reference)
+	j := newJudge(docs, DefaultThreshold)
+	defer j.release()
+	return j.contextPrecision(relevance, answer, reference)
 }
 
 func (j *judge) contextPrecision(relevance map[string]int, answer, reference string) (float64, string, bool) {
@@ -324,7 +339,9 @@ func (j *judge) contextPrecision(relevance map[string]int, answer, reference str
 // ContextRecall is the share of the reference's claims supported by the documents. ok is false
 // without a reference claim or without document content.
 func ContextRecall(reference string, docs []record.Document) (value float64, explanation string, ok bool) {
-	return newJudge(docs, DefaultThreshold).contextRecall(reference)
+	j := newJudge(docs, DefaultThreshold)
+	defer j.release()
+	return j.contextRecall(reference)
 }
 
 func (j *judge) contextRecall(reference string) (float64, string, bool) {
@@ -349,7 +366,9 @@ func (j *judge) contextRecall(reference string) (float64, string, bool) {
 // supported by all its cited documents together but not without this one. A citation of an
 // unknown document is imprecise. ok is false without citations or without document content.
 func CitationPrecision(citations []record.Citation, docs []record.Document) (value float64, explanation string, ok bool) {
-	return newJudge(docs, DefaultThreshold).citationPrecision(citations)
+	j := newJudge(docs, DefaultThreshold)
+	defer j.release()
+	return j.citationPrecision(citations)
 }
 
 func (j *judge) citationPrecision(citations []record.Citation) (float64, string, bool) {
@@ -412,7 +431,9 @@ func (j *judge) citationPrecision(citations []record.Citation) (float64, string,
 // other's. An answer that cites nothing scores 0 when it makes a claim (docs/metrics.md). ok is
 // false without claims, or with citations but no document content to check them against.
 func CitationRecall(answer string, citations []record.Citation, docs []record.Document) (value float64, explanation string, ok bool) {
-	return newJudge(docs, DefaultThreshold).citationRecall(answer, citations)
+	j := newJudge(docs, DefaultThreshold)
+	defer j.release()
+	return j.citationRecall(answer, citations)
 }
 
 func (j *judge) citationRecall(answer string, citations []record.Citation) (float64, string, bool) {

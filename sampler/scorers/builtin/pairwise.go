@@ -64,6 +64,8 @@ func (p PairJudge) JudgePair(ctx context.Context, a, b *record.Record) (pairwise
 		return out
 	}
 	va, vb := values(ja, a), values(jb, b)
+	ja.release()
+	jb.release()
 	v := pairwise.Verdict{Winner: pairwise.WinnerTie, Outcome: pairwise.Tie, Judge: Name}
 	for _, m := range PairCriteria {
 		x, okA := va[m]
