@@ -98,7 +98,7 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 		weight = 1 / r.Sampling.Probability
 	}
 	now := s.now()
-	var out []score.Result
+	out := make([]score.Result, 0, len(s.metrics)) // one array: a Result is large
 	add := func(metric string, f func() (float64, string, bool)) {
 		if !s.metrics[metric] {
 			return
