@@ -388,16 +388,12 @@ func (e *Engine) ComparisonsHandler() http.Handler {
 // observeVariant feeds the comparisons watching metric. Called with Engine.mu held. The value
 // was checked by observe when a rule watches the metric; here it is checked again for
 // comparisons on metrics no SLO watches.
-func (e *Engine) observeVariant(metric, service, variant string, x, w float64, s slo.Sample, now time.Time) {
+func (e *Engine) observeVariant(metric string, svc *serviceLabel, variant string, x, w float64, s slo.Sample, now time.Time) {
 	if e.cmp == nil || variant == "" || len(e.cmp.byMetric[metric]) == 0 {
 		return
 	}
 	if math.IsNaN(x) || math.IsInf(x, 0) || math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
 		return
 	}
-	label := service
-	if e.services != nil {
-		label = e.services.Label(service)
-	}
-	e.cmp.observe(metric, service, label, variant, x, w, s, now)
+	e.cmp.observe(metric, svc.name, e.labelOf(svc), variant, x, w, s, now)
 }

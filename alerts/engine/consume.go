@@ -24,12 +24,13 @@ func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
 	}
 	e.diagRecord(r, now)
 	var err error
+	svc := serviceLabel{name: r.Service}
 	eachSignal(r, func(name string, v float64) {
 		s := slo.Sample{TraceID: r.TraceID, SpanID: r.SpanID, Value: v, Time: now}
-		if e2 := e.observe(name, r.Service, r.Variant, r.Turn, v, 1, s, now); e2 != nil && err == nil {
+		if e2 := e.observe(name, &svc, r.Variant, r.Turn, v, 1, s, now); e2 != nil && err == nil {
 			err = e2
 		}
-		e.observeVariant(name, r.Service, r.Variant, v, 1, s, now)
+		e.observeVariant(name, &svc, r.Variant, v, 1, s, now)
 	})
 	return err
 }
@@ -41,8 +42,9 @@ func (e *Engine) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var err error
+	svc := serviceLabel{name: f.Service}
 	eachFeedbackSignal(&f, func(name string, v float64) {
-		if e2 := e.observe(name, f.Service, "", 0, v, 1, slo.Sample{TraceID: f.TraceID, SpanID: f.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
+		if e2 := e.observe(name, &svc, "", 0, v, 1, slo.Sample{TraceID: f.TraceID, SpanID: f.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
 			err = e2
 		}
 	})
@@ -68,18 +70,36 @@ func (e *Engine) ConsumeScores(_ context.Context, results []score.Result) error 
 			w = 1
 		}
 		s := slo.Sample{TraceID: res.TraceID, SpanID: res.SpanID, Value: res.Value, Time: now}
-		if err := e.observe(res.Metric, res.Service, res.Variant, res.Turn, res.Value, w, s, now); err != nil {
+		svc := serviceLabel{name: res.Service}
+		if err := e.observe(res.Metric, &svc, res.Variant, res.Turn, res.Value, w, s, now); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		e.observeVariant(res.Metric, res.Service, res.Variant, res.Value, w, s, now)
+		e.observeVariant(res.Metric, &svc, res.Variant, res.Value, w, s, now)
 	}
 	return errors.Join(errs...)
 }
 
+// serviceLabel is a service's name and, once asked for, its label value (labels.ServiceSet):
+// the signals of one record ask the set once, not once each.
+type serviceLabel struct {
+	name, label string
+}
+
+// labelOf returns svc's label value.
+func (e *Engine) labelOf(svc *serviceLabel) string {
+	if svc.label == "" {
+		svc.label = svc.name
+		if e.services != nil {
+			svc.label = e.services.Label(svc.name)
+		}
+	}
+	return svc.label
+}
+
 // observe adds one value, of a record of variant at turn (0: unknown), to every rule on metric
 // whose filters it passes. Called with e.mu held.
-func (e *Engine) observe(metric, service, variant string, turn int, x, w float64, s slo.Sample, now time.Time) error {
+func (e *Engine) observe(metric string, svc *serviceLabel, variant string, turn int, x, w float64, s slo.Sample, now time.Time) error {
 	rules := e.byMetric[metric]
 	if len(rules) == 0 {
 		return nil
@@ -92,21 +112,17 @@ func (e *Engine) observe(metric, service, variant string, turn int, x, w float64
 		e.m.rejected.WithLabelValues("invalid_weight").Inc()
 		return fmt.Errorf("alert engine: %s weight must be a finite non-negative number", metric)
 	}
-	var label string
 	for _, r := range rules {
 		if turn < r.minTurn || (r.variant != "" && r.variant != variant) {
 			continue
 		}
 		key := r.service
 		if key != "" {
-			if service != key {
+			if svc.name != key {
 				continue
 			}
 		} else {
-			if label == "" {
-				label = e.services.Label(service)
-			}
-			key = label
+			key = e.labelOf(svc)
 		}
 		r.add(e.instance(r, key), now, x, w, s)
 	}
