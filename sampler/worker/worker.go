@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -291,7 +292,8 @@ func (p *Pool) scoreAll(ctx context.Context, r *record.Record) ([]score.Result, 
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue
 		}
-		for _, x := range valid {
+		for i := range valid {
+			x := &valid[i]
 			x.TraceID, x.SpanID, x.Variant = r.TraceID, r.SpanID, r.Variant
 			if x.Service == "" {
 				x.Service = r.Service
@@ -304,7 +306,13 @@ func (p *Pool) scoreAll(ctx context.Context, r *record.Record) ([]score.Result, 
 			if x.Time.IsZero() {
 				x.Time = p.opts.Now()
 			}
-			out = append(out, x)
+		}
+		switch {
+		case len(valid) == 0:
+		case out == nil:
+			out = slices.Clip(valid) // the scorer's own array: one scorer's results are not copied
+		default:
+			out = append(out, valid...)
 		}
 	}
 	if len(errs) > 0 {

@@ -418,3 +418,39 @@ func TestUnfinishedLastAttemptIsDeadLettered(t *testing.T) {
 		t.Fatalf("dead letters %v", got)
 	}
 }
+
+// Every scorer's valid results reach the sink in one delivery per record, each carrying the
+// record's ids and weight and its scorer's name; an invalid one is dropped between them.
+func TestResultsOfEveryScorer(t *testing.T) {
+	s := testutil.RunJetStream(t)
+	_, js := testutil.Connect(t, s)
+	rt := testRuntime(1)
+	keys := enqueue(t, js, rt.Queue, 3, 0.25)
+	one := func(name, metric string, v float64) funcScorer {
+		return funcScorer{name: name, score: func(context.Context, *record.Record) ([]score.Result, error) {
+			return []score.Result{{Metric: "x", Value: 2}, {Metric: metric, Value: v}}, nil
+		}}
+	}
+	tl := newTally()
+	p := New(js, rt, []score.Scorer{one("first", "faithfulness", 0.25), one("second", "answer_relevancy", 0.75)}, tl, testOptions(prometheus.NewRegistry()))
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "every record scored", func() bool { return tl.len() == len(keys) })
+	shutdown(t, p)
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if len(tl.all) != 2*len(keys) {
+		t.Fatalf("%d results, want %d: %+v", len(tl.all), 2*len(keys), tl.all)
+	}
+	for i := 0; i < len(tl.all); i += 2 {
+		a, b := tl.all[i], tl.all[i+1]
+		if a.Scorer != "first" || a.Metric != "faithfulness" || a.Value != 0.25 ||
+			b.Scorer != "second" || b.Metric != "answer_relevancy" || b.Value != 0.75 {
+			t.Fatalf("results %d and %d: %+v, %+v", i, i+1, a, b)
+		}
+		if a.TraceID == "" || a.TraceID != b.TraceID || a.Weight != 4 || b.Weight != 4 || a.Time.IsZero() || b.Time.IsZero() {
+			t.Fatalf("results %d and %d lack their record's ids, weight 4 or time: %+v, %+v", i, i+1, a, b)
+		}
+	}
+}
