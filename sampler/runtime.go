@@ -76,7 +76,7 @@ func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorer
 		Pairwise:  pairwise.NewRecorder(reg),
 		js:        js, cfg: cfg.Scoring.Queue, replicas: replicas, logger: logger, reg: reg,
 	}
-	sink := score.Fanout{queue.NewScorePublisher(js.Conn(), cfg.Scoring.Queue.ScoresSubjectPrefix)}
+	sink := score.Fanout{queue.NewScorePublisher(js.Conn(), cfg.Scoring.Queue.ScoresSubjectPrefix).WithLoopback(ro.loopback)}
 	if extra != nil {
 		sink = append(sink, extra)
 	}
@@ -116,6 +116,14 @@ type RuntimeOption func(*runtimeOptions)
 
 type runtimeOptions struct {
 	pairJudge pairwise.Judge
+	loopback  *queue.Loopback
+}
+
+// WithScoresLoopback hands the results this process publishes (its workers' and the stage's
+// retrieval metrics) to the consumer of its own scores subscription directly
+// (queue.Loopback): l must be the one that subscription was given.
+func WithScoresLoopback(l *queue.Loopback) RuntimeOption {
+	return func(o *runtimeOptions) { o.loopback = l }
 }
 
 // WithPairJudge gives the in-process workers the judge of pair jobs (pairs.judge); without it

@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,8 +57,9 @@ const MaxScoresPerMessage = 256
 // MaxScoresPerMessage results or the server's max payload). Core NATS, not JetStream: results
 // are a live feed; the durable part is the record queue.
 type ScorePublisher struct {
-	nc     *nats.Conn
-	prefix string
+	nc       *nats.Conn
+	prefix   string
+	loopback *Loopback
 }
 
 var _ score.Consumer = (*ScorePublisher)(nil)
@@ -68,6 +70,13 @@ func NewScorePublisher(nc *nats.Conn, prefix string) *ScorePublisher {
 		prefix = DefaultScoresPrefix
 	}
 	return &ScorePublisher{nc: nc, prefix: prefix}
+}
+
+// WithLoopback makes p hand each message's results to l once the message is published, and
+// mark the message for l's subscription to skip (Loopback). It returns p.
+func (p *ScorePublisher) WithLoopback(l *Loopback) *ScorePublisher {
+	p.loopback = l
+	return p
 }
 
 // ConsumeScores implements score.Consumer: results are grouped by subject, in the order of
@@ -130,10 +139,97 @@ func (p *ScorePublisher) publish(subject string, results []score.Result) error {
 		}
 		return p.publish(subject, results[half:])
 	}
-	if err := p.nc.Publish(subject, data); err != nil {
+	// A server without headers (before NATS 2.2) gets the message unmarked, and the
+	// subscription reads it back: marked and delivered here, or neither.
+	loop := p.loopback != nil && p.nc.HeadersSupported()
+	msg := &nats.Msg{Subject: subject, Data: data}
+	if loop {
+		msg.Header = nats.Header{OriginHeader: []string{p.loopback.origin}}
+	}
+	if err := p.nc.PublishMsg(msg); err != nil {
 		return fmt.Errorf("publish score results: %w", err)
 	}
+	if loop {
+		p.loopback.deliver(subject, results)
+	}
 	return nil
+}
+
+// OriginHeader marks a message on the scores subjects with the process that published it,
+// for that process's own subscription to skip (Loopback). Other subscribers may ignore it.
+const OriginHeader = "Ragwatch-Origin"
+
+// Loopback hands the results a process publishes on the scores subjects to the consumer its
+// own subscription (SubscribeScores) feeds, without reading them back through NATS and JSON:
+// the ScorePublisher marks each message with the loopback's origin and, once the message is
+// published, hands its results over, checked as the subscription checks them; the
+// subscription skips messages with that origin. A result reaches the consumer once, and only
+// if it was published, as before. Results of worker pods and of other processes still
+// arrive through the subscription.
+type Loopback struct {
+	origin string
+	in     *scoresIn
+}
+
+// NewLoopback returns a Loopback to consumer, checking results with checks and counting the
+// rejected as SubscribeScores does. Give it to SubscribeScores (ScoreChecks.Loopback) and to
+// the process's ScorePublisher (WithLoopback).
+func NewLoopback(consumer score.Consumer, checks ScoreChecks, reg prometheus.Registerer, logger *slog.Logger) *Loopback {
+	return &Loopback{origin: rand.Text(), in: newScoresIn(consumer, checks, reg, logger)}
+}
+
+// deliver checks results and hands the valid ones on.
+func (l *Loopback) deliver(subject string, results []score.Result) {
+	maxWeight := l.in.checks.maxWeight()
+	valid := results
+	if !allValid(results, maxWeight) {
+		valid = make([]score.Result, 0, len(results))
+		for i := range results {
+			if reason, err := checkResult(&results[i], maxWeight); err != nil {
+				l.in.reject(subject, rejection{index: i, reason: reason, err: err})
+				continue
+			}
+			valid = append(valid, results[i])
+		}
+	}
+	l.in.deliver(valid)
+}
+
+// scoresIn is what SubscribeScores and a Loopback do with results: count and log the
+// rejected, hand the valid on.
+type scoresIn struct {
+	consumer score.Consumer
+	checks   ScoreChecks
+	m        *Metrics
+	logger   *slog.Logger
+}
+
+func newScoresIn(consumer score.Consumer, checks ScoreChecks, reg prometheus.Registerer, logger *slog.Logger) *scoresIn {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &scoresIn{consumer: consumer, checks: checks, m: NewMetrics(reg), logger: logger}
+}
+
+func (in *scoresIn) reject(subject string, r rejection) {
+	in.m.InvalidScores.Inc()
+	if in.checks.Ingest != nil {
+		in.checks.Ingest.Rejected(ingest.ReceiverNATS, r.reason)
+	}
+	if r.index < 0 {
+		in.logger.Warn("invalid score result", "subject", subject, "reason", r.reason, "err", r.err)
+	} else {
+		in.logger.Warn("invalid score result", "subject", subject, "index", r.index, "reason", r.reason, "err", r.err)
+	}
+}
+
+func (in *scoresIn) deliver(results []score.Result) {
+	if len(results) == 0 {
+		return
+	}
+	if err := in.consumer.ConsumeScores(context.Background(), results); err != nil {
+		in.logger.Warn("score consumer failed", "err", err)
+	}
 }
 
 // ScoreChecks bound what a result read from the scores subjects may claim. Results arrive from
@@ -147,6 +243,9 @@ type ScoreChecks struct {
 	// Ingest counts each rejected result in ragwatch_ingest_rejected_total{receiver="nats"};
 	// nil counts it only in ragwatch_scores_invalid_total.
 	Ingest *ingest.Metrics
+	// Loopback, when set, delivered the messages marked with its origin: SubscribeScores
+	// skips them.
+	Loopback *Loopback
 }
 
 func (c ScoreChecks) maxWeight() float64 {
@@ -158,7 +257,8 @@ func (c ScoreChecks) maxWeight() float64 {
 
 // SubscribeScores decodes the results published under prefix (every service) and hands those
 // of each message to consumer in one call, in message order. The alert engine uses it whether
-// scoring ran in this process or in worker pods, so there is one code path. A message is one
+// scoring ran in this process or in worker pods, so there is one code path; the results this
+// process publishes come through checks.Loopback instead, with the same checks. A message is one
 // result object or an array of 1 to MaxScoresPerMessage of them (decodeResults). An invalid
 // result is counted (ragwatch_scores_invalid_total, and ragwatch_ingest_rejected_total by
 // reason when checks.Ingest is set) and logged without its content, never passed on; the valid
@@ -168,29 +268,20 @@ func SubscribeScores(nc *nats.Conn, prefix string, consumer score.Consumer, chec
 	if prefix == "" {
 		prefix = DefaultScoresPrefix
 	}
-	if logger == nil {
-		logger = slog.Default()
+	in := newScoresIn(consumer, checks, reg, logger)
+	own := ""
+	if checks.Loopback != nil {
+		own = checks.Loopback.origin
 	}
-	m := NewMetrics(reg)
 	sub, err := nc.Subscribe(prefix+".>", func(msg *nats.Msg) {
+		if own != "" && msg.Header != nil && msg.Header.Get(OriginHeader) == own {
+			return // this process's: its Loopback delivered them
+		}
 		results, rejected := decodeResults(msg.Data, checks.maxWeight())
 		for _, r := range rejected {
-			m.InvalidScores.Inc()
-			if checks.Ingest != nil {
-				checks.Ingest.Rejected(ingest.ReceiverNATS, r.reason)
-			}
-			if r.index < 0 {
-				logger.Warn("invalid score result", "subject", msg.Subject, "reason", r.reason, "err", r.err)
-			} else {
-				logger.Warn("invalid score result", "subject", msg.Subject, "index", r.index, "reason", r.reason, "err", r.err)
-			}
+			in.reject(msg.Subject, r)
 		}
-		if len(results) == 0 {
-			return
-		}
-		if err := consumer.ConsumeScores(context.Background(), results); err != nil {
-			logger.Warn("score consumer failed", "err", err)
-		}
+		in.deliver(results)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("subscribe %s.>: %w", prefix, err)

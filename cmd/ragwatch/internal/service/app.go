@@ -98,8 +98,8 @@ var parts = []part{
 	// are delivered and its state saved.
 	{"notifiers", ModeRun, (*builder).notifiers},
 	{"alert engine", ModeRun, (*builder).alertEngine},
-	// Scores from in-process workers and worker pods alike, into the alert engine and the
-	// ring behind GET /api/v1/scores; it stops after the workers.
+	// Scores from worker pods, and through its loopback from in-process workers, into the
+	// alert engine and the ring behind GET /api/v1/scores; it stops after the workers.
 	{"scores subscription", ModeRun, (*builder).scoresSubscription},
 	// Sampling to the JetStream queue and, unless scoring.workers is 0, scoring in process.
 	{"sampler", ModeRun, (*builder).sampler},

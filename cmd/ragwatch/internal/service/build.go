@@ -56,6 +56,9 @@ type builder struct {
 	// export keeps recent records and their scores, redacted, for GET /api/v1/export; nil
 	// unless export.enabled.
 	export *export.Store
+	// scoresLoop hands this process's own results to the scores subscription's consumer
+	// (queue.Loopback); the sampler's publisher marks them, the subscription skips them.
+	scoresLoop *queue.Loopback
 }
 
 func (b *builder) logger(component string) *slog.Logger { return b.log.With("component", component) }
@@ -162,9 +165,9 @@ func (b *builder) alertEngine() (lifecycle, error) {
 	return lifecycle{start: e.Start, shutdown: e.Shutdown}, nil
 }
 
-// scoresSubscription feeds ragwatch.scores.<service> (in-process workers' and worker pods'
-// results alike) to the alert engine and to the ring behind GET /api/v1/scores, so the ring
-// shows worker pods' scores too.
+// scoresSubscription feeds ragwatch.scores.<service> (worker pods' results, and in-process
+// workers' through its loopback) to the alert engine and to the ring behind GET
+// /api/v1/scores, so the ring shows worker pods' scores too.
 func (b *builder) scoresSubscription() (lifecycle, error) {
 	r, err := b.redaction()
 	if err != nil {
@@ -187,6 +190,10 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 	// Results come from outside the process (worker pods): a weight is valid up to 1 / the
 	// smallest probability the sampler built below has used since start.
 	checks := queue.ScoreChecks{Ingest: b.Ingest, MaxWeight: func() float64 { return b.Sampler.Decider.MaxWeight() }}
+	// This process's own results skip the round trip through NATS and JSON, with the same
+	// checks; those of worker pods and other processes arrive through the subscription.
+	b.scoresLoop = queue.NewLoopback(next, checks, reg, logger)
+	checks.Loopback = b.scoresLoop
 	return lifecycle{
 		start: func(context.Context) error {
 			s, err := queue.SubscribeScores(conn.NC, cfg.Scoring.Queue.ScoresSubjectPrefix, next, checks, reg, logger)
@@ -203,8 +210,9 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 }
 
 // sampler queues a consistent sample on JetStream; in-process workers (scoring.workers; 0
-// leaves scoring to `ragwatch worker` pods) publish results on ragwatch.scores.<service>, which
-// the scores subscription reads back exactly as it would from worker pods.
+// leaves scoring to `ragwatch worker` pods) publish results on ragwatch.scores.<service>, and
+// hand them to the scores subscription's consumer through its loopback, checked as the
+// subscription checks worker pods' results.
 func (b *builder) sampler() (lifecycle, error) {
 	var active []score.Scorer
 	var ropts []sampler.RuntimeOption
@@ -218,6 +226,9 @@ func (b *builder) sampler() (lifecycle, error) {
 			return lifecycle{}, err
 		}
 		ropts = append(ropts, sampler.WithPairJudge(pj))
+	}
+	if b.scoresLoop != nil {
+		ropts = append(ropts, sampler.WithScoresLoopback(b.scoresLoop))
 	}
 	samp := sampler.NewRuntime(b.cfg, b.NATS.JS, b.NATS.Replicas, active, nil, b.Services, b.Registry, b.logger("sampler"), ropts...)
 	b.Sampler = samp

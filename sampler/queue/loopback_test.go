@@ -1,0 +1,118 @@
+package queue
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/testutil"
+)
+
+// A process's own results reach its subscription's consumer once, through the loopback, and
+// only when published; results of another process (a worker pod) still arrive through the
+// subscription; other subscribers read the same JSON as before, marked with the origin; a
+// result the subscription would refuse is refused and counted the same way.
+func TestLoopbackDeliversOwnResultsOnce(t *testing.T) {
+	s := testutil.RunJetStream(t)
+	nc, _ := testutil.Connect(t, s)
+	pod, _ := testutil.Connect(t, s)
+	reg := prometheus.NewRegistry()
+	checks := ScoreChecks{MaxWeight: func() float64 { return 4 }, Ingest: ingest.NewMetrics(reg)}
+	sink := &scoreSink{}
+	quiet := slog.New(slog.DiscardHandler)
+	lb := NewLoopback(sink, checks, reg, quiet)
+	checks.Loopback = lb
+	sub, err := SubscribeScores(nc, "", sink, checks, reg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	// Another subscriber of the scores subjects, as a dashboard would be.
+	raw, err := nc.SubscribeSync(DefaultScoresPrefix + ".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil { // both subscriptions are in place before the pod publishes
+		t.Fatal(err)
+	}
+
+	own := NewScorePublisher(nc, "").WithLoopback(lb)
+	ctx := context.Background()
+	at := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	mine := []score.Result{
+		{TraceID: "own-1", Service: "search", Metric: "faithfulness", Value: 0.25, Weight: 4, Scorer: "builtin", Time: at},
+		{TraceID: "own-1", Service: "search", Metric: "answer_relevancy", Value: 0.5, Weight: 4, Scorer: "builtin", Time: at},
+	}
+	if err := own.ConsumeScores(ctx, mine); err != nil {
+		t.Fatal(err)
+	}
+	// Delivered on return, before any message could come back.
+	if got := sink.received(); len(got) != 1 || len(got[0]) != 2 || got[0][0] != mine[0] || got[0][1] != mine[1] {
+		t.Fatalf("after publishing: %+v, want the two results in one call", got)
+	}
+	// A weight over 1 / the smallest sampling probability is refused as from a pod.
+	if err := own.ConsumeScores(ctx, []score.Result{{TraceID: "own-2", Service: "search", Metric: "faithfulness", Value: 0.5, Weight: 9, Time: at}}); err != nil {
+		t.Fatal(err)
+	}
+	theirs := []score.Result{{TraceID: "pod-1", Service: "search", Metric: "faithfulness", Value: 0.75, Weight: 2, Scorer: "builtin", Time: at}}
+	if err := NewScorePublisher(pod, "").ConsumeScores(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	// Another process's loopback marks its messages with its own origin: not skipped here.
+	other := NewLoopback(&scoreSink{}, ScoreChecks{MaxWeight: func() float64 { return 4 }}, prometheus.NewRegistry(), quiet)
+	if err := NewScorePublisher(pod, "").WithLoopback(other).ConsumeScores(ctx, []score.Result{{TraceID: "pod-2", Service: "search", Metric: "faithfulness", Value: 1, Weight: 1, Time: at}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*nats.Conn{nc, pod} {
+		if err := c.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the pods' results", func() bool { return len(sink.results()) == 4 })
+	// Messages of two connections arrive in no set order. Once another subscriber on this
+	// connection saw all four, the subscription read them too: wait for that, then check
+	// that nothing came twice.
+	origins := map[string]string{} // the first trace id of each message → its origin
+	for range 4 {
+		m, err := raw.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, rejected := decodeResults(m.Data, 100)
+		if len(rs) == 0 || len(rejected) > 0 {
+			t.Fatalf("message %s: %v", m.Data, rejected)
+		}
+		first := rs[0]
+		origins[first.TraceID] = m.Header.Get(OriginHeader)
+		if first.TraceID == "own-1" {
+			want, _ := encode(mine)
+			if string(m.Data) != want.String() {
+				t.Fatalf("message %s, want the results' JSON %s", m.Data, want)
+			}
+		}
+	}
+	if origins["own-1"] != lb.origin || origins["own-2"] != lb.origin || origins["pod-1"] != "" || origins["pod-2"] != other.origin ||
+		lb.origin == other.origin || len(lb.origin) < 16 {
+		t.Fatalf("origins %q (own %q, other %q)", origins, lb.origin, other.origin)
+	}
+	time.Sleep(50 * time.Millisecond)
+	got := sink.results()
+	slices.SortStableFunc(got[2:], func(a, b score.Result) int { return strings.Compare(a.TraceID, b.TraceID) })
+	if len(got) != 4 || got[0].TraceID != "own-1" || got[1].TraceID != "own-1" || got[2].TraceID != "pod-1" || got[3].TraceID != "pod-2" {
+		t.Fatalf("consumer got %+v: want own-1 twice (loopback), pod-1 and pod-2 (subscription), own-2 refused", got)
+	}
+	if n := testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": ingest.ReasonWeightRange}); n != 1 {
+		t.Fatalf("weight_range rejections %v, want 1", n)
+	}
+	if n := testutil.Sum(t, reg, "ragwatch_scores_invalid_total", nil); n != 1 {
+		t.Fatalf("ragwatch_scores_invalid_total %v, want 1", n)
+	}
+}
