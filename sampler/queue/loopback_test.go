@@ -71,17 +71,31 @@ func TestLoopbackDeliversOwnResultsOnce(t *testing.T) {
 	if err := NewScorePublisher(pod, "").WithLoopback(other).ConsumeScores(ctx, []score.Result{{TraceID: "pod-2", Service: "search", Metric: "faithfulness", Value: 1, Weight: 1, Time: at}}); err != nil {
 		t.Fatal(err)
 	}
+	// Last, an unmarked message on this process's connection: the subscription reads a
+	// connection's messages in order, so once it delivered this one, any copy of the marked
+	// ones published before it would have come already.
+	last := []score.Result{{TraceID: "last", Service: "search", Metric: "faithfulness", Value: 0.5, Weight: 1, Time: at}}
+	if err := NewScorePublisher(nc, "").ConsumeScores(ctx, last); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []*nats.Conn{nc, pod} {
 		if err := c.Flush(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the pods' results", func() bool { return len(sink.results()) == 4 })
-	// Messages of two connections arrive in no set order. Once another subscriber on this
-	// connection saw all four, the subscription read them too: wait for that, then check
-	// that nothing came twice.
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the pods' results and the last", func() bool { return len(sink.results()) >= 5 })
+	got := sink.results()
+	slices.SortStableFunc(got[2:], func(a, b score.Result) int { return strings.Compare(a.TraceID, b.TraceID) })
+	var ids []string
+	for _, r := range got {
+		ids = append(ids, r.TraceID)
+	}
+	if want := []string{"own-1", "own-1", "last", "pod-1", "pod-2"}; !slices.Equal(ids, want) {
+		t.Fatalf("consumer got %q, want %q: own-1 twice (loopback), the others once (subscription), own-2 refused", ids, want)
+	}
+	// What another subscriber reads: the same JSON, marked with the publisher's origin.
 	origins := map[string]string{} // the first trace id of each message → its origin
-	for range 4 {
+	for range 5 {
 		m, err := raw.NextMsg(5 * time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -90,24 +104,17 @@ func TestLoopbackDeliversOwnResultsOnce(t *testing.T) {
 		if len(rs) == 0 || len(rejected) > 0 {
 			t.Fatalf("message %s: %v", m.Data, rejected)
 		}
-		first := rs[0]
-		origins[first.TraceID] = m.Header.Get(OriginHeader)
-		if first.TraceID == "own-1" {
+		origins[rs[0].TraceID] = m.Header.Get(OriginHeader)
+		if rs[0].TraceID == "own-1" {
 			want, _ := encode(mine)
 			if string(m.Data) != want.String() {
 				t.Fatalf("message %s, want the results' JSON %s", m.Data, want)
 			}
 		}
 	}
-	if origins["own-1"] != lb.origin || origins["own-2"] != lb.origin || origins["pod-1"] != "" || origins["pod-2"] != other.origin ||
-		lb.origin == other.origin || len(lb.origin) < 16 {
+	if origins["own-1"] != lb.origin || origins["own-2"] != lb.origin || origins["pod-1"] != "" || origins["last"] != "" ||
+		origins["pod-2"] != other.origin || lb.origin == other.origin || len(lb.origin) < 16 {
 		t.Fatalf("origins %q (own %q, other %q)", origins, lb.origin, other.origin)
-	}
-	time.Sleep(50 * time.Millisecond)
-	got := sink.results()
-	slices.SortStableFunc(got[2:], func(a, b score.Result) int { return strings.Compare(a.TraceID, b.TraceID) })
-	if len(got) != 4 || got[0].TraceID != "own-1" || got[1].TraceID != "own-1" || got[2].TraceID != "pod-1" || got[3].TraceID != "pod-2" {
-		t.Fatalf("consumer got %+v: want own-1 twice (loopback), pod-1 and pod-2 (subscription), own-2 refused", got)
 	}
 	if n := testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "nats", "reason": ingest.ReasonWeightRange}); n != 1 {
 		t.Fatalf("weight_range rejections %v, want 1", n)
