@@ -75,6 +75,12 @@ func Connect(ctx context.Context, cfg config.NATS, reg prometheus.Registerer, lo
 		nats.MaxReconnects(-1),
 		nats.CustomReconnectDelay(backoff(cfg.ReconnectWait, cfg.ReconnectMaxWait)),
 		nats.Timeout(cfg.ConnectTimeout),
+		// The server does not hand this connection's own publications back to its
+		// subscriptions: the scores subscription would only skip this process's results
+		// (queue.Loopback hands them over in process), after the server routed them and the
+		// client parsed them. Nothing else here publishes what it subscribes to; JetStream's
+		// streams, consumers and replies come from the server's own clients.
+		nats.NoEcho(),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			c.connected.Set(0)
 			if err != nil {

@@ -65,6 +65,20 @@ func TestEmbeddedJetStreamAndKV(t *testing.T) {
 	if err != nil || string(m.Data) != "hello" {
 		t.Fatalf("got %v %v", m, err)
 	}
+	// The server does not echo the connection's own publications (nats.NoEcho): once Flush
+	// returns, an echo would already be pending ahead of the app's next message.
+	if err := c.NC.Publish("ragwatch.records.x", []byte("own")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Publish("ragwatch.records.x", []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = sub.NextMsg(5 * time.Second); err != nil || string(m.Data) != "after" {
+		t.Fatalf("after the process's own publication, got %q %v; want the app's \"after\"", m.Data, err)
+	}
 
 	ctx := context.Background()
 	kv, err := c.KeyValue(ctx, "test_bucket", time.Hour, 1<<20)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -121,5 +122,65 @@ func TestLoopbackDeliversOwnResultsOnce(t *testing.T) {
 	}
 	if n := testutil.Sum(t, reg, "ragwatch_scores_invalid_total", nil); n != 1 {
 		t.Fatalf("ragwatch_scores_invalid_total %v, want 1", n)
+	}
+}
+
+// Against a server without headers (before NATS 2.2) messages go unmarked: a connection with
+// no_echo (ragwatch's own, internal/natsconn) never gets them back, so the publisher delivers
+// them itself; a connection without it reads them back through the subscription. Either way a
+// result reaches the consumer once.
+func TestLoopbackWithoutHeaders(t *testing.T) {
+	s := testutil.RunServer(t, func(o *server.Options) { o.NoHeaderSupport = true })
+	at := time.Date(2026, 12, 2, 11, 0, 0, 0, time.UTC)
+	for _, noEcho := range []bool{true, false} {
+		var opts []nats.Option
+		if noEcho {
+			opts = append(opts, nats.NoEcho())
+		}
+		nc, _ := testutil.Connect(t, s, opts...)
+		pod, _ := testutil.Connect(t, s)
+		if nc.HeadersSupported() {
+			t.Fatal("the server supports headers")
+		}
+		reg := prometheus.NewRegistry()
+		checks := ScoreChecks{MaxWeight: func() float64 { return 1 }, Ingest: ingest.NewMetrics(reg)}
+		sink := &scoreSink{}
+		quiet := slog.New(slog.DiscardHandler)
+		lb := NewLoopback(sink, checks, reg, quiet)
+		checks.Loopback = lb
+		sub, err := SubscribeScores(nc, "", sink, checks, reg, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		own := []score.Result{{TraceID: "own", Service: "search", Metric: "faithfulness", Value: 0.5, Weight: 1, Time: at}}
+		if err := NewScorePublisher(nc, "").WithLoopback(lb).ConsumeScores(context.Background(), own); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(sink.received()); noEcho != (got == 1) {
+			t.Fatalf("no_echo %v: %d deliveries on return", noEcho, got)
+		}
+		// Flushed, an echo would already be pending ahead of the pod's message.
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		last := []score.Result{{TraceID: "pod", Service: "search", Metric: "faithfulness", Value: 0.5, Weight: 1, Time: at}}
+		if err := NewScorePublisher(pod, "").ConsumeScores(context.Background(), last); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the pod's result", func() bool {
+			rs := sink.results()
+			return len(rs) > 0 && rs[len(rs)-1].TraceID == "pod"
+		})
+		var ids []string
+		for _, r := range sink.results() {
+			ids = append(ids, r.TraceID)
+		}
+		if want := []string{"own", "pod"}; !slices.Equal(ids, want) {
+			t.Fatalf("no_echo %v: consumer got %q, want %q", noEcho, ids, want)
+		}
+		_ = sub.Unsubscribe()
 	}
 }

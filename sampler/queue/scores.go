@@ -139,11 +139,14 @@ func (p *ScorePublisher) publish(subject string, results []score.Result) error {
 		}
 		return p.publish(subject, results[half:])
 	}
-	// A server without headers (before NATS 2.2) gets the message unmarked, and the
-	// subscription reads it back: marked and delivered here, or neither.
-	loop := p.loopback != nil && p.nc.HeadersSupported()
+	// The message comes back to this connection's subscription unless the server does not
+	// echo it (no_echo) or the subscription skips it (marked): then it is delivered here.
+	// A server without headers (before NATS 2.2) gets the message unmarked, and without
+	// no_echo the subscription reads it back.
+	mark := p.loopback != nil && p.nc.HeadersSupported()
+	loop := mark || (p.loopback != nil && p.nc.Opts.NoEcho)
 	msg := &nats.Msg{Subject: subject, Data: data}
-	if loop {
+	if mark {
 		msg.Header = nats.Header{OriginHeader: []string{p.loopback.origin}}
 	}
 	if err := p.nc.PublishMsg(msg); err != nil {
@@ -165,7 +168,9 @@ const OriginHeader = "Ragwatch-Origin"
 // published, hands its results over, checked as the subscription checks them; the
 // subscription skips messages with that origin. A result reaches the consumer once, and only
 // if it was published, as before. Results of worker pods and of other processes still
-// arrive through the subscription.
+// arrive through the subscription. ragwatch's own connection (internal/natsconn) is also
+// opened with no_echo, so the server does not route the marked messages back at all; the
+// mark covers connections opened without it.
 type Loopback struct {
 	origin string
 	in     *scoresIn
