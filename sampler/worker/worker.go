@@ -233,11 +233,12 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg) {
 		}
 	}
 	if failure == nil {
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if err := msg.DoubleAck(actx); err != nil {
+		// A plain ack, not a confirmed one (DoubleAck): an ack the server did not record
+		// redelivers the record after ack_wait either way, and the worker could do nothing
+		// with the confirmation but log; waiting for it cost a round trip per record.
+		if err := msg.Ack(); err != nil {
 			p.opts.Logger.Warn("ack scored record", "trace_id", rec.TraceID, "err", err)
 		}
-		cancel()
 		return
 	}
 	if delivered >= uint64(p.cfg.Queue.MaxDeliver) {
