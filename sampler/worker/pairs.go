@@ -47,11 +47,9 @@ func (p *Pool) handlePair(ctx context.Context, msg jetstream.Msg, delivered uint
 	p.m.attempts.WithLabelValues(PairScorer, outcome).Inc()
 	if err == nil {
 		p.opts.Pairwise.Record(job.Comparison, v.Outcome, 1/job.Probability)
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if err := msg.DoubleAck(actx); err != nil {
+		if err := msg.Ack(); err != nil { // not confirmed, as a scored record's (handle)
 			p.opts.Logger.Warn("ack judged pair", "trace_id", job.A.TraceID, "err", err)
 		}
-		cancel()
 		return
 	}
 	if delivered >= uint64(p.cfg.Queue.MaxDeliver) {

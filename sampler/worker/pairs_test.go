@@ -82,6 +82,10 @@ func TestPairJobRetriedThenCounted(t *testing.T) {
 		t.Fatalf("rates %+v", r)
 	}
 	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, "stream empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
+	// Acked once judged: not redelivered, judged again or dead-lettered.
+	if dl := streamMsgs(js, rt.Queue.DeadLetterStream); dl != 0 || judge.calls.Load() != 3 || attempts("ok") != 1 {
+		t.Fatalf("after the ack: %d dead letters, %d calls, %v ok attempts; want 0, 3, 1", dl, judge.calls.Load(), attempts("ok"))
+	}
 }
 
 // A worker without a pairwise judge dead-letters pair jobs instead of dropping them.
