@@ -25,17 +25,8 @@ func TestLoopbackDeliversOwnResultsOnce(t *testing.T) {
 	s := testutil.RunJetStream(t)
 	nc, _ := testutil.Connect(t, s)
 	pod, _ := testutil.Connect(t, s)
-	reg := prometheus.NewRegistry()
-	checks := ScoreChecks{MaxWeight: func() float64 { return 4 }, Ingest: ingest.NewMetrics(reg)}
-	sink := &scoreSink{}
+	sink, lb, reg := subscribeLoopback(t, nc, 4)
 	quiet := slog.New(slog.DiscardHandler)
-	lb := NewLoopback(sink, checks, reg, quiet)
-	checks.Loopback = lb
-	sub, err := SubscribeScores(nc, "", sink, checks, reg, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	// Another subscriber of the scores subjects, as a dashboard would be.
 	raw, err := nc.SubscribeSync(DefaultScoresPrefix + ".>")
 	if err != nil {
@@ -142,16 +133,7 @@ func TestLoopbackWithoutHeaders(t *testing.T) {
 		if nc.HeadersSupported() {
 			t.Fatal("the server supports headers")
 		}
-		reg := prometheus.NewRegistry()
-		checks := ScoreChecks{MaxWeight: func() float64 { return 1 }, Ingest: ingest.NewMetrics(reg)}
-		sink := &scoreSink{}
-		quiet := slog.New(slog.DiscardHandler)
-		lb := NewLoopback(sink, checks, reg, quiet)
-		checks.Loopback = lb
-		sub, err := SubscribeScores(nc, "", sink, checks, reg, quiet)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sink, lb, _ := subscribeLoopback(t, nc, 1)
 		if err := nc.Flush(); err != nil {
 			t.Fatal(err)
 		}
@@ -181,6 +163,23 @@ func TestLoopbackWithoutHeaders(t *testing.T) {
 		if want := []string{"own", "pod"}; !slices.Equal(ids, want) {
 			t.Fatalf("no_echo %v: consumer got %q, want %q", noEcho, ids, want)
 		}
-		_ = sub.Unsubscribe()
 	}
+}
+
+// subscribeLoopback subscribes a new sink to the scores subjects on nc with a loopback to it,
+// accepting weights up to maxWeight; the subscription ends with the test.
+func subscribeLoopback(t *testing.T, nc *nats.Conn, maxWeight float64) (*scoreSink, *Loopback, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	checks := ScoreChecks{MaxWeight: func() float64 { return maxWeight }, Ingest: ingest.NewMetrics(reg)}
+	sink := &scoreSink{}
+	quiet := slog.New(slog.DiscardHandler)
+	lb := NewLoopback(sink, checks, reg, quiet)
+	checks.Loopback = lb
+	sub, err := SubscribeScores(nc, "", sink, checks, reg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return sink, lb, reg
 }
