@@ -32,7 +32,8 @@ const (
 
 // runKillChild is a whole ragwatch scoring process: embedded JetStream in dir, 50 records
 // queued, workers that score ten of them (writing each key to dir/scored.txt before the ack)
-// and then hang with four records in flight, until the parent kills the process with SIGKILL.
+// and then hang with four records in flight, until the parent kills the process with SIGKILL
+// (once the server has removed the ten acked records).
 func runKillChild(dir string) int {
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, "child:", err); return 3 }
 	s, err := testutil.StartServer(testutil.StoreDir(dir))
@@ -68,6 +69,11 @@ func runKillChild(dir string) int {
 			return []score.Result{{Metric: "faithfulness", Value: 1}}, nil
 		}
 		if hung.Add(1) == 4 {
+			// Acks are not confirmed (handle): signal once the server has removed the ten
+			// scored records, so the kill comes after their acks, as the test means.
+			for streamMsgs(js, rt.Queue.Stream) != killRecords-killScored {
+				time.Sleep(time.Millisecond)
+			}
 			_ = os.WriteFile(filepath.Join(dir, "hung"), nil, 0o600)
 		}
 		select {} // stuck mid-score until SIGKILL
