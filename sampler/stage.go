@@ -174,5 +174,5 @@ func SampledScorers(ss []score.Scorer) []score.Scorer {
 }
 
 func hasContent(r *record.Record) bool {
-	return r.Query != "" || r.Answer != "" || len(r.Documents) > 0
+	return !r.Elided && (r.Query != "" || r.Answer != "" || len(r.Documents) > 0)
 }

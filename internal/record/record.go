@@ -61,6 +61,13 @@ type Record struct {
 
 	// Sampling is set by the sampler on records chosen for scoring.
 	Sampling *Sampling `json:"sampling,omitempty"`
+
+	// Elided is set by assembly when documents' texts of the record's trace were not kept,
+	// because nothing was to score it when they arrived (its trace id outside the sampling
+	// probability, no rule, no label waiting, no export: docs/sampling.md). Its documents
+	// keep their ids, scores and metadata; the sampler never scores it (no_content). It is not
+	// part of the record's JSON.
+	Elided bool `json:"-"`
 }
 
 // UpstreamWeight is how many traces of the traffic the record stands for: 1/UpstreamProbability,

@@ -47,7 +47,7 @@ type Decider struct {
 	sampled *prometheus.CounterVec
 	skipped *prometheus.CounterVec
 	// Decide's skip counters, resolved once: WithLabelValues per record was half of its cost.
-	skipRate, skipRule, skipBudget, skipRateLimit prometheus.Counter
+	skipRate, skipRule, skipBudget, skipRateLimit, skipNoContent prometheus.Counter
 }
 
 // New returns a Decider for cfg. budget may be nil (no budget), now may be nil (time.Now).
@@ -80,6 +80,7 @@ func New(cfg config.Sampling, budget *Budget, services *labels.ServiceSet, now f
 	}
 	d.skipRate, d.skipRule = d.skipped.WithLabelValues(ReasonRate), d.skipped.WithLabelValues(ReasonRule)
 	d.skipBudget, d.skipRateLimit = d.skipped.WithLabelValues(ReasonBudget), d.skipped.WithLabelValues(ReasonRateLimit)
+	d.skipNoContent = d.skipped.WithLabelValues(ReasonNoContent)
 	return d
 }
 
@@ -124,6 +125,12 @@ func (d *Decider) Decide(r *record.Record, t Trigger) Decision {
 		d.skipRate.Inc()
 		return Decision{Probability: p, Reason: ReasonRate}
 	}
+	if r.Elided {
+		// Its documents' texts were not kept (KeepsContent said no when they arrived, and a
+		// reload or a label changed that since): a judge would score texts it cannot see.
+		d.skipNoContent.Inc()
+		return Decision{Probability: p, Reason: ReasonNoContent}
+	}
 	// A labelled record may use the budget's feedback reserve and is not held back by
 	// max_per_minute: only a spent day's budget keeps it from its judges.
 	labelled := reason == ReasonLabelled
@@ -150,6 +157,19 @@ func (d *Decider) Rules() (n int, feedback bool) {
 
 // Skip counts a record not sampled for a reason found outside Decide (no_content).
 func (d *Decider) Skip(reason string) { d.skipped.WithLabelValues(reason).Inc() }
+
+// KeepsContent reports whether a record of the OTLP trace id may be sampled under the policy in
+// force, labels aside: when a rule is in force (rules read what a record holds, and feedback may
+// come later), or when the id is sampled at sampling.rate. Assembly does not copy the
+// documents' texts of other traces (assemble.Settings.KeepContent). It is one atomic load and
+// a comparison.
+func (d *Decider) KeepsContent(traceID [16]byte) bool {
+	pol := d.policy.Load()
+	if len(pol.rules) > 0 {
+		return true
+	}
+	return sampledBytes(traceID, pol.rate)
+}
 
 // Mark returns a shallow copy of r carrying the decision's Sampling; r itself is shared with
 // other stages and must not be changed. The probability composes with the record's upstream

@@ -55,3 +55,19 @@ func Sampled(traceID string, p float64) bool {
 	}
 	return Randomness(traceID) >= Threshold(p)
 }
+
+// sampledBytes is Sampled for the OTLP trace id whose hex form is the record's TraceID: its
+// randomness is its last seven bytes, as Randomness reads from the last 14 hex digits.
+func sampledBytes(id [16]byte, p float64) bool {
+	switch {
+	case !(p > 0):
+		return false
+	case p >= 1:
+		return true
+	}
+	var r uint64
+	for _, c := range id[9:] {
+		r = r<<8 | uint64(c)
+	}
+	return r >= Threshold(p)
+}

@@ -13,7 +13,7 @@ const (
 	ReasonRateLimit = "rate_limit" // skipped: sampling.max_per_minute reached
 	ReasonBudget    = "budget"     // skipped: the day's budget is spent
 	ReasonRule      = "rule"       // skipped: a never rule matched
-	ReasonNoContent = "no_content" // skipped: feedback for a record whose content is gone
+	ReasonNoContent = "no_content" // skipped: the record's content is gone (late feedback, Record.Elided)
 	// ReasonLabelled samples every record that carries human labels, with probability 1, before
 	// any configured rule: the labels are only useful next to the judges' scores.
 	ReasonLabelled = "labelled"
