@@ -55,11 +55,13 @@ func Assemble(spans []Span) Result {
 	b := builder{t: &t, multi: len(turns) > 1, traceID: spans[0].TraceID.String()}
 	b.assignMembers(turns)
 	fb := b.feedbackByTurn(turns)
+	elided := slices.ContainsFunc(spans, func(s Span) bool { return s.elided })
 	for i, turn := range turns {
 		r := b.build(turn, b.mem[i])
 		if fb != nil {
 			r.Feedback = fb[i]
 		}
+		r.Elided = elided // a trace's records share its spans: any may hold an elided text
 		if res.UpstreamP > 0 {
 			r.UpstreamProbability = res.UpstreamP
 		}

@@ -67,6 +67,11 @@ type Settings struct {
 	// VariantAttributes are variants.attributes: the keys read, after rag.variant, for a
 	// record's variant (nil: DefaultVariantAttributes).
 	VariantAttributes []string
+	// KeepContent, when set, says whether the documents' texts of a trace are kept: the
+	// protobuf decoder does not copy those of a trace it refuses (elide.go), and its records
+	// carry record.Record.Elided. It is called once per trace and request, from the receivers'
+	// goroutines. nil keeps every text.
+	KeepContent func(pcommon.TraceID) bool
 }
 
 // Assembler holds spans by trace id until the trace is complete, then assembles and hands its
@@ -85,6 +90,8 @@ type Assembler struct {
 	upstream float64 // Settings.UpstreamProbability
 	conv     config.Conversation
 	variants variantKeys
+	// keepContent is Settings.KeepContent.
+	keepContent func(pcommon.TraceID) bool
 	// early is set when complete_wait is shorter than wait: complete traces are tracked and
 	// released at complete_wait. Unset, assembly runs exactly as before complete_wait existed.
 	early bool
@@ -151,20 +158,21 @@ func New(s Settings) (*Assembler, error) {
 		return nil, fmt.Errorf("assemble: register metrics: %w", err)
 	}
 	a := &Assembler{
-		cfg:      s.Config,
-		next:     s.Next,
-		feedback: s.Feedback,
-		log:      s.Logger,
-		now:      s.Now,
-		m:        m,
-		upstream: s.UpstreamProbability,
-		conv:     s.Conversation,
-		variants: defaultVariantKeys,
-		early:    s.Config.CompleteWait < s.Config.Wait,
-		traces:   make(map[pcommon.TraceID]*trace),
-		done:     newRecentSet(min(max(s.Config.MaxTraces, 1024), 1<<17)),
-		kick:     make(chan struct{}, 1),
-		baseCtx:  context.Background(),
+		cfg:         s.Config,
+		next:        s.Next,
+		feedback:    s.Feedback,
+		log:         s.Logger,
+		now:         s.Now,
+		m:           m,
+		upstream:    s.UpstreamProbability,
+		conv:        s.Conversation,
+		variants:    defaultVariantKeys,
+		keepContent: s.KeepContent,
+		early:       s.Config.CompleteWait < s.Config.Wait,
+		traces:      make(map[pcommon.TraceID]*trace),
+		done:        newRecentSet(min(max(s.Config.MaxTraces, 1024), 1<<17)),
+		kick:        make(chan struct{}, 1),
+		baseCtx:     context.Background(),
 	}
 	a.fastTickBytes = fastTickBytes
 	if s.VariantAttributes != nil {

@@ -35,6 +35,9 @@ type Span struct {
 	// 1 for rag.variant, 2.. for variants.attributes in order, 0 when it carries none.
 	Variant     string
 	VariantRank uint8
+	// elided is set by the protobuf decoder when it left documents' texts of the span
+	// uncopied (Settings.KeepContent).
+	elided bool
 }
 
 // Attr is one attribute.
@@ -243,6 +246,7 @@ type attrBuf struct {
 	used  int       // attrs[:used] may hold references: cleared on release
 	msgs  []message // pruneSpanAttrs' scratch
 	kvs   [][]byte  // the decoder's scratch: a span's encoded attributes, views of the request
+	el    elision   // the decoder's scratch: the documents' texts a span may not keep
 }
 
 var attrBufs = sync.Pool{New: func() any { return &attrBuf{attrs: make([]Attr, 0, 64)} }}

@@ -654,6 +654,22 @@ type wireDec struct {
 	rej  *WireError  // the first problem the limits find, in their order
 	buf  *attrBuf
 	dst  []Span
+	// keep is Settings.KeepContent (nil: every text is kept); last and lastKeep remember its
+	// answer for the trace of the previous span (a trace's spans are usually adjacent).
+	keep     func(pcommon.TraceID) bool
+	last     pcommon.TraceID
+	lastKeep bool
+}
+
+// keeps reports whether the documents' texts of trace id are kept.
+func (d *wireDec) keeps(id pcommon.TraceID) bool {
+	if d.keep == nil {
+		return true
+	}
+	if id != d.last || id.IsEmpty() {
+		d.last, d.lastKeep = id, d.keep(id)
+	}
+	return d.lastKeep
 }
 
 // DecodeProto appends to dst one Span per span of the OTLP ExportTraceServiceRequest b, as
@@ -661,12 +677,13 @@ type wireDec struct {
 // the request. A request pdata cannot decode, or that the limits refuse, appends nothing and
 // returns a *WireError. Nothing returned points into b.
 func DecodeProto(b []byte, lim WireLimits, dst []Span) ([]Span, int, *WireError) {
-	return decodeProto(b, lim, dst, defaultVariantKeys)
+	return decodeProto(b, lim, dst, defaultVariantKeys, nil)
 }
 
-// decodeProto is DecodeProto reading variants from keys, as fromTraces does.
-func decodeProto(b []byte, lim WireLimits, dst []Span, keys variantKeys) ([]Span, int, *WireError) {
-	d := wireDec{lim: lim, keys: keys, dst: dst, buf: attrBufs.Get().(*attrBuf)}
+// decodeProto is DecodeProto reading variants from keys, as fromTraces does, and keeping the
+// documents' texts of the traces keep names (elide; nil keeps all).
+func decodeProto(b []byte, lim WireLimits, dst []Span, keys variantKeys, keep func(pcommon.TraceID) bool) ([]Span, int, *WireError) {
+	d := wireDec{lim: lim, keys: keys, dst: dst, buf: attrBufs.Get().(*attrBuf), keep: keep}
 	defer d.buf.release()
 	start := len(dst)
 	fail := func(werr *WireError) ([]Span, int, *WireError) {
@@ -943,6 +960,11 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 		}
 	}
 	buf.attrs = buf.attrs[:0]
+	var el *elision // documents' texts this span may not keep
+	if keep && !d.keeps(s.TraceID) {
+		el = &buf.el
+		el.reset()
+	}
 	if nAttrs > 0 {
 		for _, kvb := range buf.kvs {
 			a, err := readKV(kvb, 0)
@@ -961,7 +983,14 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 			if !ok || len(buf.attrs) == maxAttrsPerSpan {
 				continue
 			}
+			if el != nil && el.consider(k, &a.val, len(buf.attrs)) {
+				buf.attrs = append(buf.attrs, Attr{Key: ownKey(k, view(a.key)), Value: Value{Type: TypeStr, Str: view(a.val.b)}})
+				continue // a view, until el.resolve
+			}
 			buf.attrs = append(buf.attrs, Attr{Key: ownKey(k, view(a.key)), Value: a.val.value()})
+		}
+		if el != nil {
+			s.elided = el.resolve(buf.attrs)
 		}
 	}
 	if !keep {
@@ -1115,7 +1144,7 @@ func (d *wireDec) link(b []byte, checks *attrCheck, at wirePos) (Link, error) {
 // is taken. body may be reused once it returns.
 func (a *Assembler) ConsumeProto(_ context.Context, body []byte, lim WireLimits) (int, error) {
 	buf := spanBufs.Get().(*[]Span)
-	spans, n, werr := decodeProto(body, lim, (*buf)[:0], a.variants)
+	spans, n, werr := decodeProto(body, lim, (*buf)[:0], a.variants, a.keepContent)
 	if werr == nil && len(spans) > 0 {
 		a.Add(spans) // copies each span into its trace
 	}
