@@ -2,6 +2,7 @@ package join
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -774,5 +775,40 @@ func TestAppendTrimmedIsTrimHistory(t *testing.T) {
 		if len(add) > 0 && cap(got) != len(got) {
 			t.Fatalf("cap %d for %d messages: dropped messages stay reachable", cap(got), len(got))
 		}
+	}
+}
+
+// LabelWaiting says whether a label waits for a trace's record (assembly then keeps its
+// documents' texts: a labelled record is sampled whatever the rate); feedback waiting does not
+// count, nor a label already joined or orphaned.
+func TestLabelWaiting(t *testing.T) {
+	clk := testutil.NewClock(t0)
+	j, _ := newFullJoin(t, nil, clk, prometheus.NewRegistry(), nil)
+	ctx := context.Background()
+	const trace, other = "4bf92f3577b34da6a3ce929d0e0e4736", "4bf92f3577b34da6a3ce929d0e0e4737"
+	id := func(s string) (b [16]byte) {
+		if _, err := hex.Decode(b[:], []byte(s)); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	must(t, j.ConsumeFeedback(ctx, record.Feedback{TraceID: trace, Score: -1}))
+	if j.LabelWaiting(id(trace)) {
+		t.Fatal("feedback waiting counted as a label")
+	}
+	must(t, j.ConsumeLabel(ctx, record.Label{TraceID: trace, Values: map[string]float64{"faithfulness": 1}}))
+	must(t, j.ConsumeLabel(ctx, record.Label{TraceID: "free-form", Values: map[string]float64{"faithfulness": 1}}))
+	if !j.LabelWaiting(id(trace)) || j.LabelWaiting(id(other)) {
+		t.Fatalf("waiting: %v for the labelled trace, %v for another", j.LabelWaiting(id(trace)), j.LabelWaiting(id(other)))
+	}
+	must(t, j.ConsumeRecord(ctx, rec(trace)))
+	if j.LabelWaiting(id(trace)) {
+		t.Fatal("a label joined to its record still waits")
+	}
+	must(t, j.ConsumeLabel(ctx, record.Label{TraceID: other, Values: map[string]float64{"faithfulness": 1}}))
+	clk.Add(time.Hour + time.Second)
+	j.Sweep(ctx)
+	if j.LabelWaiting(id(other)) || j.labels.Load() != 0 {
+		t.Fatalf("an orphaned label still waits (%d counted)", j.labels.Load())
 	}
 }

@@ -8,6 +8,7 @@ package join
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -142,7 +143,10 @@ type Join struct {
 	mu      sync.Mutex    // guards tab, pending, late
 	tab     *table        // the keys remembered, oldest first within each namespace
 	pending [numJoins]int // feedback and labels waiting, pairs waiting, sessions remembered
-	late    []orphan      // orphans found under the lock, forwarded by the caller after unlocking
+	// labels is pending[jLabel] as of the last gaugesLocked, read without mu by LabelWaiting:
+	// every increment is followed by gaugesLocked before mu is released.
+	labels atomic.Int64
+	late   []orphan // orphans found under the lock, forwarded by the caller after unlocking
 	// sessDirty holds the sessions changed since the writer last wrote them (with KV, once
 	// the writer runs); guarded by mu.
 	sessDirty map[string]struct{}
@@ -438,6 +442,31 @@ func (j *Join) ConsumeRecord(ctx context.Context, r *record.Record) error {
 	}
 	errs = append(errs, j.forwardOrphans(ctx, evicted))
 	return errors.Join(errs...)
+}
+
+// LabelWaiting reports whether a label waits here for a record of the OTLP trace id: that
+// record will be sampled with probability 1 (labelled), so assembly keeps its documents' texts
+// (assemble.Settings.KeepContent). Without labels waiting it is one atomic load.
+func (j *Join) LabelWaiting(traceID [16]byte) bool {
+	if j.labels.Load() == 0 {
+		return false
+	}
+	var b [32]byte
+	hex.Encode(b[:], traceID[:])
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	i := j.tab.find(string(b[:]))
+	if i < 0 {
+		return false
+	}
+	if x := j.tab.ext(i, "", false); x != nil {
+		for _, p := range x.pending {
+			if p.Label != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ConsumeFeedback accepts feedback from NATS or the HTTP API (DecodeEvents validated it) or
@@ -763,6 +792,7 @@ func (j *Join) gaugesLocked() {
 	for ji, g := range j.pendingOf {
 		g.Set(float64(j.pending[ji]))
 	}
+	j.labels.Store(int64(j.pending[jLabel]))
 	j.tracked.Set(float64(j.tab.count[nsTrace]))
 }
 
