@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/ragwatch/ragwatch/alerts/engine"
 	"github.com/ragwatch/ragwatch/alerts/notify"
@@ -338,6 +339,18 @@ func (b *builder) join() (lifecycle, error) {
 	return lifecycle{start: j.Start, shutdown: j.Shutdown}, nil
 }
 
+// keepContent says which traces keep their documents' texts: those whose records the sampler
+// may score (its rules, its rate by trace id) and those a human label waits for (they are
+// sampled whatever the rate). nil keeps them all: with export on (it hands out unsampled
+// records with their texts), or without a sampling stage.
+func (b *builder) keepContent() func(pcommon.TraceID) bool {
+	if b.export != nil || b.Sampler == nil || b.Sampler.Decider == nil || b.Join == nil {
+		return nil
+	}
+	d, j := b.Sampler.Decider, b.Join
+	return func(id pcommon.TraceID) bool { return d.KeepsContent(id) || j.LabelWaiting(id) }
+}
+
 func (b *builder) assembler() (lifecycle, error) {
 	asm, err := assemble.New(assemble.Settings{
 		Config:     assemblyConfig(b.cfg.Assembly, b.guard),
@@ -350,6 +363,7 @@ func (b *builder) assembler() (lifecycle, error) {
 		UpstreamProbability: b.cfg.Receivers.OTLP.UpstreamSamplingProbability,
 		Conversation:        b.cfg.Conversation,
 		VariantAttributes:   b.cfg.Variants.Attributes,
+		KeepContent:         b.keepContent(),
 	})
 	if err != nil {
 		return lifecycle{}, fmt.Errorf("build assembler: %w", err)

@@ -384,6 +384,9 @@ func TestEndToEnd(t *testing.T) {
 	// Each family's session is sent twice, over gRPC and HTTP at once: the session join would
 	// number the turns in arrival order. TestJoinInputs covers it.
 	cfg.Conversation.SessionTTL = 0
+	// Every record may be scored, so assembly keeps every document's text: at the default rate
+	// it drops the texts of traces their ids do not sample (TestTextsKeptForWhatMayBeScored).
+	cfg.Sampling.Rate = 1
 	e := startEnv(t, cfg)
 	addrs := e.app.Addrs()
 	fams := families()
