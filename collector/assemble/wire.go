@@ -969,6 +969,7 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 		for _, kvb := range buf.kvs {
 			a, err := readKV(kvb, 0)
 			if err != nil {
+				buf.used = max(buf.used, len(buf.attrs)) // release clears them, views included
 				releaseSpans([]Span{s})
 				return err
 			}
