@@ -319,3 +319,32 @@ func BenchmarkConsume50x5(b *testing.B) {
 	}
 	b.ReportMetric(float64(benchcpu.Now()-start)/float64(b.N)/50, "cpu-ns/trace")
 }
+
+// BenchmarkDecodeProtoElided is the protobuf decoder on benchTrace (5 documents of 1 KB with
+// ids) keeping every text, and keeping none (a trace nothing will score, elide.go).
+func BenchmarkDecodeProtoElided(b *testing.B) {
+	body, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(benchTrace(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	lim := WireLimits{MaxSpans: 100, MaxAttributes: 128, MaxEvents: 128, MaxValueBytes: 1 << 16}
+	for _, c := range []struct {
+		name string
+		keep func(pcommon.TraceID) bool
+	}{{"kept", nil}, {"elided", func(pcommon.TraceID) bool { return false }}} {
+		b.Run(c.name, func(b *testing.B) {
+			var dst []Span
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			defer benchcpu.Report(b)()
+			for b.Loop() {
+				var werr *WireError
+				if dst, _, werr = decodeProto(body, lim, dst[:0], defaultVariantKeys, c.keep); werr != nil || len(dst) != 5 {
+					b.Fatal(werr)
+				}
+				releaseSpans(dst)
+				clear(dst)
+			}
+		})
+	}
+}
