@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -30,7 +31,19 @@ func elideSpans() []sp {
 		"retrieval.documents.3.document.metadata": `{"source": "wiki"}`,
 		"retrieval.documents.20.document.id":      "d20",
 		"retrieval.documents.20.document.content": "past the shared keys: copied",
-	}}, llmSpan(ms(60), ms(90))}
+	}}, {id: 3, parent: 1, name: "llm", start: ms(60), end: ms(90), attrs: map[string]any{
+		"openinference.span.kind":               "LLM",
+		"llm.input_messages.0.message.role":     "system",
+		"llm.input_messages.0.message.content":  "Answer from the context:\n" + strings.Repeat("the first passage ", 50),
+		"llm.input_messages.1.message.role":     "user",
+		"llm.input_messages.1.message.content":  "an earlier question",
+		"llm.input_messages.2.message.role":     "assistant",
+		"llm.input_messages.2.message.content":  "an earlier answer",
+		"llm.input_messages.3.message.role":     "user",
+		"llm.input_messages.3.message.content":  "the question",
+		"llm.output_messages.0.message.role":    "assistant",
+		"llm.output_messages.0.message.content": "the answer",
+	}}}
 }
 
 // A trace KeepContent refuses keeps its documents' ids, scores and metadata and loses the texts
@@ -83,6 +96,13 @@ func TestElidedTexts(t *testing.T) {
 		t.Fatalf("%d records", len(recs))
 	}
 
+	for i, r := range recs {
+		// Input messages are held as views until pruning: the history and question must
+		// survive the request's bytes being overwritten.
+		if w := want[r.TraceID]; r.Query != w.Query || !reflect.DeepEqual(r.History, w.History) || len(r.History) != 2 {
+			t.Errorf("record %d: query %q, history %+v, want %+v", i, r.Query, r.History, w.History)
+		}
+	}
 	kept := recs[1]
 	if kept.Elided {
 		t.Error("the kept trace's record is marked elided")

@@ -578,6 +578,30 @@ func view(b []byte) string {
 	return unsafe.String(&b[0], len(b))
 }
 
+// inputMessage reports whether k is a key of an LLM span's input messages, which
+// pruneSpanAttrs may drop.
+func inputMessage(k string) bool {
+	return len(k) > 14 && (k[0] == 'l' && strings.HasPrefix(k, "llm.input_messages.") || k[0] == 'g' && strings.HasPrefix(k, "gen_ai.prompt."))
+}
+
+// ownViews copies every string value of attrs that is still a view of the span's bytes b.
+func ownViews(attrs []Attr, b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	hi := lo + uintptr(len(b))
+	for i := range attrs {
+		v := &attrs[i].Value
+		if v.Type != TypeStr || v.Str == "" {
+			continue
+		}
+		if p := uintptr(unsafe.Pointer(unsafe.StringData(v.Str))); p >= lo && p < hi {
+			v.Str = strings.Clone(v.Str)
+		}
+	}
+}
+
 // ownKey returns the held copy of a key: the shared one when it is well-known, else a copy
 // (k is a view into the request's bytes, which are reused).
 func ownKey(shared, k string) string {
@@ -988,6 +1012,12 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 				buf.attrs = append(buf.attrs, Attr{Key: ownKey(k, view(a.key)), Value: Value{Type: TypeStr, Str: view(a.val.b)}})
 				continue // a view, until el.resolve
 			}
+			if a.val.f == 1 && inputMessage(k) {
+				// A view until pruneSpanAttrs has dropped the messages no reader reads (an LLM
+				// span's system message often holds the whole context); ownViews copies the rest.
+				buf.attrs = append(buf.attrs, Attr{Key: ownKey(k, view(a.key)), Value: Value{Type: TypeStr, Str: view(a.val.b)}})
+				continue
+			}
 			buf.attrs = append(buf.attrs, Attr{Key: ownKey(k, view(a.key)), Value: a.val.value()})
 		}
 		if el != nil {
@@ -1001,6 +1031,7 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 	}
 	buf.used = max(buf.used, len(buf.attrs))
 	buf.attrs = pruneSpanAttrs(buf.attrs, &s, &buf.msgs)
+	ownViews(buf.attrs, b)
 	s.Attrs = buf.take()
 	// variantKeys.read: for each key in order, the span's attribute, then a feature-flag
 	// event's, then the resource's; so the lowest rank wins and, on a tie, that order.
