@@ -24,8 +24,8 @@ const (
 )
 
 // elision gathers, while a span's attributes are read, the documents' texts it may leave
-// uncopied (views into the request, held in the attributes until resolve) and which documents
-// have ids. Indices at or above sharedKeyIndex are copied as any attribute.
+// uncopied (views into the request, held in the attributes until resolve drops them or
+// ownViews copies them) and which documents have ids. Indices at or above sharedKeyIndex are copied as any attribute.
 type elision struct {
 	n     int
 	cands [numFams * sharedKeyIndex * 2]elided
@@ -68,18 +68,16 @@ func (e *elision) consider(k string, v *anyv, at int) bool {
 	return false
 }
 
-// resolve ends every view consider handed out: the text of a document with an id is dropped
-// (an empty string), any other is copied. It reports whether a text was dropped.
+// resolve drops the text of each document with an id among the views consider handed out
+// (an empty string); the others stay views, which ownViews copies. It reports whether a text
+// was dropped.
 func (e *elision) resolve(attrs []Attr) bool {
 	dropped := false
 	for _, c := range e.cands[:e.n] {
-		v := &attrs[c.at].Value
 		bit := uint16(1) << c.i
 		if e.ids[c.fam]&bit != 0 && e.noIDs[c.fam]&bit == 0 {
-			v.Str = ""
+			attrs[c.at].Value.Str = ""
 			dropped = true
-		} else {
-			v.Str = strings.Clone(v.Str)
 		}
 	}
 	e.n = 0

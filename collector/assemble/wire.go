@@ -985,6 +985,7 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 	}
 	buf.attrs = buf.attrs[:0]
 	var el *elision // documents' texts this span may not keep
+	views := false  // an attribute holds a view of b
 	if keep && !d.keeps(s.TraceID) {
 		el = &buf.el
 		el.reset()
@@ -1008,17 +1009,17 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 			if !ok || len(buf.attrs) == maxAttrsPerSpan {
 				continue
 			}
-			if el != nil && el.consider(k, &a.val, len(buf.attrs)) {
-				buf.attrs = append(buf.attrs, Attr{Key: ownKey(k, view(a.key)), Value: Value{Type: TypeStr, Str: view(a.val.b)}})
-				continue // a view, until el.resolve
+			v := Value{}
+			// Held as views of the request, and copied by ownViews only if still there once
+			// el.resolve has dropped the documents' texts of a refused trace and
+			// pruneSpanAttrs the input messages no reader reads (an LLM span's system message
+			// often holds the whole context again).
+			if (el != nil && el.consider(k, &a.val, len(buf.attrs))) || (a.val.f == 1 && inputMessage(k)) {
+				v, views = Value{Type: TypeStr, Str: view(a.val.b)}, true
+			} else {
+				v = a.val.value()
 			}
-			if a.val.f == 1 && inputMessage(k) {
-				// A view until pruneSpanAttrs has dropped the messages no reader reads (an LLM
-				// span's system message often holds the whole context); ownViews copies the rest.
-				buf.attrs = append(buf.attrs, Attr{Key: ownKey(k, view(a.key)), Value: Value{Type: TypeStr, Str: view(a.val.b)}})
-				continue
-			}
-			buf.attrs = append(buf.attrs, Attr{Key: ownKey(k, view(a.key)), Value: a.val.value()})
+			buf.attrs = append(buf.attrs, Attr{Key: ownKey(k, view(a.key)), Value: v})
 		}
 		if el != nil {
 			s.elided = el.resolve(buf.attrs)
@@ -1031,7 +1032,9 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 	}
 	buf.used = max(buf.used, len(buf.attrs))
 	buf.attrs = pruneSpanAttrs(buf.attrs, &s, &buf.msgs)
-	ownViews(buf.attrs, b)
+	if views {
+		ownViews(buf.attrs, b)
+	}
 	s.Attrs = buf.take()
 	// variantKeys.read: for each key in order, the span's attribute, then a feature-flag
 	// event's, then the resource's; so the lowest rank wins and, on a tie, that order.
