@@ -72,12 +72,12 @@ func TestTextsKeptForWhatMayBeScored(t *testing.T) {
 					r.Documents[0].Score == nil || *r.Documents[0].Score != 0.8 || r.Answer != "Yes, Enterprise includes SSO [1]." {
 					t.Fatalf("record of %s: %+v", tid, r)
 				}
-				kept := tid != plain || export
-				if got := r.Documents[0].Content != "" && r.Documents[1].Content != ""; got != kept {
-					t.Errorf("trace %s: texts kept %v, want %v (%q, %q)", tid, got, kept, r.Documents[0].Content, r.Documents[1].Content)
+				want := [2]string{"Enterprise costs $50 and includes SSO.", "Pro costs $20 a month."}
+				if tid == plain && !export {
+					want = [2]string{}
 				}
-				if !kept && (r.Documents[0].Content != "" || r.Documents[1].Content != "") {
-					t.Errorf("trace %s kept a text", tid)
+				if got := [2]string{r.Documents[0].Content, r.Documents[1].Content}; got != want {
+					t.Errorf("trace %s: texts %q, want %q", tid, got, want)
 				}
 			}
 			testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, "both kept traces scored", func() error {
