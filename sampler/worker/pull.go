@@ -10,10 +10,10 @@ import (
 )
 
 // puller hands the pool's workers the consumer's records over one pull subscription
-// (jetstream's Messages iterator), kept for the pool's life: a pull request asks for records
-// for half the workers at a time. Consumer.Next, which it replaces, made a subscription and a
-// pull request for every record, which cost the server and the client a third of the queue's
-// CPU per record (docs/performance.md).
+// (jetstream's Messages iterator), kept for the pool's life: it asks for at most one record per
+// worker, and again once half of them are taken. Consumer.Next, which it replaces, made a
+// subscription and a pull request for every record, which cost the server and the client a
+// sixth of the queue's CPU per record (docs/performance.md).
 //
 // Up to max records (one per worker) are pulled ahead and wait in the client until a worker
 // is free; their ack_wait runs while they wait, which Pool.handle allows for. At shutdown
