@@ -36,7 +36,7 @@ func (p *puller) next(ctx context.Context) (jetstream.Msg, error) {
 		return nil, err
 	}
 	msg, err := it.Next(jetstream.NextContext(ctx))
-	if err != nil && errors.Is(err, jetstream.ErrMsgIteratorClosed) && ctx.Err() == nil {
+	if errors.Is(err, jetstream.ErrMsgIteratorClosed) && ctx.Err() == nil {
 		p.mu.Lock()
 		if p.it == it {
 			p.it = nil

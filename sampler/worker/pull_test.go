@@ -42,15 +42,18 @@ func ackPending(t *testing.T, ctx context.Context, p *Pool) int {
 	return info.NumAckPending
 }
 
-// TestPulledAheadRecordsAreNotRedelivered: two workers; record 2 takes 50 ms, the others 600.
-// When record 2 is done its worker pulls records 3 and 4 and takes 3, so 4 waits for the other
-// worker, about 550 ms, and is then scored for 600 ms: past its ack_wait (1 s) counted from its
-// delivery. The fresh ack_wait it gets when taken keeps it from coming back while it is scored:
-// each record is scored once and none is redelivered.
+// TestPulledAheadRecordsAreNotRedelivered: two workers; record 2 takes 50 ms, the others
+// 1.2 s. When record 2 is done its worker pulls records 3 and 4 and takes 3, so 4 waits for the
+// other worker, about 1.15 s, and is then scored for 1.2 s: past its ack_wait (2 s) counted from
+// its delivery. The fresh ack_wait it gets when taken (it was stored more than ack_wait -
+// score_timeout = 0.5 s before) keeps it from coming back while it is scored: each record is
+// scored once and none is redelivered.
 func TestPulledAheadRecordsAreNotRedelivered(t *testing.T) {
 	s := testutil.RunJetStream(t)
 	_, js := testutil.Connect(t, s)
-	rt := testRuntime(2) // ack_wait 1s, score_timeout 900ms
+	rt := testRuntime(2)
+	rt.ScoreTimeout = 1500 * time.Millisecond
+	rt.Queue.AckWait = 2 * time.Second
 	keys := enqueue(t, js, rt.Queue, 4, 1)
 	var mu sync.Mutex
 	calls := map[int]int{}
@@ -59,7 +62,7 @@ func TestPulledAheadRecordsAreNotRedelivered(t *testing.T) {
 		mu.Lock()
 		calls[n]++
 		mu.Unlock()
-		d := 600 * time.Millisecond
+		d := 1200 * time.Millisecond
 		if n == 2 {
 			d = 50 * time.Millisecond
 		}

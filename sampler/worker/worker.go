@@ -209,11 +209,12 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg) {
 	delivered := uint64(1)
 	if meta, err := msg.Metadata(); err == nil {
 		delivered = meta.NumDelivered
-		// A record pulled ahead waited for a worker while its ack_wait ran (puller). Its
-		// scoring may take score_timeout: one stored (so delivered, at the latest) longer ago
-		// than ack_wait - score_timeout gets a fresh ack_wait first, or it could come back
-		// while it is scored. One that did not wait that long costs nothing more.
-		if p.opts.Now().Sub(meta.Timestamp) > p.cfg.Queue.AckWait-p.cfg.ScoreTimeout {
+		// A record pulled ahead waited for a worker while its ack_wait ran (puller), and its
+		// scoring may take score_timeout. It was delivered after it was stored: one stored
+		// longer ago than ack_wait - score_timeout gets a fresh ack_wait first, or it could
+		// come back while it is scored; one stored since costs nothing more. The server's
+		// store time is wall-clock time, so this reads the wall clock, not opts.Now.
+		if time.Since(meta.Timestamp) > p.cfg.Queue.AckWait-p.cfg.ScoreTimeout {
 			_ = msg.InProgress()
 		}
 	}
