@@ -43,8 +43,8 @@ type Options struct {
 	Variants   *labels.VariantSet
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
-	// FetchWait is how long one pull request waits at the server for records (default 5s, at
-	// least 1s); Shutdown does not wait for it.
+	// FetchWait is how long one pull waits for a record (default 5s); Shutdown does not wait
+	// for it.
 	FetchWait time.Duration
 	// DepthInterval is how often the queue depth gauge is polled (default 5s).
 	DepthInterval time.Duration
@@ -138,14 +138,10 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.started = true
 	runCtx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
-	pl := &puller{cons: cons, max: p.cfg.Workers, expiry: max(p.opts.FetchWait, time.Second)}
-	var workers sync.WaitGroup
-	workers.Add(p.cfg.Workers)
+	p.wg.Add(p.cfg.Workers + 1)
 	for i := 0; i < p.cfg.Workers; i++ {
-		go func() { defer workers.Done(); p.run(runCtx, pl) }()
+		go func() { defer p.wg.Done(); p.run(runCtx, cons) }()
 	}
-	p.wg.Add(2)
-	go func() { defer p.wg.Done(); workers.Wait(); pl.stop() }()
 	go func() {
 		defer p.wg.Done()
 		queue.PollDepth(runCtx, p.js, p.cfg.Queue.Stream, p.opts.DepthInterval, p.qm)
@@ -177,9 +173,11 @@ func (p *Pool) Shutdown(ctx context.Context) error {
 	}
 }
 
-func (p *Pool) run(ctx context.Context, pl *puller) {
+func (p *Pool) run(ctx context.Context, cons jetstream.Consumer) {
 	for ctx.Err() == nil {
-		msg, err := pl.next(ctx)
+		fctx, cancel := context.WithTimeout(ctx, p.opts.FetchWait)
+		msg, err := cons.Next(jetstream.FetchContext(fctx))
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -194,10 +192,6 @@ func (p *Pool) run(ctx context.Context, pl *puller) {
 			}
 			continue
 		}
-		if ctx.Err() != nil { // shutting down: let another worker take it now
-			_ = msg.Nak()
-			return
-		}
 		p.handle(ctx, msg)
 	}
 }
@@ -209,14 +203,6 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg) {
 	delivered := uint64(1)
 	if meta, err := msg.Metadata(); err == nil {
 		delivered = meta.NumDelivered
-		// A record pulled ahead waited for a worker while its ack_wait ran (puller), and its
-		// scoring may take score_timeout. It was delivered after it was stored: one stored
-		// longer ago than ack_wait - score_timeout gets a fresh ack_wait first, or it could
-		// come back while it is scored; one stored since costs nothing more. The server's
-		// store time is wall-clock time, so this reads the wall clock, not opts.Now.
-		if time.Since(meta.Timestamp) > p.cfg.Queue.AckWait-p.cfg.ScoreTimeout {
-			_ = msg.InProgress()
-		}
 	}
 	if queue.IsPair(msg.Headers()) {
 		p.handlePair(ctx, msg, delivered)
