@@ -7,7 +7,9 @@
 # (user + system of all threads, /proc/<pid>/stat, over the load and until the process is idle
 # again), peak RSS (VmHWM), and ragwatch's over the Collector's. ragwatch runs twice: with
 # `sampling.rate: 0` and on its defaults (10 % sampled, builtin scorer in process); each run
-# checks that every trace sent became one assembled record. Linux only (/proc).
+# checks that every trace sent became one assembled record and that every sampled record was
+# scored (none dropped or left waiting: a ratio without their CPU would flatter the build).
+# Linux only (/proc).
 #
 # Environment (all optional):
 #   RW        ragwatch binary to measure (default: built from this checkout)
@@ -149,6 +151,14 @@ ragwatch_run() {
 	lost=ok
 	if [[ "$assembled" != "$rsent" ]]; then
 		lost="MISMATCH"
+		status=1
+	fi
+	# A sample dropped or left unscored is CPU not spent: the ratio would flatter the build.
+	counts=$(grep -m1 ' scorer_calls=' "$tmp/rw.out")
+	count() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" <<<" $counts"; }
+	sampled=$(count sampled) sdropped=$(count scoring_dropped) scored=$(count scorer_calls)
+	if [[ -z "$sampled" || "$sdropped" != 0 || "${scored:-0}" -lt "$sampled" ]]; then
+		lost="$lost; UNSCORED: sampled=$sampled scored=$scored dropped=$sdropped"
 		status=1
 	fi
 	ratio=$(awk -v a="$rw_us" -v b="$col_us" 'BEGIN { printf "%.2f", a / b }')
