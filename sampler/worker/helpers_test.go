@@ -51,6 +51,15 @@ func testOptions(reg prometheus.Registerer) Options {
 // enqueue publishes n records through the real publisher and waits until the stream holds them.
 func enqueue(t *testing.T, js jetstream.JetStream, cfg config.ScoringQueue, n int, p float64) []string {
 	t.Helper()
+	keys := publish(t, js, cfg, 0, n, p)
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "records in the stream", func() bool { return streamMsgs(js, cfg.Stream) == uint64(n) })
+	return keys
+}
+
+// publish sets the stream and consumer up (queue.Setup) and publishes records from+1 to from+n
+// (trace ids in hex) through the real publisher, without waiting for the stream to hold them.
+func publish(t *testing.T, js jetstream.JetStream, cfg config.ScoringQueue, from, n int, p float64) []string {
+	t.Helper()
 	ctx := context.Background()
 	if _, err := queue.Setup(ctx, js, cfg, 1); err != nil {
 		t.Fatal(err)
@@ -61,7 +70,7 @@ func enqueue(t *testing.T, js jetstream.JetStream, cfg config.ScoringQueue, n in
 	}
 	keys := make([]string, n)
 	for i := range keys {
-		r := &record.Record{TraceID: fmt.Sprintf("%032x", i+1), Service: "chat", Query: "q", Answer: "a",
+		r := &record.Record{TraceID: fmt.Sprintf("%032x", from+i+1), Service: "chat", Query: "q", Answer: "a",
 			Turn:     i % 7, // 0 (unknown) to 6: every turn bucket
 			Sampling: &record.Sampling{Probability: p, Reason: "rate"}}
 		keys[i] = r.Key()
@@ -72,7 +81,6 @@ func enqueue(t *testing.T, js jetstream.JetStream, cfg config.ScoringQueue, n in
 	if err := pub.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "records in the stream", func() bool { return streamMsgs(js, cfg.Stream) == uint64(n) })
 	return keys
 }
 
