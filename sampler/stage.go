@@ -77,8 +77,15 @@ func (s *Stage) ConsumeRecord(ctx context.Context, r *record.Record) error {
 	}
 	dec := s.d.Decide(r, trigger)
 	if dec.Sample {
+		now := s.now()
+		if prev, known := s.recent.get(r, now); known && prev.sampled {
+			// The same record again (a client re-posting it) while the cache remembers it was
+			// queued: the publisher batches records, so the server's Nats-Msg-Id no longer
+			// tells every copy apart.
+			return nil
+		}
 		_ = s.out.Offer(s.d.Mark(r, dec)) // a drop is counted by the Offerer
-		s.recent.put(r, dec.Probability, stateSampled, false, s.now())
+		s.recent.put(r, dec.Probability, stateSampled, false, now)
 		return nil
 	}
 	if dec.Reason == decide.ReasonBudget || dec.Reason == decide.ReasonRateLimit {

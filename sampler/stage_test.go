@@ -80,6 +80,36 @@ func TestStageOffersMarkedCopies(t *testing.T) {
 	}
 }
 
+// The same record again (a client re-posting it) is not offered twice while the recent cache
+// remembers it was queued: batches share one Nats-Msg-Id, so the server cannot tell. Another
+// turn of the same trace (another key) is offered, and after the cache's ttl the record is
+// offered again.
+func TestStageOffersARecordOnce(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	cfg := config.Default().Sampling
+	s, o, _ := newStage(t, cfg, c)
+	post := func(span string) {
+		t.Helper()
+		if err := s.ConsumeRecord(context.Background(), &record.Record{TraceID: idHigh, SpanID: span, Service: "chat", Query: "q"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post("")
+	post("")
+	if len(o.recs) != 1 {
+		t.Fatalf("%d offers of one record posted twice, want 1", len(o.recs))
+	}
+	post("00000000000000aa") // another turn: another key
+	if len(o.recs) != 2 {
+		t.Fatalf("%d offers, want 2: another turn is another record", len(o.recs))
+	}
+	c.t = c.t.Add(cfg.Recent.TTL + time.Second)
+	post("")
+	if len(o.recs) != 3 {
+		t.Fatalf("%d offers, want 3: past sampling.recent.ttl the record is offered again", len(o.recs))
+	}
+}
+
 func TestLateNegativeFeedbackSamplesTheRememberedRecord(t *testing.T) {
 	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	s, o, reg := newStage(t, feedbackConfig(), c)
