@@ -210,7 +210,20 @@ type ScoringQueue struct {
 	// form of docs/record.md, for workers older than the binary form while they are
 	// upgraded). Workers read both.
 	Encoding string `yaml:"encoding"`
+	// BatchRecords is how many sampled records the publisher may put in one message of the
+	// binary encoding (1: one record a message). BatchWait is how long it waits for more
+	// records after the first before it publishes what it has (0: only what is already
+	// buffered). Every message costs the server a store, a delivery, an ack and a removal
+	// whatever its size, so at full speed a batch costs a fraction of its records sent one by
+	// one (docs/performance.md); at low rates a batch is one record. Workers older than
+	// batches dead-letter them as undecodable: set batch_records to 1 until every worker is
+	// upgraded.
+	BatchRecords int           `yaml:"batch_records"`
+	BatchWait    time.Duration `yaml:"batch_wait"`
 }
+
+// MaxBatchRecords bounds scoring.queue.batch_records.
+const MaxBatchRecords = 1000
 
 // DefaultScoringQueueMaxBytes caps the scoring stream: 30 MiB, about 4,800 records of five 1 KB
 // documents. The embedded server keeps the file blocks a lagging consumer reads and acks cached
@@ -240,6 +253,8 @@ func defaultScoringRuntime() ScoringRuntime {
 			DeadLetterMaxBytes:  32 << 20,
 			ScoresSubjectPrefix: "ragwatch.scores",
 			Encoding:            "binary",
+			BatchRecords:        32,
+			BatchWait:           20 * time.Millisecond,
 		},
 	}
 }
@@ -297,6 +312,12 @@ func (s ScoringRuntime) Validate() error {
 	}
 	if q.Encoding != "binary" && q.Encoding != "json" {
 		errs = append(errs, Invalid("queue.encoding", `must be "binary" or "json", got %q`, q.Encoding))
+	}
+	if q.BatchRecords < 1 || q.BatchRecords > MaxBatchRecords {
+		errs = append(errs, Invalid("queue.batch_records", "must be between 1 and %d, got %d", MaxBatchRecords, q.BatchRecords))
+	}
+	if q.BatchWait < 0 || q.BatchWait > 10*time.Second {
+		errs = append(errs, Invalid("queue.batch_wait", "must be between 0s and 10s, got %s", q.BatchWait))
 	}
 	for i, b := range q.Backoff {
 		if b <= 0 {

@@ -78,8 +78,8 @@ scoring:
 		t.Fatalf("sampling:\n got %+v\nwant %+v", c.Sampling, want)
 	}
 	q := defaultScoringRuntime().Queue
-	if q.Encoding != "binary" {
-		t.Fatalf("default scoring.queue.encoding %q", q.Encoding)
+	if q.Encoding != "binary" || q.BatchRecords != 32 || q.BatchWait != 20*time.Millisecond {
+		t.Fatalf("default scoring.queue encoding %q, batch_records %d, batch_wait %s", q.Encoding, q.BatchRecords, q.BatchWait)
 	}
 	q.AckWait, q.MaxDeliver, q.Backoff, q.Encoding = 45*time.Second, 3, []time.Duration{time.Second, 2 * time.Second}, "json"
 	wantRT := ScoringRuntime{Workers: 2, ScoreTimeout: 30 * time.Second, Queue: q}
@@ -117,6 +117,8 @@ scoring:
     subject: ragwatch.scoring.*
     backoff: [0s]
     encoding: protobuf
+    batch_records: 0
+    batch_wait: 11s
 `))
 	if err == nil {
 		t.Fatal("want errors")
@@ -139,6 +141,8 @@ scoring:
 		"`scoring.queue.subject` must be a subject without wildcards, got \"ragwatch.scoring.*\"",
 		"`scoring.queue.backoff[0]` must be positive",
 		"`scoring.queue.encoding` must be \"binary\" or \"json\", got \"protobuf\"",
+		"`scoring.queue.batch_records` must be between 1 and 1000, got 0",
+		"`scoring.queue.batch_wait` must be between 0s and 10s, got 11s",
 	}
 	msg := err.Error()
 	for _, w := range want {

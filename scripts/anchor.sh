@@ -163,7 +163,7 @@ ragwatch_run() {
 	fi
 	ratio=$(awk -v a="$rw_us" -v b="$col_us" 'BEGIN { printf "%.2f", a / b }')
 	echo "anchor $cfg: ragwatch ${rw_us}us/trace ${rw_mib}MiB, otelcol ${col_us}us/trace ${col_mib}MiB," \
-		"cpu ratio ${ratio}x; assembled=$assembled sent=$rsent ($lost)"
+		"cpu ratio ${ratio}x; assembled=$assembled sent=$rsent${counts:+ sampled=$sampled queue_messages=$(count queue_messages)} ($lost)"
 	echo "$rw_us" >>"$tmp/$cfg.us"
 	echo "$rw_mib" >>"$tmp/$cfg.mib"
 	echo "$ratio" >>"$tmp/$cfg.ratio"

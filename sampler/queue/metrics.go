@@ -23,6 +23,8 @@ type Metrics struct {
 	InvalidScores prometheus.Counter
 	// StorageFull is 1 while JetStream refuses sampled records for lack of storage.
 	StorageFull prometheus.Gauge
+	// MessageRecords observes the records of each message the publisher sends: 1, or a batch's.
+	MessageRecords prometheus.Histogram
 }
 
 // NewMetrics registers (or finds) the queue metrics on reg.
@@ -41,7 +43,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		})),
 		Depth: promreg.MustRegister(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ragwatch_scoring_queue_depth",
-			Help: "Records in the scoring stream (waiting or being scored), as last polled.",
+			Help: "Messages in the scoring stream (waiting or being scored), as last polled: a record each, or a batch of up to scoring.queue.batch_records.",
 		})),
 		InvalidScores: promreg.MustRegister(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ragwatch_scores_invalid_total",
@@ -50,6 +52,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		StorageFull: promreg.MustRegister(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ragwatch_scoring_queue_storage_full",
 			Help: "1 while JetStream refuses sampled records for lack of storage (the scoring stream at scoring.queue.max_bytes, or the server's store full), 0 once a record is accepted again.",
+		})),
+		MessageRecords: promreg.MustRegister(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ragwatch_scoring_queue_message_records",
+			Help:    "Sampled records in each message published to the scoring stream: 1, or a batch's (scoring.queue.batch_records).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000},
 		})),
 	}
 	for _, r := range []string{DropQueueFull, DropStorageFull, DropNATSUnavailable, DropTooLarge} {

@@ -3,10 +3,12 @@ package queue
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	jsonv2 "encoding/json/v2"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,8 +39,10 @@ const maxInFlight = 512
 
 // Publisher moves sampled records from ingestion to the scoring stream without ever making
 // ingestion wait: Offer puts the record in a bounded buffer or drops it (counted); one goroutine
-// publishes asynchronously with the record key as Nats-Msg-Id, so a record is queued once
-// within the dedup window however often it is offered.
+// publishes asynchronously. A record alone in its message has its key as Nats-Msg-Id, so it is
+// queued once within the dedup window however often it is offered; records that are buffered
+// together, or arrive within scoring.queue.batch_wait of the first, go as one batch
+// (batch.go) of up to scoring.queue.batch_records.
 type Publisher struct {
 	js      jetstream.JetStream
 	nc      *nats.Conn
@@ -51,6 +55,8 @@ type Publisher struct {
 	// DepthInterval is how often the depth gauge is polled; set before Start.
 	DepthInterval time.Duration
 
+	lingerTimer *time.Timer // fill's wait for a batch's records; publishLoop's own
+
 	storageFull  atomic.Bool  // the last acknowledged publish was refused for lack of storage
 	lastFullWarn atomic.Int64 // when the storage-full warning was last logged, Unix nanoseconds
 
@@ -62,8 +68,9 @@ type Publisher struct {
 }
 
 type pendingPub struct {
-	fut jetstream.PubAckFuture
-	buf *bytes.Buffer // the message's data, back to encBufs once the future settled
+	fut     jetstream.PubAckFuture
+	buf     *bytes.Buffer // the message's data, back to encBufs once the future settled
+	records int           // records in the message: a batch's, or 1
 }
 
 // encBufs recycles the buffers records and score results are encoded into. A record's buffer
@@ -185,9 +192,154 @@ func (p *Publisher) offer(it item) error {
 
 func (p *Publisher) publishLoop() {
 	defer close(p.pending)
-	for it := range p.buf {
-		p.publish(it)
+	batchMax := p.cfg.BatchRecords
+	if p.cfg.Encoding == EncodingJSON {
+		batchMax = 1 // batches are of the binary encoding: JSON is for workers older than both
 	}
+	var batch []*record.Record
+	for it := range p.buf {
+		if it.pair != nil || batchMax <= 1 {
+			p.publish(it)
+			continue
+		}
+		batch = p.fill(append(batch[:0], it.rec), batchMax)
+		for rest := batch; len(rest) > 0; {
+			if len(rest) == 1 {
+				p.publish(item{rec: rest[0]}) // a batch of one is a record's own message
+				break
+			}
+			rest = p.publishBatch(rest)
+		}
+		clear(batch) // the records are not kept past their publish
+	}
+}
+
+// fill adds to batch the records already buffered and those arriving within BatchWait of
+// the first, up to batchMax; pair jobs arriving meanwhile are published at once.
+func (p *Publisher) fill(batch []*record.Record, batchMax int) []*record.Record {
+	var wait <-chan time.Time
+	if p.cfg.BatchWait > 0 {
+		if p.lingerTimer == nil {
+			p.lingerTimer = time.NewTimer(p.cfg.BatchWait)
+		} else {
+			p.lingerTimer.Reset(p.cfg.BatchWait) // a stopped or fired timer: Go 1.23's semantics
+		}
+		defer p.lingerTimer.Stop()
+		wait = p.lingerTimer.C
+	}
+	for len(batch) < batchMax {
+		var (
+			it item
+			ok bool
+		)
+		select {
+		case it, ok = <-p.buf:
+		default:
+			if wait == nil {
+				return batch
+			}
+			select {
+			case it, ok = <-p.buf:
+			case <-wait:
+				return batch
+			}
+		}
+		if !ok {
+			return batch // closed: Shutdown publishes what was taken
+		}
+		if it.pair != nil {
+			p.publish(it)
+			continue
+		}
+		batch = append(batch, it.rec)
+	}
+	return batch
+}
+
+// maxBatchBytes bounds a batch below the server's max payload (headers take the rest).
+func (p *Publisher) maxBatchBytes() int {
+	limit := int64(1 << 20)
+	if mp := p.nc.MaxPayload(); mp > 0 {
+		limit = mp
+	}
+	return int(limit) - 4096
+}
+
+// publishBatch publishes the first records of recs that fit in one message as a batch and
+// returns the others. A record the binary form cannot carry goes as its JSON; one neither can
+// encode is dropped and counted, as publish does.
+func (p *Publisher) publishBatch(recs []*record.Record) []*record.Record {
+	limit := p.maxBatchBytes()
+	buf := encBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	b := append(buf.AvailableBuffer(), batchMagic...)
+	taken, in := 0, 0
+	var first *record.Record
+	for _, r := range recs {
+		at := len(b)
+		var err error
+		if b, err = appendRecordEntry(b, r); err != nil {
+			p.logger.Error("encode sampled record", "err", err)
+			p.m.Dropped.WithLabelValues(DropTooLarge).Inc()
+			taken++
+			b = b[:at]
+			continue
+		}
+		if len(b) > limit && in > 0 {
+			b = b[:at] // publish what fits; this record starts the next message
+			break
+		}
+		if first == nil {
+			first = r
+		}
+		taken++
+		in++
+	}
+	switch in {
+	case 0:
+		releaseBuf(buf)
+		return recs[taken:]
+	case 1:
+		releaseBuf(buf)
+		p.publish(item{rec: first})
+		return recs[taken:]
+	}
+	buf.Write(b)
+	msg := &nats.Msg{Subject: p.cfg.Subject, Data: buf.Bytes(), Header: nats.Header{}}
+	// The first record's key names the batch: the recent-records cache queues a record once, so
+	// no other batch starts with it.
+	msg.Header.Set(jetstream.MsgIDHeader, "batch:"+first.Key()+":"+strconv.Itoa(in))
+	if !p.nc.IsConnected() {
+		releaseBuf(buf)
+		p.m.Dropped.WithLabelValues(DropNATSUnavailable).Add(float64(in))
+		return recs[taken:]
+	}
+	fut, err := p.js.PublishMsgAsync(msg)
+	if err != nil {
+		p.dropN(err, in) // buf is not reused: the client may still hold msg
+		return recs[taken:]
+	}
+	p.m.MessageRecords.Observe(float64(in))
+	p.pending <- pendingPub{fut: fut, buf: buf, records: in}
+	return recs[taken:]
+}
+
+// appendRecordEntry appends r to a batch in the binary form, or as its JSON when the binary
+// form cannot carry it (encodeRecord's choice).
+func appendRecordEntry(b []byte, r *record.Record) ([]byte, error) {
+	at := len(b)
+	b = append(b, 0, 0, 0, 0)
+	out, err := appendRecord(b, r)
+	if err != nil {
+		j, jerr := encode(r)
+		if jerr != nil {
+			return b[:at], jerr
+		}
+		out = append(b, j.Bytes()...)
+		releaseBuf(j)
+	}
+	binary.BigEndian.PutUint32(out[at:], uint32(len(out)-at-entryLen))
+	return out, nil
 }
 
 func (p *Publisher) publish(it item) {
@@ -223,7 +375,10 @@ func (p *Publisher) publish(it item) {
 		p.drop(err) // buf is not reused: the client may still hold msg
 		return
 	}
-	p.pending <- pendingPub{fut: fut, buf: buf}
+	if it.pair == nil {
+		p.m.MessageRecords.Observe(1)
+	}
+	p.pending <- pendingPub{fut: fut, buf: buf, records: 1}
 }
 
 func (p *Publisher) ackLoop() {
@@ -236,11 +391,11 @@ func (p *Publisher) ackLoop() {
 			p.setStorageFull(false)
 			releaseBuf(pp.buf)
 		case err := <-pp.fut.Err():
-			p.drop(err)
+			p.dropN(err, pp.records)
 			releaseBuf(pp.buf)
 		case <-timer.C:
 			// The client may still send the message again: its buffer is left to the GC.
-			p.drop(jetstream.ErrAsyncPublishTimeout)
+			p.dropN(jetstream.ErrAsyncPublishTimeout, pp.records)
 		}
 	}
 }
@@ -269,8 +424,11 @@ func (p *Publisher) setStorageFull(full bool) {
 	}
 }
 
-// drop counts a failed publish by its cause.
-func (p *Publisher) drop(err error) {
+// drop counts a failed publish of one record by its cause.
+func (p *Publisher) drop(err error) { p.dropN(err, 1) }
+
+// dropN counts a failed publish of n records by its cause.
+func (p *Publisher) dropN(err error, n int) {
 	reason := DropNATSUnavailable
 	var apiErr *jetstream.APIError
 	switch {
@@ -285,8 +443,8 @@ func (p *Publisher) drop(err error) {
 		// "maximum messages exceeded": the stream is full.
 		reason = DropQueueFull
 	}
-	p.m.Dropped.WithLabelValues(reason).Inc()
-	p.logger.Debug("sampled record dropped", "reason", reason, "err", err)
+	p.m.Dropped.WithLabelValues(reason).Add(float64(n))
+	p.logger.Debug("sampled records dropped", "records", n, "reason", reason, "err", err)
 }
 
 // Shutdown stops taking records, publishes what is buffered and waits for the

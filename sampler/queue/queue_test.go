@@ -78,6 +78,7 @@ func TestPublisherQueuesOnceByKey(t *testing.T) {
 	_, js := testutil.Connect(t, s)
 	ctx := context.Background()
 	cfg := testQueueConfig()
+	cfg.BatchRecords = 1 // the server's dedup by record key (a batch's id is its first record's)
 	if _, err := Setup(ctx, js, cfg, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +139,7 @@ func TestPublisherDedupWindow(t *testing.T) {
 	ctx := context.Background()
 	cfg := testQueueConfig()
 	cfg.DedupWindow = time.Second
+	cfg.BatchRecords = 1
 	if _, err := Setup(ctx, js, cfg, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -165,57 +167,91 @@ func TestPublisherDedupWindow(t *testing.T) {
 }
 
 // Many records of varied sizes published asynchronously, up to the publisher's outstanding-ack
-// bound: every stored message must be its own record, whole, under its own Nats-Msg-Id (a
-// buffer shared or reused before its ack would store one record's bytes under another's id,
-// or a mix).
+// bound: every stored record must be whole and stored once, a record alone in its message under
+// its own Nats-Msg-Id and a batch under its first record's (a buffer shared or reused before its
+// ack would store one record's bytes under another's id, or a mix). Batches are on (the
+// default): at most batch_records records and the server's max payload a message.
 func TestPublisherStoresEachRecordIntact(t *testing.T) {
-	s := testutil.RunJetStream(t)
-	_, js := testutil.Connect(t, s)
-	ctx := context.Background()
-	cfg := testQueueConfig()
-	if _, err := Setup(ctx, js, cfg, 1); err != nil {
-		t.Fatal(err)
-	}
-	const n = 3000
-	p := NewPublisher(js, cfg, n, prometheus.NewRegistry(), nil)
-	if err := p.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	content := func(i int) string { return strings.Repeat(fmt.Sprintf("doc of record %d. ", i), 1+i%300) }
-	for i := range n {
-		r := &record.Record{TraceID: fmt.Sprintf("%032x", i), Query: "q", Documents: []record.Document{{ID: "d", Content: content(i)}},
-			Sampling: &record.Sampling{Probability: 0.1, Reason: "rate"}}
-		if err := p.Offer(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := streamMsgs(t, js, cfg.Stream); got != n {
-		t.Fatalf("stream holds %d records, want %d", got, n)
-	}
-	st, err := js.Stream(ctx, cfg.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for seq := uint64(1); seq <= n; seq++ {
-		m, err := st.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got record.Record
-		if err := DecodeRecord(m.Data, &got); err != nil || !IsBinaryRecord(m.Data) {
-			t.Fatalf("message %d: %v (binary form %v)", seq, err, IsBinaryRecord(m.Data))
-		}
-		var i int
-		if _, err := fmt.Sscanf(got.TraceID, "%x", &i); err != nil || m.Header.Get(jetstream.MsgIDHeader) != got.TraceID ||
-			len(got.Documents) != 1 || got.Documents[0].Content != content(i) || seen[got.TraceID] {
-			t.Fatalf("message %d: record %s under id %q, content intact %v, seen before %v", seq, got.TraceID,
-				m.Header.Get(jetstream.MsgIDHeader), len(got.Documents) == 1 && got.Documents[0].Content == content(i), seen[got.TraceID])
-		}
-		seen[got.TraceID] = true
+	for _, batch := range []int{1, 32} {
+		t.Run(fmt.Sprintf("batch_records=%d", batch), func(t *testing.T) {
+			s := testutil.RunJetStream(t)
+			nc, js := testutil.Connect(t, s)
+			ctx := context.Background()
+			cfg := testQueueConfig()
+			cfg.BatchRecords = batch
+			if _, err := Setup(ctx, js, cfg, 1); err != nil {
+				t.Fatal(err)
+			}
+			const n = 3000
+			reg := prometheus.NewRegistry()
+			p := NewPublisher(js, cfg, n, reg, nil)
+			content := func(i int) string { return strings.Repeat(fmt.Sprintf("doc of record %d. ", i), 1+i%300) }
+			for i := range n { // buffered before Start: the publisher finds full batches waiting
+				r := &record.Record{TraceID: fmt.Sprintf("%032x", i), Query: "q", Documents: []record.Document{{ID: "d", Content: content(i)}},
+					Sampling: &record.Sampling{Probability: 0.1, Reason: "rate"}}
+				if err := p.Offer(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := p.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			st, err := js.Stream(ctx, cfg.Stream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := streamMsgs(t, js, cfg.Stream)
+			seen := map[string]bool{}
+			batches := 0
+			for seq := uint64(1); seq <= msgs; seq++ {
+				m, err := st.GetMsg(ctx, seq)
+				if err != nil {
+					t.Fatal(err)
+				}
+				entries := [][]byte{m.Data}
+				if IsBatch(m.Data) {
+					batches++
+					if entries, err = SplitBatch(m.Data); err != nil {
+						t.Fatalf("message %d: %v", seq, err)
+					}
+					if len(entries) < 2 || len(entries) > batch || int64(len(m.Data)) > nc.MaxPayload() {
+						t.Fatalf("message %d: a batch of %d records, %d bytes; want 2 to %d records within %d bytes", seq, len(entries), len(m.Data), batch, nc.MaxPayload())
+					}
+				}
+				for k, e := range entries {
+					var got record.Record
+					if err := DecodeRecord(e, &got); err != nil || !IsBinaryRecord(e) {
+						t.Fatalf("message %d, record %d: %v (binary form %v)", seq, k, err, IsBinaryRecord(e))
+					}
+					wantID := got.TraceID
+					if len(entries) > 1 && k == 0 {
+						wantID = fmt.Sprintf("batch:%s:%d", got.TraceID, len(entries))
+					}
+					var i int
+					if _, err := fmt.Sscanf(got.TraceID, "%x", &i); err != nil || (k == 0 && m.Header.Get(jetstream.MsgIDHeader) != wantID) ||
+						len(got.Documents) != 1 || got.Documents[0].Content != content(i) || seen[got.TraceID] {
+						t.Fatalf("message %d, record %d: record %s under id %q, content intact %v, seen before %v", seq, k, got.TraceID,
+							m.Header.Get(jetstream.MsgIDHeader), len(got.Documents) == 1 && got.Documents[0].Content == content(i), seen[got.TraceID])
+					}
+					seen[got.TraceID] = true
+				}
+			}
+			if len(seen) != n {
+				t.Fatalf("%d records stored in %d messages, want %d", len(seen), msgs, n)
+			}
+			// With one record a message there is no batch; with 32, the 3,000 buffered records
+			// go in full batches (the larger records' up to the max payload).
+			if (batch == 1) != (batches == 0) || (batch > 1 && msgs > uint64(n/batch*3)) {
+				t.Fatalf("batch_records %d: %d messages, %d of them batches", batch, msgs, batches)
+			}
+			h := testutil.Series(t, reg, "ragwatch_scoring_queue_message_records", nil).GetHistogram()
+			if h.GetSampleCount() != msgs || h.GetSampleSum() != n {
+				t.Fatalf("records per message histogram: %d messages, %v records; want %d, %d", h.GetSampleCount(), h.GetSampleSum(), msgs, n)
+			}
+		})
 	}
 }
 
@@ -228,6 +264,7 @@ func TestPublisherDropsWhenBufferOrStreamFull(t *testing.T) {
 	if _, err := Setup(ctx, js, cfg, 1); err != nil {
 		t.Fatal(err)
 	}
+	cfg.BatchRecords = 1 // each refusal is one record's (a batch's: below)
 	reg := prometheus.NewRegistry()
 	// Not started: the buffer of 2 fills and further offers are dropped at once.
 	p := NewPublisher(js, cfg, 2, reg, nil)

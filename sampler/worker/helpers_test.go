@@ -41,6 +41,7 @@ func testRuntime(workers int) config.ScoringRuntime {
 	rt.Queue.AckWait = time.Second
 	rt.Queue.MaxDeliver = 3
 	rt.Queue.Backoff = []time.Duration{20 * time.Millisecond}
+	rt.Queue.BatchRecords = 1 // a record a message; batch_test.go runs batches
 	return rt
 }
 

@@ -208,6 +208,10 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg) {
 		p.handlePair(ctx, msg, delivered)
 		return
 	}
+	if retry, ok := queue.RetryOf(msg.Headers()); ok || queue.IsBatch(msg.Data()) {
+		p.handleBatch(ctx, msg, delivered, retry, ok)
+		return
+	}
 	var rec record.Record
 	if err := queue.DecodeRecord(msg.Data(), &rec); err != nil || rec.TraceID == "" {
 		if err == nil {
@@ -379,20 +383,161 @@ func classify(ctx context.Context, err error) (outcome string, retry bool) {
 	return score.OutcomeError, true
 }
 
-// deadLetterRecord dead-letters a decoded record: one in the queue's binary form goes to the
-// dead-letter subject as its JSON, which operators read and can publish to the queue again as
-// it is. The JSON is of the message as queued, decoded again, not of rec after its attempt.
-func (p *Pool) deadLetterRecord(ctx context.Context, msg jetstream.Msg, rec *record.Record, reason string, delivered uint64) {
-	data := msg.Data()
+// handleBatch scores the records of a batch (queue.SplitBatch) one after the other and settles
+// the message once. The records share the message's attempts: the delivery count, or for a
+// batch published again (queue.Retry) the attempts it had before plus its deliveries after the
+// first, which only waits for the retry's time. A record scored is handed on and done; the
+// others are retried or dead-lettered as a record of its own would be:
+//   - every record failed: the batch is nak'ed with the next backoff delay, as a record is;
+//   - some failed: those are published again as a batch of their own (their attempts, and the
+//     backoff delay as the time of the next) and the batch is acked, so that the records
+//     scored are not scored again;
+//   - after the last attempt, each failed record is dead-lettered on its own, as its JSON.
+//
+// A dead-letter or retry publish that fails naks the whole batch with the backoff delay: its
+// records are scored again (at-least-once, as a crash between results and ack). While a batch
+// takes long (LLM judges), the worker tells the server it is still working on it before each
+// record that could otherwise outlast ack_wait.
+func (p *Pool) handleBatch(ctx context.Context, msg jetstream.Msg, delivered uint64, retry queue.Retry, isRetry bool) {
+	attempt := int(delivered)
+	if isRetry {
+		if delivered == 1 {
+			_ = msg.NakWithDelay(max(0, time.Until(retry.At)))
+			return
+		}
+		attempt = retry.Attempts + int(delivered) - 1
+	}
+	entries := [][]byte{msg.Data()}
+	if queue.IsBatch(msg.Data()) {
+		var err error
+		if entries, err = queue.SplitBatch(msg.Data()); err != nil {
+			p.deadLetter(ctx, msg, "", fmt.Sprintf("undecodable batch: %v", err), uint64(attempt))
+			return
+		}
+	}
+	maxDeliver := p.cfg.Queue.MaxDeliver
+	var (
+		redo    [][]byte // failed this attempt, to be retried
+		settled int      // scored or dead-lettered
+		lastErr error
+	)
+	deadLetter := func(e []byte, key, reason string) bool {
+		if err := p.publishDeadLetter(ctx, deadLetterBody(e), key, reason, uint64(attempt)); err != nil {
+			p.opts.Logger.Error("dead-letter a record; its batch stays queued", "err", err)
+			_ = msg.NakWithDelay(p.backoff(uint64(attempt)))
+			return false
+		}
+		settled++
+		return true
+	}
+	lastSignal := time.Now()
+	for i, e := range entries {
+		var rec record.Record
+		if err := queue.DecodeRecord(e, &rec); err != nil || rec.TraceID == "" {
+			if err == nil {
+				err = errors.New("trace_id is missing")
+			}
+			if !deadLetter(e, "", fmt.Sprintf("undecodable record: %v", err)) {
+				return
+			}
+			continue
+		}
+		if attempt > maxDeliver {
+			if !deadLetter(e, rec.Key(), "attempts did not finish (worker stopped or timed out while scoring)") {
+				return
+			}
+			continue
+		}
+		if i > 0 && time.Since(lastSignal)+p.cfg.ScoreTimeout >= p.cfg.Queue.AckWait {
+			_ = msg.InProgress() // the next record could outlast ack_wait
+			lastSignal = time.Now()
+		}
+		sctx, cancel := context.WithTimeout(ctx, p.cfg.ScoreTimeout)
+		results, failure := p.scoreAll(sctx, &rec)
+		cancel()
+		if ctx.Err() != nil {
+			// Shutting down: what is left goes to another worker now, as a record is nak'ed.
+			redo = append(redo, entries[i:]...)
+			if settled == 0 {
+				_ = msg.Nak()
+				return
+			}
+			p.retryBatch(ctx, msg, redo, attempt, time.Now())
+			return
+		}
+		if failure == nil {
+			if err := p.sink.ConsumeScores(ctx, results); err != nil {
+				failure = fmt.Errorf("hand on results: %w", err)
+			}
+		}
+		if failure == nil {
+			settled++
+			continue
+		}
+		if attempt >= maxDeliver {
+			if !deadLetter(e, rec.Key(), failure.Error()) {
+				return
+			}
+			continue
+		}
+		p.opts.Logger.Info("scoring failed; will retry", "trace_id", rec.TraceID, "attempt", attempt,
+			"retry_in", p.backoff(uint64(attempt)), "err", failure)
+		redo, lastErr = append(redo, e), failure
+	}
+	switch {
+	case len(redo) == 0:
+		if err := msg.Ack(); err != nil {
+			p.opts.Logger.Warn("ack scored batch", "records", len(entries), "err", err)
+		}
+	case settled == 0:
+		_ = msg.NakWithDelay(p.backoff(uint64(attempt))) // the whole batch again, as a record
+	default:
+		p.opts.Logger.Debug("records of a batch to retry", "records", len(redo), "of", len(entries), "err", lastErr)
+		p.retryBatch(ctx, msg, redo, attempt, time.Now().Add(p.backoff(uint64(attempt))))
+	}
+}
+
+// retryBatch publishes entries again as a batch that has had attempts attempts and may be tried
+// again at at, then acks msg; if the publish fails it naks msg with the backoff delay.
+func (p *Pool) retryBatch(ctx context.Context, msg jetstream.Msg, entries [][]byte, attempts int, at time.Time) {
+	id := ""
+	if meta, err := msg.Metadata(); err == nil {
+		// The same id for the same batch's same attempt: a publish repeated is stored once.
+		id = "retry:" + strconv.FormatUint(meta.Sequence.Stream, 10) + ":" + strconv.Itoa(attempts)
+	}
+	out := queue.NewRetryMsg(p.cfg.Queue.Subject, id, entries, attempts, at)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := p.js.PublishMsg(pctx, out); err != nil {
+		p.opts.Logger.Error("queue a batch's records to retry; the whole batch stays queued", "records", len(entries), "err", err)
+		_ = msg.NakWithDelay(p.backoff(uint64(attempts)))
+		return
+	}
+	if err := msg.DoubleAck(pctx); err != nil {
+		p.opts.Logger.Warn("ack a batch whose records to retry were queued again", "err", err)
+	}
+}
+
+// deadLetterBody is what the dead-letter subject keeps of a queued record: the JSON of one in
+// the binary form, which operators read and can publish to the queue again as it is; anything
+// else as it is.
+func deadLetterBody(data []byte) []byte {
 	if queue.IsBinaryRecord(data) {
 		var queued record.Record
 		if queue.DecodeRecord(data, &queued) == nil {
 			if j, err := json.Marshal(&queued); err == nil {
-				data = j
+				return j
 			}
 		}
 	}
-	p.deadLetterData(ctx, msg, data, rec.Key(), reason, delivered)
+	return data
+}
+
+// deadLetterRecord dead-letters a decoded record: one in the queue's binary form goes to the
+// dead-letter subject as its JSON, which operators read and can publish to the queue again as
+// it is. The JSON is of the message as queued, decoded again, not of rec after its attempt.
+func (p *Pool) deadLetterRecord(ctx context.Context, msg jetstream.Msg, rec *record.Record, reason string, delivered uint64) {
+	p.deadLetterData(ctx, msg, deadLetterBody(msg.Data()), rec.Key(), reason, delivered)
 }
 
 // deadLetter moves the message to the dead-letter subject (kept in the dead-letter stream) and
@@ -402,6 +547,26 @@ func (p *Pool) deadLetter(ctx context.Context, msg jetstream.Msg, key, reason st
 }
 
 func (p *Pool) deadLetterData(ctx context.Context, msg jetstream.Msg, data []byte, key, reason string, delivered uint64) {
+	if key == "" {
+		if meta, err := msg.Metadata(); err == nil {
+			key = "seq-" + strconv.FormatUint(meta.Sequence.Stream, 10)
+		}
+	}
+	if err := p.publishDeadLetter(ctx, data, key, reason, delivered); err != nil {
+		p.opts.Logger.Error("dead-letter a record; it stays queued", "err", err)
+		_ = msg.NakWithDelay(p.backoff(delivered))
+		return
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := msg.DoubleAck(pctx); err != nil {
+		p.opts.Logger.Warn("ack dead-lettered record", "err", err)
+	}
+}
+
+// publishDeadLetter publishes one record's data to the dead-letter subject, with key (when
+// known) as its Nats-Msg-Id, and counts it.
+func (p *Pool) publishDeadLetter(ctx context.Context, data []byte, key, reason string, delivered uint64) error {
 	if len(reason) > 512 {
 		reason = reason[:512]
 	}
@@ -409,25 +574,16 @@ func (p *Pool) deadLetterData(ctx context.Context, msg jetstream.Msg, data []byt
 	dl.Data = data
 	dl.Header.Set(HeaderError, reason)
 	dl.Header.Set(HeaderDeliveries, strconv.FormatUint(delivered, 10))
-	if key == "" {
-		if meta, err := msg.Metadata(); err == nil {
-			key = "seq-" + strconv.FormatUint(meta.Sequence.Stream, 10)
-		}
-	}
 	if key != "" {
 		dl.Header.Set(jetstream.MsgIDHeader, key)
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if _, err := p.js.PublishMsg(pctx, dl); err != nil {
-		p.opts.Logger.Error("dead-letter a record; it stays queued", "err", err)
-		_ = msg.NakWithDelay(p.backoff(delivered))
-		return
-	}
-	if err := msg.DoubleAck(pctx); err != nil {
-		p.opts.Logger.Warn("ack dead-lettered record", "err", err)
+		return err
 	}
 	p.qm.DeadLetter.Inc()
 	p.opts.Logger.Warn("record moved to the dead-letter subject", "trace_id", key,
 		"subject", p.cfg.Queue.DeadLetterSubject, "deliveries", delivered, "reason", reason)
+	return nil
 }

@@ -96,7 +96,7 @@ func TestPoolScoresEveryRecordOnceAndPublishes(t *testing.T) {
 # HELP ragwatch_scoring_attempts_total Scorer calls, by scorer and outcome (ok, timeout, rate_limited, parse_error, refused, error, invalid_result).
 # TYPE ragwatch_scoring_attempts_total counter
 ragwatch_scoring_attempts_total{outcome="ok",scorer="test"} 50
-# HELP ragwatch_scoring_queue_depth Records in the scoring stream (waiting or being scored), as last polled.
+# HELP ragwatch_scoring_queue_depth Messages in the scoring stream (waiting or being scored), as last polled: a record each, or a batch of up to scoring.queue.batch_records.
 # TYPE ragwatch_scoring_queue_depth gauge
 ragwatch_scoring_queue_depth 0
 `
