@@ -74,6 +74,20 @@ func SplitBatch(data []byte) ([][]byte, error) {
 	return out, nil
 }
 
+// Batch returns a batch of entries, each a queued record in either form (SplitBatch's
+// inverse).
+func Batch(entries [][]byte) []byte {
+	n := len(batchMagic)
+	for _, e := range entries {
+		n += entryLen + len(e)
+	}
+	b := append(make([]byte, 0, n), batchMagic...)
+	for _, e := range entries {
+		b = appendBatchEntry(b, e)
+	}
+	return b
+}
+
 // Retry is what the headers of a batch published again say (HeaderAttempts, HeaderRetryAt).
 type Retry struct {
 	Attempts int
@@ -99,16 +113,8 @@ func RetryOf(h nats.Header) (r Retry, ok bool) {
 // Nats-Msg-Id: the same for the same batch published again, so that a worker's repeated
 // publish is stored once.
 func NewRetryMsg(subject, id string, entries [][]byte, attempts int, at time.Time) *nats.Msg {
-	n := len(batchMagic)
-	for _, e := range entries {
-		n += entryLen + len(e)
-	}
-	b := append(make([]byte, 0, n), batchMagic...)
-	for _, e := range entries {
-		b = appendBatchEntry(b, e)
-	}
 	msg := nats.NewMsg(subject)
-	msg.Data = b
+	msg.Data = Batch(entries)
 	msg.Header.Set(HeaderAttempts, strconv.Itoa(attempts))
 	msg.Header.Set(HeaderRetryAt, strconv.FormatInt(at.UnixMilli(), 10))
 	msg.Header.Set(nats.MsgIdHdr, id)

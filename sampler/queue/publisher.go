@@ -69,7 +69,7 @@ type Publisher struct {
 
 type pendingPub struct {
 	fut     jetstream.PubAckFuture
-	buf     *bytes.Buffer // the message's data, back to encBufs once the future settled
+	buf     *bytes.Buffer // the message's data, back to encBufs once the future settled (nil: a batch's own array)
 	records int           // records in the message: a batch's, or 1
 }
 
@@ -120,7 +120,7 @@ func encodeRecord(r *record.Record, encoding string) (*bytes.Buffer, error) {
 }
 
 func releaseBuf(buf *bytes.Buffer) {
-	if buf.Cap() <= maxPooledBuf {
+	if buf != nil && buf.Cap() <= maxPooledBuf {
 		encBufs.Put(buf)
 	}
 }
@@ -270,9 +270,17 @@ func (p *Publisher) maxBatchBytes() int {
 // encode is dropped and counted, as publish does.
 func (p *Publisher) publishBatch(recs []*record.Record) []*record.Record {
 	limit := p.maxBatchBytes()
-	buf := encBufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	b := append(buf.AvailableBuffer(), batchMagic...)
+	// One array of the batch's size: grown by append it would be allocated and copied again at
+	// every doubling. Not pooled: a batch is up to the max payload, and the buffers awaiting
+	// their ack would keep that much each.
+	size := len(batchMagic)
+	for _, r := range recs {
+		if size += entryLen + recordSize(r); size >= limit {
+			size = limit
+			break
+		}
+	}
+	b := append(make([]byte, 0, size), batchMagic...)
 	taken, in := 0, 0
 	var first *record.Record
 	for _, r := range recs {
@@ -297,30 +305,26 @@ func (p *Publisher) publishBatch(recs []*record.Record) []*record.Record {
 	}
 	switch in {
 	case 0:
-		releaseBuf(buf)
 		return recs[taken:]
 	case 1:
-		releaseBuf(buf)
 		p.publish(item{rec: first})
 		return recs[taken:]
 	}
-	buf.Write(b)
-	msg := &nats.Msg{Subject: p.cfg.Subject, Data: buf.Bytes(), Header: nats.Header{}}
+	msg := &nats.Msg{Subject: p.cfg.Subject, Data: b, Header: nats.Header{}}
 	// The first record's key names the batch: the recent-records cache queues a record once, so
 	// no other batch starts with it.
 	msg.Header.Set(jetstream.MsgIDHeader, "batch:"+first.Key()+":"+strconv.Itoa(in))
 	if !p.nc.IsConnected() {
-		releaseBuf(buf)
 		p.m.Dropped.WithLabelValues(DropNATSUnavailable).Add(float64(in))
 		return recs[taken:]
 	}
 	fut, err := p.js.PublishMsgAsync(msg)
 	if err != nil {
-		p.dropN(err, in) // buf is not reused: the client may still hold msg
+		p.dropN(err, in)
 		return recs[taken:]
 	}
 	p.m.MessageRecords.Observe(float64(in))
-	p.pending <- pendingPub{fut: fut, buf: buf, records: in}
+	p.pending <- pendingPub{fut: fut, records: in}
 	return recs[taken:]
 }
 
@@ -406,8 +410,8 @@ func (p *Publisher) ackLoop() {
 func (p *Publisher) StorageFull() bool { return p.storageFull.Load() }
 
 // storageFullWarnEvery bounds the storage-full warning. Under a sustained overload the stream
-// is full and has room again each time a worker takes a record, so the state changes with
-// every record scored; the gauge follows it, the log does not.
+// is full and has room again each time a worker takes a message, so the state changes with
+// every message scored; the gauge follows it, the log does not.
 const storageFullWarnEvery = time.Minute
 
 func (p *Publisher) setStorageFull(full bool) {

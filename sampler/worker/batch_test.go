@@ -333,3 +333,36 @@ func TestBatchInterruptedByShutdown(t *testing.T) {
 	shutdown(t, p2)
 	assertOnce(t, keys, first, second)
 }
+
+// An entry of a batch that does not decode is dead-lettered as it arrived, under its message's
+// sequence and its place; the batch's other records are scored.
+func TestBatchDeadLettersAnUndecodableEntry(t *testing.T) {
+	s := testutil.RunJetStream(t)
+	_, js := testutil.Connect(t, s)
+	rt := batchRuntime(1, 10)
+	if _, err := queue.Setup(context.Background(), js, rt.Queue, 1); err != nil {
+		t.Fatal(err)
+	}
+	good := []byte(`{"trace_id":"00000000000000000000000000000abc","query":"q"}`)
+	bad := []byte(`{"trace_id":`)
+	if _, err := js.Publish(context.Background(), rt.Queue.Subject, queue.Batch([][]byte{good, bad})); err != nil {
+		t.Fatal(err)
+	}
+	tl := newTally()
+	p := New(js, rt, []score.Scorer{okScorer}, tl, testOptions(prometheus.NewRegistry()))
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "the bad entry dead-lettered", func() bool { return streamMsgs(js, rt.Queue.DeadLetterStream) == 1 })
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the queue to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
+	shutdown(t, p)
+	assertOnce(t, []string{"00000000000000000000000000000abc"}, tl)
+	st, _ := js.Stream(context.Background(), rt.Queue.DeadLetterStream)
+	m, err := st.GetMsg(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.Data) != string(bad) || m.Header.Get(jetstream.MsgIDHeader) != "seq-1-1" || !strings.HasPrefix(m.Header.Get(HeaderError), "undecodable record") {
+		t.Fatalf("dead letter %q, headers %v", m.Data, m.Header)
+	}
+}

@@ -61,19 +61,30 @@ func BenchmarkWorkerDecode(b *testing.B) {
 // embedded JetStream server (file storage): Offer each record to the publisher, which encodes
 // and publishes it; the pool (config's 4 workers) pulls, decodes, scores it with a scorer that
 // does nothing, hands on the result and acks. cpu-ns/op is the whole process's CPU per record,
-// the server's included. Records travel in each of scoring.queue.encoding's forms.
+// the server's included. Records travel in each of scoring.queue.encoding's forms, the binary
+// one in batches (the defaults) and one a message.
 func BenchmarkQueueRoundTrip(b *testing.B) {
-	for _, enc := range []string{queue.EncodingBinary, queue.EncodingJSON} {
-		b.Run(enc, func(b *testing.B) { benchQueueRoundTrip(b, enc) })
+	batch := config.Default().Scoring.Queue.BatchRecords
+	for _, c := range []struct {
+		name     string
+		encoding string
+		batch    int
+	}{
+		{"binary", queue.EncodingBinary, batch}, // the defaults: batches
+		{"binary_unbatched", queue.EncodingBinary, 1},
+		{"json", queue.EncodingJSON, 1},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchQueueRoundTrip(b, c.encoding, c.batch) })
 	}
 }
 
-func benchQueueRoundTrip(b *testing.B, encoding string) {
+func benchQueueRoundTrip(b *testing.B, encoding string, batch int) {
 	recs := benchRecords(b)
 	s := testutil.RunJetStream(b)
 	_, js := testutil.Connect(b, s)
 	rt := config.Default().Scoring.ScoringRuntime
 	rt.Queue.Encoding = encoding
+	rt.Queue.BatchRecords = batch
 	ctx := context.Background()
 	if _, err := queue.Setup(ctx, js, rt.Queue, 1); err != nil {
 		b.Fatal(err)

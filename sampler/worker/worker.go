@@ -437,7 +437,11 @@ func (p *Pool) handleBatch(ctx context.Context, msg jetstream.Msg, delivered uin
 			if err == nil {
 				err = errors.New("trace_id is missing")
 			}
-			if !deadLetter(e, "", fmt.Sprintf("undecodable record: %v", err)) {
+			key := ""
+			if meta, merr := msg.Metadata(); merr == nil {
+				key = "seq-" + strconv.FormatUint(meta.Sequence.Stream, 10) + "-" + strconv.Itoa(i)
+			}
+			if !deadLetter(e, key, fmt.Sprintf("undecodable record: %v", err)) {
 				return
 			}
 			continue
