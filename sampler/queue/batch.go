@@ -116,7 +116,11 @@ func NewRetryMsg(subject, id string, entries [][]byte, attempts int, at time.Tim
 	msg := nats.NewMsg(subject)
 	msg.Data = Batch(entries)
 	msg.Header.Set(HeaderAttempts, strconv.Itoa(attempts))
-	msg.Header.Set(HeaderRetryAt, strconv.FormatInt(at.UnixMilli(), 10))
+	ms := at.UnixMilli()
+	if time.UnixMilli(ms).Before(at) {
+		ms++ // rounded up: the next attempt never starts before at
+	}
+	msg.Header.Set(HeaderRetryAt, strconv.FormatInt(ms, 10))
 	msg.Header.Set(nats.MsgIdHdr, id)
 	return msg
 }

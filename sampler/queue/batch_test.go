@@ -50,6 +50,10 @@ func TestSplitBatch(t *testing.T) {
 	if r, ok := RetryOf(m.Header); !ok || r.Attempts != 2 || !r.At.Equal(at) || m.Header.Get(nats.MsgIdHdr) != "id" {
 		t.Fatalf("RetryOf = %+v, %v; headers %v", r, ok, m.Header)
 	}
+	odd := at.Add(300 * time.Microsecond) // a retry time between milliseconds is rounded up
+	if r, ok := RetryOf(NewRetryMsg("s", "id", got, 1, odd).Header); !ok || r.At.Before(odd) || r.At.Sub(odd) >= time.Millisecond {
+		t.Fatalf("retry at %v for %v, want it rounded up to the millisecond", r.At, odd)
+	}
 	if again, err := SplitBatch(m.Data); err != nil || len(again) != 2 || !bytes.Equal(again[1], j) {
 		t.Fatalf("retry batch splits into %q, %v", again, err)
 	}
@@ -99,36 +103,21 @@ func TestPublisherBatchesWithinMaxPayload(t *testing.T) {
 	const n = 40
 	p := NewPublisher(js, cfg, n, prometheus.NewRegistry(), nil)
 	big := strings.Repeat("x", 100<<10) // 100 KiB: about 10 fit in the 1 MiB max payload
-	for i := range n {
-		if err := p.Offer(&record.Record{TraceID: fmt.Sprintf("%032x", i), Query: big}); err != nil {
-			t.Fatal(err)
-		}
+	recs := make([]*record.Record, n)
+	for i := range recs {
+		recs[i] = &record.Record{TraceID: fmt.Sprintf("%032x", i), Query: big}
 	}
-	if err := p.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	st, err := js.Stream(ctx, cfg.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs := streamMsgs(t, js, cfg.Stream)
+	publishBuffered(t, p, recs)
+	msgs := storedMsgs(t, js, cfg.Stream)
 	records := 0
-	for seq := uint64(1); seq <= msgs; seq++ {
-		m, err := st.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatal(err)
+	for seq, m := range msgs {
+		if !m.batch || int64(len(m.Data)) > nc.MaxPayload() || len(m.entries) < 2 {
+			t.Fatalf("message %d: %d bytes, %d records; max payload %d", seq, len(m.Data), len(m.entries), nc.MaxPayload())
 		}
-		entries, err := SplitBatch(m.Data)
-		if err != nil || int64(len(m.Data)) > nc.MaxPayload() || len(entries) < 2 {
-			t.Fatalf("message %d: %d bytes, %d records (%v); max payload %d", seq, len(m.Data), len(entries), err, nc.MaxPayload())
-		}
-		records += len(entries)
+		records += len(m.entries)
 	}
-	if records != n || msgs < 4 || msgs > 6 {
-		t.Fatalf("%d records in %d messages, want %d in 4 to 6", records, msgs, n)
+	if records != n || len(msgs) < 4 || len(msgs) > 6 {
+		t.Fatalf("%d records in %d messages, want %d in 4 to 6", records, len(msgs), n)
 	}
 	if d := promtestutil.ToFloat64(p.m.Dropped.WithLabelValues(DropTooLarge)); d != 0 {
 		t.Fatalf("%v dropped as too large", d)
@@ -146,17 +135,11 @@ func TestPublisherCountsARefusedBatchByRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := NewPublisher(js, cfg, 20, prometheus.NewRegistry(), nil)
-	for i := range 20 { // 20 KB in one batch: more than the stream holds
-		if err := p.Offer(&record.Record{TraceID: fmt.Sprintf("big-%d", i), Query: strings.Repeat("x", 1000)}); err != nil {
-			t.Fatal(err)
-		}
+	recs := make([]*record.Record, 20) // 20 KB in one batch: more than the stream holds
+	for i := range recs {
+		recs[i] = &record.Record{TraceID: fmt.Sprintf("big-%d", i), Query: strings.Repeat("x", 1000)}
 	}
-	if err := p.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	publishBuffered(t, p, recs)
 	if got := streamMsgs(t, js, cfg.Stream); got != 0 {
 		t.Fatalf("stream holds %d messages, want none", got)
 	}

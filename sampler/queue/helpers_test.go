@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
 
@@ -61,4 +63,53 @@ func subscribeSink(t testing.TB, nc *nats.Conn, checks ScoreChecks, reg promethe
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	return sink
+}
+
+// publishBuffered offers recs to p before it starts, so that it finds them buffered (full
+// batches), then starts and shuts it down: when it returns every record is stored or counted.
+func publishBuffered(t *testing.T, p *Publisher, recs []*record.Record) {
+	t.Helper()
+	for _, r := range recs {
+		if err := p.Offer(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// storedMsg is one message of a stream and the queued records it holds: itself, or a batch's.
+type storedMsg struct {
+	*jetstream.RawStreamMsg
+	entries [][]byte
+	batch   bool
+}
+
+// storedMsgs reads every message of the stream, splitting batches.
+func storedMsgs(t *testing.T, js jetstream.JetStream, stream string) []storedMsg {
+	t.Helper()
+	ctx := context.Background()
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []storedMsg
+	for seq := uint64(1); seq <= streamMsgs(t, js, stream); seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sm := storedMsg{RawStreamMsg: m, entries: [][]byte{m.Data}, batch: IsBatch(m.Data)}
+		if sm.batch {
+			if sm.entries, err = SplitBatch(m.Data); err != nil {
+				t.Fatalf("message %d: %v", seq, err)
+			}
+		}
+		out = append(out, sm)
+	}
+	return out
 }

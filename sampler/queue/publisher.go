@@ -262,7 +262,7 @@ func (p *Publisher) maxBatchBytes() int {
 	if mp := p.nc.MaxPayload(); mp > 0 {
 		limit = mp
 	}
-	return int(limit) - 4096
+	return int(max(limit-4096, limit/2))
 }
 
 // publishBatch publishes the first records of recs that fit in one message as a batch and

@@ -186,37 +186,19 @@ func TestPublisherStoresEachRecordIntact(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			p := NewPublisher(js, cfg, n, reg, nil)
 			content := func(i int) string { return strings.Repeat(fmt.Sprintf("doc of record %d. ", i), 1+i%300) }
-			for i := range n { // buffered before Start: the publisher finds full batches waiting
-				r := &record.Record{TraceID: fmt.Sprintf("%032x", i), Query: "q", Documents: []record.Document{{ID: "d", Content: content(i)}},
+			recs := make([]*record.Record, n)
+			for i := range recs {
+				recs[i] = &record.Record{TraceID: fmt.Sprintf("%032x", i), Query: "q", Documents: []record.Document{{ID: "d", Content: content(i)}},
 					Sampling: &record.Sampling{Probability: 0.1, Reason: "rate"}}
-				if err := p.Offer(r); err != nil {
-					t.Fatal(err)
-				}
 			}
-			if err := p.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := p.Shutdown(ctx); err != nil {
-				t.Fatal(err)
-			}
-			st, err := js.Stream(ctx, cfg.Stream)
-			if err != nil {
-				t.Fatal(err)
-			}
-			msgs := streamMsgs(t, js, cfg.Stream)
+			publishBuffered(t, p, recs)
+			msgs := storedMsgs(t, js, cfg.Stream)
 			seen := map[string]bool{}
 			batches := 0
-			for seq := uint64(1); seq <= msgs; seq++ {
-				m, err := st.GetMsg(ctx, seq)
-				if err != nil {
-					t.Fatal(err)
-				}
-				entries := [][]byte{m.Data}
-				if IsBatch(m.Data) {
+			for seq, m := range msgs {
+				entries := m.entries
+				if m.batch {
 					batches++
-					if entries, err = SplitBatch(m.Data); err != nil {
-						t.Fatalf("message %d: %v", seq, err)
-					}
 					if len(entries) < 2 || len(entries) > batch || int64(len(m.Data)) > nc.MaxPayload() {
 						t.Fatalf("message %d: a batch of %d records, %d bytes; want 2 to %d records within %d bytes", seq, len(entries), len(m.Data), batch, nc.MaxPayload())
 					}
@@ -240,16 +222,16 @@ func TestPublisherStoresEachRecordIntact(t *testing.T) {
 				}
 			}
 			if len(seen) != n {
-				t.Fatalf("%d records stored in %d messages, want %d", len(seen), msgs, n)
+				t.Fatalf("%d records stored in %d messages, want %d", len(seen), len(msgs), n)
 			}
 			// With one record a message there is no batch; with 32, the 3,000 buffered records
 			// go in full batches (the larger records' up to the max payload).
-			if (batch == 1) != (batches == 0) || (batch > 1 && msgs > uint64(n/batch*3)) {
-				t.Fatalf("batch_records %d: %d messages, %d of them batches", batch, msgs, batches)
+			if (batch == 1) != (batches == 0) || (batch > 1 && len(msgs) > n/batch*3) {
+				t.Fatalf("batch_records %d: %d messages, %d of them batches", batch, len(msgs), batches)
 			}
 			h := testutil.Series(t, reg, "ragwatch_scoring_queue_message_records", nil).GetHistogram()
-			if h.GetSampleCount() != msgs || h.GetSampleSum() != n {
-				t.Fatalf("records per message histogram: %d messages, %v records; want %d, %d", h.GetSampleCount(), h.GetSampleSum(), msgs, n)
+			if h.GetSampleCount() != uint64(len(msgs)) || h.GetSampleSum() != n {
+				t.Fatalf("records per message histogram: %d messages, %v records; want %d, %d", h.GetSampleCount(), h.GetSampleSum(), len(msgs), n)
 			}
 		})
 	}

@@ -58,6 +58,24 @@ func enqueueBatches(t *testing.T, js jetstream.JetStream, cfg config.ScoringQueu
 	return keys
 }
 
+// startPool starts a pool of rt scoring with sc into sink; its metrics are on a registry of
+// their own.
+func startPool(t *testing.T, js jetstream.JetStream, rt config.ScoringRuntime, sc score.Scorer, sink score.Consumer) *Pool {
+	t.Helper()
+	p := New(js, rt, []score.Scorer{sc}, sink, testOptions(prometheus.NewRegistry()))
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// drain waits until the stream holds nothing, then stops p.
+func drain(t *testing.T, js jetstream.JetStream, rt config.ScoringRuntime, p *Pool) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "the queue to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
+	shutdown(t, p)
+}
+
 // attemptsScorer fails a record's first fails[trace id] attempts (all of them for -1) and
 // records when each attempt started.
 type attemptsScorer struct {
@@ -95,13 +113,9 @@ func TestBatchRecordsAreScoredOnceEach(t *testing.T) {
 	rt := batchRuntime(2, 32)
 	keys := enqueueBatches(t, js, rt.Queue, 100) // 4 messages: 32, 32, 32, 4
 	tl := newTally()
-	p := New(js, rt, []score.Scorer{okScorer}, tl, testOptions(prometheus.NewRegistry()))
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	p := startPool(t, js, rt, okScorer, tl)
 	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "every record scored", func() bool { return tl.len() == 100 })
-	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the queue to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
-	shutdown(t, p)
+	drain(t, js, rt, p)
 	assertOnce(t, keys, tl)
 }
 
@@ -116,14 +130,9 @@ func TestBatchRetriesOnlyItsFailedRecords(t *testing.T) {
 	flaky := []string{keys[3], keys[7]} // fail twice, then succeed on the third (last) attempt
 	sc := newAttemptsScorer(map[string]int{flaky[0]: 2, flaky[1]: 2})
 	tl := newTally()
-	reg := prometheus.NewRegistry()
-	p := New(js, rt, []score.Scorer{sc}, tl, testOptions(reg))
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	p := startPool(t, js, rt, sc, tl)
 	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "every record scored", func() bool { return tl.len() == 10 })
-	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the queue to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
-	shutdown(t, p)
+	drain(t, js, rt, p)
 	assertOnce(t, keys, tl)
 	for _, k := range keys {
 		at := sc.attempts(k)
@@ -168,14 +177,9 @@ func TestBatchDeadLettersARecordThatAlwaysFails(t *testing.T) {
 	poison := keys[4]
 	sc := newAttemptsScorer(map[string]int{poison: -1})
 	tl := newTally()
-	reg := prometheus.NewRegistry()
-	p := New(js, rt, []score.Scorer{sc}, tl, testOptions(reg))
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	p := startPool(t, js, rt, sc, tl)
 	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "the poison record dead-lettered", func() bool { return streamMsgs(js, rt.Queue.DeadLetterStream) == 1 })
-	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the queue to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
-	shutdown(t, p)
+	drain(t, js, rt, p)
 	if tl.len() != 9 || tl.snapshot()[poison] != 0 {
 		t.Fatalf("scored %v", tl.snapshot())
 	}
@@ -183,11 +187,7 @@ func TestBatchDeadLettersARecordThatAlwaysFails(t *testing.T) {
 	if n := len(sc.attempts(poison)); n != 3 {
 		t.Fatalf("the poison record was attempted %d times, want max_deliver (3)", n)
 	}
-	st, _ := js.Stream(context.Background(), rt.Queue.DeadLetterStream)
-	m, err := st.GetMsg(context.Background(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := deadLetterMsg(t, js, rt.Queue, 1)
 	var rec record.Record
 	if err := json.Unmarshal(m.Data, &rec); err != nil || rec.TraceID != poison || rec.Query != "q" {
 		t.Fatalf("dead letter %s (%v)", m.Data, err)
@@ -214,13 +214,9 @@ func TestBatchThatFailsWholeIsNakedAsOne(t *testing.T) {
 	}
 	sc := newAttemptsScorer(fails)
 	tl := newTally()
-	p := New(js, rt, []score.Scorer{sc}, tl, testOptions(prometheus.NewRegistry()))
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	p := startPool(t, js, rt, sc, tl)
 	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "every record scored", func() bool { return tl.len() == 5 })
-	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the queue to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
-	shutdown(t, p)
+	drain(t, js, rt, p)
 	assertOnce(t, keys, tl)
 	for _, k := range keys {
 		if at := sc.attempts(k); len(at) != 2 || at[1].Sub(at[0]) < 200*time.Millisecond {
@@ -264,10 +260,7 @@ func TestRetriedBatchKeepsItsAttempts(t *testing.T) {
 	}
 	sc := newAttemptsScorer(map[string]int{keys[1]: -1})
 	tl := newTally()
-	p := New(js, rt, []score.Scorer{sc}, tl, testOptions(prometheus.NewRegistry()))
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	p := startPool(t, js, rt, sc, tl)
 	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "both dead-lettered", func() bool { return streamMsgs(js, rt.Queue.DeadLetterStream) == 2 })
 	shutdown(t, p)
 	if n := len(sc.attempts(keys[0])); n != 0 {
@@ -277,13 +270,9 @@ func TestRetriedBatchKeepsItsAttempts(t *testing.T) {
 	if len(at) != 1 || at[0].Before(retryAt) {
 		t.Fatalf("the record with one attempt left was attempted at %v, want once, not before %v", at, retryAt)
 	}
-	st, _ := js.Stream(context.Background(), rt.Queue.DeadLetterStream)
 	reasons := map[string]string{}
 	for seq := uint64(1); seq <= 2; seq++ {
-		m, err := st.GetMsg(context.Background(), seq)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := deadLetterMsg(t, js, rt.Queue, seq)
 		reasons[m.Header.Get(jetstream.MsgIDHeader)] = m.Header.Get(HeaderError) + " after " + m.Header.Get(HeaderDeliveries)
 	}
 	if !strings.HasPrefix(reasons[keys[0]], "attempts did not finish") || !strings.HasSuffix(reasons[keys[0]], "after 4") ||
@@ -310,10 +299,7 @@ func TestBatchInterruptedByShutdown(t *testing.T) {
 		return []score.Result{{Metric: "faithfulness", Value: 1}}, nil
 	}}
 	first := newTally()
-	p := New(js, rt, []score.Scorer{blocking}, first, testOptions(prometheus.NewRegistry()))
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	p := startPool(t, js, rt, blocking, first)
 	select {
 	case <-started:
 	case <-time.After(10 * time.Second):
@@ -324,13 +310,9 @@ func TestBatchInterruptedByShutdown(t *testing.T) {
 		t.Fatalf("the first pool handed on %v, want the five records before the one it was scoring", first.snapshot())
 	}
 	second := newTally()
-	p2 := New(js, rt, []score.Scorer{okScorer}, second, testOptions(prometheus.NewRegistry()))
-	if err := p2.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	p2 := startPool(t, js, rt, okScorer, second)
 	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "the rest scored", func() bool { return second.len() == 5 })
-	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the queue to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
-	shutdown(t, p2)
+	drain(t, js, rt, p2)
 	assertOnce(t, keys, first, second)
 }
 
@@ -349,19 +331,11 @@ func TestBatchDeadLettersAnUndecodableEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	tl := newTally()
-	p := New(js, rt, []score.Scorer{okScorer}, tl, testOptions(prometheus.NewRegistry()))
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	p := startPool(t, js, rt, okScorer, tl)
 	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "the bad entry dead-lettered", func() bool { return streamMsgs(js, rt.Queue.DeadLetterStream) == 1 })
-	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the queue to empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
-	shutdown(t, p)
+	drain(t, js, rt, p)
 	assertOnce(t, []string{"00000000000000000000000000000abc"}, tl)
-	st, _ := js.Stream(context.Background(), rt.Queue.DeadLetterStream)
-	m, err := st.GetMsg(context.Background(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := deadLetterMsg(t, js, rt.Queue, 1)
 	if string(m.Data) != string(bad) || m.Header.Get(jetstream.MsgIDHeader) != "seq-1-1" || !strings.HasPrefix(m.Header.Get(HeaderError), "undecodable record") {
 		t.Fatalf("dead letter %q, headers %v", m.Data, m.Header)
 	}

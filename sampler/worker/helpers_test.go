@@ -85,6 +85,20 @@ func publish(t *testing.T, js jetstream.JetStream, cfg config.ScoringQueue, from
 	return keys
 }
 
+// deadLetterMsg returns message seq of the dead-letter stream.
+func deadLetterMsg(t *testing.T, js jetstream.JetStream, cfg config.ScoringQueue, seq uint64) *jetstream.RawStreamMsg {
+	t.Helper()
+	st, err := js.Stream(context.Background(), cfg.DeadLetterStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.GetMsg(context.Background(), seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func streamMsgs(js jetstream.JetStream, name string) uint64 {
 	s, err := js.Stream(context.Background(), name)
 	if err != nil {

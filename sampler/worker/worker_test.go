@@ -251,11 +251,7 @@ func TestDeadLetterAfterThreeFailures(t *testing.T) {
 			if tl.len() != 4 || tl.snapshot()[poison] != 0 {
 				t.Fatalf("scored %v", tl.snapshot())
 			}
-			st, _ := js.Stream(context.Background(), rt.Queue.DeadLetterStream)
-			m, err := st.GetMsg(context.Background(), 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := deadLetterMsg(t, js, rt.Queue, 1)
 			var rec record.Record
 			if err := json.Unmarshal(m.Data, &rec); err != nil || rec.TraceID != poison || rec.Query != "q" {
 				t.Fatalf("dead letter %s (%v)", m.Data, err)
@@ -405,11 +401,7 @@ func TestUnfinishedLastAttemptIsDeadLettered(t *testing.T) {
 	if scored.Load() != 0 {
 		t.Fatal("the record was scored after its last attempt")
 	}
-	st, _ := js.Stream(context.Background(), rt.Queue.DeadLetterStream)
-	m, err := st.GetMsg(context.Background(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := deadLetterMsg(t, js, rt.Queue, 1)
 	if m.Header.Get(HeaderDeliveries) != "2" || !strings.HasPrefix(m.Header.Get(HeaderError), "attempts did not finish") ||
 		m.Header.Get("Nats-Msg-Id") != keys[0] {
 		t.Fatalf("dead letter headers %v", m.Header)
