@@ -12,10 +12,10 @@ import (
 )
 
 // A batch is several queued records in one message of the scoring stream: batchMagic, then
-// each record as its length (four bytes, big-endian) and the record in either of its forms (binary or JSON, as
-// one message of its own would carry it). The publisher batches records of the binary
-// encoding (scoring.queue.batch_records); a worker scores a batch's records one after the
-// other and settles the message once. Every message costs the server a store, a delivery, an
+// each record as its length (four bytes, big-endian) and the record in either of its forms
+// (binary or JSON, as a message of its own would carry it). The publisher batches records of
+// the binary encoding (scoring.queue.batch_records); a worker scores a batch's records one
+// after the other and settles the message once. Every message costs the server a store, a delivery, an
 // ack and a removal, and the publisher and the worker a round trip each, whatever its size:
 // those were most of a sampled record's queueing CPU (docs/performance.md).
 //
@@ -31,7 +31,7 @@ const batchMagic = "\x00rwb\x01"
 const (
 	// HeaderAttempts is how many attempts the batch's records have had (at least 1).
 	HeaderAttempts = "Ragwatch-Attempts"
-	// HeaderRetryAt is when the next attempt may start, Unix milliseconds.
+	// HeaderRetryAt is when the next attempt may start, Unix milliseconds (rounded up).
 	HeaderRetryAt = "Ragwatch-Retry-At"
 )
 

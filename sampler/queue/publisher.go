@@ -68,9 +68,11 @@ type Publisher struct {
 }
 
 type pendingPub struct {
-	fut     jetstream.PubAckFuture
-	buf     *bytes.Buffer // the message's data, back to encBufs once the future settled (nil: a batch's own array)
-	records int           // records in the message: a batch's, or 1
+	fut jetstream.PubAckFuture
+	// buf is the message's data, back to encBufs once the future settled; nil for a batch,
+	// whose array is its own.
+	buf     *bytes.Buffer
+	records int // records in the message: a batch's, or 1
 }
 
 // encBufs recycles the buffers records and score results are encoded into. A record's buffer
