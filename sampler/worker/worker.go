@@ -199,6 +199,8 @@ func (p *Pool) run(ctx context.Context, cons jetstream.Consumer) {
 // handle scores one record and settles its message: ack on success, nak with backoff on
 // failure, dead-letter after the last attempt. Results are handed on before the ack, so a crash
 // between the two redelivers the record (at-least-once; consumers dedup by trace id + metric).
+// A pair job goes to handlePair, and a batch, or records published again to retry, to
+// handleBatch.
 func (p *Pool) handle(ctx context.Context, msg jetstream.Msg) {
 	delivered := uint64(1)
 	if meta, err := msg.Metadata(); err == nil {
