@@ -215,9 +215,9 @@ type ScoringQueue struct {
 	// records after the first before it publishes what it has (0: only what is already
 	// buffered). Every message costs the server a store, a delivery, an ack and a removal
 	// whatever its size, so at full speed a batch costs a fraction of its records sent one by
-	// one (docs/performance.md); at low rates a batch is one record. Workers older than
-	// batches dead-letter them as undecodable: set batch_records to 1 until every worker is
-	// upgraded.
+	// one (docs/performance.md); at low rates a batch holds the records that left assembly
+	// together. Workers older than batches dead-letter them as undecodable: set batch_records
+	// to 1 until every worker is upgraded.
 	BatchRecords int           `yaml:"batch_records"`
 	BatchWait    time.Duration `yaml:"batch_wait"`
 }
