@@ -84,7 +84,9 @@ func (s *Stage) ConsumeRecord(ctx context.Context, r *record.Record) error {
 			// tells every copy apart.
 			return nil
 		}
-		_ = s.out.Offer(s.d.Mark(r, dec)) // a drop is counted by the Offerer
+		if err := s.out.Offer(s.d.Mark(r, dec)); err != nil {
+			return nil // dropped at once, and counted by the Offerer: a copy posted again may be queued
+		}
 		s.recent.put(r, dec.Probability, stateSampled, false, now)
 		return nil
 	}

@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -31,13 +32,14 @@ const (
 type offers struct {
 	mu   sync.Mutex
 	recs []*record.Record
+	err  error // what Offer returns (the record is kept either way)
 }
 
 func (o *offers) Offer(r *record.Record) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.recs = append(o.recs, r)
-	return nil
+	return o.err
 }
 
 type clock struct{ t time.Time }
@@ -107,6 +109,15 @@ func TestStageOffersARecordOnce(t *testing.T) {
 	post("")
 	if len(o.recs) != 3 {
 		t.Fatalf("%d offers, want 3: past sampling.recent.ttl the record is offered again", len(o.recs))
+	}
+	// A record the publisher dropped at once (its buffer full) is not remembered as queued: a
+	// copy posted again is offered again.
+	o.err = errors.New("scoring queue full")
+	post("00000000000000bb")
+	o.err = nil
+	post("00000000000000bb")
+	if len(o.recs) != 5 {
+		t.Fatalf("%d offers, want 5: a record dropped at once is offered again when posted again", len(o.recs))
 	}
 }
 
