@@ -316,9 +316,9 @@ func TestBatchInterruptedByShutdown(t *testing.T) {
 	assertOnce(t, keys, first, second)
 }
 
-// An entry of a batch that does not decode is dead-lettered as it arrived, under its message's
-// sequence and its place; the batch's other records are scored.
-func TestBatchDeadLettersAnUndecodableEntry(t *testing.T) {
+// A record that does not decode is dead-lettered as it arrived, under its message's sequence
+// and, in a batch, its place; the batch's other records are scored.
+func TestUndecodableRecordsAreDeadLettered(t *testing.T) {
 	s := testutil.RunJetStream(t)
 	_, js := testutil.Connect(t, s)
 	rt := batchRuntime(1, 10)
@@ -327,16 +327,25 @@ func TestBatchDeadLettersAnUndecodableEntry(t *testing.T) {
 	}
 	good := []byte(`{"trace_id":"00000000000000000000000000000abc","query":"q"}`)
 	bad := []byte(`{"trace_id":`)
-	if _, err := js.Publish(context.Background(), rt.Queue.Subject, queue.Batch([][]byte{good, bad})); err != nil {
-		t.Fatal(err)
+	for _, data := range [][]byte{queue.Batch([][]byte{good, bad}), bad} { // a batch, then a record alone
+		if _, err := js.Publish(context.Background(), rt.Queue.Subject, data); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tl := newTally()
 	p := startPool(t, js, rt, okScorer, tl)
-	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "the bad entry dead-lettered", func() bool { return streamMsgs(js, rt.Queue.DeadLetterStream) == 1 })
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "the bad records dead-lettered", func() bool { return streamMsgs(js, rt.Queue.DeadLetterStream) == 2 })
 	drain(t, js, rt, p)
 	assertOnce(t, []string{"00000000000000000000000000000abc"}, tl)
-	m := deadLetterMsg(t, js, rt.Queue, 1)
-	if string(m.Data) != string(bad) || m.Header.Get(jetstream.MsgIDHeader) != "seq-1-1" || !strings.HasPrefix(m.Header.Get(HeaderError), "undecodable record") {
-		t.Fatalf("dead letter %q, headers %v", m.Data, m.Header)
+	ids := map[string]bool{}
+	for seq := uint64(1); seq <= 2; seq++ {
+		m := deadLetterMsg(t, js, rt.Queue, seq)
+		if string(m.Data) != string(bad) || !strings.HasPrefix(m.Header.Get(HeaderError), "undecodable record") {
+			t.Fatalf("dead letter %q, headers %v", m.Data, m.Header)
+		}
+		ids[m.Header.Get(jetstream.MsgIDHeader)] = true
+	}
+	if !ids["seq-1-1"] || !ids["seq-2"] {
+		t.Fatalf("dead letters under ids %v, want seq-1-1 (the batch's second) and seq-2 (a record alone)", ids)
 	}
 }

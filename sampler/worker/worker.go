@@ -196,11 +196,8 @@ func (p *Pool) run(ctx context.Context, cons jetstream.Consumer) {
 	}
 }
 
-// handle scores one record and settles its message: ack on success, nak with backoff on
-// failure, dead-letter after the last attempt. Results are handed on before the ack, so a crash
-// between the two redelivers the record (at-least-once; consumers dedup by trace id + metric).
-// A pair job goes to handlePair, and a batch, or records published again to retry, to
-// handleBatch.
+// handle settles one message of the scoring stream: a pair job goes to handlePair, a record
+// or a batch of them to handleRecords.
 func (p *Pool) handle(ctx context.Context, msg jetstream.Msg) {
 	delivered := uint64(1)
 	if meta, err := msg.Metadata(); err == nil {
@@ -210,50 +207,8 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg) {
 		p.handlePair(ctx, msg, delivered)
 		return
 	}
-	if retry, ok := queue.RetryOf(msg.Headers()); ok || queue.IsBatch(msg.Data()) {
-		p.handleBatch(ctx, msg, delivered, retry, ok)
-		return
-	}
-	var rec record.Record
-	if err := queue.DecodeRecord(msg.Data(), &rec); err != nil || rec.TraceID == "" {
-		if err == nil {
-			err = errors.New("trace_id is missing")
-		}
-		p.deadLetter(ctx, msg, "", fmt.Sprintf("undecodable record: %v", err), delivered)
-		return
-	}
-	if delivered > uint64(p.cfg.Queue.MaxDeliver) {
-		p.deadLetterRecord(ctx, msg, &rec, "attempts did not finish (worker stopped or timed out while scoring)", delivered)
-		return
-	}
-	sctx, cancel := context.WithTimeout(ctx, p.cfg.ScoreTimeout)
-	results, failure := p.scoreAll(sctx, &rec)
-	cancel()
-	if ctx.Err() != nil {
-		_ = msg.Nak() // shutting down: let another worker take it now
-		return
-	}
-	if failure == nil {
-		if err := p.sink.ConsumeScores(ctx, results); err != nil {
-			failure = fmt.Errorf("hand on results: %w", err)
-		}
-	}
-	if failure == nil {
-		// A plain ack, not a confirmed one (DoubleAck): an ack the server did not record
-		// redelivers the record after ack_wait either way, and the worker could do nothing
-		// with the confirmation but log; waiting for it cost a round trip per record.
-		if err := msg.Ack(); err != nil {
-			p.opts.Logger.Warn("ack scored record", "trace_id", rec.TraceID, "err", err)
-		}
-		return
-	}
-	if delivered >= uint64(p.cfg.Queue.MaxDeliver) {
-		p.deadLetterRecord(ctx, msg, &rec, failure.Error(), delivered)
-		return
-	}
-	delay := p.backoff(delivered)
-	p.opts.Logger.Info("scoring failed; will retry", "trace_id", rec.TraceID, "attempt", delivered, "retry_in", delay, "err", failure)
-	_ = msg.NakWithDelay(delay)
+	retry, isRetry := queue.RetryOf(msg.Headers())
+	p.handleRecords(ctx, msg, delivered, retry, isRetry)
 }
 
 func (p *Pool) backoff(delivered uint64) time.Duration {
@@ -385,22 +340,29 @@ func classify(ctx context.Context, err error) (outcome string, retry bool) {
 	return score.OutcomeError, true
 }
 
-// handleBatch scores the records of a batch (queue.SplitBatch) one after the other and settles
-// the message once. The records share the message's attempts: the delivery count, or for a
-// batch published again (queue.Retry) the attempts it had before plus its deliveries after the
+// handleRecords scores the record of a message, or the records of a batch
+// (queue.SplitBatch) one after the other, and settles the message once: ack on success, nak
+// with backoff on failure, dead-letter after the last attempt. Results are handed on before
+// the ack, so a crash between the two redelivers the message (at-least-once; consumers dedup
+// by trace id + metric). The ack is a plain one, not a confirmed one (DoubleAck): an ack the
+// server did not record redelivers the message after ack_wait either way, and waiting for the
+// confirmation cost a round trip per message.
+//
+// The records of a batch share the message's attempts: the delivery count, or for a batch
+// published again (queue.Retry) the attempts it had before plus its deliveries after the
 // first, which only waits for the retry's time. A record scored is handed on and done; the
-// others are retried or dead-lettered as a record of its own would be:
-//   - every record failed: the batch is nak'ed with the next backoff delay, as a record is;
+// others are retried or dead-lettered as a record of its own is:
+//   - every record failed: the message is nak'ed with the next backoff delay;
 //   - some failed: those are published again as a batch of their own (their attempts, and the
 //     backoff delay as the time of the next) and the batch is acked, so that the records
 //     scored are not scored again;
 //   - after the last attempt, each failed record is dead-lettered on its own, as its JSON.
 //
-// A dead-letter or retry publish that fails naks the whole batch with the backoff delay: its
+// A dead-letter or retry publish that fails naks the whole message with the backoff delay: its
 // records are scored again (at-least-once, as a crash between results and ack). While a batch
 // takes long (LLM judges), the worker tells the server it is still working on it before each
 // record that could otherwise outlast ack_wait.
-func (p *Pool) handleBatch(ctx context.Context, msg jetstream.Msg, delivered uint64, retry queue.Retry, isRetry bool) {
+func (p *Pool) handleRecords(ctx context.Context, msg jetstream.Msg, delivered uint64, retry queue.Retry, isRetry bool) {
 	attempt := int(delivered)
 	if isRetry {
 		if delivered == 1 {
@@ -409,8 +371,8 @@ func (p *Pool) handleBatch(ctx context.Context, msg jetstream.Msg, delivered uin
 		}
 		attempt = retry.Attempts + int(delivered) - 1
 	}
-	entries := [][]byte{msg.Data()}
-	if queue.IsBatch(msg.Data()) {
+	entries, batch := [][]byte{msg.Data()}, queue.IsBatch(msg.Data())
+	if batch {
 		var err error
 		if entries, err = queue.SplitBatch(msg.Data()); err != nil {
 			p.deadLetter(ctx, msg, "", fmt.Sprintf("undecodable batch: %v", err), uint64(attempt))
@@ -439,9 +401,12 @@ func (p *Pool) handleBatch(ctx context.Context, msg jetstream.Msg, delivered uin
 			if err == nil {
 				err = errors.New("trace_id is missing")
 			}
-			key := ""
+			key := "" // the message's sequence, and the record's place in a batch
 			if meta, merr := msg.Metadata(); merr == nil {
-				key = "seq-" + strconv.FormatUint(meta.Sequence.Stream, 10) + "-" + strconv.Itoa(i)
+				key = "seq-" + strconv.FormatUint(meta.Sequence.Stream, 10)
+				if batch {
+					key += "-" + strconv.Itoa(i)
+				}
 			}
 			if !deadLetter(e, key, fmt.Sprintf("undecodable record: %v", err)) {
 				return
@@ -493,10 +458,10 @@ func (p *Pool) handleBatch(ctx context.Context, msg jetstream.Msg, delivered uin
 	switch {
 	case len(redo) == 0:
 		if err := msg.Ack(); err != nil {
-			p.opts.Logger.Warn("ack scored batch", "records", len(entries), "err", err)
+			p.opts.Logger.Warn("ack scored records", "records", len(entries), "err", err)
 		}
 	case settled == 0:
-		_ = msg.NakWithDelay(p.backoff(uint64(attempt))) // the whole batch again, as a record
+		_ = msg.NakWithDelay(p.backoff(uint64(attempt))) // the whole message again
 	default:
 		p.opts.Logger.Debug("records of a batch to retry", "records", len(redo), "of", len(entries), "err", lastErr)
 		p.retryBatch(ctx, msg, redo, attempt, time.Now().Add(p.backoff(uint64(attempt))))
@@ -537,13 +502,6 @@ func deadLetterBody(data []byte) []byte {
 		}
 	}
 	return data
-}
-
-// deadLetterRecord dead-letters a decoded record: one in the queue's binary form goes to the
-// dead-letter subject as its JSON, which operators read and can publish to the queue again as
-// it is. The JSON is of the message as queued, decoded again, not of rec after its attempt.
-func (p *Pool) deadLetterRecord(ctx context.Context, msg jetstream.Msg, rec *record.Record, reason string, delivered uint64) {
-	p.deadLetterData(ctx, msg, deadLetterBody(msg.Data()), rec.Key(), reason, delivered)
 }
 
 // deadLetter moves the message to the dead-letter subject (kept in the dead-letter stream) and
