@@ -7,6 +7,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ragwatch/ragwatch/internal/hexid"
 	"github.com/ragwatch/ragwatch/internal/offheap"
 )
 
@@ -147,7 +148,7 @@ func (t *table) key(traceID string) traceKey { return t.keyNS(nsTrace, traceID) 
 
 func (t *table) keyNS(ns uint8, id string) traceKey {
 	k := traceKey{ns: ns}
-	if len(id) == 32 && decodeHex(k.id[:], id) {
+	if len(id) == 32 && hexid.Decode(k.id[:], id) {
 		return k
 	}
 	k.raw = true
@@ -156,46 +157,6 @@ func (t *table) keyNS(ns uint8, id string) traceKey {
 		k.id[i], k.id[8+i] = byte(h1>>(8*i)), byte(h2>>(8*i))
 	}
 	return k
-}
-
-// decodeHex decodes lowercase hex only, so that encoding gives the same text back. A table,
-// not comparisons: random digits would mispredict a branch on every other character.
-func decodeHex(dst []byte, s string) bool {
-	if len(s) != 2*len(dst) {
-		return false
-	}
-	bad := byte(0)
-	for i := range dst {
-		hi, lo := unhex[s[2*i]], unhex[s[2*i+1]]
-		bad |= hi | lo
-		dst[i] = hi<<4 | lo&15
-	}
-	return bad&0x10 == 0
-}
-
-// unhex maps a lowercase hex digit to its value, anything else to 0x10.
-var unhex = func() (t [256]byte) {
-	for c := range t {
-		switch {
-		case c >= '0' && c <= '9':
-			t[c] = byte(c - '0')
-		case c >= 'a' && c <= 'f':
-			t[c] = byte(c - 'a' + 10)
-		default:
-			t[c] = 0x10
-		}
-	}
-	return t
-}()
-
-const hexDigits = "0123456789abcdef"
-
-func encodeHex(b []byte) string {
-	out := make([]byte, 2*len(b))
-	for i, c := range b {
-		out[2*i], out[2*i+1] = hexDigits[c>>4], hexDigits[c&15]
-	}
-	return string(out)
 }
 
 // hash places a key in the index; the namespace moves a pair or session id away from the
@@ -430,7 +391,7 @@ func (t *table) setSeen(i int, traceID, service, spanID string, rt time.Time) {
 	}
 	switch {
 	case spanID == "":
-	case len(spanID) == 16 && decodeHex(s.span[:], spanID):
+	case len(spanID) == 16 && hexid.Decode(s.span[:], spanID):
 		s.flags |= flagSpan
 	default:
 		x = t.ext(i, traceID, true)
@@ -458,7 +419,7 @@ func (t *table) seen(i int) (ok bool, service, spanID string, rt time.Time) {
 		service = t.svcNames[s.svc-1]
 	}
 	if s.flags&flagSpan != 0 {
-		spanID = encodeHex(s.span[:])
+		spanID = hexid.Encode(s.span[:])
 	}
 	if s.flags&flagTime != 0 {
 		rt = time.Unix(0, s.time).UTC()

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/ragwatch/ragwatch/internal/hexid"
 )
 
 func TestSlotSize(t *testing.T) {
@@ -65,7 +67,7 @@ func idOf(tab *table, i int) string {
 	if s.flags&flagRawID != 0 {
 		return tab.rawIDs[uint32(i)]
 	}
-	return encodeHex(s.id[:])
+	return hexid.Encode(s.id[:])
 }
 
 // TestTableMatchesModel adds, refreshes and removes random traces (OTLP ids and others) and
@@ -90,7 +92,7 @@ func TestTableMatchesModel(t *testing.T) {
 				for i := range b {
 					b[i] = byte(rng.Uint32())
 				}
-				return encodeHex(b[:])
+				return hexid.Encode(b[:])
 			}
 			for step := range 4 * tc.max {
 				switch op := rng.IntN(10); {
