@@ -2,16 +2,21 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
+	"hash/maphash"
 	"math"
-	"slices"
+	"math/bits"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/alerts/slo"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/agreement"
+	"github.com/ragwatch/ragwatch/internal/hexid"
+	"github.com/ragwatch/ragwatch/internal/offheap"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
@@ -46,53 +51,91 @@ func judgeLabel(scorer string) string {
 	return "other"
 }
 
-// pending is what the engine remembers of one record until its label and its scores have met:
-// its scores by metric, the label's values, and the metrics already paired.
-//
-// Every scored record has one until max_records newer ones push it out, labelled or not, so
-// it is kept small (BenchmarkAgreementMemory): scores as a slice of the record's size (a
-// record has a handful of metrics), each naming its metric and scorer through one shared
-// pair (agreementState.sharedPair), the service name shared through agreementState.intern.
-type pending struct {
-	key, service string
-	scores       []heldScore
-	human        map[string]float64
-	paired       map[string]bool
+// The agreement state remembers every scored record until max_records newer ones push it out,
+// labelled or not, for labels that may come later. Almost none are ever labelled, so what it
+// keeps of each is small and held outside the Go heap, where the garbage collector's heap goal
+// (about twice the live heap) does not double it in resident memory: a fixed slot of ids and
+// scores (heldRecord, no pointers, 112 bytes) and its index cells, ≈ 138 bytes a record in all
+// (BenchmarkAgreementMemory). What does not fit a slot lives in small maps by slot: the human
+// values of labelled records, and scores past a slot's room or without a shared metric and
+// scorer pair.
+
+// heldScores is how many scores a slot holds; a record's further scores go to
+// agreementState.more. The builtin scorer and the RAGAS-style judges give fewer.
+const heldScores = 8
+
+// recordKey identifies a record: its trace id and span id as bytes. An id in OTLP's lowercase
+// hex form is kept decoded; any other as its hash (maphash with the state's own seeds: 128 bits
+// of a trace id, 64 of a span id), which only another id with the same hash would match. The
+// ids themselves are never needed back.
+type recordKey struct {
+	trace [16]byte
+	span  [8]byte
+	form  uint8 // keyUsed | keySpan | keyTraceHashed | keySpanHashed
 }
 
-// heldScore is one metric's latest score of a pending record.
+const (
+	keyUsed        uint8 = 1 << iota // the slot holds a record
+	keySpan                          // the record was named with a span id
+	keyTraceHashed                   // trace holds a hash of the trace id
+	keySpanHashed                    // span holds a hash of the span id
+)
+
+// traceOf is the key of the record's trace, without its span: a label naming only the trace
+// joins the trace's latest record named with a span (agreementState.byTrace).
+func (k recordKey) traceOf() recordKey {
+	return recordKey{trace: k.trace, form: keyUsed | k.form&keyTraceHashed}
+}
+
+// heldRecord is one record's slot: its key and the scores it came with, each as the index + 1
+// of its metric and scorer pair in agreementState.judges.
+type heldRecord struct {
+	key    recordKey
+	n      uint8 // scores in ids and values
+	ids    [heldScores]uint16
+	values [heldScores]float64
+}
+
+// heldScore is a score kept outside a slot (agreementState.more).
 type heldScore struct {
-	*metricScorer
+	metricScorer
 	value float64
 }
 
 // metricScorer names a score: its metric and the scorer that gave it.
 type metricScorer struct{ metric, scorer string }
 
-// score returns the index of the record's score of metric m in p.scores, or -1.
-func (p *pending) score(m string) int {
-	return slices.IndexFunc(p.scores, func(h heldScore) bool { return h.metric == m })
+type seriesKey struct{ metric, judge string }
+
+// labelled is what a record's labels left: the human values by metric, and the metrics already
+// paired with a score.
+type labelled struct {
+	human  map[string]float64
+	paired map[string]bool
 }
 
-// maxInterned bounds agreementState.names; names beyond it are kept as they come.
+// maxInterned bounds the shared metric and scorer pairs (agreementState.judges); a score of
+// another pair is kept with its own names in agreementState.more.
 const maxInterned = 1024
-
-type seriesKey struct{ metric, judge string }
 
 // agreementState pairs human labels with the scores of the same record and metric. Guarded by
 // Engine.mu.
 type agreementState struct {
-	cfg     config.Agreement
-	byKey   map[string]*pending
-	byTrace map[string]string // trace id → key of its latest record, for labels without a span
-	order   []string          // keys in arrival order, a ring of cfg.MaxRecords
-	next    int
-	series  map[seriesKey]*agreement.Window
-	// names holds one copy of each service name the pending records keep, and judges one
-	// metric and scorer pair for their scores: the results arrive decoded, each with its own
-	// copy of every string.
-	names  map[string]string
-	judges map[metricScorer]*metricScorer
+	cfg  config.Agreement
+	mem  *offheap.Array[heldRecord]
+	recs []heldRecord // mem's slots: a ring of cfg.MaxRecords, recs[next] the oldest
+	next int
+	// index finds a record's slot (byKey) and a trace's latest record named with a span id
+	// (byTrace, keyed by recordKey.traceOf), outside the Go heap too.
+	index  [2]slotIndex
+	more   map[int32][]heldScore
+	labels map[int32]*labelled
+	seeds  [2]maphash.Seed // for ids not in hex form, and the index
+	series map[seriesKey]*agreement.Window
+	// judges holds one copy of each metric and scorer pair the slots name, by id − 1: the
+	// results arrive decoded, each with its own copy of every string.
+	judges   []metricScorer
+	judgeIDs map[metricScorer]uint16
 
 	value, bound, pairs *prometheus.GaugeVec
 	unpaired            *prometheus.CounterVec
@@ -102,8 +145,10 @@ func newAgreement(cfg config.Agreement, reg prometheus.Registerer) (*agreementSt
 	if cfg.MaxRecords <= 0 {
 		cfg.MaxRecords = 1
 	}
-	a := &agreementState{cfg: cfg, byKey: map[string]*pending{}, byTrace: map[string]string{},
-		order: make([]string, cfg.MaxRecords), series: map[seriesKey]*agreement.Window{}, names: map[string]string{}, judges: map[metricScorer]*metricScorer{},
+	a := &agreementState{cfg: cfg, mem: offheap.New[heldRecord](cfg.MaxRecords),
+		index: [2]slotIndex{newSlotIndex(cfg.MaxRecords), newSlotIndex(cfg.MaxRecords)}, more: map[int32][]heldScore{},
+		labels: map[int32]*labelled{}, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		series: map[seriesKey]*agreement.Window{}, judgeIDs: map[metricScorer]uint16{},
 		value: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricJudgeAgreement,
 			Help: "Agreement of a judge's scores with human labels over alerting.agreement.window: mae (lower is better), spearman, kappa (at 0.5)."},
 			[]string{"metric", "judge", "statistic"}),
@@ -115,6 +160,7 @@ func newAgreement(cfg config.Agreement, reg prometheus.Registerer) (*agreementSt
 			Help: "Human label values never paired with a score: evicted (alerting.agreement.max_records), series_limit (max_series), invalid."},
 			[]string{"reason"}),
 	}
+	a.recs = a.mem.Slice()
 	for _, r := range []string{"evicted", "series_limit", "invalid"} {
 		a.unpaired.WithLabelValues(r)
 	}
@@ -126,65 +172,209 @@ func newAgreement(cfg config.Agreement, reg prometheus.Registerer) (*agreementSt
 	return a, nil
 }
 
-// intern returns the shared copy of name (name itself once maxInterned names are held).
-func (a *agreementState) intern(name string) string {
-	if c, ok := a.names[name]; ok {
-		return c
-	}
-	if len(a.names) < maxInterned {
-		a.names[name] = name
-	}
-	return name
+// offHeapBytes is the memory of the slots and the index, outside the Go heap (reserved: the
+// kernel adds its pages as they are first used).
+func (a *agreementState) offHeapBytes() int {
+	return len(a.recs)*int(unsafe.Sizeof(heldRecord{})) + 4*(len(a.index[byKey].cells)+len(a.index[byTrace].cells))
 }
 
-// sharedPair returns the shared pair of metric and scorer (a pair of its own once maxInterned
-// pairs are held).
-func (a *agreementState) sharedPair(metric, scorer string) *metricScorer {
-	k := metricScorer{metric, scorer}
-	if c, ok := a.judges[k]; ok {
-		return c
-	}
-	c := &metricScorer{a.intern(metric), a.intern(scorer)}
-	if len(a.judges) < maxInterned {
-		a.judges[*c] = c
-	}
-	return c
+// The indexes of agreementState.index.
+const (
+	byKey   = iota // a record's key → its slot
+	byTrace        // recordKey.traceOf → the slot of the trace's latest record named with a span id
+)
+
+// slotIndex maps keys to slots: linear probing over a power of two of cells, at least twice the
+// slots, each cell a slot + 1 (0: empty). The keys are the slots' own (agreementState.indexKey),
+// so a cell is 4 bytes.
+type slotIndex struct {
+	mem   *offheap.Array[uint32]
+	cells []uint32
+	mask  uint64
 }
 
-// entry returns (creating, evicting the oldest when full) the pending state of a record.
-func (a *agreementState) entry(traceID, spanID, service string) *pending {
-	service = a.intern(service)
-	key := traceID
-	if spanID != "" {
-		key += "/" + spanID
-	} else if k, ok := a.byTrace[traceID]; ok {
-		key = k // a label naming only the trace joins its latest record
+func newSlotIndex(slots int) slotIndex {
+	n := 1 << bits.Len(uint(2*slots-1))
+	mem := offheap.New[uint32](n)
+	return slotIndex{mem: mem, cells: mem.Slice(), mask: uint64(n - 1)}
+}
+
+// indexKey is slot i's key in index ix.
+func (a *agreementState) indexKey(ix int, i uint32) recordKey {
+	if ix == byTrace {
+		return a.recs[i].key.traceOf()
 	}
-	if p, ok := a.byKey[key]; ok {
-		if p.service == "" {
-			p.service = service
+	return a.recs[i].key
+}
+
+func (a *agreementState) hash(k recordKey) uint64 {
+	return maphash.Comparable(a.seeds[1], k)
+}
+
+// find returns the slot k names in index ix and its cell, or -1 and the empty cell where k
+// would go.
+func (a *agreementState) find(ix int, k recordKey) (slot int32, cell uint64) {
+	x := &a.index[ix]
+	for c := a.hash(k) & x.mask; ; c = (c + 1) & x.mask {
+		v := x.cells[c]
+		if v == 0 {
+			return -1, c
 		}
-		return p
-	}
-	if old := a.order[a.next]; old != "" {
-		if p := a.byKey[old]; p != nil {
-			if n := len(p.human) - len(p.paired); n > 0 {
-				a.unpaired.WithLabelValues("evicted").Add(float64(n))
-			}
-			delete(a.byKey, old)
-			if tid, _, _ := strings.Cut(old, "/"); a.byTrace[tid] == old {
-				delete(a.byTrace, tid)
-			}
+		if a.indexKey(ix, v-1) == k {
+			return int32(v - 1), c
 		}
 	}
-	a.order[a.next] = key
-	a.next = (a.next + 1) % len(a.order)
-	p := &pending{key: key, service: service}
-	a.byKey[key] = p
-	if spanID != "" {
-		a.byTrace[key[:len(traceID)]] = key // the key's own bytes, not the result's copy
+}
+
+// unindex empties cell c of index ix and moves the cells after it back, so that every key
+// stays reachable from its home cell without tombstones.
+func (a *agreementState) unindex(ix int, c uint64) {
+	x := &a.index[ix]
+	for j := (c + 1) & x.mask; x.cells[j] != 0; j = (j + 1) & x.mask {
+		home := a.hash(a.indexKey(ix, x.cells[j]-1)) & x.mask
+		// The cell at j may move to c when its home is not cyclically in (c, j].
+		if (j-home)&x.mask >= (j-c)&x.mask {
+			x.cells[c] = x.cells[j]
+			c = j
+		}
 	}
-	return p
+	x.cells[c] = 0
+}
+
+// key returns the key of the record traceID names with spanID (none: "").
+func (a *agreementState) key(traceID, spanID string) recordKey {
+	k := recordKey{form: keyUsed}
+	if !hexid.Decode(k.trace[:], traceID) {
+		k.form |= keyTraceHashed
+		h1, h2 := maphash.String(a.seeds[0], traceID), maphash.String(a.seeds[1], traceID)
+		binary.LittleEndian.PutUint64(k.trace[:8], h1)
+		binary.LittleEndian.PutUint64(k.trace[8:], h2)
+	}
+	if spanID != "" {
+		k.form |= keySpan
+		if !hexid.Decode(k.span[:], spanID) {
+			k.form |= keySpanHashed
+			binary.LittleEndian.PutUint64(k.span[:], maphash.String(a.seeds[0], spanID))
+		}
+	}
+	return k
+}
+
+// judgeID returns the id of the shared pair of metric and scorer (judges index + 1), adding it
+// while fewer than maxInterned are held, else 0.
+func (a *agreementState) judgeID(metric, scorer string) uint16 {
+	if id, ok := a.judgeIDs[metricScorer{metric, scorer}]; ok {
+		return id
+	}
+	if len(a.judges) >= maxInterned {
+		return 0
+	}
+	ms := metricScorer{strings.Clone(metric), strings.Clone(scorer)}
+	a.judges = append(a.judges, ms)
+	id := uint16(len(a.judges))
+	a.judgeIDs[ms] = id
+	return id
+}
+
+// entry returns the slot of a record, taking the oldest slot (and forgetting its record) for
+// one not held.
+func (a *agreementState) entry(traceID, spanID string) int32 {
+	k := a.key(traceID, spanID)
+	if spanID == "" {
+		if i, _ := a.find(byTrace, k.traceOf()); i >= 0 {
+			return i // a label naming only the trace joins its latest record
+		}
+	}
+	if i, _ := a.find(byKey, k); i >= 0 {
+		return i
+	}
+	i := int32(a.next)
+	a.next = (a.next + 1) % len(a.recs)
+	a.forget(i)
+	a.recs[i] = heldRecord{key: k}
+	_, c := a.find(byKey, k)
+	a.index[byKey].cells[c] = uint32(i) + 1
+	if spanID != "" {
+		// The trace's latest record from now on: in place of an earlier one's cell.
+		_, c := a.find(byTrace, k.traceOf())
+		a.index[byTrace].cells[c] = uint32(i) + 1
+	}
+	return i
+}
+
+// forget empties slot i, counting the label values it held that never met a score.
+func (a *agreementState) forget(i int32) {
+	r := &a.recs[i]
+	if r.key.form&keyUsed == 0 {
+		return
+	}
+	if l := a.labels[i]; l != nil {
+		if n := len(l.human) - len(l.paired); n > 0 {
+			a.unpaired.WithLabelValues("evicted").Add(float64(n))
+		}
+		delete(a.labels, i)
+	}
+	delete(a.more, i)
+	if j, c := a.find(byKey, r.key); j == i {
+		a.unindex(byKey, c)
+	}
+	if j, c := a.find(byTrace, r.key.traceOf()); j == i {
+		a.unindex(byTrace, c)
+	}
+	*r = heldRecord{}
+}
+
+// setScore keeps v as slot i's score of metric (by scorer), in place of an earlier one.
+func (a *agreementState) setScore(i int32, metric, scorer string, v float64) {
+	r := &a.recs[i]
+	id := a.judgeID(metric, scorer)
+	for j := range int(r.n) {
+		if a.judges[r.ids[j]-1].metric != metric {
+			continue
+		}
+		if id != 0 {
+			r.ids[j], r.values[j] = id, v
+			return
+		}
+		// The new pair is not shared: the score moves out of the slot.
+		copy(r.ids[j:r.n], r.ids[j+1:r.n])
+		copy(r.values[j:r.n], r.values[j+1:r.n])
+		r.n--
+		break
+	}
+	more := a.more[i]
+	h := heldScore{metricScorer{metric, scorer}, v}
+	if id != 0 {
+		h.metricScorer = a.judges[id-1]
+	}
+	for j := range more {
+		if more[j].metric == metric {
+			more[j] = h
+			return
+		}
+	}
+	if id != 0 && r.n < heldScores {
+		r.ids[r.n], r.values[r.n] = id, v
+		r.n++
+		return
+	}
+	a.more[i] = append(more, h)
+}
+
+// score returns slot i's score of metric and the scorer that gave it.
+func (a *agreementState) score(i int32, metric string) (v float64, scorer string, ok bool) {
+	r := &a.recs[i]
+	for j := range int(r.n) {
+		if ms := a.judges[r.ids[j]-1]; ms.metric == metric {
+			return r.values[j], ms.scorer, true
+		}
+	}
+	for _, h := range a.more[i] {
+		if h.metric == metric {
+			return h.value, h.scorer, true
+		}
+	}
+	return 0, "", false
 }
 
 // ConsumeLabel implements record.LabelConsumer: a label that arrived after its record is paired
@@ -196,79 +386,66 @@ func (e *Engine) ConsumeLabel(_ context.Context, l record.Label) error {
 	now := e.now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.noteLabel(l.TraceID, l.SpanID, l.Service, l.Values, now)
+	e.noteLabel(l.TraceID, l.SpanID, l.Values, now)
 	return nil
 }
 
 // noteLabel remembers a label's values and pairs those whose scores are known. Called with
 // e.mu held.
-func (e *Engine) noteLabel(traceID, spanID, service string, values map[string]float64, now time.Time) {
-	p := e.agree.entry(traceID, spanID, service)
-	if p.human == nil {
-		p.human = make(map[string]float64, len(values))
+func (e *Engine) noteLabel(traceID, spanID string, values map[string]float64, now time.Time) {
+	a := e.agree
+	i := a.entry(traceID, spanID)
+	l := a.labels[i]
+	if l == nil {
+		l = &labelled{human: make(map[string]float64, len(values))}
+		a.labels[i] = l
 	}
 	for m, v := range values {
 		if math.IsNaN(v) || v < 0 || v > 1 {
-			e.agree.unpaired.WithLabelValues("invalid").Inc()
+			a.unpaired.WithLabelValues("invalid").Inc()
 			continue
 		}
-		p.human[m] = v
+		l.human[m] = v
 	}
-	e.pair(p, now)
+	e.pair(i, l, now)
 }
 
 // noteScores remembers results by record and pairs those whose labels are known. Called with
 // e.mu held.
 func (e *Engine) noteScores(results []score.Result, now time.Time) {
-	for i := range results {
-		res := &results[i]
+	a := e.agree
+	for k := range results {
+		res := &results[k]
 		if res.TraceID == "" || math.IsNaN(res.Value) {
 			continue
 		}
-		p := e.agree.entry(res.TraceID, res.SpanID, res.Service)
-		h := heldScore{metricScorer: e.agree.sharedPair(res.Metric, res.Scorer), value: res.Value}
-		if j := p.score(h.metric); j >= 0 {
-			p.scores[j] = h
-		} else {
-			if len(p.scores) == cap(p.scores) {
-				// A record's results arrive together: room for all of them at once keeps the
-				// slice at the record's size, not at append's next power of two.
-				p.scores = slices.Grow(p.scores, sameRecord(results[i:]))
+		i := a.entry(res.TraceID, res.SpanID)
+		a.setScore(i, res.Metric, res.Scorer, res.Value)
+		if l := a.labels[i]; l != nil {
+			if _, ok := l.human[res.Metric]; ok {
+				e.pair(i, l, now)
 			}
-			p.scores = append(p.scores, h)
-		}
-		if _, labelled := p.human[res.Metric]; labelled {
-			e.pair(p, now)
 		}
 	}
 }
 
-// sameRecord counts the results of rs that score the record of rs[0].
-func sameRecord(rs []score.Result) int {
-	n := 0
-	for i := range rs {
-		if rs[i].TraceID == rs[0].TraceID && rs[i].SpanID == rs[0].SpanID {
-			n++
-		}
-	}
-	return n
-}
-
-// pair adds a pair for every metric of p with both a human value and a score, once, and
-// updates that series' statistics. Called with e.mu held.
-func (e *Engine) pair(p *pending, now time.Time) {
+// pair adds a pair for every metric of slot i with both a human value (l) and a score, once,
+// and updates that series' statistics. Called with e.mu held.
+func (e *Engine) pair(i int32, l *labelled, now time.Time) {
 	a := e.agree
-	for m, h := range p.human {
-		i := p.score(m)
-		if i < 0 || p.paired[m] {
+	for m, h := range l.human {
+		if l.paired[m] {
 			continue
 		}
-		res := p.scores[i]
-		if p.paired == nil {
-			p.paired = map[string]bool{}
+		v, scorer, ok := a.score(i, m)
+		if !ok {
+			continue
 		}
-		p.paired[m] = true
-		k := seriesKey{metric: m, judge: judgeLabel(res.scorer)}
+		if l.paired == nil {
+			l.paired = map[string]bool{}
+		}
+		l.paired[m] = true
+		k := seriesKey{metric: m, judge: judgeLabel(scorer)}
 		w := a.series[k]
 		if w == nil {
 			if len(a.series) >= a.cfg.MaxSeries {
@@ -278,7 +455,7 @@ func (e *Engine) pair(p *pending, now time.Time) {
 			w = &agreement.Window{Age: time.Duration(a.cfg.Window), Max: a.cfg.MaxPairs}
 			a.series[k] = w
 		}
-		w.Add(agreement.Pair{Human: h, Judge: res.value, Time: now})
+		w.Add(agreement.Pair{Human: h, Judge: v, Time: now})
 		e.updateAgreement(k, w, now)
 	}
 }

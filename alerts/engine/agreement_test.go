@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
@@ -106,7 +107,7 @@ alerting:
 	if got := promtestutil.ToFloat64(h.e.agree.unpaired.WithLabelValues("evicted")); got != 1 {
 		t.Errorf("evicted = %v, want 1", got)
 	}
-	if n := len(h.e.agree.byKey); n != 2 {
+	if n := h.e.agree.indexed(byKey); n != 2 {
 		t.Errorf("%d records kept, want 2", n)
 	}
 	// Only max_series (metric, judge) series; the judge label is bounded.
@@ -195,22 +196,86 @@ func TestAgreementReload(t *testing.T) {
 	}
 }
 
+// indexed counts the cells in use of index ix.
+func (a *agreementState) indexed(ix int) int {
+	n := 0
+	for _, c := range a.index[ix].cells {
+		if c != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// The index stays exact through any order of inserts and evictions: every held record is
+// found in its slot, every trace's latest record with a span id too, nothing else is indexed,
+// and a forgotten record is found nowhere. A small max_records makes the probes collide and
+// wrap around the cells.
+func TestAgreementIndexMatchesAMap(t *testing.T) {
+	cfg := config.Default().Alerting.Agreement
+	cfg.MaxRecords = 37
+	a, err := newAgreement(cfg, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type rec struct{ trace, span string }
+	slots := map[int32]rec{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := range 20000 {
+		r := rec{trace: fmt.Sprint("t", rng.IntN(60))}
+		if rng.IntN(4) != 0 {
+			r.span = fmt.Sprint("s", rng.IntN(3))
+		}
+		if n%3 == 0 { // hex ids too
+			r.trace = fmt.Sprintf("%032x", rng.IntN(60))
+		}
+		i := a.entry(r.trace, r.span)
+		if r.span == "" {
+			if old, ok := slots[i]; ok && old.trace == r.trace {
+				continue // joined the trace's latest record, or its own span-less one
+			}
+		}
+		slots[i] = r
+		latest := map[string]int32{}
+		for k := range a.recs { // the newest record of each trace with a span id, from the ring's order
+			j := int32((a.next + k) % len(a.recs))
+			if h, ok := slots[j]; ok && h.span != "" {
+				latest[h.trace] = j
+			}
+		}
+		for j, h := range slots {
+			if got, _ := a.find(byKey, a.key(h.trace, h.span)); got != j {
+				t.Fatalf("step %d: %+v in slot %d, found in %d", n, h, j, got)
+			}
+		}
+		for tr, j := range latest {
+			if got, _ := a.find(byTrace, a.key(tr, "").traceOf()); got != j {
+				t.Fatalf("step %d: trace %s's latest record in slot %d, found %d", n, tr, j, got)
+			}
+		}
+		if a.indexed(byKey) != len(slots) || a.indexed(byTrace) != len(latest) {
+			t.Fatalf("step %d: %d and %d cells in use, want %d and %d", n, a.indexed(byKey), a.indexed(byTrace), len(slots), len(latest))
+		}
+	}
+}
+
 // BenchmarkAgreementMemory: what the engine keeps per scored record for labels that may come
 // later, with the default max_records filled by records of eight metrics each, every string
-// a fresh copy as decoded results bring them.
+// a fresh copy as decoded results bring them: on the Go heap (bytes/record) and in the slots
+// outside it (offheap_bytes/record).
 func BenchmarkAgreementMemory(b *testing.B) {
 	cfg := config.Default().Alerting.Agreement
 	metrics := []string{"faithfulness", "answer_relevancy", "context_precision", "context_recall",
 		"citation_precision", "citation_recall", "context_relevance", "refusal_correct"}
 	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
 		a, err := newAgreement(cfg, prometheus.NewRegistry())
 		if err != nil {
 			b.Fatal(err)
 		}
 		e := &Engine{agree: a}
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
 		for i := range cfg.MaxRecords {
 			results := make([]score.Result, len(metrics))
 			for k, m := range metrics {
@@ -222,46 +287,83 @@ func BenchmarkAgreementMemory(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(cfg.MaxRecords), "bytes/record")
+		b.ReportMetric(float64(a.offHeapBytes())/float64(cfg.MaxRecords), "offheap_bytes/record")
 		runtime.KeepAlive(e)
 	}
 }
 
-// The scores a record waits with share one metric and scorer pair per judge, and take the
-// room of the record's results, not append's next power of two.
+// A record's scores stay in its slot, naming their metric and scorer through one shared pair;
+// a label naming only the trace finds the trace's latest record; scores past a slot's room,
+// or of a pair past maxInterned, are kept beside it and still paired right.
 func TestAgreementKeepsScoresCompact(t *testing.T) {
 	a, err := newAgreement(config.Default().Alerting.Agreement, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &Engine{agree: a}
+	trace, span := strings.Repeat("a", 32), strings.Repeat("b", 16)
+	metrics := []string{"faithfulness", "answer_relevancy", "context_precision", "citation_precision", "citation_recall", "refusal_correct"}
 	var results []score.Result
-	for _, m := range []string{"faithfulness", "answer_relevancy", "context_precision", "citation_precision", "citation_recall", "refusal_correct"} {
-		results = append(results, score.Result{TraceID: strings.Repeat("a", 32), SpanID: strings.Repeat("b", 16),
-			Service: "search", Metric: strings.Clone(m), Scorer: strings.Clone("builtin"), Value: 0.5})
+	for k, m := range metrics {
+		results = append(results, score.Result{TraceID: trace, SpanID: span,
+			Service: "search", Metric: strings.Clone(m), Scorer: strings.Clone("builtin"), Value: float64(k) / 10})
 	}
-	// A second record in the same call gets its own scores.
-	results = append(results, score.Result{TraceID: strings.Repeat("c", 32), Service: "search", Metric: "faithfulness", Scorer: "builtin", Value: 0.25})
+	// A second record in the same call gets its own slot; its ids are not hex.
+	results = append(results, score.Result{TraceID: "c-1", SpanID: "s", Service: "search", Metric: "faithfulness", Scorer: "builtin", Value: 0.25})
 	e.noteScores(results, time.Time{})
-	p := a.byKey[strings.Repeat("a", 32)+"/"+strings.Repeat("b", 16)]
-	if p == nil || len(p.scores) != 6 || cap(p.scores) != 6 {
-		t.Fatalf("first record's scores: %+v", p)
+	i, _ := a.find(byKey, a.key(trace, span))
+	ok := i >= 0
+	if !ok || a.recs[i].n != 6 || len(a.judges) != 6 || len(a.more) != 0 {
+		t.Fatalf("first record: slot %d (%v), %+v, %d pairs, %d beside", i, ok, a.recs[i], len(a.judges), len(a.more))
 	}
-	q := a.byKey[strings.Repeat("c", 32)]
-	if q == nil || len(q.scores) != 1 || q.scores[0].value != 0.25 {
-		t.Fatalf("second record's scores: %+v", q)
+	for k, m := range metrics {
+		if v, scorer, ok := a.score(i, m); !ok || v != float64(k)/10 || scorer != "builtin" {
+			t.Errorf("%s: %v %q %v", m, v, scorer, ok)
+		}
 	}
-	if p.scores[0].metricScorer != q.scores[0].metricScorer {
-		t.Error("faithfulness by builtin is two pairs")
+	j, _ := a.find(byKey, a.key("c-1", "s"))
+	if j < 0 || j == i || a.recs[j].n != 1 || a.recs[j].ids[0] != a.recs[i].ids[0] || a.recs[j].key.form != keyUsed|keySpan|keyTraceHashed|keySpanHashed {
+		t.Fatalf("second record: slot %d %+v", j, a.recs[max(j, 0)])
 	}
-	if got := a.byTrace[strings.Repeat("a", 32)]; got != p.key {
-		t.Errorf("byTrace = %q, want %q", got, p.key)
+	if got, _ := a.find(byTrace, a.key(trace, "").traceOf()); got != i {
+		t.Errorf("byTrace = %d, want %d", got, i)
 	}
-	// Past maxInterned pairs a new one is its own, and still names its score right.
-	for i := len(a.judges); i < maxInterned; i++ {
-		a.sharedPair(fmt.Sprint("m", i), "builtin")
+	if got := a.entry(trace, ""); got != i {
+		t.Errorf("a label naming only the trace: slot %d, want %d", got, i)
 	}
-	j1, j2 := a.sharedPair("late", "openai"), a.sharedPair("late", "openai")
-	if j1 == j2 || *j1 != (metricScorer{"late", "openai"}) || *j2 != *j1 || len(a.judges) != maxInterned {
-		t.Fatalf("past the bound: %p %+v, %p %+v, %d held", j1, *j1, j2, *j2, len(a.judges))
+	// A later score of a metric replaces the earlier one.
+	e.noteScores([]score.Result{{TraceID: trace, SpanID: span, Metric: "faithfulness", Scorer: "openai", Value: 0.9}}, time.Time{})
+	if v, scorer, _ := a.score(i, "faithfulness"); v != 0.9 || scorer != "openai" || a.recs[i].n != 6 {
+		t.Errorf("replaced: %v %q, %d held", v, scorer, a.recs[i].n)
+	}
+	// Past a slot's room, beside it.
+	for k := range 4 {
+		e.noteScores([]score.Result{{TraceID: trace, SpanID: span, Metric: fmt.Sprint("extra", k), Scorer: "builtin", Value: 0.5}}, time.Time{})
+	}
+	if a.recs[i].n != heldScores || len(a.more[i]) != 2 {
+		t.Fatalf("past the slot's room: %d in the slot, %d beside", a.recs[i].n, len(a.more[i]))
+	}
+	if v, _, ok := a.score(i, "extra3"); !ok || v != 0.5 {
+		t.Errorf("extra3 beside the slot: %v %v", v, ok)
+	}
+	// Past maxInterned pairs a new one is kept with its own names, and a label pairs with it.
+	for k := len(a.judges); k < maxInterned; k++ {
+		a.judgeID(fmt.Sprint("m", k), "builtin")
+	}
+	e.noteScores([]score.Result{{TraceID: "d", Metric: "late", Scorer: "anthropic", Value: 0.75}}, time.Time{})
+	d, _ := a.find(byKey, a.key("d", ""))
+	if a.recs[d].n != 0 || len(a.more[d]) != 1 || a.more[d][0] != (heldScore{metricScorer{"late", "anthropic"}, 0.75}) || len(a.judges) != maxInterned {
+		t.Fatalf("past the bound: slot %+v, beside %+v, %d pairs", a.recs[d], a.more[d], len(a.judges))
+	}
+	e.noteLabel("d", "", map[string]float64{"late": 1}, time.Time{})
+	if l := a.labels[d]; l == nil || !l.paired["late"] || a.series[seriesKey{"late", "anthropic"}].Len() != 1 {
+		t.Fatalf("label past the bound: %+v", l)
+	}
+	// Eviction forgets a slot whole: its key, its trace's entry, what was kept beside it.
+	for k := range a.cfg.MaxRecords {
+		a.entry(fmt.Sprint("n", k), "")
+	}
+	if a.indexed(byKey) != a.cfg.MaxRecords || a.indexed(byTrace) != 0 || len(a.more) != 0 || len(a.labels) != 0 {
+		t.Errorf("after max_records newer records: %d keys, %d traces, %d beside, %d labelled", a.indexed(byKey), a.indexed(byTrace), len(a.more), len(a.labels))
 	}
 }

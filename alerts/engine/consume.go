@@ -20,7 +20,7 @@ func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if r.Labels != nil && len(r.Labels.Values) > 0 && r.TraceID != "" {
-		e.noteLabel(r.TraceID, r.SpanID, r.Service, r.Labels.Values, now) // agreement.go
+		e.noteLabel(r.TraceID, r.SpanID, r.Labels.Values, now) // agreement.go
 	}
 	e.diagRecord(r, now)
 	var err error

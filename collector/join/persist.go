@@ -83,7 +83,7 @@ const (
 type op struct {
 	kind    int
 	traceID string // the trace, pair or session id
-	e       entry  // opSeen
+	e       *entry // opSeen; a pointer keeps the queue's buffer small (opsQueueSize ops live always)
 	exp     time.Time
 	key     string // opDelete
 }
@@ -133,7 +133,7 @@ func (j *Join) writer() {
 func (j *Join) do(ctx context.Context, o op, lookups bool) {
 	switch o.kind {
 	case opSeen:
-		j.persist(ctx, seenPrefix+kvKey(o.e.TraceID), o.e)
+		j.persist(ctx, seenPrefix+kvKey(o.e.TraceID), *o.e)
 	case opPend:
 		j.writePending(ctx, o.traceID)
 	case opCheck:
@@ -187,7 +187,7 @@ func (j *Join) persistSeen(ctx context.Context, e entry) {
 		j.persist(ctx, seenPrefix+kvKey(e.TraceID), e)
 		return
 	}
-	j.enqueue(op{kind: opSeen, e: e})
+	j.enqueue(op{kind: opSeen, e: &e})
 }
 
 func (j *Join) persist(ctx context.Context, key string, e entry) { j.persistValue(ctx, key, e) }
