@@ -69,7 +69,7 @@ type Settings struct {
 	// remembered for feedback and labels arriving later (default 24h).
 	Retention time.Duration
 	// MaxEntries bounds the traces held (default 200000, at most 1<<24); the oldest is
-	// dropped beyond it. Each costs ≈ 61 bytes (BenchmarkJoinMemory), more with feedback
+	// dropped beyond it. Each costs ≈ 53 bytes (BenchmarkJoinMemory), more with feedback
 	// waiting or ids not in OTLP's hex form.
 	MaxEntries int
 	// Next receives every record, with early feedback and labels attached, and its turn and
@@ -509,7 +509,7 @@ func (j *Join) add(ctx context.Context, traceID string, p pending) error {
 	j.mu.Lock()
 	j.expireLocked(now)
 	i := j.tab.find(traceID)
-	if i >= 0 && j.tab.slots[i].flags&flagSeen != 0 {
+	if i >= 0 && j.tab.slots[i].flags()&flagSeen != 0 {
 		return j.forwardLateUnlock(ctx, traceID, i, p)
 	}
 	async := j.async.Load()
@@ -523,7 +523,7 @@ func (j *Join) add(ctx context.Context, traceID string, p pending) error {
 		j.mu.Lock()
 		j.expireLocked(now)
 		i = j.tab.find(traceID)
-		if i >= 0 && j.tab.slots[i].flags&flagSeen != 0 { // the record came meanwhile
+		if i >= 0 && j.tab.slots[i].flags()&flagSeen != 0 { // the record came meanwhile
 			return j.forwardLateUnlock(ctx, traceID, i, p)
 		}
 	}
@@ -637,12 +637,12 @@ func (j *Join) checkRemote(ctx context.Context, now time.Time) {
 	j.mu.Lock()
 	waiting := 0 // only traces with an extra can have feedback waiting: walk the order for them only
 	for i, x := range j.tab.extra {
-		if len(x.pending) > 0 && j.tab.slots[i].flags&flagSeen == 0 {
+		if len(x.pending) > 0 && j.tab.slots[i].flags()&flagSeen == 0 {
 			waiting++
 		}
 	}
 	for i := j.tab.oldest(); i >= 0 && len(ids) < min(waiting, maxRemoteChecks); i = int(j.tab.slots[i].next) - 1 {
-		if x := j.tab.ext(i, "", false); x != nil && len(x.pending) > 0 && j.tab.slots[i].flags&flagSeen == 0 {
+		if x := j.tab.ext(i, "", false); x != nil && len(x.pending) > 0 && j.tab.slots[i].flags()&flagSeen == 0 {
 			ids = append(ids, x.id)
 		}
 	}
@@ -731,7 +731,9 @@ func (j *Join) forwardOrphans(ctx context.Context, orphans []orphan) error {
 func (j *Join) expiry(ns uint8, now time.Time) int64 { return int64(now.Sub(j.base)) + j.ttl[ns] }
 
 // expiresAt is slot i's expiry as a time, for the KV bucket.
-func (j *Join) expiresAt(i int) time.Time { return j.base.Add(time.Duration(j.tab.slots[i].expires)) }
+func (j *Join) expiresAt(i int) time.Time {
+	return j.base.Add(time.Duration(j.tab.slots[i].expiresNS()))
+}
 
 // expireLocked drops expired entries of every namespace; what waited goes to j.late as
 // orphans.
@@ -741,7 +743,7 @@ func (j *Join) expireLocked(now time.Time) {
 	}
 	off := int64(now.Sub(j.base))
 	for ns := range numNS {
-		for i := j.tab.oldestNS(ns); i >= 0 && j.tab.slots[i].expires <= off; i = j.tab.oldestNS(ns) {
+		for i := j.tab.oldestNS(ns); i >= 0 && j.tab.slots[i].expiresNS() <= off; i = j.tab.oldestNS(ns) {
 			j.dropLocked(i, false)
 		}
 	}
@@ -752,7 +754,7 @@ func (j *Join) expireLocked(now time.Time) {
 // not orphan it twice). Traces without feedback simply expire from the bucket by its TTL, and
 // completed pairs stay there as the mark that ignores a third record.
 func (j *Join) dropLocked(i int, evicted bool) {
-	ns := j.tab.slots[i].ns
+	ns := j.tab.slots[i].ns()
 	if x := j.tab.ext(i, "", false); x != nil {
 		switch ns {
 		case nsTrace:

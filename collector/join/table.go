@@ -2,6 +2,7 @@ package join
 
 import (
 	"hash/maphash"
+	"math"
 	"math/bits"
 	"strings"
 	"time"
@@ -16,11 +17,11 @@ import (
 // id) — in memory that the garbage collector
 // never has to scan: a slab of fixed-size slots without pointers, linked in arrival order (the
 // oldest is evicted or expires first), and an open-addressing index from trace id to slot. At
-// the default bound (200,000 traces) that is ≈ 61 bytes per trace instead of ≈ 300 with a map of
+// the default bound (200,000 traces) that is ≈ 53 bytes per trace instead of ≈ 300 with a map of
 // pointers to entries in a container/list.
 //
 // Slab and index live outside the Go heap (internal/offheap), so that the garbage collector's
-// heap goal, about twice the live heap, does not double them in resident memory too (≈ 12 MB
+// heap goal, about twice the live heap, does not double them in resident memory too (≈ 11 MB
 // at the default bound, a third of the process's own memory at 1,000 traces/s). The slab
 // reserves room for max slots up front; the kernel adds its pages as slots are first used.
 //
@@ -67,17 +68,47 @@ type table struct {
 	lastSvc   uint32 // the id of the last service interned: records mostly repeat it
 }
 
-// slot is one remembered trace; it holds no pointers.
+// slot is one remembered trace; it holds no pointers. 48 bytes: every field is packed, as the
+// join keeps one for each of the last max_entries traces.
 type slot struct {
 	id         [16]byte // the trace id decoded from hex, or (flagRawID) two hashes of it
 	span       [8]byte  // the record's span id decoded from hex (flagSpan)
-	expires    int64    // nanoseconds after Join.base
 	time       int64    // the record's time, Unix nanoseconds in UTC (flagTime)
 	prev, next uint32   // arrival order (slot + 1); next also links the free list
-	svc        uint32   // the record's service: id of the interned name, 0 = none
-	flags      uint8
-	ns         uint8 // the key's namespace (in the padding: the slot stays 56 bytes)
+	expires    int32    // whole seconds after Join.base, rounded up (expiresNS)
+	// meta packs the record's service (the id of its interned name, 0 = none: svcBits bits),
+	// the flags (4 bits) and the key's namespace (2 bits).
+	meta uint32
 }
+
+// svcBits holds any service id: ids count the names the slots refer to, at most
+// maxTableEntries.
+const svcBits = 25
+
+func (s *slot) svc() uint32      { return s.meta & (1<<svcBits - 1) }
+func (s *slot) setSvc(id uint32) { s.meta = s.meta&^(1<<svcBits-1) | id }
+func (s *slot) flags() uint8     { return uint8(s.meta>>svcBits) & 0xf }
+func (s *slot) setFlags(f uint8) { s.meta = s.meta&^(0xf<<svcBits) | uint32(f)<<svcBits }
+func (s *slot) ns() uint8        { return uint8(s.meta >> (svcBits + 4)) }
+
+// newSlot is a slot of namespace ns for key id, expiring expires nanoseconds after Join.base.
+func newSlot(id [16]byte, ns uint8, expires int64) slot {
+	return slot{id: id, expires: expirySeconds(expires), meta: uint32(ns) << (svcBits + 4)}
+}
+
+// expirySeconds rounds an expiry in nanoseconds after Join.base up to whole seconds: an entry
+// lives less than a second longer than asked, within the sweep's own granularity (a second at
+// least). Division truncates towards zero, which rounds a past expiry (negative) up too.
+func expirySeconds(ns int64) int32 {
+	sec := ns / int64(time.Second)
+	if ns%int64(time.Second) > 0 {
+		sec++
+	}
+	return int32(min(max(sec, math.MinInt32), math.MaxInt32))
+}
+
+// expiresNS is the slot's expiry in nanoseconds after Join.base.
+func (s *slot) expiresNS() int64 { return int64(s.expires) * int64(time.Second) }
 
 // Namespaces of the table's keys.
 const (
@@ -192,7 +223,7 @@ func (t *table) lookup(k traceKey, traceID string) int {
 		if cd == d {
 			i := c&idxMask - 1
 			s := &t.slots[i]
-			if s.id == k.id && s.ns == k.ns && (s.flags&flagRawID != 0) == k.raw && (!k.raw || t.rawIDs[i] == traceID) {
+			if s.id == k.id && s.ns() == k.ns && (s.flags()&flagRawID != 0) == k.raw && (!k.raw || t.rawIDs[i] == traceID) {
 				return int(i)
 			}
 		}
@@ -219,9 +250,9 @@ func (t *table) add(k traceKey, traceID string, expires int64) int {
 		t.slots = t.slots[:i+1]
 	}
 	s := &t.slots[i]
-	*s = slot{id: k.id, expires: expires, ns: k.ns}
+	*s = newSlot(k.id, k.ns, expires)
 	if k.raw {
-		s.flags = flagRawID
+		s.setFlags(flagRawID)
 		t.rawIDs[i] = traceID
 	}
 	t.link(i)
@@ -236,7 +267,7 @@ func (t *table) add(k traceKey, traceID string, expires int64) int {
 // remove forgets slot i. Its extra, if any, is dropped: callers take what they need first.
 func (t *table) remove(i int) {
 	s := &t.slots[i]
-	pos := t.hash(&s.id, s.ns) & t.mask
+	pos := t.hash(&s.id, s.ns()) & t.mask
 	idxMask := uint32(1)<<t.idxBits - 1
 	for t.cells[pos]&idxMask != uint32(i)+1 {
 		pos = (pos + 1) & t.mask
@@ -252,12 +283,12 @@ func (t *table) remove(i int) {
 		pos = next
 	}
 	t.unlink(uint32(i))
-	t.svcUnref(s.svc)
-	if s.flags&flagRawID != 0 {
+	t.svcUnref(s.svc())
+	if s.flags()&flagRawID != 0 {
 		delete(t.rawIDs, uint32(i))
 	}
 	delete(t.extra, uint32(i))
-	t.count[s.ns]--
+	t.count[s.ns()]--
 	*s = slot{next: t.free}
 	t.free = uint32(i) + 1
 	t.n--
@@ -266,7 +297,7 @@ func (t *table) remove(i int) {
 // place puts slot i's cell into the index; false when a cell would land too far from its
 // home, leaving some cell (maybe i's) out: the caller rebuilds the index then.
 func (t *table) place(i uint32) bool {
-	pos := t.hash(&t.slots[i].id, t.slots[i].ns) & t.mask
+	pos := t.hash(&t.slots[i].id, t.slots[i].ns()) & t.mask
 	cur, d := i+1, uint32(0)
 	for {
 		c := t.cells[pos]
@@ -310,7 +341,7 @@ func (t *table) rebuild(size int) {
 
 func (t *table) link(i uint32) {
 	s := &t.slots[i]
-	ns := s.ns
+	ns := s.ns()
 	s.prev, s.next = t.tail[ns], 0
 	if t.tail[ns] != 0 {
 		t.slots[t.tail[ns]-1].next = i + 1
@@ -322,7 +353,7 @@ func (t *table) link(i uint32) {
 
 func (t *table) unlink(i uint32) {
 	s := &t.slots[i]
-	ns := s.ns
+	ns := s.ns()
 	if s.prev != 0 {
 		t.slots[s.prev-1].next = s.next
 	} else {
@@ -340,7 +371,7 @@ func (t *table) unlink(i uint32) {
 func (t *table) touch(i int, expires int64) {
 	t.unlink(uint32(i))
 	t.link(uint32(i))
-	t.slots[i].expires = expires
+	t.slots[i].expires = expirySeconds(expires)
 }
 
 // oldest returns the oldest trace slot, or -1.
@@ -378,10 +409,10 @@ func (t *table) pendingOf(i int) []pending {
 // setSeen records that the record of slot i (its trace traceID) was seen, with its ids.
 func (t *table) setSeen(i int, traceID, service, spanID string, rt time.Time) {
 	s := &t.slots[i]
-	s.flags = s.flags&flagRawID | flagSeen
-	if id := t.svcRef(service); id != s.svc {
-		t.svcUnref(s.svc)
-		s.svc = id
+	s.setFlags(s.flags()&flagRawID | flagSeen)
+	if id := t.svcRef(service); id != s.svc() {
+		t.svcUnref(s.svc())
+		s.setSvc(id)
 	} else {
 		t.svcUnref(id) // the slot already held a reference
 	}
@@ -392,7 +423,7 @@ func (t *table) setSeen(i int, traceID, service, spanID string, rt time.Time) {
 	switch {
 	case spanID == "":
 	case len(spanID) == 16 && hexid.Decode(s.span[:], spanID):
-		s.flags |= flagSpan
+		s.setFlags(s.flags() | flagSpan)
 	default:
 		x = t.ext(i, traceID, true)
 		x.spanID = spanID
@@ -400,7 +431,7 @@ func (t *table) setSeen(i int, traceID, service, spanID string, rt time.Time) {
 	if !rt.IsZero() {
 		if ns := rt.UnixNano(); time.Unix(0, ns).UTC() == rt {
 			s.time = ns
-			s.flags |= flagTime
+			s.setFlags(s.flags() | flagTime)
 		} else {
 			x = t.ext(i, traceID, true)
 			x.recordTime = rt
@@ -412,16 +443,16 @@ func (t *table) setSeen(i int, traceID, service, spanID string, rt time.Time) {
 // seen returns the record ids of slot i: whether it was seen, its service, span id and time.
 func (t *table) seen(i int) (ok bool, service, spanID string, rt time.Time) {
 	s := &t.slots[i]
-	if s.flags&flagSeen == 0 {
+	if s.flags()&flagSeen == 0 {
 		return false, "", "", time.Time{}
 	}
-	if s.svc != 0 {
-		service = t.svcNames[s.svc-1]
+	if id := s.svc(); id != 0 {
+		service = t.svcNames[id-1]
 	}
-	if s.flags&flagSpan != 0 {
+	if s.flags()&flagSpan != 0 {
 		spanID = hexid.Encode(s.span[:])
 	}
-	if s.flags&flagTime != 0 {
+	if s.flags()&flagTime != 0 {
 		rt = time.Unix(0, s.time).UTC()
 	}
 	if x := t.extra[uint32(i)]; x != nil {

@@ -2,6 +2,7 @@ package join
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -14,8 +15,58 @@ import (
 
 func TestSlotSize(t *testing.T) {
 	// The per-trace cost: keep it in mind before adding a field.
-	if got := unsafe.Sizeof(slot{}); got != 56 {
-		t.Fatalf("slot is %d bytes, want 56", got)
+	if got := unsafe.Sizeof(slot{}); got != 48 {
+		t.Fatalf("slot is %d bytes, want 48", got)
+	}
+}
+
+// The packed fields keep their values whatever the others hold: the largest service id next
+// to every flag and the last namespace.
+func TestSlotPacking(t *testing.T) {
+	allFlags := flagSeen | flagRawID | flagSpan | flagTime
+	for _, ns := range []uint8{nsTrace, nsPair, nsSession} {
+		for _, svc := range []uint32{0, 1, maxTableEntries} {
+			for _, f := range []uint8{0, flagSeen, allFlags} {
+				s := newSlot([16]byte{1}, ns, 0)
+				s.setSvc(svc)
+				s.setFlags(f)
+				if s.ns() != ns || s.svc() != svc || s.flags() != f {
+					t.Errorf("ns %d svc %d flags %#x: read back %d %d %#x", ns, svc, f, s.ns(), s.svc(), s.flags())
+				}
+				s.setSvc(0)
+				s.setFlags(allFlags)
+				if s.ns() != ns || s.svc() != 0 || s.flags() != allFlags {
+					t.Errorf("ns %d: after setting svc 0 and every flag: %d %d %#x", ns, s.ns(), s.svc(), s.flags())
+				}
+			}
+		}
+	}
+}
+
+// Expiries round up to whole seconds after the join's base, never down: an entry is not
+// dropped before its time.
+func TestExpirySeconds(t *testing.T) {
+	for _, tc := range []struct {
+		ns   int64
+		want int32
+	}{
+		{0, 0},
+		{1, 1},
+		{int64(time.Second), 1},
+		{int64(time.Second) + 1, 2},
+		{int64(24 * time.Hour), 86400},
+		{-1, 0}, // an expiry already past when loaded from the KV bucket
+		{-int64(time.Second) - 1, -1},
+		{math.MaxInt64, math.MaxInt32},
+		{math.MinInt64, math.MinInt32},
+	} {
+		got := expirySeconds(tc.ns)
+		if got != tc.want {
+			t.Errorf("expirySeconds(%d) = %d, want %d", tc.ns, got, tc.want)
+		}
+		if s := (slot{expires: got}); tc.ns > math.MinInt64/2 && tc.ns < math.MaxInt64/2 && s.expiresNS() < tc.ns {
+			t.Errorf("expiresNS = %d, before %d", s.expiresNS(), tc.ns)
+		}
 	}
 }
 
@@ -52,7 +103,7 @@ func checkTable(t *testing.T, tab *table, order []string, absent []string) {
 		}
 		cells++
 		i := c&idxMask - 1
-		home := tab.hash(&tab.slots[i].id, tab.slots[i].ns) & tab.mask
+		home := tab.hash(&tab.slots[i].id, tab.slots[i].ns()) & tab.mask
 		if want := (uint64(pos) - home) & tab.mask; uint64(c>>tab.idxBits) != want {
 			t.Fatalf("cell %d: distance %d, want %d", pos, c>>tab.idxBits, want)
 		}
@@ -64,7 +115,7 @@ func checkTable(t *testing.T, tab *table, order []string, absent []string) {
 
 func idOf(tab *table, i int) string {
 	s := tab.slots[i]
-	if s.flags&flagRawID != 0 {
+	if s.flags()&flagRawID != 0 {
 		return tab.rawIDs[uint32(i)]
 	}
 	return hexid.Encode(s.id[:])
