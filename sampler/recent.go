@@ -3,15 +3,17 @@ package sampler
 import (
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"sync"
 	"time"
 
+	"github.com/ragwatch/ragwatch/internal/offheap"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
 // entryBytes is what one entry costs without content: its 32-byte slot in the ring and its
-// map entry (a uint64 key and value, with the map's control bytes and spare capacity), rounded
-// up. BenchmarkRecentEntryMemory measures it.
+// index cells (4 bytes each, at least two per slot), rounded up. Both live outside the Go heap;
+// BenchmarkRecentEntryMemory measures them.
 const entryBytes = 64
 
 // state is what feedback arriving later may still do with an entry.
@@ -29,27 +31,31 @@ const (
 // queued again, and a record whose decision feedback may still change (stateOpen) keeps its
 // content so that it can be sent to scoring then. Other entries hold no content.
 //
-// The entries are slots without pointers in a ring, oldest first, found through a map from a
-// seeded 64-bit hash of the record key to the entry's sequence number; the only pointers are the
-// kept records, in a parallel slice allocated the first time content is kept. So an entry
-// without content costs entryBytes and no allocation once the ring has grown, and the collector
-// scans one word per slot only when content is kept at all. max_records bounds the slots: a key
-// put again leaves its old slot empty until it is the oldest. Two live keys with the same hash
-// (odds about n/2^64 for each lookup) are told apart when the entry holds its record; otherwise
-// one record's decision answers for the other.
+// The entries are slots without pointers in a ring, oldest first, found through a linear-probing
+// index of ring positions keyed by a seeded 64-bit hash of the record key. Ring and index live
+// outside the Go heap (internal/offheap), so the garbage collector's heap goal does not double
+// them in resident memory; the only pointers are the kept records, in a parallel slice
+// allocated the first time content is kept. So an entry without content costs entryBytes and no
+// allocation once the ring has grown. max_records bounds the slots: a key put again leaves its
+// old slot empty until it is the oldest. Two live keys with the same hash (odds about n/2^64 for
+// each lookup) are told apart when the entry holds its record; otherwise one record's decision
+// answers for the other.
 type recent struct {
 	maxRecords int
 	maxBytes   int64
 	ttl        time.Duration
 	seed       maphash.Seed
 
-	mu      sync.Mutex       // guards all below
-	slots   []slot           // ring; the n live slots start at head
-	recs    []*record.Record // the kept records, parallel to slots; nil until one is kept
+	mu      sync.Mutex             // guards all below
+	slotMem *offheap.Array[slot]   // the ring's memory
+	slots   []slot                 // ring; the n slots in use start at head
+	recs    []*record.Record       // the kept records, parallel to slots; nil until one is kept
+	cellMem *offheap.Array[uint32] // the index's memory
+	cells   []uint32               // ring position + 1 of each live slot; 0 is empty
+	mask    uint64
 	head, n int
-	first   uint64            // sequence number of slots[head]
-	byKey   map[uint64]uint64 // key hash → sequence number of its slot
-	epoch   time.Time         // slot times count from here (the first put)
+	live    int       // slots not dead: the index's entries
+	epoch   time.Time // slot times count from here (the first put)
 	bytes   int64
 	content int // slots holding a record
 }
@@ -71,7 +77,7 @@ type entry struct {
 }
 
 func newRecent(maxRecords int, maxBytes int64, ttl time.Duration) *recent {
-	return &recent{maxRecords: maxRecords, maxBytes: maxBytes, ttl: ttl, seed: maphash.MakeSeed(), byKey: map[uint64]uint64{}}
+	return &recent{maxRecords: maxRecords, maxBytes: maxBytes, ttl: ttl, seed: maphash.MakeSeed()}
 }
 
 // hash hashes r.Key() without building it.
@@ -108,8 +114,8 @@ func (c *recent) put(r *record.Record, p float64, st state, keep bool, now time.
 	if c.epoch.IsZero() {
 		c.epoch = now
 	}
-	if seq, ok := c.byKey[h]; ok {
-		c.kill(c.index(seq)) // its map entry is overwritten below
+	if i, cell := c.find(h); i >= 0 {
+		c.kill(i, cell)
 	}
 	if c.n == c.maxRecords {
 		c.pop()
@@ -117,7 +123,7 @@ func (c *recent) put(r *record.Record, p float64, st state, keep bool, now time.
 	if c.n == len(c.slots) {
 		c.grow()
 	}
-	i := c.index(c.first + uint64(c.n))
+	i := (c.head + c.n) % len(c.slots)
 	c.slots[i] = slot{hash: h, at: int64(now.Sub(c.epoch)), p: p, size: uint32(size), state: st}
 	if cp != nil {
 		if c.recs == nil {
@@ -126,7 +132,7 @@ func (c *recent) put(r *record.Record, p float64, st state, keep bool, now time.
 		c.recs[i] = cp
 		c.content++
 	}
-	c.byKey[h] = c.first + uint64(c.n)
+	c.index(i)
 	c.n++
 	c.bytes += size
 	c.evict(now)
@@ -138,11 +144,10 @@ func (c *recent) get(r *record.Record, now time.Time) (entry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.evict(now)
-	seq, ok := c.byKey[h]
-	if !ok {
+	i, _ := c.find(h)
+	if i < 0 {
 		return entry{}, false
 	}
-	i := c.index(seq)
 	s := c.slots[i]
 	e := entry{p: s.p, sampled: s.state == stateSampled, settled: s.state == stateSettled}
 	if c.recs != nil {
@@ -159,11 +164,10 @@ func (c *recent) markSampled(r *record.Record, p float64) {
 	h := c.hash(r)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	seq, ok := c.byKey[h]
-	if !ok {
+	i, _ := c.find(h)
+	if i < 0 {
 		return
 	}
-	i := c.index(seq)
 	c.drop(i)
 	s := &c.slots[i]
 	c.bytes += entryBytes - int64(s.size)
@@ -174,7 +178,7 @@ func (c *recent) markSampled(r *record.Record, p float64) {
 func (c *recent) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.byKey)
+	return c.live
 }
 
 // stats returns the bytes counted against max_bytes and how many entries hold content.
@@ -184,9 +188,46 @@ func (c *recent) stats() (bytes int64, content int) {
 	return c.bytes, c.content
 }
 
-// index returns the ring position of a live sequence number. Callers hold mu.
-func (c *recent) index(seq uint64) int {
-	return (c.head + int(seq-c.first)) % len(c.slots)
+// find returns the ring position of the live slot with hash h and its index cell, or -1.
+// Callers hold mu.
+func (c *recent) find(h uint64) (i int, cell uint64) {
+	if c.live == 0 {
+		return -1, 0
+	}
+	for cell = h & c.mask; ; cell = (cell + 1) & c.mask {
+		v := c.cells[cell]
+		if v == 0 {
+			return -1, cell
+		}
+		if c.slots[v-1].hash == h {
+			return int(v - 1), cell
+		}
+	}
+}
+
+// index adds the live slot at ring position i to the index (its hash absent). Callers hold mu.
+func (c *recent) index(i int) {
+	cell := c.slots[i].hash & c.mask
+	for c.cells[cell] != 0 {
+		cell = (cell + 1) & c.mask
+	}
+	c.cells[cell] = uint32(i) + 1
+	c.live++
+}
+
+// unindex empties cell and moves the cells after it back, so that every hash stays reachable
+// from its home cell without tombstones. Callers hold mu.
+func (c *recent) unindex(cell uint64) {
+	for j := (cell + 1) & c.mask; c.cells[j] != 0; j = (j + 1) & c.mask {
+		home := c.slots[c.cells[j]-1].hash & c.mask
+		// The cell at j may move back when its home is not cyclically in (cell, j].
+		if (j-home)&c.mask >= (j-cell)&c.mask {
+			c.cells[cell] = c.cells[j]
+			cell = j
+		}
+	}
+	c.cells[cell] = 0
+	c.live--
 }
 
 // evict drops the oldest entries past any bound. Callers hold mu.
@@ -203,23 +244,21 @@ func (c *recent) evict(now time.Time) {
 
 // pop drops the oldest slot. Callers hold mu.
 func (c *recent) pop() {
-	if s := c.slots[c.head]; s.state != stateDead {
-		delete(c.byKey, s.hash) // a live slot is the one its hash maps to: a newer put kills it
+	if c.slots[c.head].state != stateDead {
+		// A live slot is the one its hash finds: a newer put kills the older.
+		_, cell := c.find(c.slots[c.head].hash)
+		c.kill(c.head, cell)
 	}
-	c.kill(c.head)
 	c.slots[c.head] = slot{}
 	c.head = (c.head + 1) % len(c.slots)
-	c.first++
 	c.n--
 }
 
-// kill empties slot i; the slot stays in the ring until it is the oldest. The map entry for its
-// hash, which points to it while it is live, is left to the caller. Callers hold mu.
-func (c *recent) kill(i int) {
+// kill empties the live slot i, found at index cell; the slot stays in the ring until it is
+// the oldest. Callers hold mu.
+func (c *recent) kill(i int, cell uint64) {
+	c.unindex(cell)
 	s := &c.slots[i]
-	if s.state == stateDead {
-		return
-	}
 	c.drop(i)
 	c.bytes -= int64(s.size)
 	s.state, s.size = stateDead, 0
@@ -233,19 +272,35 @@ func (c *recent) drop(i int) {
 	}
 }
 
-// grow doubles the ring, up to max_records, with the oldest slot first. Callers hold mu.
+// grow doubles the ring, up to max_records, with the oldest slot first, and indexes it again
+// in twice as many cells. Callers hold mu.
 func (c *recent) grow() {
 	size := min(max(2*len(c.slots), 64), c.maxRecords)
-	slots := make([]slot, size)
-	k := copy(slots, c.slots[c.head:])
-	copy(slots[k:], c.slots[:c.head])
+	mem := offheap.New[slot](size)
+	slots := mem.Slice()
+	k := copy(slots, c.slots[c.head:c.head+min(c.n, len(c.slots)-c.head)])
+	copy(slots[k:], c.slots[:c.n-k])
 	if c.recs != nil {
 		recs := make([]*record.Record, size)
-		k := copy(recs, c.recs[c.head:])
-		copy(recs[k:], c.recs[:c.head])
+		k := copy(recs, c.recs[c.head:c.head+min(c.n, len(c.recs)-c.head)])
+		copy(recs[k:], c.recs[:c.n-k])
 		c.recs = recs
 	}
-	c.slots, c.head = slots, 0
+	if c.slotMem != nil {
+		c.slotMem.Free() // nothing refers to the old ring any more
+	}
+	c.slotMem, c.slots, c.head = mem, slots, 0
+	cells := 1 << bits.Len(uint(2*size-1))
+	if c.cellMem != nil {
+		c.cellMem.Free()
+	}
+	c.cellMem = offheap.New[uint32](cells)
+	c.cells, c.mask, c.live = c.cellMem.Slice(), uint64(cells-1), 0
+	for i := range c.n {
+		if c.slots[i].state != stateDead {
+			c.index(i)
+		}
+	}
 }
 
 // sameKey reports whether a and b have the same Key, without building it when it can.

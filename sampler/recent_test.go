@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ragwatch/ragwatch/internal/record"
 )
@@ -167,7 +168,10 @@ func TestRecentHashCollisionWithContent(t *testing.T) {
 	if e, ok := c.get(a, now); !ok || e.rec.Query != "a" {
 		t.Fatalf("get(a) = %+v, %v", e, ok)
 	}
-	c.byKey[c.hash(b)] = c.byKey[c.hash(a)] // as if b hashed like a
+	i, cell := c.find(c.hash(a)) // as if a hashed like b
+	c.unindex(cell)
+	c.slots[i].hash = c.hash(b)
+	c.index(i)
 	if e, ok := c.get(b, now); ok {
 		t.Fatalf("get(b) found a's entry %+v", e)
 	}
@@ -184,8 +188,9 @@ func TestRecentDisabled(t *testing.T) {
 	}
 }
 
-// BenchmarkRecentEntryMemory measures the heap one entry without content holds (entryBytes
-// should not be below it): 10,000 entries, all the cache holds by default.
+// BenchmarkRecentEntryMemory measures what one entry without content holds, on the Go heap and
+// outside it (entryBytes should not be below their sum): 10,000 entries, all the cache holds by
+// default.
 func BenchmarkRecentEntryMemory(b *testing.B) {
 	const n = 10000
 	recs := make([]*record.Record, n)
@@ -193,7 +198,7 @@ func BenchmarkRecentEntryMemory(b *testing.B) {
 		recs[i] = &record.Record{TraceID: fmt.Sprintf("%032x", i)}
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var held float64
+	var held, off float64
 	for i := 0; i < b.N; i++ {
 		var before, after runtimeMem
 		before.read()
@@ -203,9 +208,11 @@ func BenchmarkRecentEntryMemory(b *testing.B) {
 		}
 		after.read()
 		held = float64(after.heap-before.heap) / n
+		off = float64(len(c.slots)*int(unsafe.Sizeof(slot{}))+4*len(c.cells)) / n
 		if c.len() != n {
 			b.Fatal(c.len())
 		}
 	}
 	b.ReportMetric(held, "heap-B/entry")
+	b.ReportMetric(off, "offheap-B/entry")
 }
