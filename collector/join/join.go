@@ -69,7 +69,7 @@ type Settings struct {
 	// remembered for feedback and labels arriving later (default 24h).
 	Retention time.Duration
 	// MaxEntries bounds the traces held (default 200000, at most 1<<24); the oldest is
-	// dropped beyond it. Each costs ≈ 53 bytes (BenchmarkJoinMemory), more with feedback
+	// dropped beyond it. Each costs ≈ 45 bytes (BenchmarkJoinMemory), more with feedback
 	// waiting or ids not in OTLP's hex form.
 	MaxEntries int
 	// Next receives every record, with early feedback and labels attached, and its turn and
@@ -378,7 +378,7 @@ func (j *Join) ConsumeRecord(ctx context.Context, r *record.Record) error {
 		}
 		j.tab.touch(i, j.expiry(nsTrace, now))
 	}
-	j.tab.setSeen(i, r.TraceID, r.Service, r.SpanID, r.Time)
+	j.tab.setSeen(i, r.TraceID, r.Service, r.SpanID)
 	var seen, pend entry
 	if persistSeen {
 		seen = entry{TraceID: r.TraceID, Seen: true, Service: r.Service, SpanID: r.SpanID, RecordTime: r.Time, Expires: j.expiresAt(i)}
@@ -560,7 +560,7 @@ func (j *Join) add(ctx context.Context, traceID string, p pending) error {
 // forwardLateUnlock sends feedback or a label for the seen record in slot i on alone. Called
 // with j.mu held; releases it.
 func (j *Join) forwardLateUnlock(ctx context.Context, traceID string, i int, p pending) error {
-	_, service, spanID, _ := j.tab.seen(i)
+	_, service, spanID := j.tab.seen(i)
 	j.mu.Unlock()
 	if p.SpanID != "" {
 		spanID = p.SpanID
@@ -604,7 +604,7 @@ func (j *Join) joinRemote(ctx context.Context, st entry, extra *pending) error {
 	if extra != nil {
 		taken = append(taken, *extra)
 	}
-	j.tab.setSeen(i, st.TraceID, st.Service, st.SpanID, st.RecordTime)
+	j.tab.setSeen(i, st.TraceID, st.Service, st.SpanID)
 	pend := j.pendStateLocked(i, st.TraceID)
 	j.gaugesLocked()
 	j.mu.Unlock()

@@ -23,7 +23,7 @@ type entry struct {
 	Seen       bool      `json:"seen,omitempty"`
 	Service    string    `json:"svc,omitempty"`
 	SpanID     string    `json:"span,omitempty"`
-	RecordTime time.Time `json:"rt,omitzero"`
+	RecordTime time.Time `json:"rt,omitzero"` // written for the bucket's readers; the join keeps no record time
 	Pending    []pending `json:"p,omitempty"`
 	Expires    time.Time `json:"exp"`
 }
@@ -395,7 +395,7 @@ func (j *Join) load(ctx context.Context) error {
 		}
 		i := j.tab.add(j.tab.key(e.TraceID), e.TraceID, int64(e.Expires.Sub(j.base)))
 		if e.Seen {
-			j.tab.setSeen(i, e.TraceID, e.Service, e.SpanID, e.RecordTime)
+			j.tab.setSeen(i, e.TraceID, e.Service, e.SpanID)
 		}
 		if len(e.Pending) > 0 {
 			j.tab.ext(i, e.TraceID, true).pending = e.Pending

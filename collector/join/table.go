@@ -17,19 +17,18 @@ import (
 // id) — in memory that the garbage collector
 // never has to scan: a slab of fixed-size slots without pointers, linked in arrival order (the
 // oldest is evicted or expires first), and an open-addressing index from trace id to slot. At
-// the default bound (200,000 traces) that is ≈ 53 bytes per trace instead of ≈ 300 with a map of
+// the default bound (200,000 traces) that is ≈ 45 bytes per trace instead of ≈ 300 with a map of
 // pointers to entries in a container/list.
 //
 // Slab and index live outside the Go heap (internal/offheap), so that the garbage collector's
-// heap goal, about twice the live heap, does not double them in resident memory too (≈ 11 MB
+// heap goal, about twice the live heap, does not double them in resident memory too (≈ 9 MB
 // at the default bound, a third of the process's own memory at 1,000 traces/s). The slab
 // reserves room for max slots up front; the kernel adds its pages as slots are first used.
 //
 // A trace id of 32 lowercase hex characters (what OTLP carries) is kept as its 16 bytes; a
-// span id of 16 as its 8; a record time in UTC as Unix nanoseconds; the service as a reference
-// to one shared copy of its name. Whatever does not fit goes to small side maps, so nothing
-// is lost: other trace ids to rawIDs (≈ 118 bytes per trace in all), other span ids and time
-// zones and feedback waiting for its record to extra.
+// span id of 16 as its 8; the service as a reference to one shared copy of its name.
+// Whatever does not fit goes to small side maps, so nothing is lost: other trace ids to rawIDs
+// (≈ 102 bytes per trace in all), other span ids and feedback waiting for its record to extra.
 //
 // Every slot carries its namespace (nsTrace, nsPair, nsSession): the index is shared, ids of
 // different namespaces never match, and each namespace has its own arrival list and bound, so
@@ -68,16 +67,16 @@ type table struct {
 	lastSvc   uint32 // the id of the last service interned: records mostly repeat it
 }
 
-// slot is one remembered trace; it holds no pointers. 48 bytes: every field is packed, as the
-// join keeps one for each of the last max_entries traces.
+// slot is one remembered trace; it holds no pointers. 40 bytes: every field is packed, as the
+// join keeps one for each of the last max_entries traces. The record's time is not kept:
+// nothing joined later needs it (feedback and labels carry their own).
 type slot struct {
 	id         [16]byte // the trace id decoded from hex, or (flagRawID) two hashes of it
 	span       [8]byte  // the record's span id decoded from hex (flagSpan)
-	time       int64    // the record's time, Unix nanoseconds in UTC (flagTime)
 	prev, next uint32   // arrival order (slot + 1); next also links the free list
 	expires    int32    // whole seconds after Join.base, rounded up (expiresNS)
 	// meta packs the record's service (the id of its interned name, 0 = none: svcBits bits),
-	// the flags (4 bits) and the key's namespace (2 bits).
+	// the flags (4 bits, one spare) and the key's namespace (2 bits).
 	meta uint32
 }
 
@@ -122,19 +121,17 @@ const (
 	flagSeen  uint8 = 1 << iota // the record was seen (here or, joined remotely, elsewhere)
 	flagRawID                   // id is a hash: the trace id itself is in rawIDs
 	flagSpan                    // span holds the record's span id
-	flagTime                    // time holds the record's time
 )
 
 // extra is what a slot cannot hold. Few traces have one: those with feedback or labels
 // waiting for their record, and those whose span id or time are not in the OTLP form. Every
 // pair and session slot has one: its state.
 type extra struct {
-	id         string    // the key's id (trace, pair or session id)
-	spanID     string    // a span id that is not 16 lowercase hex characters
-	recordTime time.Time // a record time that is not UTC Unix nanoseconds
-	pending    []pending
-	pair       *pairState    // nsPair
-	sess       *sessionState // nsSession
+	id      string // the key's id (trace, pair or session id)
+	spanID  string // a span id that is not 16 lowercase hex characters
+	pending []pending
+	pair    *pairState    // nsPair
+	sess    *sessionState // nsSession
 }
 
 // maxTableEntries bounds max_entries so that a slot index and a probe distance of at least
@@ -393,7 +390,7 @@ func (t *table) ext(i int, traceID string, create bool) *extra {
 // tidy drops slot i's extra when the slot holds everything again.
 func (t *table) tidy(i int) {
 	x := t.extra[uint32(i)]
-	if x != nil && x.spanID == "" && x.recordTime.IsZero() && len(x.pending) == 0 && x.pair == nil && x.sess == nil {
+	if x != nil && x.spanID == "" && len(x.pending) == 0 && x.pair == nil && x.sess == nil {
 		delete(t.extra, uint32(i))
 	}
 }
@@ -407,7 +404,7 @@ func (t *table) pendingOf(i int) []pending {
 }
 
 // setSeen records that the record of slot i (its trace traceID) was seen, with its ids.
-func (t *table) setSeen(i int, traceID, service, spanID string, rt time.Time) {
+func (t *table) setSeen(i int, traceID, service, spanID string) {
 	s := &t.slots[i]
 	s.setFlags(s.flags()&flagRawID | flagSeen)
 	if id := t.svcRef(service); id != s.svc() {
@@ -418,7 +415,7 @@ func (t *table) setSeen(i int, traceID, service, spanID string, rt time.Time) {
 	}
 	x := t.extra[uint32(i)]
 	if x != nil {
-		x.spanID, x.recordTime = "", time.Time{}
+		x.spanID = ""
 	}
 	switch {
 	case spanID == "":
@@ -428,23 +425,14 @@ func (t *table) setSeen(i int, traceID, service, spanID string, rt time.Time) {
 		x = t.ext(i, traceID, true)
 		x.spanID = spanID
 	}
-	if !rt.IsZero() {
-		if ns := rt.UnixNano(); time.Unix(0, ns).UTC() == rt {
-			s.time = ns
-			s.setFlags(s.flags() | flagTime)
-		} else {
-			x = t.ext(i, traceID, true)
-			x.recordTime = rt
-		}
-	}
 	t.tidy(i)
 }
 
-// seen returns the record ids of slot i: whether it was seen, its service, span id and time.
-func (t *table) seen(i int) (ok bool, service, spanID string, rt time.Time) {
+// seen returns the record ids of slot i: whether it was seen, its service and span id.
+func (t *table) seen(i int) (ok bool, service, spanID string) {
 	s := &t.slots[i]
 	if s.flags()&flagSeen == 0 {
-		return false, "", "", time.Time{}
+		return false, "", ""
 	}
 	if id := s.svc(); id != 0 {
 		service = t.svcNames[id-1]
@@ -452,18 +440,10 @@ func (t *table) seen(i int) (ok bool, service, spanID string, rt time.Time) {
 	if s.flags()&flagSpan != 0 {
 		spanID = hexid.Encode(s.span[:])
 	}
-	if s.flags()&flagTime != 0 {
-		rt = time.Unix(0, s.time).UTC()
+	if x := t.extra[uint32(i)]; x != nil && x.spanID != "" {
+		spanID = x.spanID
 	}
-	if x := t.extra[uint32(i)]; x != nil {
-		if x.spanID != "" {
-			spanID = x.spanID
-		}
-		if !x.recordTime.IsZero() {
-			rt = x.recordTime
-		}
-	}
-	return true, service, spanID, rt
+	return true, service, spanID
 }
 
 // svcRef returns the id of the interned service name, adding a reference.

@@ -15,15 +15,15 @@ import (
 
 func TestSlotSize(t *testing.T) {
 	// The per-trace cost: keep it in mind before adding a field.
-	if got := unsafe.Sizeof(slot{}); got != 48 {
-		t.Fatalf("slot is %d bytes, want 48", got)
+	if got := unsafe.Sizeof(slot{}); got != 40 {
+		t.Fatalf("slot is %d bytes, want 40", got)
 	}
 }
 
 // The packed fields keep their values whatever the others hold: the largest service id next
 // to every flag and the last namespace.
 func TestSlotPacking(t *testing.T) {
-	allFlags := flagSeen | flagRawID | flagSpan | flagTime
+	allFlags := flagSeen | flagRawID | flagSpan
 	for _, ns := range []uint8{nsTrace, nsPair, nsSession} {
 		for _, svc := range []uint32{0, 1, maxTableEntries} {
 			for _, f := range []uint8{0, flagSeen, allFlags} {
@@ -192,27 +192,22 @@ func TestTableKeepsIDsExactly(t *testing.T) {
 	if tab.find(lower) == tab.find(upper) || len(tab.rawIDs) != 4 || len(tab.extra) != 0 {
 		t.Fatalf("lower=%d upper=%d raw=%d extra=%d", tab.find(lower), tab.find(upper), len(tab.rawIDs), len(tab.extra))
 	}
-	paris := time.FixedZone("CET", 3600)
-	ts := time.Date(2026, 11, 29, 12, 0, 0, 5, time.UTC)
 	tests := []struct {
 		service, span string
-		time          time.Time
 		extra         bool
 	}{
-		{"support-bot", "00f067aa0ba902b7", ts, false},
-		{"", "", time.Time{}, false},
-		{"search", "00F067AA0BA902B7", ts, true},
-		{"search", "turn-1", ts, true},
-		{"search", "", ts.In(paris), true},
-		{"search", "", time.Now(), true}, // with a monotonic reading
-		{"search", "", time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), true},
+		{"support-bot", "00f067aa0ba902b7", false},
+		{"", "", false},
+		{"search", "00F067AA0BA902B7", true},
+		{"search", "turn-1", true},
+		{"search", "", false},
 	}
 	i := tab.find(lower)
 	for _, tt := range tests {
-		tab.setSeen(i, lower, tt.service, tt.span, tt.time)
-		ok, service, span, rt := tab.seen(i)
-		if !ok || service != tt.service || span != tt.span || rt != tt.time {
-			t.Errorf("seen = %v %q %q %v, want %q %q %v", ok, service, span, rt, tt.service, tt.span, tt.time)
+		tab.setSeen(i, lower, tt.service, tt.span)
+		ok, service, span := tab.seen(i)
+		if !ok || service != tt.service || span != tt.span {
+			t.Errorf("seen = %v %q %q, want %q %q", ok, service, span, tt.service, tt.span)
 		}
 		if got := tab.extra[uint32(i)] != nil; got != tt.extra {
 			t.Errorf("%+v: extra = %v, want %v", tt, got, tt.extra)
@@ -226,10 +221,10 @@ func TestTableInternsServices(t *testing.T) {
 	ids := []string{"a", "b", "c"}
 	for _, id := range ids {
 		i := tab.add(tab.key(id), id, 0)
-		tab.setSeen(i, id, "support-bot", "", time.Time{})
+		tab.setSeen(i, id, "support-bot", "")
 	}
-	tab.setSeen(tab.find("c"), "c", "search", "", time.Time{})
-	tab.setSeen(tab.find("c"), "c", "search", "", time.Time{}) // the same record again
+	tab.setSeen(tab.find("c"), "c", "search", "")
+	tab.setSeen(tab.find("c"), "c", "search", "") // the same record again
 	if len(tab.svcByName) != 2 || tab.svcRefs[tab.svcByName["support-bot"]-1] != 2 || tab.svcRefs[tab.svcByName["search"]-1] != 1 {
 		t.Fatalf("services %v refs %v", tab.svcByName, tab.svcRefs)
 	}
@@ -243,8 +238,8 @@ func TestTableInternsServices(t *testing.T) {
 		t.Fatalf("services %v free %v extra %d raw %d", tab.svcByName, tab.svcFree, len(tab.extra), len(tab.rawIDs))
 	}
 	i := tab.add(tab.key("d"), "d", 0)
-	tab.setSeen(i, "d", "billing", "", time.Time{})
-	if _, service, _, _ := tab.seen(i); service != "billing" || len(tab.svcNames) != 2 {
+	tab.setSeen(i, "d", "billing", "")
+	if _, service, _ := tab.seen(i); service != "billing" || len(tab.svcNames) != 2 {
 		t.Fatalf("service %q, names %v", service, tab.svcNames)
 	}
 }

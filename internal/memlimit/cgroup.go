@@ -98,7 +98,7 @@ const GoLimitShare = 0.9
 // NonGoReserve is what a ragwatch process keeps resident that the Go runtime does not count
 // and the cgroup charges: the binary's own pages (code, type descriptors and function table,
 // page cache charged to the container: ≈ 33 MiB at start, 17-24 MiB once
-// ReleaseExecutablePages has run) and the join's off-heap table (≈ 11 MB at
+// ReleaseExecutablePages has run) and the join's off-heap table (≈ 9 MB at
 // feedback.max_entries 200,000). In a 128 MiB cgroup with the Go limit at 90% (115 MiB),
 // a run at full speed on the defaults made the kernel evict the binary's pages to make room:
 // 275,000 major page faults, ingest down from 14,000 traces/s to a few hundred, a core spent
