@@ -46,6 +46,9 @@ func (a Agreement) Validate() error {
 			errs = append(errs, Invalid(f.key, "must be positive, got %d", f.v))
 		}
 	}
+	if a.MaxRecords > MaxHeldRecords {
+		errs = append(errs, Invalid("max_records", "must be at most %d, got %d", MaxHeldRecords, a.MaxRecords))
+	}
 	if a.MinSamples > a.MaxPairs && a.MaxPairs > 0 {
 		errs = append(errs, Invalid("min_samples", "must not exceed max_pairs (%d)", a.MaxPairs))
 	}

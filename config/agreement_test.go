@@ -20,6 +20,13 @@ func TestAgreementValidate(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
+	_, err = Parse([]byte("alerting:\n  agreement:\n    max_records: 16777217\n"))
+	if want := "line 3: `alerting.agreement.max_records` must be at most 16777216, got 16777217"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	if _, err := Parse([]byte("alerting:\n  agreement:\n    max_records: 16777216\n")); err != nil {
+		t.Errorf("the bound itself: %v", err)
+	}
 	c, err := Parse([]byte("alerting:\n  agreement: {window: 1d, min_samples: 10}\n"))
 	if err != nil {
 		t.Fatal(err)

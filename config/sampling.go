@@ -67,6 +67,11 @@ type ModelPrice struct {
 // RecentRecords bounds the cache of recent records kept for late feedback. Records keep their
 // content there only while feedback may still send them to scoring (a negative_feedback rule, or
 // a record skipped by the budget or max_per_minute); others keep a 64-byte decision or nothing.
+// MaxHeldRecords bounds the per-record tables sized by a count: sampling.recent.max_records and
+// alerting.agreement.max_records. Their slots are indexed by 32-bit cells; 16,777,216 records
+// is 0.7 to 2.3 GB of them.
+const MaxHeldRecords = 1 << 24
+
 type RecentRecords struct {
 	MaxRecords int `yaml:"max_records"`
 	// MaxBytes bounds the content kept: with a negative_feedback rule, late feedback is caught
@@ -139,6 +144,8 @@ func (s Sampling) Validate() error {
 	}
 	if s.Recent.MaxRecords < 0 {
 		errs = append(errs, Invalid("recent.max_records", "must not be negative"))
+	} else if s.Recent.MaxRecords > MaxHeldRecords {
+		errs = append(errs, Invalid("recent.max_records", "must be at most %d, got %d", MaxHeldRecords, s.Recent.MaxRecords))
 	}
 	if s.Recent.MaxBytes < 0 {
 		errs = append(errs, Invalid("recent.max_bytes", "must not be negative"))

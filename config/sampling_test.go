@@ -108,6 +108,8 @@ sampling:
   budget:
     usd_per_day: 1
     feedback_reserve_usd: 1
+  recent:
+    max_records: 16777217
 scoring:
   workers: -1
   score_timeout: 1m
@@ -135,6 +137,7 @@ scoring:
 		"`sampling.rules[2]` needs probability (0..1) or never: true",
 		"`sampling.rules[4].name` \"ok_rule\" is used by an earlier rule",
 		"`sampling.budget.feedback_reserve_usd` must be less than usd_per_day (1)",
+		"`sampling.recent.max_records` must be at most 16777216, got 16777217",
 		"`scoring.workers` must not be negative",
 		"`scoring.queue.ack_wait` must be longer than scoring.score_timeout (1m0s), or records are redelivered while still being scored",
 		"`scoring.queue.max_deliver` must be at least 1",
