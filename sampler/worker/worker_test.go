@@ -159,6 +159,11 @@ func TestKilledWorkerRecordsAreScoredOnceAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "ten records scored and four in flight", func() bool { return tallyA.len() == 10 && blocked.Load() == 4 })
+	// The acks are plain ones (no confirmation): a record is handed on before its ack is sent,
+	// and the server takes it off the work queue when the ack arrives. Only records whose acks
+	// the server recorded are done; one whose ack the kill lost is scored again (at-least-once),
+	// so the kill waits for the ten.
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "the ten acks recorded", func() bool { return streamMsgs(js0, rt.Queue.Stream) == 40 })
 
 	// kill: the connection goes away without acks, then NATS restarts from its store.
 	ncA.Close()
