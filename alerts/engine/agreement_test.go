@@ -359,6 +359,14 @@ func TestAgreementKeepsScoresCompact(t *testing.T) {
 	if l := a.labels[d]; l == nil || !l.paired["late"] || a.series[seriesKey{"late", "anthropic"}].Len() != 1 {
 		t.Fatalf("label past the bound: %+v", l)
 	}
+	// A slot's score replaced by one of a pair past the bound moves beside the slot.
+	e.noteScores([]score.Result{{TraceID: trace, SpanID: span, Metric: "answer_relevancy", Scorer: "late-judge", Value: 0.3}}, time.Time{})
+	if v, scorer, _ := a.score(i, "answer_relevancy"); v != 0.3 || scorer != "late-judge" || a.recs[i].n != heldScores-1 || len(a.more[i]) != 3 {
+		t.Errorf("moved beside the slot: %v %q, %d in the slot, %d beside", v, scorer, a.recs[i].n, len(a.more[i]))
+	}
+	if v, _, _ := a.score(i, "context_precision"); v != 0.2 { // the slot's other scores stay as they were
+		t.Errorf("context_precision after the move: %v", v)
+	}
 	// Eviction forgets a slot whole: its key, its trace's entry, what was kept beside it.
 	for k := range a.cfg.MaxRecords {
 		a.entry(fmt.Sprint("n", k), "")
