@@ -3,7 +3,6 @@ package sampler
 import (
 	"hash/maphash"
 	"math"
-	"math/bits"
 	"sync"
 	"time"
 
@@ -46,13 +45,11 @@ type recent struct {
 	ttl        time.Duration
 	seed       maphash.Seed
 
-	mu      sync.Mutex             // guards all below
-	slotMem *offheap.Array[slot]   // the ring's memory
-	slots   []slot                 // ring; the n slots in use start at head
-	recs    []*record.Record       // the kept records, parallel to slots; nil until one is kept
-	cellMem *offheap.Array[uint32] // the index's memory
-	cells   []uint32               // ring position + 1 of each live slot; 0 is empty
-	mask    uint64
+	mu      sync.Mutex           // guards all below
+	slotMem *offheap.Array[slot] // the ring's memory
+	slots   []slot               // ring; the n slots in use start at head
+	recs    []*record.Record     // the kept records, parallel to slots; nil until one is kept
+	index   *offheap.Index       // ring positions of the live slots, by hash
 	head, n int
 	live    int       // slots not dead: the index's entries
 	epoch   time.Time // slot times count from here (the first put)
@@ -132,7 +129,7 @@ func (c *recent) put(r *record.Record, p float64, st state, keep bool, now time.
 		c.recs[i] = cp
 		c.content++
 	}
-	c.index(i)
+	c.add(i)
 	c.n++
 	c.bytes += size
 	c.evict(now)
@@ -194,39 +191,19 @@ func (c *recent) find(h uint64) (i int, cell uint64) {
 	if c.live == 0 {
 		return -1, 0
 	}
-	for cell = h & c.mask; ; cell = (cell + 1) & c.mask {
-		v := c.cells[cell]
-		if v == 0 {
-			return -1, cell
-		}
-		if c.slots[v-1].hash == h {
-			return int(v - 1), cell
-		}
-	}
+	return c.index.Find(h, func(s uint32) bool { return c.slots[s].hash == h })
 }
 
-// index adds the live slot at ring position i to the index (its hash absent). Callers hold mu.
-func (c *recent) index(i int) {
-	cell := c.slots[i].hash & c.mask
-	for c.cells[cell] != 0 {
-		cell = (cell + 1) & c.mask
-	}
-	c.cells[cell] = uint32(i) + 1
+// add indexes the live slot at ring position i (its hash absent). Callers hold mu.
+func (c *recent) add(i int) {
+	_, cell := c.index.Find(c.slots[i].hash, func(uint32) bool { return false })
+	c.index.Set(cell, uint32(i))
 	c.live++
 }
 
-// unindex empties cell and moves the cells after it back, so that every hash stays reachable
-// from its home cell without tombstones. Callers hold mu.
+// unindex empties cell. Callers hold mu.
 func (c *recent) unindex(cell uint64) {
-	for j := (cell + 1) & c.mask; c.cells[j] != 0; j = (j + 1) & c.mask {
-		home := c.slots[c.cells[j]-1].hash & c.mask
-		// The cell at j may move back when its home is not cyclically in (cell, j].
-		if (j-home)&c.mask >= (j-cell)&c.mask {
-			c.cells[cell] = c.cells[j]
-			cell = j
-		}
-	}
-	c.cells[cell] = 0
+	c.index.Delete(cell, func(s uint32) uint64 { return c.slots[s].hash })
 	c.live--
 }
 
@@ -290,15 +267,13 @@ func (c *recent) grow() {
 		c.slotMem.Free() // nothing refers to the old ring any more
 	}
 	c.slotMem, c.slots, c.head = mem, slots, 0
-	cells := 1 << bits.Len(uint(2*size-1))
-	if c.cellMem != nil {
-		c.cellMem.Free()
+	if c.index != nil {
+		c.index.Free()
 	}
-	c.cellMem = offheap.New[uint32](cells)
-	c.cells, c.mask, c.live = c.cellMem.Slice(), uint64(cells-1), 0
+	c.index, c.live = offheap.NewIndex(size), 0
 	for i := range c.n {
 		if c.slots[i].state != stateDead {
-			c.index(i)
+			c.add(i)
 		}
 	}
 }

@@ -171,7 +171,7 @@ func TestRecentHashCollisionWithContent(t *testing.T) {
 	i, cell := c.find(c.hash(a)) // as if a hashed like b
 	c.unindex(cell)
 	c.slots[i].hash = c.hash(b)
-	c.index(i)
+	c.add(i)
 	if e, ok := c.get(b, now); ok {
 		t.Fatalf("get(b) found a's entry %+v", e)
 	}
@@ -208,7 +208,7 @@ func BenchmarkRecentEntryMemory(b *testing.B) {
 		}
 		after.read()
 		held = float64(after.heap-before.heap) / n
-		off = float64(len(c.slots)*int(unsafe.Sizeof(slot{}))+4*len(c.cells)) / n
+		off = float64(len(c.slots)*int(unsafe.Sizeof(slot{}))+c.index.Bytes()) / n
 		if c.len() != n {
 			b.Fatal(c.len())
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math"
-	"math/bits"
 	"strings"
 	"time"
 	"unsafe"
@@ -127,7 +126,7 @@ type agreementState struct {
 	next int
 	// index finds a record's slot (byKey) and a trace's latest record named with a span id
 	// (byTrace, keyed by recordKey.traceOf), outside the Go heap too.
-	index  [2]slotIndex
+	index  [2]*offheap.Index
 	more   map[int32][]heldScore
 	labels map[int32]*labelled
 	seeds  [2]maphash.Seed // for ids not in hex form, and the index
@@ -146,7 +145,7 @@ func newAgreement(cfg config.Agreement, reg prometheus.Registerer) (*agreementSt
 		cfg.MaxRecords = 1
 	}
 	a := &agreementState{cfg: cfg, mem: offheap.New[heldRecord](cfg.MaxRecords),
-		index: [2]slotIndex{newSlotIndex(cfg.MaxRecords), newSlotIndex(cfg.MaxRecords)}, more: map[int32][]heldScore{},
+		index: [2]*offheap.Index{offheap.NewIndex(cfg.MaxRecords), offheap.NewIndex(cfg.MaxRecords)}, more: map[int32][]heldScore{},
 		labels: map[int32]*labelled{}, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		series: map[seriesKey]*agreement.Window{}, judgeIDs: map[metricScorer]uint16{},
 		value: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricJudgeAgreement,
@@ -175,7 +174,7 @@ func newAgreement(cfg config.Agreement, reg prometheus.Registerer) (*agreementSt
 // offHeapBytes is the memory of the slots and the index, outside the Go heap (reserved: the
 // kernel adds its pages as they are first used).
 func (a *agreementState) offHeapBytes() int {
-	return len(a.recs)*int(unsafe.Sizeof(heldRecord{})) + 4*(len(a.index[byKey].cells)+len(a.index[byTrace].cells))
+	return len(a.recs)*int(unsafe.Sizeof(heldRecord{})) + a.index[byKey].Bytes() + a.index[byTrace].Bytes()
 }
 
 // The indexes of agreementState.index.
@@ -183,21 +182,6 @@ const (
 	byKey   = iota // a record's key → its slot
 	byTrace        // recordKey.traceOf → the slot of the trace's latest record named with a span id
 )
-
-// slotIndex maps keys to slots: linear probing over a power of two of cells, at least twice the
-// slots, each cell a slot + 1 (0: empty). The keys are the slots' own (agreementState.indexKey),
-// so a cell is 4 bytes.
-type slotIndex struct {
-	mem   *offheap.Array[uint32]
-	cells []uint32
-	mask  uint64
-}
-
-func newSlotIndex(slots int) slotIndex {
-	n := 1 << bits.Len(uint(2*slots-1))
-	mem := offheap.New[uint32](n)
-	return slotIndex{mem: mem, cells: mem.Slice(), mask: uint64(n - 1)}
-}
 
 // indexKey is slot i's key in index ix.
 func (a *agreementState) indexKey(ix int, i uint32) recordKey {
@@ -214,31 +198,13 @@ func (a *agreementState) hash(k recordKey) uint64 {
 // find returns the slot k names in index ix and its cell, or -1 and the empty cell where k
 // would go.
 func (a *agreementState) find(ix int, k recordKey) (slot int32, cell uint64) {
-	x := &a.index[ix]
-	for c := a.hash(k) & x.mask; ; c = (c + 1) & x.mask {
-		v := x.cells[c]
-		if v == 0 {
-			return -1, c
-		}
-		if a.indexKey(ix, v-1) == k {
-			return int32(v - 1), c
-		}
-	}
+	i, cell := a.index[ix].Find(a.hash(k), func(s uint32) bool { return a.indexKey(ix, s) == k })
+	return int32(i), cell
 }
 
-// unindex empties cell c of index ix and moves the cells after it back, so that every key
-// stays reachable from its home cell without tombstones.
+// unindex empties cell c of index ix.
 func (a *agreementState) unindex(ix int, c uint64) {
-	x := &a.index[ix]
-	for j := (c + 1) & x.mask; x.cells[j] != 0; j = (j + 1) & x.mask {
-		home := a.hash(a.indexKey(ix, x.cells[j]-1)) & x.mask
-		// The cell at j may move to c when its home is not cyclically in (c, j].
-		if (j-home)&x.mask >= (j-c)&x.mask {
-			x.cells[c] = x.cells[j]
-			c = j
-		}
-	}
-	x.cells[c] = 0
+	a.index[ix].Delete(c, func(s uint32) uint64 { return a.hash(a.indexKey(ix, s)) })
 }
 
 // key returns the key of the record traceID names with spanID (none: "").
@@ -293,11 +259,11 @@ func (a *agreementState) entry(traceID, spanID string) int32 {
 	a.forget(i)
 	a.recs[i] = heldRecord{key: k}
 	_, c := a.find(byKey, k)
-	a.index[byKey].cells[c] = uint32(i) + 1
+	a.index[byKey].Set(c, uint32(i))
 	if spanID != "" {
 		// The trace's latest record from now on: in place of an earlier one's cell.
 		_, c := a.find(byTrace, k.traceOf())
-		a.index[byTrace].cells[c] = uint32(i) + 1
+		a.index[byTrace].Set(c, uint32(i))
 	}
 	return i
 }

@@ -197,15 +197,7 @@ func TestAgreementReload(t *testing.T) {
 }
 
 // indexed counts the cells in use of index ix.
-func (a *agreementState) indexed(ix int) int {
-	n := 0
-	for _, c := range a.index[ix].cells {
-		if c != 0 {
-			n++
-		}
-	}
-	return n
-}
+func (a *agreementState) indexed(ix int) int { return a.index[ix].Len() }
 
 // The index stays exact through any order of inserts and evictions: every held record is
 // found in its slot, every trace's latest record with a span id too, nothing else is indexed,
