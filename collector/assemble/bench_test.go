@@ -1,8 +1,10 @@
 package assemble
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/ragwatch/ragwatch/collector/signals"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/synth"
 	"github.com/ragwatch/ragwatch/scripts/benchcpu"
 )
 
@@ -346,5 +349,114 @@ func BenchmarkDecodeProtoElided(b *testing.B) {
 				clear(dst)
 			}
 		})
+	}
+}
+
+// BenchmarkWire20 is the assembler's whole share of the production ingest path for one OTLP
+// request of 20 traces, each with a fresh trace id: ConsumeProto (the protobuf decoder, hold)
+// and process (assemble, deliver to a consumer that drops the record). "synth" is what
+// `ragwatch loadgen --spans 5 --documents 5 --doc-bytes 1024` sends (scripts/anchor.sh's
+// traffic), "bench" is benchTrace; "elided" is sampling.rate: 0, where no trace keeps its
+// documents' texts, "kept" keeps them. cpu-ns/trace is per trace.
+func BenchmarkWire20(b *testing.B) {
+	for _, traffic := range []string{"synth", "bench"} {
+		td := ptrace.NewTraces()
+		if traffic == "bench" {
+			one := benchTrace(b)
+			for n := range 20 {
+				setTraceID(one, uint64(n+1))
+				one.ResourceSpans().At(0).CopyTo(td.ResourceSpans().AppendEmpty())
+			}
+		} else {
+			gen := synth.New(synth.Options{Spans: 5, Documents: 5, DocBytes: 1024})
+			for range 20 {
+				turn := gen.Next(base)
+				synth.AppendTraces(td, &turn)
+			}
+		}
+		body, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Where each trace id is in the body, and which of the request's traces it is.
+		type idAt struct{ off, trace int }
+		var ids []pcommon.TraceID
+		var at []idAt
+		rss := td.ResourceSpans()
+		for i := 0; i < rss.Len(); i++ {
+			sss := rss.At(i).ScopeSpans()
+			for j := 0; j < sss.Len(); j++ {
+				for k := 0; k < sss.At(j).Spans().Len(); k++ {
+					if id := sss.At(j).Spans().At(k).TraceID(); !slices.Contains(ids, id) {
+						ids = append(ids, id)
+					}
+				}
+			}
+		}
+		for t, id := range ids {
+			for off := 0; ; {
+				i := bytes.Index(body[off:], id[:])
+				if i < 0 {
+					break
+				}
+				at = append(at, idAt{off + i, t})
+				off += i + len(id)
+			}
+		}
+		if len(ids) != 20 || len(at) < 100 {
+			b.Fatalf("%s: %d trace ids at %d places, want 20 at 100 or more", traffic, len(ids), len(at))
+		}
+		lim := WireLimits{MaxSpans: 1000, MaxAttributes: 128, MaxEvents: 128, MaxValueBytes: 1 << 16}
+		for _, c := range []struct {
+			name string
+			keep func(pcommon.TraceID) bool
+		}{{"elided", func(pcommon.TraceID) bool { return false }}, {"kept", nil}} {
+			b.Run(traffic+"/"+c.name, func(b *testing.B) {
+				var got int
+				var last *record.Record
+				count := record.ConsumerFunc(func(_ context.Context, r *record.Record) error {
+					got++
+					last = r
+					return nil
+				})
+				now := base
+				a, err := New(Settings{
+					Config: benchConfig(time.Minute, 50000, 256<<20),
+					Next:   count, Registerer: prometheus.NewRegistry(), Now: func() time.Time { return now },
+					KeepContent: c.keep,
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx := context.Background()
+				var n uint64
+				b.ReportAllocs()
+				b.ResetTimer()
+				start := benchcpu.Now()
+				for b.Loop() {
+					n++
+					for _, p := range at {
+						id := n*20 + uint64(p.trace)
+						body[p.off], body[p.off+8], body[p.off+9], body[p.off+10], body[p.off+11] = 4, byte(id>>24), byte(id>>16), byte(id>>8), byte(id)
+					}
+					if _, err := a.ConsumeProto(ctx, body, lim); err != nil {
+						b.Fatal(err)
+					}
+					if err := a.process(ctx, now, true); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(benchcpu.Now()-start)/float64(b.N)/20, "cpu-ns/trace")
+				b.StopTimer()
+				if got != int(n)*20 {
+					b.Fatalf("%d records for %d traces", got, n*20)
+				}
+				if traffic == "bench" {
+					checkBenchRecord(b, last)
+				} else if len(last.Documents) != 5 || last.Answer == "" {
+					b.Fatalf("synth trace assembled wrong: %s", js(last))
+				}
+			})
+		}
 	}
 }

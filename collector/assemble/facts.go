@@ -63,6 +63,57 @@ type facts struct {
 	// Feedback candidates by precedence (0 = highest).
 	feedback     *record.Feedback
 	feedbackRank int
+
+	// Backing arrays kept across the pooled scratch's uses (reset) for the lists most spans
+	// fill: OpenInference documents and messages. Empty, and every element zero: the next
+	// span's list starts in them instead of allocating. No record keeps oiDocs, oiIn or oiOut
+	// (appendDocs and the readers copy what they take).
+	docBuf        []record.Document
+	inBuf, outBuf []message
+}
+
+// maxSpare bounds the elements of a kept backing array: a hostile span's long list is not kept.
+const maxSpare = 64
+
+// reset zeroes f for the next span, keeping the backing arrays of oiDocs, oiIn and oiOut.
+func (f *facts) reset() {
+	docs, in, out := spare(f.oiDocs, f.docBuf), spare(f.oiIn, f.inBuf), spare(f.oiOut, f.outBuf)
+	*f = facts{docBuf: docs, inBuf: in, outBuf: out}
+}
+
+// spare returns the backing array to keep, emptied and zeroed, after a span's list used was
+// built starting in buf (see startIn): used is buf's array or, once it outgrew it, a larger
+// one.
+func spare[T any](used, buf []T) []T {
+	if used == nil {
+		return buf // untouched
+	}
+	clear(used)
+	if cap(used) > cap(buf) { // outgrew buf, whose elements the copy left behind
+		if cap(used) > maxSpare {
+			return nil
+		}
+		return used[:0]
+	}
+	return buf[:0]
+}
+
+// startIn is list, or when it is still nil, an empty list in buf's backing array; so a
+// setter's growth fills buf first. Callers keep a result of length 0 out of the facts (nil
+// means the source is absent).
+func startIn[T any](list, buf []T) []T {
+	if list == nil && cap(buf) > 0 {
+		return buf[:0]
+	}
+	return list
+}
+
+// nonEmpty is list, or nil when it is empty (startIn's list that a setter left unset).
+func nonEmpty[T any](list []T) []T {
+	if len(list) == 0 {
+		return nil
+	}
+	return list
 }
 
 // message is one chat message; parts are its text parts.
@@ -106,66 +157,95 @@ func readFacts(f *facts, s *Span) {
 	f.feedbackRank = rankNone
 	var anns []annotation
 	for i := range s.Attrs {
-		k, v := s.Attrs[i].Key, s.Attrs[i].Value
-		switch {
-		case strings.HasPrefix(k, "llm."):
-			f.readLLM(k[4:], v)
-		case strings.HasPrefix(k, "gen_ai."):
-			f.readGenAI(k[7:], v)
-		case strings.HasPrefix(k, "retrieval.documents."):
-			f.oiDocs = setDocField(f.oiDocs, k[len("retrieval.documents."):], v, &f.scores)
-		case strings.HasPrefix(k, "reranker."):
-			switch rest := k[len("reranker."):]; {
-			case strings.HasPrefix(rest, "input_documents."):
-				f.rerankIn = setDocField(f.rerankIn, rest[len("input_documents."):], v, &f.scores)
-			case strings.HasPrefix(rest, "output_documents."):
-				f.rerankDocs = setDocField(f.rerankDocs, rest[len("output_documents."):], v, &f.scores)
-				if f.rerankDocs == nil {
-					f.rerankDocs = []record.Document{}
-				}
-			case rest == "query":
-				f.retrievalQuery = v.Text()
+		k := s.Attrs[i].Key
+		if len(k) < 3 {
+			continue // shorter than every key read
+		}
+		// Dispatched on the first byte: a key of none of the prefixed families costs one
+		// comparison before the plain keys' switch.
+		switch k[0] {
+		case 'l':
+			if strings.HasPrefix(k, "llm.") {
+				f.readLLM(k[4:], s.Attrs[i].Value)
+				continue
 			}
-		case strings.HasPrefix(k, "annotations."):
-			anns = setAnnotation(anns, k[len("annotations."):], "annotation.", v)
-		case strings.HasPrefix(k, "evaluations."):
-			anns = setAnnotation(anns, k[len("evaluations."):], "evaluation.", v)
-		case strings.HasPrefix(k, "traceloop."):
-			f.readTraceloop(k[len("traceloop."):], v)
-		case strings.HasPrefix(k, "rag."):
-			f.readRAG(k[4:], v)
-		case strings.HasPrefix(k, "db."):
-			switch k {
-			case "db.vector.query.top_k":
-				f.retrieval = true
-			case "db.vector.query.result_count":
-				f.retrieval = true
-				if n, ok := v.Number(); ok && n == 0 {
-					f.emptyHits = true
-				}
+		case 'g':
+			if strings.HasPrefix(k, "gen_ai.") {
+				f.readGenAI(k[7:], s.Attrs[i].Value)
+				continue
 			}
-		default:
-			switch k {
-			case "openinference.span.kind":
-				f.oiKind = strings.ToUpper(v.Text())
-			case "input.value":
-				f.inputValue = v.Text()
-			case "input.mime_type":
-				f.inputMime = v.Text()
-			case "output.value":
-				f.outputValue = v.Text()
-			case "output.mime_type":
-				f.outputMime = v.Text()
-			case "session.id":
-				f.ids[idOI][0] = v.Text()
-			case "user.id":
-				f.ids[idOI][1] = v.Text()
-			case "enduser.id":
-				f.ids[idGenAI][1] = v.Text()
-			case "metadata":
-				if m := parseMetadata(v); m != nil {
-					f.metadataRoute = asString(m["route"])
+		case 'r':
+			switch {
+			case strings.HasPrefix(k, "retrieval.documents."):
+				f.oiDocs = nonEmpty(setDocField(startIn(f.oiDocs, f.docBuf), k[len("retrieval.documents."):], s.Attrs[i].Value, &f.scores))
+				continue
+			case strings.HasPrefix(k, "reranker."):
+				v := s.Attrs[i].Value
+				switch rest := k[len("reranker."):]; {
+				case strings.HasPrefix(rest, "input_documents."):
+					f.rerankIn = setDocField(f.rerankIn, rest[len("input_documents."):], v, &f.scores)
+				case strings.HasPrefix(rest, "output_documents."):
+					f.rerankDocs = setDocField(f.rerankDocs, rest[len("output_documents."):], v, &f.scores)
+					if f.rerankDocs == nil {
+						f.rerankDocs = []record.Document{}
+					}
+				case rest == "query":
+					f.retrievalQuery = v.Text()
 				}
+				continue
+			case strings.HasPrefix(k, "rag."):
+				f.readRAG(k[4:], s.Attrs[i].Value)
+				continue
+			}
+		case 'a':
+			if strings.HasPrefix(k, "annotations.") {
+				anns = setAnnotation(anns, k[len("annotations."):], "annotation.", s.Attrs[i].Value)
+				continue
+			}
+		case 'e':
+			if strings.HasPrefix(k, "evaluations.") {
+				anns = setAnnotation(anns, k[len("evaluations."):], "evaluation.", s.Attrs[i].Value)
+				continue
+			}
+		case 't':
+			if strings.HasPrefix(k, "traceloop.") {
+				f.readTraceloop(k[len("traceloop."):], s.Attrs[i].Value)
+				continue
+			}
+		case 'd':
+			if strings.HasPrefix(k, "db.") {
+				switch k {
+				case "db.vector.query.top_k":
+					f.retrieval = true
+				case "db.vector.query.result_count":
+					f.retrieval = true
+					if n, ok := s.Attrs[i].Value.Number(); ok && n == 0 {
+						f.emptyHits = true
+					}
+				}
+				continue
+			}
+		}
+		switch v := &s.Attrs[i].Value; k {
+		case "openinference.span.kind":
+			f.oiKind = strings.ToUpper(v.Text())
+		case "input.value":
+			f.inputValue = v.Text()
+		case "input.mime_type":
+			f.inputMime = v.Text()
+		case "output.value":
+			f.outputValue = v.Text()
+		case "output.mime_type":
+			f.outputMime = v.Text()
+		case "session.id":
+			f.ids[idOI][0] = v.Text()
+		case "user.id":
+			f.ids[idOI][1] = v.Text()
+		case "enduser.id":
+			f.ids[idGenAI][1] = v.Text()
+		case "metadata":
+			if m := parseMetadata(*v); m != nil {
+				f.metadataRoute = asString(m["route"])
 			}
 		}
 	}
@@ -229,9 +309,9 @@ func readFacts(f *facts, s *Span) {
 func (f *facts) readLLM(k string, v Value) {
 	switch {
 	case strings.HasPrefix(k, "input_messages."):
-		f.oiIn = setOIMessage(f.oiIn, k[len("input_messages."):], v)
+		f.oiIn = nonEmpty(setOIMessage(startIn(f.oiIn, f.inBuf), k[len("input_messages."):], v))
 	case strings.HasPrefix(k, "output_messages."):
-		f.oiOut = setOIMessage(f.oiOut, k[len("output_messages."):], v)
+		f.oiOut = nonEmpty(setOIMessage(startIn(f.oiOut, f.outBuf), k[len("output_messages."):], v))
 	case strings.HasPrefix(k, "prompts."):
 		if i, rest, ok := splitIndex(k[len("prompts."):], maxIndexed); ok && rest == "prompt.text" {
 			f.oiPrompts = setIndexed(f.oiPrompts, i, v.Text())

@@ -162,7 +162,9 @@ func (sc *scratch) release(nodes int) {
 	if cap(sc.facts) > maxPooledSpans {
 		return
 	}
-	clear(sc.facts)
+	for i := range sc.facts {
+		sc.facts[i].reset()
+	}
 	clear(sc.nodes[:min(nodes, cap(sc.nodes))])
 	scratchPool.Put(sc)
 }
