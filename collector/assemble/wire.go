@@ -584,8 +584,9 @@ func inputMessage(k string) bool {
 	return len(k) > 14 && (k[0] == 'l' && strings.HasPrefix(k, "llm.input_messages.") || k[0] == 'g' && strings.HasPrefix(k, "gen_ai.prompt."))
 }
 
-// ownViews copies every string value of attrs that is still a view of the span's bytes b.
-func ownViews(attrs []Attr, b []byte) {
+// ownViews copies every string value of attrs that is still a view of the span's bytes b
+// (a short one into strs).
+func ownViews(attrs []Attr, b []byte, strs *strArena) {
 	if len(b) == 0 {
 		return
 	}
@@ -597,7 +598,7 @@ func ownViews(attrs []Attr, b []byte) {
 			continue
 		}
 		if p := uintptr(unsafe.Pointer(unsafe.StringData(v.Str))); p >= lo && p < hi {
-			v.Str = strings.Clone(v.Str)
+			v.Str = strs.str(unsafe.Slice(unsafe.StringData(v.Str), len(v.Str)))
 		}
 	}
 }
@@ -683,6 +684,33 @@ type wireDec struct {
 	keep     func(pcommon.TraceID) bool
 	last     pcommon.TraceID
 	lastKeep bool
+	strs     strArena // the held copies of short attribute values and span names
+}
+
+// strArena copies short strings out of a request's bytes into shared blocks: one allocation
+// for many attribute values and span names of a request instead of one each. A block is never
+// reused or grown, so its strings stay valid; a string that outlives its trace (a label value,
+// a session's key) keeps its block alive, at most arenaBlock bytes.
+type strArena struct{ block []byte }
+
+const (
+	arenaBlock = 1024
+	arenaMax   = 128 // a longer string gets an allocation of its own
+)
+
+// str returns a copy of b.
+func (a *strArena) str(b []byte) string {
+	n := len(b)
+	switch {
+	case n == 0:
+		return ""
+	case n > arenaMax:
+		return string(b)
+	case cap(a.block)-len(a.block) < n:
+		a.block = make([]byte, 0, arenaBlock)
+	}
+	a.block = append(a.block, b...)
+	return unsafe.String(&a.block[len(a.block)-n], n)
 }
 
 // keeps reports whether the documents' texts of trace id are kept.
@@ -933,7 +961,7 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 		SpanID:       pcommon.SpanID(spanID),
 		ParentSpanID: pcommon.SpanID(parent),
 		RemoteParent: flags&flagHasIsRemote != 0 && flags&flagIsRemote != 0,
-		Name:         string(name),
+		Name:         d.strs.str(name),
 		Kind:         ptrace.SpanKind(kind),
 		Start:        pcommon.Timestamp(start).AsTime(),
 		End:          pcommon.Timestamp(end).AsTime(),
@@ -1016,6 +1044,8 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 			// often holds the whole context again).
 			if (el != nil && el.consider(k, &a.val, len(buf.attrs))) || (a.val.f == 1 && inputMessage(k)) {
 				v, views = Value{Type: TypeStr, Str: view(a.val.b)}, true
+			} else if a.val.f == 1 || a.val.f == 7 {
+				v = Value{Type: TypeStr, Str: d.strs.str(a.val.b)} // as value() does, held in the arena
 			} else {
 				v = a.val.value()
 			}
@@ -1033,7 +1063,7 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 	buf.used = max(buf.used, len(buf.attrs))
 	buf.attrs = pruneSpanAttrs(buf.attrs, &s, &buf.msgs)
 	if views {
-		ownViews(buf.attrs, b)
+		ownViews(buf.attrs, b, &d.strs)
 	}
 	s.Attrs = buf.take()
 	// variantKeys.read: for each key in order, the span's attribute, then a feature-flag
