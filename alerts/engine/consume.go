@@ -22,9 +22,9 @@ func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
 	if r.Labels != nil && len(r.Labels.Values) > 0 && r.TraceID != "" {
 		e.noteLabel(r.TraceID, r.SpanID, r.Labels.Values, now) // agreement.go
 	}
-	e.diagRecord(r, now)
+	svc := serviceLabel{name: r.Service, now: now}
+	e.diagRecord(r, &svc, now)
 	var err error
-	svc := serviceLabel{name: r.Service}
 	eachSignal(r, func(name string, v float64) {
 		s := slo.Sample{TraceID: r.TraceID, SpanID: r.SpanID, Value: v, Time: now}
 		if e2 := e.observe(name, &svc, r.Variant, r.Turn, v, 1, s, now); e2 != nil && err == nil {
@@ -42,7 +42,7 @@ func (e *Engine) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var err error
-	svc := serviceLabel{name: f.Service}
+	svc := serviceLabel{name: f.Service, now: now}
 	eachFeedbackSignal(&f, func(name string, v float64) {
 		if e2 := e.observe(name, &svc, "", 0, v, 1, slo.Sample{TraceID: f.TraceID, SpanID: f.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
 			err = e2
@@ -70,7 +70,7 @@ func (e *Engine) ConsumeScores(_ context.Context, results []score.Result) error 
 			w = 1
 		}
 		s := slo.Sample{TraceID: res.TraceID, SpanID: res.SpanID, Value: res.Value, Time: now}
-		svc := serviceLabel{name: res.Service}
+		svc := serviceLabel{name: res.Service, now: now}
 		if err := e.observe(res.Metric, &svc, res.Variant, res.Turn, res.Value, w, s, now); err != nil {
 			errs = append(errs, err)
 			continue
@@ -81,9 +81,11 @@ func (e *Engine) ConsumeScores(_ context.Context, results []score.Result) error 
 }
 
 // serviceLabel is a service's name and, once asked for, its label value (labels.ServiceSet):
-// the signals of one record ask the set once, not once each.
+// the signals of one record ask the set once, not once each, at the engine's reading of the
+// clock for the record (now).
 type serviceLabel struct {
 	name, label string
+	now         time.Time
 }
 
 // labelOf returns svc's label value.
@@ -91,7 +93,7 @@ func (e *Engine) labelOf(svc *serviceLabel) string {
 	if svc.label == "" {
 		svc.label = svc.name
 		if e.services != nil {
-			svc.label = e.services.Label(svc.name)
+			svc.label = e.services.LabelAt(svc.name, svc.now)
 		}
 	}
 	return svc.label

@@ -99,14 +99,13 @@ func (d *diagnoser) bucket(key diagKey, now time.Time) *diagBucket {
 
 // diagRecord feeds a record's top retrieval score, weighted by the traffic the record stands
 // for (1/p of upstream sampling). Called with e.mu held.
-func (e *Engine) diagRecord(r *record.Record, now time.Time) {
-	scores := r.Scores()
-	if len(scores) == 0 {
+func (e *Engine) diagRecord(r *record.Record, svc *serviceLabel, now time.Time) {
+	top, _, n := r.ScoreStats()
+	if n == 0 {
 		return
 	}
-	top := slices.Max(scores)
-	svc, v := e.diag.buckets(e.services.Label(r.Service), r.Variant, now)
-	for _, b := range []*diagBucket{svc, v} {
+	sb, v := e.diag.buckets(e.labelOf(svc), r.Variant, now)
+	for _, b := range []*diagBucket{sb, v} {
 		if b != nil {
 			m := b.Means[diagnose.RetrievalScoreTop]
 			m.Add(top, r.UpstreamWeight())
@@ -137,7 +136,7 @@ func (e *Engine) diagScores(results []score.Result, now time.Time) {
 		byReq[k][res.Metric] = val{res.Value, w}
 	}
 	for k, vals := range byReq {
-		svc, v := e.diag.buckets(e.services.Label(k.service), k.variant, now)
+		svc, v := e.diag.buckets(e.services.LabelAt(k.service, now), k.variant, now)
 		names := slices.Sorted(maps.Keys(vals))
 		for _, b := range []*diagBucket{svc, v} {
 			if b == nil {

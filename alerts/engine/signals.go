@@ -15,14 +15,9 @@ var Signals = []string{
 
 // eachSignal calls fn with every signal a record carries.
 func eachSignal(r *record.Record, fn func(name string, v float64)) {
-	if scores := r.Scores(); len(scores) > 0 {
-		top, sum := scores[0], scores[0]
-		for _, s := range scores[1:] {
-			top = max(top, s)
-			sum += s
-		}
+	if top, sum, n := r.ScoreStats(); n > 0 {
 		fn(score.SignalRetrievalScoreTop, top)
-		fn(score.SignalRetrievalScoreMean, sum/float64(len(scores)))
+		fn(score.SignalRetrievalScoreMean, sum/float64(n))
 		fn(score.SignalRetrievalScore, top) // the deprecated name of retrieval_score_top
 	}
 	fn(score.SignalRetrievedDocuments, float64(len(r.Documents)))

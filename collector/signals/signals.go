@@ -117,7 +117,8 @@ type Settings struct {
 	Variants   *labels.VariantSet
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
-	// Now is the clock for exemplar timing; nil is time.Now.
+	// Now is the clock for exemplar timing and the label sets' ages (read once per record and
+	// given to them: Services and Variants should run on the same clock); nil is time.Now.
 	Now func() time.Time
 }
 
@@ -301,9 +302,10 @@ func (s *Signals) ConsumeRecord(ctx context.Context, r *record.Record) error {
 	if r == nil {
 		return errors.New("signals: nil record")
 	}
-	o := s.observe(r)
+	now := s.set.Now() // read once for the record: labels' ages, the exemplars' time
+	o := s.observeFeedback(r.Service, r.TraceID, r.SpanID, r.Feedback, now)
 	var capped bool
-	if o.Variant, capped = s.variants.Label(r.Variant); capped {
+	if o.Variant, capped = s.variants.LabelAt(r.Variant, now); capped {
 		s.variantOverflow.Inc()
 	}
 	o.Request = true
@@ -315,32 +317,26 @@ func (s *Signals) ConsumeRecord(ctx context.Context, r *record.Record) error {
 
 // ConsumeFeedback records feedback joined after its record: only the feedback signals.
 func (s *Signals) ConsumeFeedback(ctx context.Context, f record.Feedback) error {
-	s.record(ctx, s.observeFeedback(f.Service, f.TraceID, f.SpanID, &f))
+	s.record(ctx, s.observeFeedback(f.Service, f.TraceID, f.SpanID, &f, s.set.Now()))
 	return nil
 }
 
 func (s *Signals) record(ctx context.Context, o Observation) {
-	if o.TraceID != "" {
-		o.now = s.set.Now().UnixNano()
-		if o.now == 0 { // a test clock at the Unix epoch: 0 means "no exemplar"
-			o.now = 1
-		}
-	}
 	for _, rec := range *s.recorders.Load() {
 		rec.Record(ctx, o)
 	}
 }
 
-// observe fills the label, the exemplar ids and the feedback.
-func (s *Signals) observe(r *record.Record) Observation {
-	return s.observeFeedback(r.Service, r.TraceID, r.SpanID, r.Feedback)
-}
-
-// observeFeedback fills the label, the exemplar ids and the feedback f (nil: none).
-func (s *Signals) observeFeedback(service, traceID, spanID string, f *record.Feedback) Observation {
-	o := Observation{Service: s.services.Label(service)}
+// observeFeedback fills the label, the exemplar ids and time, and the feedback f (nil: none),
+// at now (the Settings' clock).
+func (s *Signals) observeFeedback(service, traceID, spanID string, f *record.Feedback, now time.Time) Observation {
+	o := Observation{Service: s.services.LabelAt(service, now)}
 	if exemplarID(traceID) {
 		o.TraceID = traceID
+		o.now = now.UnixNano()
+		if o.now == 0 { // a test clock at the Unix epoch: 0 means "no exemplar"
+			o.now = 1
+		}
 		if exemplarID(spanID) {
 			o.SpanID = spanID
 		}

@@ -133,6 +133,7 @@ func TestObservation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := s.observe(tt.rec)
+			o.now = 0 // the exemplars' time (TestExemplarGate)
 			o.Request = true
 			computeRecord(&o, tt.rec)
 			if o != tt.want {
@@ -485,4 +486,9 @@ func TestPrometheusRefusalsWeighUpstreamSampling(t *testing.T) {
 	if got := testutil.Sum(t, reg, "ragwatch_refusals_total", map[string]string{"service": "support-bot"}); got != 5 {
 		t.Errorf("ragwatch_refusals_total = %v, want 5 (4 for the sampled record, 1 for the other)", got)
 	}
+}
+
+// observe is the Observation ConsumeRecord starts from for r, at the Settings' clock.
+func (s *Signals) observe(r *record.Record) Observation {
+	return s.observeFeedback(r.Service, r.TraceID, r.SpanID, r.Feedback, s.set.Now())
 }

@@ -74,6 +74,16 @@ func (s *ServiceSet) Admitted(service string) bool {
 // Label returns the label value for service: itself if admitted, else Other. An empty name
 // is "unknown"; a name longer than 128 bytes or not valid UTF-8 is Other.
 func (s *ServiceSet) Label(service string) string {
+	var now time.Time
+	if s.ttl > 0 {
+		now = s.now()
+	}
+	return s.LabelAt(service, now)
+}
+
+// LabelAt is Label for a caller that has read the set's clock already (the same clock the
+// set was made with): a record's path reads it once, not once per label.
+func (s *ServiceSet) LabelAt(service string, at time.Time) string {
 	if service == "" {
 		service = "unknown"
 	}
@@ -84,7 +94,7 @@ func (s *ServiceSet) Label(service string) string {
 	}
 	var now int64
 	if s.ttl > 0 {
-		now = s.now().UnixNano()
+		now = at.UnixNano()
 	}
 	s.mu.RLock()
 	last, ok := s.seen[service]

@@ -87,3 +87,32 @@ func TestSeenNamesStay(t *testing.T) {
 		}
 	}
 }
+
+// LabelAt ages names by the time it is given, not by reading the set's clock: a record's path
+// reads the clock once for all its labels.
+func TestLabelAtUsesTheGivenTime(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	s := NewServiceSetTTL(2, time.Hour, func() time.Time { return t0 }) // never moves
+	for _, name := range []string{"a", "b"} {
+		if got := s.LabelAt(name, t0); got != name {
+			t.Fatalf("%s: %q", name, got)
+		}
+	}
+	if got := s.LabelAt("c", t0.Add(30*time.Minute)); got != Other {
+		t.Fatalf("c within the TTL: %q, want %q", got, Other)
+	}
+	s.LabelAt("b", t0.Add(90*time.Minute)) // b seen again; a not since t0
+	if got := s.LabelAt("c", t0.Add(90*time.Minute)); got != "c" {
+		t.Fatalf("c once a aged out: %q, want c", got)
+	}
+	if got := s.LabelAt("b", t0.Add(90*time.Minute)); got != "b" {
+		t.Fatalf("b, seen within the TTL: %q, want b", got)
+	}
+	v := NewVariantSet(1, time.Hour, func() time.Time { return t0 })
+	if got, capped := v.LabelAt("canary", t0); got != "canary" || capped {
+		t.Fatalf("canary: %q %v", got, capped)
+	}
+	if got, capped := v.LabelAt("baseline", t0.Add(2*time.Hour)); got != "baseline" || capped {
+		t.Fatalf("baseline after canary aged out: %q %v", got, capped)
+	}
+}

@@ -26,6 +26,15 @@ func (v *VariantSet) Label(variant string) (label string, capped bool) {
 	return l, l == Other && variant != Other
 }
 
+// LabelAt is Label with the set's clock read by the caller (ServiceSet.LabelAt).
+func (v *VariantSet) LabelAt(variant string, now time.Time) (label string, capped bool) {
+	if v == nil || variant == "" {
+		return "", false
+	}
+	l := v.set.LabelAt(variant, now)
+	return l, l == Other && variant != Other
+}
+
 // OnEvict registers f to be called with each variant that ages out (ServiceSet.OnEvict).
 func (v *VariantSet) OnEvict(f func(variant string)) {
 	if v != nil {

@@ -253,6 +253,22 @@ func (r *Record) Scores() []float64 {
 	return out
 }
 
+// ScoreStats is what the signals read of Scores without building it: the highest score (NaN
+// if one is, as max has it), the sum and how many documents have one (n = 0: top and sum are 0).
+func (r *Record) ScoreStats() (top, sum float64, n int) {
+	for i := range r.Documents {
+		if s := r.Documents[i].Score; s != nil {
+			if n == 0 {
+				top = *s
+			}
+			top = max(top, *s)
+			sum += *s
+			n++
+		}
+	}
+	return top, sum, n
+}
+
 // Limits bound what a record from outside may hold.
 const (
 	MaxIDLength       = 256

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,6 +237,37 @@ func TestValidateConversationFields(t *testing.T) {
 	for _, want := range []string{"variant: longer than 128", "turn: must be 1", "history[0].role", "labels: values.faithfulness: must be between 0 and 1"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+func TestScoreStatsMatchesScores(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, docs := range [][]Document{
+		nil,
+		{{ID: "a"}},
+		{{ID: "a", Score: f(0.2)}},
+		{{ID: "a", Score: f(-3)}, {ID: "b"}, {ID: "c", Score: f(-1)}, {ID: "d", Score: f(-2)}},
+		{{ID: "a", Score: f(0.5)}, {ID: "b", Score: f(math.NaN())}, {ID: "c", Score: f(0.9)}},
+	} {
+		r := &Record{Documents: docs}
+		top, sum, n := r.ScoreStats()
+		scores := r.Scores()
+		if n != len(scores) {
+			t.Fatalf("%v: n = %d, want %d", scores, n, len(scores))
+		}
+		if n == 0 {
+			if top != 0 || sum != 0 {
+				t.Fatalf("no scores: top %v sum %v", top, sum)
+			}
+			continue
+		}
+		wantTop, wantSum := slices.Max(scores), 0.0
+		for _, s := range scores {
+			wantSum += s
+		}
+		if !(top == wantTop || math.IsNaN(top) && math.IsNaN(wantTop)) || !(sum == wantSum || math.IsNaN(sum) && math.IsNaN(wantSum)) {
+			t.Fatalf("%v: top %v sum %v, want %v %v", scores, top, sum, wantTop, wantSum)
 		}
 	}
 }

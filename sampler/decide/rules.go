@@ -50,8 +50,7 @@ func (r Rule) Matches(rec *record.Record) bool {
 		return false
 	}
 	if m.TopScoreBelow != nil {
-		scores := rec.Scores()
-		if len(scores) == 0 || slices.Max(scores) >= *m.TopScoreBelow {
+		if top, _, n := rec.ScoreStats(); n == 0 || top >= *m.TopScoreBelow {
 			return false
 		}
 	}
