@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -332,6 +333,90 @@ func readKV(b []byte, depth int) (kv, error) {
 	if depth >= recursionLimit {
 		return out, errRecursionDepth
 	}
+	if out, ok := readKVFast(b); ok {
+		return out, nil
+	}
+	return readKVSlow(b, depth)
+}
+
+// readKVFast reads the KeyValue every instrumentation writes, in one pass: a key and a value,
+// in either order (pdata writes the value first, protobuf-go the key), each with a one-byte
+// tag and a length of one or two bytes, the value holding one string (the same), boolean,
+// integer or double, or nothing; and nothing else. ok is false for anything else, valid or
+// not, which readKVSlow then reads: where ok, it answers exactly as readKVSlow does.
+func readKVFast(b []byte) (out kv, ok bool) {
+	var val []byte
+	haveKey, haveVal := false, false
+	for p := 0; p < len(b); {
+		tag := b[p]
+		f, next, ok := lenField(b, p+1)
+		if !ok {
+			return out, false
+		}
+		switch {
+		case tag == 1<<3|wtLen && !haveKey:
+			out.key, haveKey = f, true
+		case tag == 2<<3|wtLen && !haveVal:
+			val, haveVal = f, true
+		default:
+			return out, false
+		}
+		p = next
+	}
+	if !haveKey || !haveVal {
+		return out, false
+	}
+	if len(val) == 0 {
+		return out, true // an empty AnyValue
+	}
+	switch val[0] {
+	case 1<<3 | wtLen: // string_value
+		s, next, ok := lenField(val, 1)
+		if !ok || next != len(val) {
+			return out, false
+		}
+		out.val = anyv{f: 1, b: s}
+	case 2<<3 | wtVarint, 3<<3 | wtVarint: // bool_value, int_value
+		x, m := protowire.ConsumeVarint(val[1:])
+		if m <= 0 || 1+m != len(val) {
+			return out, false
+		}
+		out.val = anyv{f: int32(val[0] >> 3), n: x}
+	case 4<<3 | wtI64: // double_value
+		if len(val) != 9 {
+			return out, false
+		}
+		out.val = anyv{f: 4, n: binary.LittleEndian.Uint64(val[1:])}
+	default:
+		return out, false
+	}
+	return out, true
+}
+
+// lenField reads a length of one or two bytes at p and the bytes it covers; ok is false for a
+// longer length or one that runs past b.
+func lenField(b []byte, p int) (f []byte, next int, ok bool) {
+	if p >= len(b) {
+		return nil, 0, false
+	}
+	n := int(b[p])
+	p++
+	if n >= 0x80 {
+		if p >= len(b) || b[p] >= 0x80 {
+			return nil, 0, false
+		}
+		n = n&0x7f | int(b[p])<<7
+		p++
+	}
+	if n > len(b)-p {
+		return nil, 0, false
+	}
+	return b[p : p+n], p + n, true
+}
+
+// readKVSlow is readKV for any KeyValue.
+func readKVSlow(b []byte, depth int) (kv, error) {
+	var out kv
 	depth++
 	for pos := 0; pos < len(b); {
 		f, next, err := readField(b, pos, kvSchema)
