@@ -31,7 +31,7 @@ func Assemble(spans []Span) Result {
 	t := buildTree(spans, sc)
 	defer sc.release(len(t.nodes))
 
-	var rets, gens []int
+	rets, gens := sc.rets[:0], sc.gens[:0]
 	for i := 0; i < t.n; i++ {
 		if t.nodes[i].f.retrieval {
 			rets = append(rets, i)
@@ -40,12 +40,16 @@ func Assemble(spans []Span) Result {
 			gens = append(gens, i)
 		}
 	}
+	sc.rets, sc.gens = rets, gens // kept grown for the next trace
 	res := Result{RAG: len(rets) > 0 || len(gens) > 0, UpstreamP: upstreamP(spans)}
 	byStart := func(a, b int) int { return t.nodes[a].start.Compare(t.nodes[b].start) }
 	slices.SortStableFunc(rets, byStart)
 	slices.SortStableFunc(gens, byStart)
 
-	turns := t.findTurns(rets, gens)
+	turns := t.findTurns(rets, gens, sc.turns[:0])
+	if cap(turns) > cap(sc.turns) {
+		sc.turns = turns[:0] // grown: kept for the next trace
+	}
 	slices.SortStableFunc(turns, byStart)
 
 	if len(turns) == 0 {
@@ -53,7 +57,7 @@ func Assemble(spans []Span) Result {
 		return res
 	}
 	b := builder{t: &t, multi: len(turns) > 1, traceID: spans[0].TraceID.String()}
-	b.assignMembers(turns)
+	b.assignMembers(turns, sc)
 	fb := b.feedbackByTurn(turns)
 	elided := slices.ContainsFunc(spans, func(s Span) bool { return s.elided })
 	for i, turn := range turns {

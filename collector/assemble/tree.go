@@ -135,6 +135,10 @@ type scratch struct {
 	nodes []node
 	ids   []pcommon.SpanID // the span index of a small trace
 	at    []int
+	// The lists of span indices assembly builds (no pointers: reused without clearing):
+	// the retrievals and generations, the turns, and assignMembers' owners and members.
+	rets, gens, turns, ints []int
+	mem                     [][]int
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -166,6 +170,8 @@ func (sc *scratch) release(nodes int) {
 		sc.facts[i].reset()
 	}
 	clear(sc.nodes[:min(nodes, cap(sc.nodes))])
+	clear(sc.mem) // views of ints
+	sc.mem = sc.mem[:0]
 	scratchPool.Put(sc)
 }
 

@@ -13,8 +13,7 @@ import (
 // contain another turn are dropped (they are the conversation or agent around the turns). With no
 // pair at all, a trace that has a retrieval or a generation gives one turn: the innermost span
 // containing all of them.
-func (t *tree) findTurns(rets, gens []int) []int {
-	var turns []int
+func (t *tree) findTurns(rets, gens, turns []int) []int {
 	var seen map[int]struct{} // beyond a few turns; below, a scan of turns
 	isNew := func(x int) bool {
 		if seen == nil && len(turns) < 32 {
@@ -83,10 +82,15 @@ func (t *tree) findTurns(rets, gens []int) []int {
 
 // assignMembers lists, for each turn, the real spans within it in start order. Turns never
 // contain one another, so each span belongs to at most one: found by walking up with a memo.
-func (b *builder) assignMembers(turns []int) {
+func (b *builder) assignMembers(turns []int, sc *scratch) {
 	t := b.t
-	// owner, the member counts and the members, carved from one allocation.
-	ints := make([]int, len(t.nodes)+len(turns)+1+t.n)
+	// owner, the member counts and the members, carved from one array (the scratch's).
+	n := len(t.nodes) + len(turns) + 1 + t.n
+	if cap(sc.ints) < n {
+		sc.ints = make([]int, n)
+	}
+	ints := sc.ints[:n]
+	clear(ints)
 	owner := ints[:len(t.nodes):len(t.nodes)] // turn index + 1; 0 unknown; -1 none
 	counts := ints[len(t.nodes) : len(t.nodes)+len(turns)+1 : len(t.nodes)+len(turns)+1]
 	all := ints[len(t.nodes)+len(turns)+1:][:0]
@@ -114,7 +118,11 @@ func (b *builder) assignMembers(turns []int) {
 			counts[o]++
 		}
 	}
-	b.mem = make([][]int, len(turns))
+	if cap(sc.mem) < len(turns) {
+		sc.mem = make([][]int, len(turns))
+	}
+	b.mem = sc.mem[:len(turns)]
+	sc.mem = b.mem // release clears it
 	for k := range turns {
 		b.mem[k] = all[len(all) : len(all) : len(all)+counts[k+1]]
 		all = all[:len(all)+counts[k+1]]
