@@ -410,6 +410,9 @@ func computeRecord(o *Observation, r *record.Record) {
 	}
 }
 
+// asciiSpace marks the ASCII bytes unicode.IsSpace reports.
+var asciiSpace = [utf8.RuneSelf]bool{' ': true, '\n': true, '\t': true, '\r': true, '\v': true, '\f': true}
+
 // countWords counts whitespace-separated words without allocating.
 func countWords(s string) int {
 	n := 0
@@ -418,7 +421,7 @@ func countWords(s string) int {
 		c := s[i]
 		var space bool
 		if c < utf8.RuneSelf {
-			space = c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+			space = asciiSpace[c]
 			i++
 		} else {
 			r, size := utf8.DecodeRuneInString(s[i:])

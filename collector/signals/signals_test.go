@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -491,4 +492,20 @@ func TestPrometheusRefusalsWeighUpstreamSampling(t *testing.T) {
 // observe is the Observation ConsumeRecord starts from for r, at the Settings' clock.
 func (s *Signals) observe(r *record.Record) Observation {
 	return s.observeFeedback(r.Service, r.TraceID, r.SpanID, r.Feedback, s.set.Now())
+}
+
+// countWords counts as strings.Fields splits: every ASCII and Unicode space separates.
+func TestCountWordsIsFields(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	pieces := []string{"a", "word", "é", "\u00a0", "\u0085", "\u2003", " ", "\t", "\n", "\r", "\v", "\f", "\x1c", "x.y", "日本"}
+	for range 5000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		s := b.String()
+		if got, want := countWords(s), len(strings.Fields(s)); got != want {
+			t.Fatalf("%q: %d words, want %d", s, got, want)
+		}
+	}
 }
