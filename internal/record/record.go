@@ -242,19 +242,9 @@ func (r *Record) Key() string {
 	return r.TraceID + "/" + r.SpanID
 }
 
-// Scores returns the document scores that are present, in document order.
-func (r *Record) Scores() []float64 {
-	var out []float64
-	for i := range r.Documents {
-		if s := r.Documents[i].Score; s != nil {
-			out = append(out, *s)
-		}
-	}
-	return out
-}
-
-// ScoreStats is what the signals read of Scores without building it: the highest score (NaN
-// if one is, as max has it), the sum and how many documents have one (n = 0: top and sum are 0).
+// ScoreStats summarises the document scores that are present: the highest (NaN if one is, as
+// max has it), their sum and how many documents have one (n = 0: top and sum are 0). It builds
+// no slice: the signals read it for every record.
 func (r *Record) ScoreStats() (top, sum float64, n int) {
 	for i := range r.Documents {
 		if s := r.Documents[i].Score; s != nil {

@@ -513,14 +513,9 @@ func expectedSignals(r *record.Record) map[string]float64 {
 		"ragwatch_retrieved_documents_count" + svc: 1,
 		"ragwatch_retrieved_documents_sum" + svc:   float64(len(r.Documents)),
 	}
-	if scores := r.Scores(); len(scores) > 0 {
-		sum, top := 0.0, scores[0]
-		for _, v := range scores {
-			sum += v
-			top = max(top, v)
-		}
+	if top, sum, n := r.ScoreStats(); n > 0 {
 		out["ragwatch_retrieval_score_count"+svc] = 1
-		out["ragwatch_retrieval_score_sum"+svc] = sum / float64(len(scores))
+		out["ragwatch_retrieval_score_sum"+svc] = sum / float64(n)
 		out["ragwatch_retrieval_top_score_count"+svc] = 1
 		out["ragwatch_retrieval_top_score_sum"+svc] = top
 	}
@@ -556,12 +551,8 @@ func expectedStatsd(r *record.Record) []string {
 		fmt.Sprintf("rag.citations:%d|g%s", len(r.Citations), tag),
 		"rag.latency.total:" + num(r.Latency.Total) + "|ms" + tag,
 	}
-	if scores := r.Scores(); len(scores) > 0 {
-		sum := 0.0
-		for _, v := range scores {
-			sum += v
-		}
-		lines = append(lines, "rag.avg_relevance:"+num(sum/float64(len(scores)))+"|g"+tag)
+	if _, sum, n := r.ScoreStats(); n > 0 {
+		lines = append(lines, "rag.avg_relevance:"+num(sum/float64(n))+"|g"+tag)
 	}
 	// answer_length is the answer's words (the seed's meaning); tokens go out on their own.
 	lines = append(lines, fmt.Sprintf("rag.answer_length:%d|g%s", len(strings.Fields(r.Answer)), tag))
