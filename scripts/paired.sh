@@ -13,7 +13,8 @@
 #   PAIRS         how many pairs (default 4)
 #   LOADGEN_ARGS  loadgen flags (default: 200,000 five-span traces, 5 x 1 KB documents,
 #                 20 a request, 4 in flight, as fast as accepted)
-#   CONFIG_EXTRA  YAML appended to both configs (default: sampling.rate: 0)
+#   CONFIG_EXTRA  YAML appended to both configs (default: sampling.rate: 0; set it empty to
+#                 compare the defaults)
 #   PROTOCOL      how the loadgens send, as in scripts/ingest.sh: grpc (default), http, http-json
 set -euo pipefail
 export GOTOOLCHAIN=go1.27.3 # the project's toolchain; machines start on an older Go with GOTOOLCHAIN=local

@@ -149,6 +149,19 @@ func BenchmarkAssembleAndRecord(b *testing.B) {
 	})
 }
 
+// newBenchAssembler returns an Assembler for a benchmark: cfg, records to next, the
+// documents' texts kept as keep says (nil: all), its clock reading *now.
+func newBenchAssembler(b *testing.B, cfg config.Assembly, next record.Consumer, keep func(pcommon.TraceID) bool, now *time.Time) *Assembler {
+	a, err := New(Settings{
+		Config: cfg, Next: next, KeepContent: keep,
+		Registerer: prometheus.NewRegistry(), Now: func() time.Time { return *now },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a
+}
+
 // benchConfig is the default wait with a complete_wait of 0: the bench trace is complete
 // (a true root, a retrieval, a generation, no dangling parent), so it is due as soon as it is
 // held, on the path the defaults take, and each iteration's process call assembles it.
@@ -165,13 +178,7 @@ func benchAssembler(b *testing.B, next record.Consumer, trace func(n uint64) ptr
 		return next.ConsumeRecord(ctx, r)
 	})
 	now := base
-	a, err := New(Settings{
-		Config: benchConfig(time.Minute, 50000, 256<<20),
-		Next:   count, Registerer: prometheus.NewRegistry(), Now: func() time.Time { return now },
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	a := newBenchAssembler(b, benchConfig(time.Minute, 50000, 256<<20), count, nil, &now)
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -220,13 +227,7 @@ func BenchmarkIngestWith40kHeld(b *testing.B) {
 		b.Fatal(err)
 	}
 	now := base
-	a, err := New(Settings{
-		Config: benchConfig(time.Hour, 100000, 1<<30),
-		Next:   record.Discard, Registerer: prometheus.NewRegistry(), Now: func() time.Time { return now },
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	a := newBenchAssembler(b, benchConfig(time.Hour, 100000, 1<<30), record.Discard, nil, &now)
 	filler := make([]Span, 1)
 	for i := range 40000 {
 		now = now.Add(time.Millisecond)
@@ -282,13 +283,7 @@ func BenchmarkConsume50x5(b *testing.B) {
 		one.ResourceSpans().At(0).CopyTo(td.ResourceSpans().AppendEmpty())
 	}
 	now := base
-	a, err := New(Settings{
-		Config: benchConfig(time.Minute, 50000, 256<<20),
-		Next:   record.Discard, Registerer: prometheus.NewRegistry(), Now: func() time.Time { return now },
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	a := newBenchAssembler(b, benchConfig(time.Minute, 50000, 256<<20), record.Discard, nil, &now)
 	ctx := context.Background()
 	var n uint64
 	b.ReportAllocs()
@@ -420,14 +415,7 @@ func BenchmarkWire20(b *testing.B) {
 					return nil
 				})
 				now := base
-				a, err := New(Settings{
-					Config: benchConfig(time.Minute, 50000, 256<<20),
-					Next:   count, Registerer: prometheus.NewRegistry(), Now: func() time.Time { return now },
-					KeepContent: c.keep,
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
+				a := newBenchAssembler(b, benchConfig(time.Minute, 50000, 256<<20), count, c.keep, &now)
 				ctx := context.Background()
 				var n uint64
 				b.ReportAllocs()

@@ -151,8 +151,9 @@ const (
 // allocate.
 const maxIndexed = record.MaxDocuments
 
-// readFacts reads one span into f, which must be zero. It fills in place: facts is large and
-// holds pointers, so returning it by value would cost a copy with write barriers.
+// readFacts reads one span into f, which must be zero but for the backing arrays reset keeps.
+// It fills in place: facts is large and holds pointers, so returning it by value would cost a
+// copy with write barriers.
 func readFacts(f *facts, s *Span) {
 	f.feedbackRank = rankNone
 	var anns []annotation

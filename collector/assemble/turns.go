@@ -12,7 +12,7 @@ import (
 // started no later than it; the pair's turn is the innermost span containing both. Turns that
 // contain another turn are dropped (they are the conversation or agent around the turns). With no
 // pair at all, a trace that has a retrieval or a generation gives one turn: the innermost span
-// containing all of them.
+// containing all of them. turns is an empty buffer the result may use (the scratch's).
 func (t *tree) findTurns(rets, gens, turns []int) []int {
 	var seen map[int]struct{} // beyond a few turns; below, a scan of turns
 	isNew := func(x int) bool {
