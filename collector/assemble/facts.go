@@ -245,9 +245,7 @@ func readFacts(f *facts, s *Span) {
 		case "enduser.id":
 			f.ids[idGenAI][1] = v.Text()
 		case "metadata":
-			if m := parseMetadata(*v); m != nil {
-				f.metadataRoute = asString(m["route"])
-			}
+			f.metadataRoute = metadataString(*v, "route")
 		}
 	}
 	for i := range s.Events {

@@ -112,15 +112,22 @@ func FuzzConsumeTraces(f *testing.F) {
 }
 
 // FuzzParsers checks the hand-written parsers: the flat-object fast path agrees with
-// encoding/json whenever it accepts, and the Python literal parser never panics.
+// encoding/json whenever it accepts, metadataString with the map parseMetadata builds, and the
+// Python literal parser never panics.
 func FuzzParsers(f *testing.F) {
 	for _, s := range []string{`{"a":"b","n":1.5,"t":true,"z":null}`, `{}`, `{"a":{"b":1}}`, `{"a":"\u00e9"}`,
-		"{'a': 'b', 'c': [1, (2, 3)], 'd': True}", `{"a":1,}`, `{"a":-0.5e3}`} {
+		"{'a': 'b', 'c': [1, (2, 3)], 'd': True}", `{"a":1,}`, `{"a":-0.5e3}`,
+		`{"a":"b","a":1}`, `{"a":1,"a":"c"}`, ` {"a":"x", "b":[1]} `, `null`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		_, _ = parsePyLiteral(s)
-		_ = parseMetadata(Str(s))
+		md := parseMetadata(Str(s))
+		for _, k := range []string{"a", "route"} {
+			if got, want := metadataString(Str(s), k), asString(md[k]); got != want {
+				t.Fatalf("metadataString(%q, %q) = %q, parseMetadata gives %q", s, k, got, want)
+			}
+		}
 		_ = docsFromAny(parseJSON(s))
 		_ = messagesFromAny(parseJSON(s))
 		fast, ok := parseFlatObject(s)

@@ -371,6 +371,72 @@ func valueText(s, mime string, keys []string) string {
 // are strings without escapes, numbers, booleans or null. Anything else returns ok=false and the
 // caller falls back to encoding/json. Strings share s's memory.
 func parseFlatObject(s string) (map[string]any, bool) {
+	var m map[string]any
+	ok := walkFlatObject(s, func(k string, v flatValue) {
+		if m == nil {
+			m = make(map[string]any, 4)
+		}
+		switch v.kind {
+		case flatString:
+			m[k] = v.str
+		case flatNumber:
+			m[k] = v.num
+		case flatBool:
+			m[k] = v.b
+		default:
+			m[k] = nil
+		}
+	})
+	if !ok {
+		return nil, false
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, true
+}
+
+// metadataString is asString(parseMetadata(v)[key]) without building the map when v is a
+// flat JSON object (parseFlatObject's shape): the last member named key, when it is a string.
+func metadataString(v Value, key string) string {
+	if v.Type == TypeStr {
+		out := ""
+		if walkFlatObject(strings.TrimSpace(v.Str), func(k string, m flatValue) {
+			if k == key {
+				out = ""
+				if m.kind == flatString {
+					out = m.str
+				}
+			}
+		}) {
+			return out
+		}
+	}
+	if m := parseMetadata(v); m != nil {
+		return asString(m[key])
+	}
+	return ""
+}
+
+// Kinds of flatValue.
+const (
+	flatNull = iota
+	flatString
+	flatNumber
+	flatBool
+)
+
+// flatValue is one member's value of a flat JSON object (walkFlatObject).
+type flatValue struct {
+	kind uint8
+	b    bool
+	str  string
+	num  float64
+}
+
+// walkFlatObject reads s as parseFlatObject does, calling member for each member in order; it
+// reports whether s has that shape (members already passed were read all the same).
+func walkFlatObject(s string, member func(k string, v flatValue)) bool {
 	i := 0
 	skip := func() {
 		for i < len(s) && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r') {
@@ -400,46 +466,44 @@ func parseFlatObject(s string) (map[string]any, bool) {
 	}
 	skip()
 	if i >= len(s) || s[i] != '{' {
-		return nil, false
+		return false
 	}
 	i++
-	m := make(map[string]any, 4)
 	skip()
 	if i < len(s) && s[i] == '}' {
 		i++
 		skip()
-		return m, i == len(s)
+		return i == len(s)
 	}
 	for {
 		skip()
 		k, ok := str()
 		if !ok {
-			return nil, false
+			return false
 		}
 		skip()
 		if i >= len(s) || s[i] != ':' {
-			return nil, false
+			return false
 		}
 		i++
 		skip()
 		if i >= len(s) {
-			return nil, false
+			return false
 		}
+		var v flatValue
 		switch c := s[i]; {
 		case c == '"':
-			v, ok := str()
-			if !ok {
-				return nil, false
+			if v.str, ok = str(); !ok {
+				return false
 			}
-			m[k] = v
+			v.kind = flatString
 		case c == 't' && strings.HasPrefix(s[i:], "true"):
-			m[k] = true
+			v.kind, v.b = flatBool, true
 			i += 4
 		case c == 'f' && strings.HasPrefix(s[i:], "false"):
-			m[k] = false
+			v.kind = flatBool
 			i += 5
 		case c == 'n' && strings.HasPrefix(s[i:], "null"):
-			m[k] = nil
 			i += 4
 		case c == '-' || (c >= '0' && c <= '9'):
 			j := i
@@ -448,16 +512,17 @@ func parseFlatObject(s string) (map[string]any, bool) {
 			}
 			f, err := strconv.ParseFloat(s[i:j], 64)
 			if err != nil || math.IsInf(f, 0) {
-				return nil, false
+				return false
 			}
-			m[k] = f
+			v.kind, v.num = flatNumber, f
 			i = j
 		default:
-			return nil, false // nested value: leave it to encoding/json
+			return false // nested value: leave it to encoding/json
 		}
+		member(k, v)
 		skip()
 		if i >= len(s) {
-			return nil, false
+			return false
 		}
 		if s[i] == ',' {
 			i++
@@ -466,8 +531,8 @@ func parseFlatObject(s string) (map[string]any, bool) {
 		if s[i] == '}' {
 			i++
 			skip()
-			return m, i == len(s)
+			return i == len(s)
 		}
-		return nil, false
+		return false
 	}
 }
