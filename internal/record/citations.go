@@ -1,6 +1,7 @@
 package record
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,17 +14,26 @@ import (
 // citation: the sentence without its markers as the claim, and the cited document ids in order of first mention. Markers that
 // resolve to no document are ignored, so `[sic]` or a number past the list cite nothing.
 func ParseCitations(answer string, docs []Document) []Citation {
-	if strings.IndexByte(answer, '[') < 0 {
+	markers := strings.Count(answer, "[")
+	if markers == 0 {
 		return nil
 	}
-	var out []Citation
+	// A record's citations share one string for their claims and one array for their ids: at
+	// most one citation per marker, and two allocations whatever their number.
+	var (
+		out     []Citation
+		ids     []string // every citation's ids, one after the other
+		claims  []byte   // every claim, one after the other
+		ends    [16]int  // where each claim ends in claims
+		claimAt = ends[:0]
+	)
 	var sentences [16]string
 	var claimBuf [256]byte
 	for _, sentence := range text.AppendSentences(sentences[:0], answer) {
 		if strings.IndexByte(sentence, '[') < 0 {
 			continue // no marker: no citation
 		}
-		var ids []string
+		first := len(ids)
 		claim := claimBuf[:0]
 		rest := sentence
 		for {
@@ -45,51 +55,66 @@ func ParseCitations(answer string, docs []Document) []Citation {
 			} else {
 				claim = append(claim, rest[:open]...)
 				for _, id := range resolved {
-					ids = appendUnique(ids, id)
+					if !slices.Contains(ids[first:], id) {
+						if ids == nil {
+							ids = make([]string, 0, 2*markers)
+						}
+						ids = append(ids, id)
+					}
 				}
 			}
 			rest = rest[open+end+1:]
 		}
-		if len(ids) == 0 {
+		if len(ids) == first {
 			continue
 		}
-		out = append(out, Citation{Text: cleanClaim(claim), DocumentIDs: ids})
+		if out == nil {
+			out = make([]Citation, 0, markers)
+			claims = make([]byte, 0, len(answer))
+		}
+		claims = appendClaim(claims, claim)
+		claimAt = append(claimAt, len(claims))
+		out = append(out, Citation{DocumentIDs: ids[first:len(ids):len(ids)]})
+	}
+	all, from := string(claims), 0
+	for i := range out {
+		out[i].Text = all[from:claimAt[i]]
+		from = claimAt[i]
 	}
 	return out
 }
 
-// cleanClaim is strings.TrimSpace(punctuationSpace.Replace(strings.Join(strings.Fields(claim),
-// " "))) in one pass and one allocation for ASCII text: white space runs become one space, none
-// at the ends, and none before punctuation.
-func cleanClaim(claim []byte) string {
+// appendClaim appends strings.TrimSpace(punctuationSpace.Replace(strings.Join(strings.Fields(claim),
+// " "))) to dst, in one pass for ASCII text: white space runs become one space, none at the
+// ends, and none before punctuation.
+func appendClaim(dst, claim []byte) []byte {
 	for _, c := range claim {
 		if c >= 0x80 {
 			text := strings.Join(strings.Fields(string(claim)), " ")
-			return strings.TrimSpace(punctuationSpace.Replace(text))
+			return append(dst, strings.TrimSpace(punctuationSpace.Replace(text))...)
 		}
 	}
-	var buf [256]byte
-	out := buf[:0]
+	start := len(dst)
 	space := false
 	for _, c := range claim {
 		switch c {
 		case ' ', '\t', '\n', '\v', '\f', '\r':
-			space = len(out) > 0
+			space = len(dst) > start
 			continue
 		case '.', '!', '?', ',', ';', ':':
 			space = false // the gap a removed marker leaves ("days [1]." → "days.")
 		}
 		if space {
-			out = append(out, ' ')
+			dst = append(dst, ' ')
 			space = false
 		}
-		out = append(out, c)
+		dst = append(dst, c)
 	}
-	return string(out)
+	return dst
 }
 
 // punctuationSpace closes the gap a removed marker leaves before punctuation ("days [1]." →
-// "days."); cleanClaim's path for non-ASCII text.
+// "days."); appendClaim's path for non-ASCII text.
 var punctuationSpace = strings.NewReplacer(" .", ".", " !", "!", " ?", "?", " ,", ",", " ;", ";", " :", ":")
 
 // resolveMarker returns the document ids a marker's inner text cites, or nil when it is not a
@@ -132,13 +157,4 @@ func matchDocID(s string, docs []Document) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func appendUnique(ids []string, id string) []string {
-	for _, x := range ids {
-		if x == id {
-			return ids
-		}
-	}
-	return append(ids, id)
 }
