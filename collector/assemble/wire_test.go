@@ -2,10 +2,12 @@ package assemble
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -158,5 +160,29 @@ func TestReadKVFastMatchesSlow(t *testing.T) {
 			c[rng.IntN(len(c))] ^= byte(1 << rng.IntN(8))
 		}
 		same(c)
+	}
+}
+
+func TestInternServiceSharesOneCopy(t *testing.T) {
+	b := []byte("checkout-api")
+	first := internService(b)
+	b[0] = 'X' // the name is a copy, never a view of the request
+	if first != "checkout-api" {
+		t.Fatalf("internService = %q after the request changed", first)
+	}
+	again := internService([]byte("checkout-api"))
+	if again != "checkout-api" || unsafe.StringData(again) != unsafe.StringData(first) {
+		t.Fatalf("a name seen before is not the cached copy: %q", again)
+	}
+	// More names than slots: each comes back as itself, whatever it evicted.
+	for i := range 1000 {
+		want := fmt.Sprintf("svc-%d", i)
+		if got := internService([]byte(want)); got != want {
+			t.Fatalf("internService(%q) = %q", want, got)
+		}
+	}
+	long := strings.Repeat("s", arenaMax+1)
+	if got := internService([]byte(long)); got != long {
+		t.Fatalf("a long name came back as %q", got)
 	}
 }
