@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -442,6 +443,37 @@ func TestSessionHistoryBounds(t *testing.T) {
 	}
 	if d := testutil.Sum(t, reg, "ragwatch_conversation_history_dropped_total", nil); d != 4 {
 		t.Fatalf("history dropped = %v, want 4", d)
+	}
+}
+
+// TestSessionKeepsItsOwnCopy: the session's history holds copies of a turn's texts, never the
+// record's strings (which may be views of a request's buffers), also when only one is set.
+func TestSessionKeepsItsOwnCopy(t *testing.T) {
+	clk := testutil.NewClock(t0)
+	j, s := newFullJoin(t, nil, clk, prometheus.NewRegistry(), nil)
+	ctx := context.Background()
+	turns := []*record.Record{turn("s-1", "t1", "q1", "a1"), turn("s-1", "t2", "q2", ""), turn("s-1", "t3", "", "a3"), turn("s-1", "t4", "q4", "a4")}
+	for _, r := range turns {
+		must(t, j.ConsumeRecord(ctx, r))
+	}
+	last := s.gotRecords()[3]
+	if !reflect.DeepEqual(last.History, []record.Message{
+		{Role: record.RoleUser, Content: "q1"}, {Role: record.RoleAssistant, Content: "a1"},
+		{Role: record.RoleUser, Content: "q2"}, {Role: record.RoleAssistant, Content: "a3"}}) {
+		t.Fatalf("history = %+v", last.History)
+	}
+	texts := map[*byte]bool{}
+	for _, r := range turns[:3] {
+		for _, x := range []string{r.Query, r.Answer} {
+			if x != "" {
+				texts[unsafe.StringData(x)] = true
+			}
+		}
+	}
+	for _, m := range last.History {
+		if texts[unsafe.StringData(m.Content)] {
+			t.Fatalf("the session holds the record's own string %q", m.Content)
+		}
 	}
 }
 

@@ -100,14 +100,21 @@ func (j *Join) session(ctx context.Context, r *record.Record, now time.Time) *re
 	if r.History != nil {
 		h = r.History
 	}
+	// The session keeps its own copy of the turn, one allocation for both texts: the record's
+	// may be views of larger buffers. Once trimming drops the question but keeps the answer,
+	// the question's bytes stay with it until the answer goes too.
 	var turn [2]record.Message
 	n := 0
+	qa := r.Query + r.Answer // a copy when both are set
+	if r.Query == "" || r.Answer == "" {
+		qa = strings.Clone(qa) // the one set, uncopied by +
+	}
 	if r.Query != "" {
-		turn[n] = record.Message{Role: record.RoleUser, Content: strings.Clone(r.Query)}
+		turn[n] = record.Message{Role: record.RoleUser, Content: qa[:len(r.Query)]}
 		n++
 	}
 	if r.Answer != "" {
-		turn[n] = record.Message{Role: record.RoleAssistant, Content: strings.Clone(r.Answer)}
+		turn[n] = record.Message{Role: record.RoleAssistant, Content: qa[len(r.Query):]}
 		n++
 	}
 	st.History = appendTrimmed(h, turn[:n], j.s.MaxHistoryTurns, j.s.MaxHistoryBytes)
