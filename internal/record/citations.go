@@ -19,12 +19,13 @@ func ParseCitations(answer string, docs []Document) []Citation {
 		return nil
 	}
 	// A record's citations share one string for their claims and one array for their ids: at
-	// most one citation per marker, and two allocations whatever their number.
+	// most one citation per marker, and three allocations whatever their number.
 	var (
 		out     []Citation
 		ids     []string // every citation's ids, one after the other
-		claims  []byte   // every claim, one after the other
-		ends    [16]int  // where each claim ends in claims
+		buf     [1024]byte
+		claims  = buf[:0] // every claim, one after the other
+		ends    [16]int   // where each claim ends in claims
 		claimAt = ends[:0]
 	)
 	var sentences [16]string
@@ -70,7 +71,6 @@ func ParseCitations(answer string, docs []Document) []Citation {
 		}
 		if out == nil {
 			out = make([]Citation, 0, markers)
-			claims = make([]byte, 0, len(answer))
 		}
 		claims = appendClaim(claims, claim)
 		claimAt = append(claimAt, len(claims))
