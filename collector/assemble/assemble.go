@@ -28,7 +28,8 @@ func Assemble(spans []Span) Result {
 		return Result{}
 	}
 	sc := getScratch(len(spans))
-	t := buildTree(spans, sc)
+	t := &sc.tree
+	*t = buildTree(spans, sc)
 	defer sc.release(len(t.nodes))
 
 	rets, gens := sc.rets[:0], sc.gens[:0]
@@ -56,7 +57,7 @@ func Assemble(spans []Span) Result {
 		res.Feedback = t.orphanFeedback(spans[0].TraceID)
 		return res
 	}
-	b := builder{t: &t, multi: len(turns) > 1, traceID: spans[0].TraceID.String()}
+	b := builder{t: t, multi: len(turns) > 1, traceID: spans[0].TraceID.String()}
 	b.assignMembers(turns, sc)
 	fb := b.feedbackByTurn(turns)
 	elided := slices.ContainsFunc(spans, func(s Span) bool { return s.elided })

@@ -540,11 +540,15 @@ func (a *Assembler) process(ctx context.Context, now time.Time, all bool) error 
 
 	var errs []error
 	for _, tr := range due {
-		errs = append(errs, a.finish(ctx, tr))
+		if err := a.finish(ctx, tr); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for i := range late {
 		res := Assemble(late[i : i+1])
-		errs = append(errs, a.deliverFeedback(ctx, res.Feedback))
+		if err := a.deliverFeedback(ctx, res.Feedback); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -614,7 +618,9 @@ func (a *Assembler) finish(ctx context.Context, tr *trace) error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, a.deliverFeedback(ctx, res.Feedback))
+	if err := a.deliverFeedback(ctx, res.Feedback); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

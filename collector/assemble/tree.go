@@ -48,7 +48,7 @@ func buildTree(spans []Span, sc *scratch) tree {
 		idx.put(s.SpanID, i)
 	}
 	missing := newSpanIndex(0)
-	var roots []int
+	roots := sc.roots[:0]
 	for i := range spans {
 		p := spans[i].ParentSpanID
 		if p.IsEmpty() || p == spans[i].SpanID {
@@ -75,6 +75,7 @@ func buildTree(spans []Span, sc *scratch) tree {
 	for _, r := range roots {
 		t.nodes[r].parent = t.root
 	}
+	sc.roots = roots[:0] // kept grown for the next trace
 	t.computeDepths()
 	if len(t.nodes) > eulerMin {
 		t.numberNodes()
@@ -137,8 +138,10 @@ type scratch struct {
 	at    []int
 	// The lists of span indices assembly builds (no pointers: reused without clearing):
 	// the retrievals and generations, the turns, and assignMembers' owners and members.
-	rets, gens, turns, ints []int
-	mem                     [][]int
+	rets, gens, turns, ints, roots []int
+	mem                            [][]int
+	// tree is the trace's tree, here so that it is not an allocation of its own.
+	tree tree
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -172,6 +175,7 @@ func (sc *scratch) release(nodes int) {
 	clear(sc.nodes[:min(nodes, cap(sc.nodes))])
 	clear(sc.mem) // views of ints
 	sc.mem = sc.mem[:0]
+	sc.tree = tree{}
 	scratchPool.Put(sc)
 }
 
