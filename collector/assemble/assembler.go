@@ -596,18 +596,18 @@ func (a *Assembler) finish(ctx context.Context, tr *trace) error {
 	putTraceSpans(tr.spans)
 	tr.spans = nil
 	if !res.RAG {
-		a.m.records.WithLabelValues(OutcomeNotRAG).Inc()
+		a.m.notRAG.Inc()
 	}
-	outcome := OutcomeAssembled
+	outcome := a.m.assembled
 	if !tr.rootSeen {
-		outcome = OutcomePartial
+		outcome = a.m.partial
 	}
 	if res.UpstreamP < 0 {
 		a.m.badTraceState.Inc()
 	}
 	var errs []error
 	for _, r := range res.Records {
-		a.m.records.WithLabelValues(outcome).Inc()
+		outcome.Inc()
 		if r.UpstreamProbability == 0 && a.upstream > 0 {
 			r.UpstreamProbability = a.upstream
 		}
@@ -807,6 +807,8 @@ type metrics struct {
 	badTraceState  prometheus.Counter
 	historyDropped prometheus.Counter
 	released       [len(releaseReasons)]prometheus.Counter // by releaseReason, resolved once
+	// The records' outcomes every trace counts, resolved once.
+	assembled, partial, notRAG prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -851,6 +853,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, o := range []string{OutcomeAssembled, OutcomePartial, OutcomeNotRAG, OutcomeFeedback, OutcomeDropped} {
 		m.records.WithLabelValues(o)
 	}
+	m.assembled = m.records.WithLabelValues(OutcomeAssembled)
+	m.partial = m.records.WithLabelValues(OutcomePartial)
+	m.notRAG = m.records.WithLabelValues(OutcomeNotRAG)
 	for _, r := range []string{EvictMaxTraces, EvictMaxBytes, EvictMaxSpans} {
 		m.evicted.WithLabelValues(r)
 	}
