@@ -18,8 +18,9 @@ func ParseCitations(answer string, docs []Document) []Citation {
 	if markers == 0 {
 		return nil
 	}
-	// A record's citations share one string for their claims and one array for their ids: at
-	// most one citation per marker, and three allocations whatever their number.
+	// A record's citations share one string for their claims and one array for their ids, and
+	// the list holds at most one citation per marker: three allocations for up to 16 citations
+	// whose ASCII claims fit in 1 KB (the stack buffers), a few more beyond.
 	var (
 		out     []Citation
 		ids     []string // every citation's ids, one after the other
