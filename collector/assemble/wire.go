@@ -5,11 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"math"
 	"strings"
-	"sync/atomic"
+	"unique"
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -774,29 +773,6 @@ type wireDec struct {
 	strs     strArena // the held copies of short attribute values and span names
 }
 
-// serviceNames remembers the service names resources carry, so that a request's name is no
-// allocation: a sidecar sees one service or a few. It is direct-mapped by the name's hash, so
-// names that collide, or a flood of names, cost an allocation each as before, and the cache
-// never holds more than its entries.
-var (
-	serviceNames    [64]atomic.Pointer[string]
-	serviceNameSeed = maphash.MakeSeed()
-)
-
-// internService returns b as a string, the one serviceNames holds when it holds b.
-func internService(b []byte) string {
-	if len(b) == 0 || len(b) > arenaMax {
-		return string(b)
-	}
-	slot := &serviceNames[maphash.Bytes(serviceNameSeed, b)%uint64(len(serviceNames))]
-	if p := slot.Load(); p != nil && *p == string(b) {
-		return *p
-	}
-	name := string(b)
-	slot.Store(&name)
-	return name
-}
-
 // strArena copies short strings out of a request's bytes into shared blocks: one allocation
 // for many attribute values and span names of a request instead of one each. A block is never
 // reused or grown, so its strings stay valid; a string that outlives its trace (a label value,
@@ -905,7 +881,10 @@ func (d *wireDec) resourceSpans(b []byte, rs int) error {
 	name := ""
 	switch {
 	case found && service.val.f == 1:
-		name = internService(service.val.b)
+		// unique's canonical copy: a sidecar sees one service or a few, so a request's name
+		// costs no allocation (an entry no handle holds goes at a collection; the next
+		// request's name is then copied once again).
+		name = unique.Make(string(service.val.b)).Value()
 	case found:
 		name = service.val.str()
 	}

@@ -2,13 +2,15 @@ package assemble
 
 import (
 	"bytes"
-	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"unique"
 	"unsafe"
 
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -163,26 +165,37 @@ func TestReadKVFastMatchesSlow(t *testing.T) {
 	}
 }
 
-func TestInternServiceSharesOneCopy(t *testing.T) {
-	b := []byte("checkout-api")
-	first := internService(b)
-	b[0] = 'X' // the name is a copy, never a view of the request
-	if first != "checkout-api" {
-		t.Fatalf("internService = %q after the request changed", first)
-	}
-	again := internService([]byte("checkout-api"))
-	if again != "checkout-api" || unsafe.StringData(again) != unsafe.StringData(first) {
-		t.Fatalf("a name seen before is not the cached copy: %q", again)
-	}
-	// More names than slots: each comes back as itself, whatever it evicted.
-	for i := range 1000 {
-		want := fmt.Sprintf("svc-%d", i)
-		if got := internService([]byte(want)); got != want {
-			t.Fatalf("internService(%q) = %q", want, got)
+// A resource's service name is a copy, never a view of the request (the transport reuses its
+// buffers), and requests naming the same service share one copy.
+func TestServiceNameIsOneSharedCopy(t *testing.T) {
+	lim := WireLimits{MaxSpans: 100, MaxAttributes: 128, MaxEvents: 128, MaxValueBytes: 1 << 16}
+	decode := func(svc string) []Span {
+		body, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(build(t, 1, svc, rootSpan(ms(100))))
+		if err != nil {
+			t.Fatal(err)
 		}
+		spans, _, werr := decodeProto(body, lim, nil, defaultVariantKeys, nil)
+		if werr != nil || len(spans) != 1 {
+			t.Fatalf("decodeProto: %d spans, %v", len(spans), werr)
+		}
+		for i := range body {
+			body[i] = 'x'
+		}
+		return spans
 	}
-	long := strings.Repeat("s", arenaMax+1)
-	if got := internService([]byte(long)); got != long {
-		t.Fatalf("a long name came back as %q", got)
+	// A handle keeps unique's entry through any collection the test meets; in the running
+	// process a collection may drop it, and the next name is copied once again.
+	canonical := unique.Make("checkout-api")
+	first, again := decode("checkout-api"), decode("checkout-api")
+	if first[0].Service != "checkout-api" || again[0].Service != "checkout-api" {
+		t.Fatalf("services %q, %q after the requests changed", first[0].Service, again[0].Service)
+	}
+	want := unsafe.StringData(canonical.Value())
+	if unsafe.StringData(first[0].Service) != want || unsafe.StringData(again[0].Service) != want {
+		t.Error("requests naming one service hold copies of their own of its name")
+	}
+	runtime.KeepAlive(canonical)
+	if other := decode("billing"); other[0].Service != "billing" {
+		t.Fatalf("service %q", other[0].Service)
 	}
 }
