@@ -83,6 +83,7 @@ type Settings struct {
 type Assembler struct {
 	cfg      config.Assembly
 	next     record.Consumer
+	handoff  record.HandoffConsumer // next, when it takes records handed over
 	feedback record.FeedbackConsumer
 	log      *slog.Logger
 	now      func() time.Time
@@ -157,9 +158,11 @@ func New(s Settings) (*Assembler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("assemble: register metrics: %w", err)
 	}
+	handoff, _ := s.Next.(record.HandoffConsumer) // records are made here and not read after delivery
 	a := &Assembler{
 		cfg:         s.Config,
 		next:        s.Next,
+		handoff:     handoff,
 		feedback:    s.Feedback,
 		log:         s.Logger,
 		now:         s.Now,
@@ -612,9 +615,16 @@ func (a *Assembler) finish(ctx context.Context, tr *trace) error {
 			r.UpstreamProbability = a.upstream
 		}
 		a.trimHistory(r)
-		if err := a.next.ConsumeRecord(ctx, r); err != nil {
+		id := r.TraceID
+		var err error
+		if a.handoff != nil {
+			err = a.handoff.ConsumeHandoff(ctx, r) // r is not read again here
+		} else {
+			err = a.next.ConsumeRecord(ctx, r)
+		}
+		if err != nil {
 			a.m.deliveryErrors.WithLabelValues("records").Inc()
-			a.log.Warn("record consumer failed", "trace_id", r.TraceID, "err", err)
+			a.log.Warn("record consumer failed", "trace_id", id, "err", err)
 			errs = append(errs, err)
 		}
 	}

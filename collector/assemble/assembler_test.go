@@ -522,3 +522,38 @@ func TestConcurrentConsume(t *testing.T) {
 		seen[r.TraceID] = true
 	}
 }
+
+// handoffSink is a sink that takes records handed over.
+type handoffSink struct {
+	sink
+	handed int
+}
+
+func (s *handoffSink) ConsumeHandoff(ctx context.Context, r *record.Record) error {
+	s.mu.Lock()
+	s.handed++
+	s.mu.Unlock()
+	return s.ConsumeRecord(ctx, r)
+}
+
+// TestRecordsAreHandedOver: a consumer that takes handoffs (the join) gets each record through
+// ConsumeHandoff, the assembler's own to give up; a plain consumer through ConsumeRecord.
+func TestRecordsAreHandedOver(t *testing.T) {
+	out := &handoffSink{}
+	a, err := New(Settings{Config: defaultCfg(), Next: out, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for id := byte(1); id <= 3; id++ {
+		if err := a.ConsumeTraces(ctx, build(t, id, "s", rootSpan(ms(950)), retrieverSpan(), llmSpan(ms(60), ms(900)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if recs, _ := out.got(); len(recs) != 3 || out.handed != 3 {
+		t.Fatalf("%d records, %d of them handed over; want 3 and 3", len(recs), out.handed)
+	}
+}

@@ -844,3 +844,101 @@ func TestLabelWaiting(t *testing.T) {
 		t.Fatalf("an orphaned label still waits (%d counted)", j.labels.Load())
 	}
 }
+
+// handedSink keeps the records that reach it, as pointers.
+type handedSink struct {
+	fullSink
+	ptrs []*record.Record
+}
+
+func (s *handedSink) ConsumeRecord(_ context.Context, r *record.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ptrs = append(s.ptrs, r)
+	s.records = append(s.records, *r)
+	return nil
+}
+
+// TestHandoffFillsInPlace: a record handed over (ConsumeHandoff) gets what ConsumeRecord gives
+// a copy, the session's turn and history, a posted history cut to the bounds, feedback and
+// labels that waited, but in the record itself, which then reaches Next; one passed with
+// ConsumeRecord stays untouched.
+func TestHandoffFillsInPlace(t *testing.T) {
+	type step struct {
+		r     func() *record.Record
+		early func(ctx context.Context, j *Join) // feedback or labels before the record
+	}
+	steps := []step{
+		{r: func() *record.Record { return turn("s-1", "t1", "q1", "a1") }},
+		{r: func() *record.Record { return turn("s-1", "t2", "q2", "a2") }},
+		{r: func() *record.Record {
+			r := turn("s-1", "t3", "q3", "a3")
+			r.Turn, r.History = 3, msgs("q0", "a0", "q1", "a1", "q2", "a2")
+			return r
+		}},
+		{r: func() *record.Record { return turn("s-1", "t4", "q4", "a4") }, early: func(ctx context.Context, j *Join) {
+			must(t, j.ConsumeFeedback(ctx, record.Feedback{TraceID: "t4", Score: 1, Time: t0}))
+			must(t, j.ConsumeLabel(ctx, record.Label{TraceID: "t4", Values: map[string]float64{"faithfulness": 0.5}}))
+		}},
+		{r: func() *record.Record { return rec("t5") }, early: func(ctx context.Context, j *Join) {
+			must(t, j.ConsumeFeedback(ctx, record.Feedback{TraceID: "t5", Score: -1, Time: t0}))
+		}},
+	}
+	run := func(handoff bool) (got []record.Record, same []bool) {
+		clk := testutil.NewClock(t0)
+		s := &handedSink{}
+		j, err := New(Settings{Retention: time.Hour, Next: s, NextFeedback: s, NextLabel: s,
+			SessionTTL: 30 * time.Minute, MaxSessions: 100, MaxHistoryTurns: 4,
+			Registerer: prometheus.NewRegistry(), Now: clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(t, j.Start(context.Background()))
+		t.Cleanup(func() { _ = j.Shutdown(context.Background()) })
+		ctx := context.Background()
+		for _, st := range steps {
+			if st.early != nil {
+				st.early(ctx, j)
+			}
+			r := st.r()
+			before := *r
+			if handoff {
+				must(t, j.ConsumeHandoff(ctx, r))
+			} else {
+				must(t, j.ConsumeRecord(ctx, r))
+				if !reflect.DeepEqual(*r, before) {
+					t.Fatalf("ConsumeRecord changed the caller's record: %+v", *r)
+				}
+			}
+			same = append(same, s.ptrs[len(s.ptrs)-1] == r)
+			clk.Add(time.Minute)
+		}
+		return s.gotRecords(), same
+	}
+	copied, sameCopied := run(false)
+	handed, sameHanded := run(true)
+	if !reflect.DeepEqual(handed, copied) {
+		t.Fatalf("handed over:\n%+v\ncopied:\n%+v", handed, copied)
+	}
+	for i := range steps {
+		if !sameHanded[i] {
+			t.Fatalf("step %d: a handed record must reach Next itself", i+1)
+		}
+		// ConsumeRecord passes the caller's record on only when it adds nothing.
+		if sameCopied[i] {
+			t.Fatalf("step %d: ConsumeRecord passed the caller's record on, yet filled it", i+1)
+		}
+	}
+	want := []struct {
+		turn    int
+		history []record.Message
+	}{{1, nil}, {2, msgs("q1", "a1")}, {3, msgs("q1", "a1", "q2", "a2")}, {4, msgs("q2", "a2", "q3", "a3")}, {0, nil}}
+	for i, w := range want {
+		if handed[i].Turn != w.turn || !reflect.DeepEqual(handed[i].History, w.history) {
+			t.Fatalf("record %d: Turn=%d History=%+v, want %d %+v", i+1, handed[i].Turn, handed[i].History, w.turn, w.history)
+		}
+	}
+	if handed[3].Feedback == nil || handed[3].Feedback.Score != 1 || handed[3].Labels == nil || handed[4].Feedback == nil || handed[4].Feedback.Score != -1 {
+		t.Fatalf("feedback and labels: %+v, %+v", handed[3], handed[4])
+	}
+}

@@ -347,12 +347,36 @@ func (j *Join) Shutdown(ctx context.Context) error {
 // untouched); each such feedback or label counts as joined. A record with a pair id that
 // completes a shadow pair goes on to NextPair too, after Next.
 func (j *Join) ConsumeRecord(ctx context.Context, r *record.Record) error {
+	return j.consume(ctx, r, false)
+}
+
+// ConsumeHandoff is ConsumeRecord for a record its producer gives up (record.HandoffConsumer):
+// what the join fills in, it fills in r itself instead of a copy.
+func (j *Join) ConsumeHandoff(ctx context.Context, r *record.Record) error {
+	return j.consume(ctx, r, true)
+}
+
+var _ record.HandoffConsumer = (*Join)(nil)
+
+// writable returns r to fill in when the join owns it, else a copy of it.
+func writable(r *record.Record, owned bool) *record.Record {
+	if owned {
+		return r
+	}
+	c := *r
+	return &c
+}
+
+// consume is ConsumeRecord, filling r in place when owned.
+func (j *Join) consume(ctx context.Context, r *record.Record, owned bool) error {
 	if r == nil {
 		return errors.New("join: nil record")
 	}
 	now := j.now()
 	if j.s.SessionTTL > 0 && r.SessionID != "" {
-		r = j.session(ctx, r, now)
+		out := j.session(ctx, r, now, owned)
+		owned = owned || out != r // the session's copy is the join's own
+		r = out
 	}
 	persistSeen := j.s.KV != nil && j.s.PersistSeen
 	j.mu.Lock()
@@ -413,7 +437,7 @@ func (j *Join) ConsumeRecord(ctx context.Context, r *record.Record) error {
 		}
 		j.count(jFeedback, oJoined, len(fbs))
 		j.count(jLabel, oJoined, len(labels))
-		c := *r
+		c := writable(r, owned)
 		if len(fbs) > 0 {
 			if r.Feedback == nil {
 				// The newest feedback rides on the record; any earlier ones follow as feedback.
@@ -425,9 +449,9 @@ func (j *Join) ConsumeRecord(ctx context.Context, r *record.Record) error {
 			}
 		}
 		if len(labels) > 0 {
-			c.Labels = mergeLabels(r.Labels, labels)
+			c.Labels = mergeLabels(c.Labels, labels)
 		}
-		out = &c
+		out = c
 	}
 	var first *record.Record // the other half of out's pair, when out completes one
 	if j.s.NextPair != nil && r.PairID != "" {

@@ -35,7 +35,8 @@ const sessionLookupTimeout = 2 * time.Second
 // session gives r what it lacks from its session's earlier turns and remembers r's turn:
 // Turn = the turns before + 1 when r has none, History = the remembered turns when r has
 // none (a record that carries them, from its spans or its app, keeps its own and they update
-// the state: turns = the larger). It returns r itself when it changed nothing, else a copy.
+// the state: turns = the larger). It returns r itself when it changed nothing or owned is set
+// (r was handed over: it is filled in place), else a copy.
 //
 // Sessions are written to the KV bucket off the record path and read back at start: with
 // PersistSeen (sidecars sharing the bucket) each session that took turns at most once per
@@ -45,7 +46,7 @@ const sessionLookupTimeout = 2 * time.Second
 // read again, so turns of one session spread over several ragwatch processes at once can be
 // numbered from a stale state. Records are numbered in the order they arrive: a turn that
 // arrives before an earlier one takes the earlier number, and its history lacks that turn.
-func (j *Join) session(ctx context.Context, r *record.Record, now time.Time) *record.Record {
+func (j *Join) session(ctx context.Context, r *record.Record, now time.Time, owned bool) *record.Record {
 	id := r.SessionID
 	var stored *sessionEntry
 	j.mu.Lock()
@@ -74,31 +75,32 @@ func (j *Join) session(ctx context.Context, r *record.Record, now time.Time) *re
 	// A history the record brought (posted, or from NATS) is bounded like one read from spans
 	// (the assembler's are already within the bounds); those drops are counted. Trimming the
 	// session's own memory below is not: no record loses a message it carried.
-	kept, dropped := record.TrimHistory(r.History, j.s.MaxHistoryTurns, j.s.MaxHistoryBytes)
+	brought := r.History // r's own, before it is filled in
+	kept, dropped := record.TrimHistory(brought, j.s.MaxHistoryTurns, j.s.MaxHistoryBytes)
 	if dropped > 0 {
-		c := *r
-		c.History = kept
-		out = &c
+		out = writable(r, owned)
+		out.History = kept
 	}
 	if out.Turn == 0 || (out.History == nil && len(st.History) > 0) {
-		c := *out
-		if c.Turn == 0 {
-			c.Turn = st.Turns + 1
+		if out == r {
+			out = writable(r, owned)
 		}
-		if c.History == nil && len(st.History) > 0 {
+		if out.Turn == 0 {
+			out.Turn = st.Turns + 1
+		}
+		if out.History == nil && len(st.History) > 0 {
 			// Shared: no consumer changes a history's messages in place, and the session
 			// replaces its slice rather than change it.
-			c.History = slices.Clip(st.History)
+			out.History = slices.Clip(st.History)
 		}
-		out = &c
 	}
 	if st.Turns > 0 {
 		j.count(jSession, oJoined, 1)
 	}
 	st.Turns = max(st.Turns, out.Turn)
 	h := st.History
-	if r.History != nil {
-		h = r.History
+	if brought != nil {
+		h = brought
 	}
 	// The session keeps its own copy of the turn, one allocation for both texts: the record's
 	// may be views of larger buffers. Once trimming drops the question but keeps the answer,

@@ -11,6 +11,17 @@ type Consumer interface {
 	ConsumeRecord(ctx context.Context, r *Record) error
 }
 
+// HandoffConsumer is a Consumer that can also be handed a record: with ConsumeHandoff the
+// producer gives r up, neither reading nor keeping it afterwards, so the consumer may complete
+// r in place where ConsumeRecord completes a copy. What the consumer passes on it passes on
+// shared and read-only, as ever. A producer that made r and has no other use for it (the
+// assembler) hands it over when its consumer takes handoffs; the OpenTelemetry Collector's
+// receivers hand their data to the first consumer the same way.
+type HandoffConsumer interface {
+	Consumer
+	ConsumeHandoff(ctx context.Context, r *Record) error
+}
+
 // ConsumerFunc adapts a function to Consumer.
 type ConsumerFunc func(ctx context.Context, r *Record) error
 
