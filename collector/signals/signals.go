@@ -397,7 +397,7 @@ func computeRecord(o *Observation, r *record.Record) {
 		o.AnswerTokens = r.Usage.OutputTokens
 	case r.Answer != "":
 		o.Answered = true
-		o.AnswerTokens = int64(countWords(r.Answer))
+		o.AnswerTokens = o.AnswerWords
 	}
 	if o.Answered {
 		o.Citations = len(r.Citations)
