@@ -123,7 +123,7 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 
 	// The answering generation: the last-ending leaf generation that has text.
 	answerGen := -1
-	slices.SortStableFunc(leafGens, func(x, y int) int { return t.nodes[x].end.Compare(t.nodes[y].end) })
+	sortByEnd(t, leafGens)
 	for k := len(leafGens) - 1; k >= 0; k-- {
 		if a := answerOf(t.nodes[leafGens[k]].f); a != "" {
 			answerGen = leafGens[k]
@@ -269,6 +269,24 @@ func (b *builder) contextOrder(turn int, mem []int, out []int) []int {
 		}
 	}
 	return out
+}
+
+// sortByEnd sorts the node indices xs by end time, keeping the order of equal ends. A turn has
+// a few generations, sorted in place by insertion: handed to slices.SortStableFunc, a list
+// built on the stack (leafGens) is moved to the heap first, one allocation a record. A long
+// list is sorted as a copy, so that xs still does not escape.
+func sortByEnd(t *tree, xs []int) {
+	if len(xs) > smallTrace {
+		ys := slices.Clone(xs)
+		slices.SortStableFunc(ys, func(x, y int) int { return t.nodes[x].end.Compare(t.nodes[y].end) })
+		copy(xs, ys)
+		return
+	}
+	for k := 1; k < len(xs); k++ {
+		for m := k; m > 0 && t.nodes[xs[m]].end.Before(t.nodes[xs[m-1]].end); m-- {
+			xs[m], xs[m-1] = xs[m-1], xs[m]
+		}
+	}
 }
 
 func addAttr(m map[string]string, k, v string) map[string]string {
