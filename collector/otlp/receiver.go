@@ -280,13 +280,14 @@ func (l Limits) wireLimits() assemble.WireLimits {
 // a *rejection when the limits refuse it; else a consumer error or nil.
 func (r *Receiver) consumeProto(ctx context.Context, receiver string, pc ProtoConsumer, body []byte) (malformed error, err error) {
 	n, err := pc.ConsumeProto(ctx, body, r.limits.wireLimits())
-	var werr *assemble.WireError
-	switch {
-	case err == nil:
+	if err == nil {
 		if n > 0 {
 			r.set.Metrics.Spans(receiver, n)
 		}
 		return nil, nil
+	}
+	var werr *assemble.WireError // escapes into errors.As: declared only when there is an error
+	switch {
 	case errors.As(err, &werr) && werr.Reason == ingest.ReasonMalformed:
 		r.set.Metrics.Rejected(receiver, ingest.ReasonMalformed)
 		return werr, nil
