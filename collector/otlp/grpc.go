@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -26,12 +27,29 @@ import (
 // and far above what an OTLP exporter opens (its batch processor sends one export at a time).
 const DefaultMaxConcurrentStreams = 100
 
+// streamWorkers is how many goroutines serve exports: one a core, and at least four, as many
+// as a pod's exporters usually have in flight (an OpenTelemetry SDK's batch processor sends
+// one export at a time).
+func streamWorkers() uint32 {
+	return uint32(max(runtime.GOMAXPROCS(0), minStreamWorkers))
+}
+
+const minStreamWorkers = 4
+
 func (r *Receiver) newGRPCServer() *grpc.Server {
 	streams := r.set.MaxConcurrentStreams
 	if streams == 0 {
 		streams = DefaultMaxConcurrentStreams
 	}
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(r.limits.MaxRequestBytes), grpc.MaxConcurrentStreams(streams)}
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(r.limits.MaxRequestBytes),
+		grpc.MaxConcurrentStreams(streams),
+		// Exports run on long-lived goroutines whose stacks have grown to what decoding needs,
+		// instead of a new goroutine per export that grows its stack again each time
+		// (runtime.newstack, copystack). An export that finds every worker busy gets its own
+		// goroutine, as without workers: this bounds nothing. docs/performance.md measures it.
+		grpc.NumStreamWorkers(streamWorkers()),
+	}
 	if r.set.GRPCTLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(r.set.GRPCTLS)))
 	}
