@@ -27,14 +27,15 @@ import (
 // and far above what an OTLP exporter opens (its batch processor sends one export at a time).
 const DefaultMaxConcurrentStreams = 100
 
-// streamWorkers is how many goroutines serve exports: one a core, and at least four, as many
-// as a pod's exporters usually have in flight (an OpenTelemetry SDK's batch processor sends
-// one export at a time).
+// streamWorkers is how many goroutines serve exports: one a core, and at least as many as
+// exporters keep in flight. An OpenTelemetry SDK's batch processor sends one export at a
+// time; a Collector in front sends up to its sending queue's num_consumers, 10 by default.
+// An idle worker holds only its stack (a few KB).
 func streamWorkers() uint32 {
 	return uint32(max(runtime.GOMAXPROCS(0), minStreamWorkers))
 }
 
-const minStreamWorkers = 4
+const minStreamWorkers = 10
 
 func (r *Receiver) newGRPCServer() *grpc.Server {
 	streams := r.set.MaxConcurrentStreams

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -558,5 +559,37 @@ func TestLifecycle(t *testing.T) {
 
 	if _, err := New(Settings{Metrics: ingest.NewMetrics(prometheus.NewRegistry())}); err == nil {
 		t.Error("New without Next succeeded")
+	}
+}
+
+// TestGRPCExportsRunOnStreamWorkers checks that exports are served by the receiver's stream
+// workers: one after the other, they run on a few long-lived goroutines, where gRPC's default
+// gives each export a new goroutine (a new id) that grows its stack again.
+func TestGRPCExportsRunOnStreamWorkers(t *testing.T) {
+	var (
+		mu  sync.Mutex
+		ids = map[string]int{}
+	)
+	h := startWith(t, Settings{GRPCEndpoint: "127.0.0.1:0", Next: TracesConsumerFunc(func(context.Context, ptrace.Traces) error {
+		var buf [64]byte
+		id, _, _ := strings.Cut(strings.TrimPrefix(string(buf[:runtime.Stack(buf[:], false)]), "goroutine "), " ")
+		mu.Lock()
+		ids[id]++
+		mu.Unlock()
+		return nil
+	})})
+	client := ptraceotlp.NewGRPCClient(h.conn)
+	const exports = 3 * minStreamWorkers
+	for range exports {
+		if _, err := client.Export(context.Background(), ptraceotlp.NewExportRequestFromTraces(traces(1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for _, c := range ids {
+		n += c
+	}
+	if n != exports || len(ids) > minStreamWorkers {
+		t.Errorf("%d exports ran on %d goroutines, want %d on at most %d", n, len(ids), exports, minStreamWorkers)
 	}
 }
