@@ -196,10 +196,11 @@ func BenchmarkGRPCExportOneTrace(b *testing.B) {
 }
 
 // BenchmarkGRPCServerOptions compares gRPC server options that could cut per-RPC costs, each
-// against the receiver's own settings in the same run (-count interleaves them). None of the
-// buffer and window sizes helped measurably at 50 traces per request, so the receiver sets
-// none of them; NumStreamWorkers=0 takes back the receiver's stream workers, whose gain
-// (3–5 %) shows side by side (scripts/paired.sh) and not in this benchmark's spread.
+// against the receiver's own settings in the same run (-count repeats each case before the
+// next). None of the buffer and window sizes helped measurably at 50 traces per request, so
+// the receiver sets none of them; NumStreamWorkers=0 takes back the receiver's stream
+// workers, whose gain (3–5 %) shows side by side (scripts/paired.sh) and not in this
+// benchmark's spread.
 func BenchmarkGRPCServerOptions(b *testing.B) {
 	for _, c := range []struct {
 		name string
