@@ -564,7 +564,9 @@ func TestLifecycle(t *testing.T) {
 
 // TestGRPCExportsRunOnStreamWorkers checks that exports are served by the receiver's stream
 // workers: one after the other, they run on a few long-lived goroutines, where gRPC's default
-// gives each export a new goroutine (a new id) that grows its stack again.
+// gives each export a new goroutine (a new id) that grows its stack again. An export that
+// finds no worker waiting (one still returning from the export before, on a loaded machine)
+// runs on a goroutine of its own, so the bound leaves room for a few.
 func TestGRPCExportsRunOnStreamWorkers(t *testing.T) {
 	var (
 		mu  sync.Mutex
@@ -579,7 +581,7 @@ func TestGRPCExportsRunOnStreamWorkers(t *testing.T) {
 		return nil
 	})})
 	client := ptraceotlp.NewGRPCClient(h.conn)
-	const exports = 3 * minStreamWorkers
+	const exports = 5 * minStreamWorkers
 	for range exports {
 		if _, err := client.Export(context.Background(), ptraceotlp.NewExportRequestFromTraces(traces(1))); err != nil {
 			t.Fatal(err)
@@ -589,7 +591,7 @@ func TestGRPCExportsRunOnStreamWorkers(t *testing.T) {
 	for _, c := range ids {
 		n += c
 	}
-	if n != exports || len(ids) > minStreamWorkers {
-		t.Errorf("%d exports ran on %d goroutines, want %d on at most %d", n, len(ids), exports, minStreamWorkers)
+	if n != exports || len(ids) > 2*minStreamWorkers {
+		t.Errorf("%d exports ran on %d goroutines, want %d on at most %d", n, len(ids), exports, 2*minStreamWorkers)
 	}
 }
