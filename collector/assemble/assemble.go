@@ -57,16 +57,15 @@ func Assemble(spans []Span) Result {
 		res.Feedback = t.orphanFeedback(spans[0].TraceID)
 		return res
 	}
-	b := builder{t: t, multi: len(turns) > 1, traceID: spans[0].TraceID.String()}
+	b := builder{t: t, multi: len(turns) > 1, traceID: spans[0].TraceID.String(),
+		elided: slices.ContainsFunc(spans, func(s Span) bool { return s.elided })}
 	b.assignMembers(turns, sc)
 	fb := b.feedbackByTurn(turns)
-	elided := slices.ContainsFunc(spans, func(s Span) bool { return s.elided })
 	for i, turn := range turns {
 		r := b.build(turn, b.mem[i])
 		if fb != nil {
 			r.Feedback = fb[i]
 		}
-		r.Elided = elided // a trace's records share its spans: any may hold an elided text
 		if res.UpstreamP > 0 {
 			r.UpstreamProbability = res.UpstreamP
 		}

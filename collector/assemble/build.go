@@ -16,6 +16,7 @@ type builder struct {
 	t       *tree
 	multi   bool
 	traceID string
+	elided  bool // a trace's records share its spans: any may hold an elided text
 }
 
 // topLevel reports whether i has no ancestor below turn for which is(ancestor) holds.
@@ -34,7 +35,7 @@ func isGeneration(f *facts) bool { return f.generation }
 func (b *builder) build(turn int, mem []int) *record.Record {
 	t := b.t
 	tn := &t.nodes[turn]
-	r := &record.Record{TraceID: b.traceID, Time: tn.start}
+	r := &record.Record{TraceID: b.traceID, Time: tn.start, Elided: b.elided}
 	if b.multi && !tn.id.IsEmpty() {
 		r.SpanID = tn.id.String()
 	}

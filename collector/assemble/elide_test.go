@@ -42,7 +42,7 @@ func elideSpans() []sp {
 		"llm.input_messages.3.message.role":     "user",
 		"llm.input_messages.3.message.content":  "the question",
 		"llm.output_messages.0.message.role":    "assistant",
-		"llm.output_messages.0.message.content": "the answer",
+		"llm.output_messages.0.message.content": "The answer [1]. Another claim [2, 3].",
 	}}}
 }
 
@@ -124,6 +124,14 @@ func TestElidedTexts(t *testing.T) {
 	}
 	if len(dropped) != 2 {
 		t.Fatalf("pdata's documents %s", js(w.Documents))
+	}
+	// Its citations keep their document ids, not their claims.
+	if len(w.Citations) != 2 || w.Citations[0].Text != "The answer." {
+		t.Fatalf("pdata's citations %s", js(w.Citations))
+	}
+	w.Citations = slices.Clone(w.Citations)
+	for i := range w.Citations {
+		w.Citations[i].Text = ""
 	}
 	sameRecords(t, []*record.Record{el}, []*record.Record{&w})
 }
@@ -220,6 +228,14 @@ func FuzzElisionDropsOnlyTexts(f *testing.F) {
 			for k := range a.Documents {
 				if b.Documents[k].Content == "" && a.Documents[k].Content != "" && b.Elided {
 					a.Documents[k].Content = ""
+				}
+			}
+			if b.Elided && len(a.Citations) == len(b.Citations) {
+				a.Citations = slices.Clone(a.Citations)
+				for k := range a.Citations {
+					if b.Citations[k].Text == "" {
+						a.Citations[k].Text = "" // parsed from the answer: ids without claims
+					}
 				}
 			}
 			b.Elided = false

@@ -14,6 +14,12 @@ import (
 // citation: the sentence without its markers as the claim, and the cited document ids in order of first mention. Markers that
 // resolve to no document are ignored, so `[sic]` or a number past the list cite nothing.
 func ParseCitations(answer string, docs []Document) []Citation {
+	return parseCitations(answer, docs, true)
+}
+
+// parseCitations is ParseCitations; without claims, the citations hold their document ids only
+// (Text ""), as an elided record's do: only their count is read.
+func parseCitations(answer string, docs []Document, claims bool) []Citation {
 	markers := strings.Count(answer, "[")
 	if markers == 0 {
 		return nil
@@ -25,8 +31,8 @@ func ParseCitations(answer string, docs []Document) []Citation {
 		out     []Citation
 		ids     []string // every citation's ids, one after the other
 		buf     [1024]byte
-		claims  = buf[:0] // every claim, one after the other
-		ends    [16]int   // where each claim ends in claims
+		texts   = buf[:0] // every claim, one after the other
+		ends    [16]int   // where each claim ends in texts
 		claimAt = ends[:0]
 	)
 	var sentences [16]string
@@ -41,21 +47,29 @@ func ParseCitations(answer string, docs []Document) []Citation {
 		for {
 			open := strings.IndexByte(rest, '[')
 			if open < 0 {
-				claim = append(claim, rest...)
+				if claims {
+					claim = append(claim, rest...)
+				}
 				break
 			}
 			end := strings.IndexByte(rest[open:], ']')
 			if end < 0 {
-				claim = append(claim, rest...)
+				if claims {
+					claim = append(claim, rest...)
+				}
 				break
 			}
 			inner := rest[open+1 : open+end]
 			var marker [8]string
 			resolved := resolveMarker(inner, docs, marker[:0])
 			if resolved == nil {
-				claim = append(claim, rest[:open+end+1]...)
+				if claims {
+					claim = append(claim, rest[:open+end+1]...)
+				}
 			} else {
-				claim = append(claim, rest[:open]...)
+				if claims {
+					claim = append(claim, rest[:open]...)
+				}
 				for _, id := range resolved {
 					if !slices.Contains(ids[first:], id) {
 						if ids == nil {
@@ -73,11 +87,16 @@ func ParseCitations(answer string, docs []Document) []Citation {
 		if out == nil {
 			out = make([]Citation, 0, markers)
 		}
-		claims = appendClaim(claims, claim)
-		claimAt = append(claimAt, len(claims))
+		if claims {
+			texts = appendClaim(texts, claim)
+			claimAt = append(claimAt, len(texts))
+		}
 		out = append(out, Citation{DocumentIDs: ids[first:len(ids):len(ids)]})
 	}
-	all, from := string(claims), 0
+	if !claims {
+		return out
+	}
+	all, from := string(texts), 0
 	for i := range out {
 		out[i].Text = all[from:claimAt[i]]
 		from = claimAt[i]

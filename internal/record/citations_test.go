@@ -3,6 +3,7 @@ package record
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestParseCitations(t *testing.T) {
@@ -53,6 +54,16 @@ func TestParseCitations(t *testing.T) {
 			got := ParseCitations(c.answer, docs)
 			if !reflect.DeepEqual(got, c.want) {
 				t.Errorf("ParseCitations(%q)\n got %#v\nwant %#v", c.answer, got, c.want)
+			}
+			// An elided record's: the same citations and ids, without their claims.
+			var idsOnly []Citation
+			for _, ct := range c.want {
+				idsOnly = append(idsOnly, Citation{DocumentIDs: ct.DocumentIDs})
+			}
+			elided := Record{Answer: c.answer, Documents: docs, Elided: true}
+			elided.Normalize(time.Unix(1, 0))
+			if !reflect.DeepEqual(elided.Citations, idsOnly) {
+				t.Errorf("elided Normalize(%q)\n got %#v\nwant %#v", c.answer, elided.Citations, idsOnly)
 			}
 		})
 	}

@@ -65,8 +65,9 @@ type Record struct {
 	// Elided is set by assembly when documents' texts of the record's trace were not kept,
 	// because nothing was to score it when they arrived (its trace id outside the sampling
 	// probability, no rule, no label waiting, no export: docs/sampling.md). Its documents
-	// keep their ids, scores and metadata; the sampler never scores it (no_content). It is not
-	// part of the record's JSON.
+	// keep their ids, scores and metadata, and the citations parsed from its answer their
+	// document ids but not their claims (Text ""): signals and alerts count them. The sampler
+	// never scores it (no_content). It is not part of the record's JSON.
 	Elided bool `json:"-"`
 }
 
@@ -404,13 +405,14 @@ func DecodeJSON(data []byte, now time.Time) ([]*Record, error) {
 	return recs, nil
 }
 
-// Normalize fills what the record did not say: the time, and citations parsed from the answer.
+// Normalize fills what the record did not say: the time, and citations parsed from the answer
+// (for an Elided record, their document ids without their claims).
 func (r *Record) Normalize(now time.Time) {
 	if r.Time.IsZero() {
 		r.Time = now
 	}
 	if len(r.Citations) == 0 && r.Answer != "" {
-		r.Citations = ParseCitations(r.Answer, r.Documents)
+		r.Citations = parseCitations(r.Answer, r.Documents, !r.Elided)
 	}
 }
 
