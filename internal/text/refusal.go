@@ -92,14 +92,21 @@ const refusalScan = 600
 // "unable": every refusal phrase holds one. It does not allocate.
 func hasNegationAnchor(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i] | 0x20
-		if c != 'n' && c != 'u' && c != 'd' {
-			continue
-		}
-		rest := s[i:]
-		if hasPrefixFold(rest, "not") || hasPrefixFold(rest, "n't") || hasPrefixFold(rest, "n\u2019t") ||
-			hasPrefixFold(rest, "no ") || hasPrefixFold(rest, "dont") || hasPrefixFold(rest, "unable") {
-			return true
+		switch s[i] | 0x20 { // each anchor by its first letter, in either case
+		case 'n':
+			rest := s[i:]
+			if hasPrefixFold(rest, "not") || hasPrefixFold(rest, "n't") || hasPrefixFold(rest, "n\u2019t") ||
+				hasPrefixFold(rest, "no ") {
+				return true
+			}
+		case 'u':
+			if hasPrefixFold(s[i:], "unable") {
+				return true
+			}
+		case 'd':
+			if hasPrefixFold(s[i:], "dont") {
+				return true
+			}
 		}
 	}
 	return false
