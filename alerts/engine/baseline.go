@@ -13,7 +13,7 @@ import (
 
 // EachSignal calls fn with every signal value a record carries (the names in Signals).
 func EachSignal(r *record.Record, fn func(name string, v float64)) {
-	eachSignal(r, fn)
+	eachSignal(r, func(sig recordSignal, v float64) { fn(recordSignalNames[sig], v) })
 	if r.Feedback != nil {
 		eachFeedbackSignal(r.Feedback, fn)
 	}

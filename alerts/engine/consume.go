@@ -25,12 +25,19 @@ func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
 	svc := serviceLabel{name: r.Service, now: now}
 	e.diagRecord(r, &svc, now)
 	var err error
-	eachSignal(r, func(name string, v float64) {
+	eachSignal(r, func(sig recordSignal, v float64) {
+		w := &e.bySignal[sig]
+		if len(w.rules) == 0 && !w.compared {
+			return // most signals: nothing watches them
+		}
+		name := recordSignalNames[sig]
 		s := slo.Sample{TraceID: r.TraceID, SpanID: r.SpanID, Value: v, Time: now}
-		if e2 := e.observe(name, &svc, r.Variant, r.Turn, v, 1, s, now); e2 != nil && err == nil {
+		if e2 := e.observeRules(w.rules, name, &svc, r.Variant, r.Turn, v, 1, s, now); e2 != nil && err == nil {
 			err = e2
 		}
-		e.observeVariant(name, &svc, r.Variant, v, 1, s, now)
+		if w.compared {
+			e.observeVariant(name, &svc, r.Variant, v, 1, s, now)
+		}
 	})
 	return err
 }
@@ -102,7 +109,11 @@ func (e *Engine) labelOf(svc *serviceLabel) string {
 // observe adds one value, of a record of variant at turn (0: unknown), to every rule on metric
 // whose filters it passes. Called with e.mu held.
 func (e *Engine) observe(metric string, svc *serviceLabel, variant string, turn int, x, w float64, s slo.Sample, now time.Time) error {
-	rules := e.byMetric[metric]
+	return e.observeRules(e.byMetric[metric], metric, svc, variant, turn, x, w, s, now)
+}
+
+// observeRules is observe with the rules on metric given (e.byMetric[metric]).
+func (e *Engine) observeRules(rules []*rule, metric string, svc *serviceLabel, variant string, turn int, x, w float64, s slo.Sample, now time.Time) error {
 	if len(rules) == 0 {
 		return nil
 	}

@@ -66,9 +66,12 @@ type Engine struct {
 	cmp       *comparisons    // config `comparisons:` (comparisons.go)
 	diag      *diagnoser      // diagnosis.go
 
-	mu       sync.Mutex // guards rules, byMetric, forgotten and all instance state
+	mu       sync.Mutex // guards rules, byMetric, bySignal, forgotten and all instance state
 	rules    []*rule
 	byMetric map[string][]*rule
+	// bySignal is what watches each record signal: byMetric's rules and whether a comparison
+	// does (indexSignals).
+	bySignal [numRecordSignals]signalWatch
 	// forgotten holds the store keys of instances dropped by dropEvicted, deleted by the next
 	// Save (eviction happens on the record path, which must not wait for the store).
 	forgotten []string
@@ -147,6 +150,7 @@ func New(o Options) (*Engine, error) {
 	for _, d := range c.Drift.Detectors {
 		e.addRule(newDriftRule(d, c.Drift, c.Alerting.DashboardURL.Reveal()))
 	}
+	e.indexSignals()
 	o.Services.OnEvict(e.forget)
 	return e, nil
 }
@@ -186,6 +190,19 @@ func (e *Engine) dropEvicted() {
 				e.forgotten = append(e.forgotten, stateKey(r, service))
 			}
 		}
+	}
+}
+
+type signalWatch struct {
+	rules    []*rule
+	compared bool
+}
+
+// indexSignals rebuilds bySignal once the rules and comparisons are in place. Called with e.mu
+// held (or before the engine is shared).
+func (e *Engine) indexSignals() {
+	for sig, name := range recordSignalNames {
+		e.bySignal[sig] = signalWatch{rules: e.byMetric[name], compared: e.cmp != nil && len(e.cmp.byMetric[name]) > 0}
 	}
 }
 

@@ -81,6 +81,7 @@ func (e *Engine) Update(c *config.Config) error {
 			g.DeletePartialMatch(prometheus.Labels{"slo": r.name})
 		}
 	}
+	e.indexSignals()
 	e.traceTmpl = c.Alerting.TraceURLTemplate.Reveal()
 	e.retention = time.Duration(c.Alerting.ResolvedRetention)
 	return nil

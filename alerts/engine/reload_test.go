@@ -64,3 +64,59 @@ func TestUpdateKeepsStateOfUnchangedWindows(t *testing.T) {
 		t.Fatalf("a rejected update changed the rules: %d", n)
 	}
 }
+
+// TestUpdateWatchesRecordSignals: a record signal no rule watched at start is watched once an
+// update adds a rule on it, and is no longer once the rule goes.
+func TestUpdateWatchesRecordSignals(t *testing.T) {
+	const none = "slos: []\ndrift: {detectors: []}\n"
+	const empty = `
+slos:
+  - name: empty
+    metric: empty_retrieval_rate
+    objective: 0.02
+    alert_above: 0.1
+    window: 10m
+    min_samples: 30
+    for: 1m
+drift: {detectors: []}
+`
+	h := newHarness(t, none, nil)
+	ctx := context.Background()
+	consume := func(prefix string) {
+		for i := range 40 {
+			if err := h.e.ConsumeRecord(ctx, docsRecord(fmt.Sprint(prefix, i), 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	consume("before")
+	if err := h.e.Update(parse(t, empty)); err != nil {
+		t.Fatal(err)
+	}
+	consume("after")
+	h.e.Evaluate(ctx)
+	h.clk.Add(time.Minute)
+	out := h.e.Evaluate(ctx)
+	if len(out) != 1 || !out[0].Firing() || out[0].N != 40 || out[0].Value != 1 {
+		t.Fatalf("after adding a rule on empty_retrieval_rate: %+v", out)
+	}
+
+	if err := h.e.Update(parse(t, none)); err != nil {
+		t.Fatal(err)
+	}
+	h.e.mu.Lock()
+	watched := h.e.bySignal[sigEmptyRetrievalRate].rules
+	h.e.mu.Unlock()
+	if len(watched) != 0 {
+		t.Fatalf("empty_retrieval_rate still watched by %d rules after the rule was removed", len(watched))
+	}
+}
+
+// TestRecordSignalNames: the signals a record carries, by index, are the first of Signals.
+func TestRecordSignalNames(t *testing.T) {
+	for sig, name := range recordSignalNames {
+		if name == "" || Signals[sig] != name {
+			t.Errorf("record signal %d is %q, Signals[%d] %q", sig, name, sig, Signals[sig])
+		}
+	}
+}

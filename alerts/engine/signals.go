@@ -13,33 +13,68 @@ var Signals = []string{
 	score.SignalUncitedAnswerRate, score.SignalNegativeFeedbackRate, score.SignalFeedbackScore,
 }
 
+// A recordSignal indexes the signals eachSignal reports (recordSignalNames), so that the
+// engine finds what watches one in an array (Engine.bySignal), not a map of names.
+type recordSignal uint8
+
+const (
+	sigRetrievalScoreTop recordSignal = iota
+	sigRetrievalScoreMean
+	sigRetrievalScore
+	sigRetrievedDocuments
+	sigEmptyRetrievalRate
+	sigAnswerTokens
+	sigInputTokens
+	sigLatencySeconds
+	sigRetrievalLatencySeconds
+	sigGenerationLatencySeconds
+	sigCitationCount
+	sigUncitedAnswerRate
+	numRecordSignals
+)
+
+var recordSignalNames = [numRecordSignals]string{
+	sigRetrievalScoreTop:        score.SignalRetrievalScoreTop,
+	sigRetrievalScoreMean:       score.SignalRetrievalScoreMean,
+	sigRetrievalScore:           score.SignalRetrievalScore,
+	sigRetrievedDocuments:       score.SignalRetrievedDocuments,
+	sigEmptyRetrievalRate:       score.SignalEmptyRetrievalRate,
+	sigAnswerTokens:             score.SignalAnswerTokens,
+	sigInputTokens:              score.SignalInputTokens,
+	sigLatencySeconds:           score.SignalLatencySeconds,
+	sigRetrievalLatencySeconds:  score.SignalRetrievalLatencySeconds,
+	sigGenerationLatencySeconds: score.SignalGenerationLatencySeconds,
+	sigCitationCount:            score.SignalCitationCount,
+	sigUncitedAnswerRate:        score.SignalUncitedAnswerRate,
+}
+
 // eachSignal calls fn with every signal a record carries.
-func eachSignal(r *record.Record, fn func(name string, v float64)) {
+func eachSignal(r *record.Record, fn func(sig recordSignal, v float64)) {
 	if top, sum, n := r.ScoreStats(); n > 0 {
-		fn(score.SignalRetrievalScoreTop, top)
-		fn(score.SignalRetrievalScoreMean, sum/float64(n))
-		fn(score.SignalRetrievalScore, top) // the deprecated name of retrieval_score_top
+		fn(sigRetrievalScoreTop, top)
+		fn(sigRetrievalScoreMean, sum/float64(n))
+		fn(sigRetrievalScore, top) // the deprecated name of retrieval_score_top
 	}
-	fn(score.SignalRetrievedDocuments, float64(len(r.Documents)))
-	fn(score.SignalEmptyRetrievalRate, b2f(len(r.Documents) == 0))
+	fn(sigRetrievedDocuments, float64(len(r.Documents)))
+	fn(sigEmptyRetrievalRate, b2f(len(r.Documents) == 0))
 	if r.Usage.OutputTokens > 0 {
-		fn(score.SignalAnswerTokens, float64(r.Usage.OutputTokens))
+		fn(sigAnswerTokens, float64(r.Usage.OutputTokens))
 	}
 	if r.Usage.InputTokens > 0 {
-		fn(score.SignalInputTokens, float64(r.Usage.InputTokens))
+		fn(sigInputTokens, float64(r.Usage.InputTokens))
 	}
 	if r.Latency.Total > 0 {
-		fn(score.SignalLatencySeconds, r.Latency.Total/1000)
+		fn(sigLatencySeconds, r.Latency.Total/1000)
 	}
 	if r.Latency.Retrieval > 0 {
-		fn(score.SignalRetrievalLatencySeconds, r.Latency.Retrieval/1000)
+		fn(sigRetrievalLatencySeconds, r.Latency.Retrieval/1000)
 	}
 	if r.Latency.Generation > 0 {
-		fn(score.SignalGenerationLatencySeconds, r.Latency.Generation/1000)
+		fn(sigGenerationLatencySeconds, r.Latency.Generation/1000)
 	}
 	if r.Answer != "" {
-		fn(score.SignalCitationCount, float64(len(r.Citations)))
-		fn(score.SignalUncitedAnswerRate, b2f(len(r.Citations) == 0))
+		fn(sigCitationCount, float64(len(r.Citations)))
+		fn(sigUncitedAnswerRate, b2f(len(r.Citations) == 0))
 	}
 }
 
