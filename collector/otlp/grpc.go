@@ -196,7 +196,8 @@ var emptyResponse, emptyResponseJSON = func() ([]byte, []byte) {
 
 // framePool is a mem.BufferPool of power-of-two tiers (256 B to 1 MiB), like gRPC's default
 // pool but without its clearing: that pool zeroes a buffer's whole capacity every time it hands
-// one out, 16 KB for each DATA frame of an export (1.2 % of the CPU at sampling.rate 0). The
+// one out, 16 KB for each DATA frame of an export (1.2 % of the CPU at sampling.rate 0; the
+// copy into a buffer not just cleared takes back part of it, docs/performance.md). The
 // clearing protects nothing here: gRPC fills a buffer (a frame read with io.ReadFull, a copy, a
 // decompressed chunk) before anything reads it, and reads only the length it filled. gRPC's own
 // ALTS transport pools its read buffers the same way, unzeroed.
@@ -205,8 +206,8 @@ type framePool struct {
 }
 
 const (
-	minFrameTier = 8  // 256 B; gRPC allocates anything smaller without a pool
-	maxFrameTier = 20 // 1 MiB; a larger buffer is allocated and left to the collector
+	minFrameTier = 8  // 256 B, the smallest tier of gRPC's pool
+	maxFrameTier = 20 // 1 MiB; a larger buffer is allocated and left to the garbage collector
 )
 
 func (p *framePool) Get(n int) *[]byte {
