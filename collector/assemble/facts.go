@@ -229,7 +229,7 @@ func readFacts(f *facts, s *Span) {
 		}
 		switch v := &s.Attrs[i].Value; k {
 		case "openinference.span.kind":
-			f.oiKind = strings.ToUpper(v.Text())
+			f.oiKind = upperKind(v.Text())
 		case "input.value":
 			f.inputValue = v.Text()
 		case "input.mime_type":
@@ -340,7 +340,7 @@ func (f *facts) readLLM(k string, v Value) {
 	case "token_count.completion", "usage.completion_tokens":
 		f.outTokens, f.hasOut = tokensOr(v, f.outTokens, f.hasOut)
 	case "request.type":
-		f.llmReq = strings.ToLower(v.Text())
+		f.llmReq = lowerName(v.Text())
 	}
 }
 
@@ -362,7 +362,7 @@ func (f *facts) readGenAI(k string, v Value) {
 	}
 	switch k {
 	case "operation.name":
-		f.op = strings.ToLower(v.Text())
+		f.op = lowerName(v.Text())
 	case "retrieval.query.text":
 		f.retrievalQuery = v.Text()
 	case "retrieval.documents":
@@ -415,7 +415,7 @@ func (f *facts) readTraceloop(k string, v Value) {
 	}
 	switch k {
 	case "span.kind":
-		f.tlKind = strings.ToLower(v.Text())
+		f.tlKind = lowerName(v.Text())
 	case "entity.input":
 		f.tlInput = v
 	case "entity.output":

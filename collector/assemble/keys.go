@@ -328,3 +328,27 @@ func keyBytes(k string) int64 {
 	}
 	return strBytes(k)
 }
+
+// upperKind is strings.ToUpper(s) for an OpenInference span kind, without ToUpper's scan when
+// s is spelled as the conventions spell it, which is how instrumentations send it: readFacts
+// and quickKind read the kind of every span.
+func upperKind(s string) string {
+	switch s {
+	case "LLM", "CHAIN", "RETRIEVER", "RERANKER", "EMBEDDING", "TOOL", "AGENT", "GUARDRAIL", "EVALUATOR", "PROMPT", "UNKNOWN":
+		return s
+	}
+	return strings.ToUpper(s)
+}
+
+// lowerName is strings.ToLower(s) for the GenAI and Traceloop names readFacts and quickKind
+// compare (gen_ai.operation.name, llm.request.type, traceloop.span.kind), without the scan
+// when s is already one of their lower-case values.
+func lowerName(s string) string {
+	switch s {
+	case "chat", "text_completion", "generate_content", "completion", "embeddings", "embedding",
+		"retrieval", "vector_db_retrieve", "execute_tool", "create_agent", "invoke_agent",
+		"workflow", "task", "agent", "tool", "rerank", "unknown":
+		return s
+	}
+	return strings.ToLower(s)
+}

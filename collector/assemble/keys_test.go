@@ -2,7 +2,9 @@ package assemble
 
 import (
 	"strconv"
+	"strings"
 	"testing"
+	"unicode"
 )
 
 // TestSharedKeys checks that keptKey never changes a key's text, shares every key readers
@@ -68,5 +70,45 @@ func TestKeptKey(t *testing.T) {
 		if got != k {
 			t.Errorf("keptKey(%q) = %q", k, got)
 		}
+	}
+}
+
+// upperKind and lowerName change nothing but the speed: for their listed values in every mix of
+// cases (so a value listed in the wrong case is found) and anything else, they give what
+// strings.ToUpper and ToLower give.
+func TestUpperKindLowerName(t *testing.T) {
+	words := []string{"", "ẞig", "ﬃ", "İ", "k\u212a", "Llm\u0130",
+		"llm", "chain", "retriever", "reranker", "embedding", "tool", "agent", "guardrail", "evaluator", "prompt", "unknown",
+		"chat", "text_completion", "generate_content", "completion", "embeddings",
+		"retrieval", "vector_db_retrieve", "execute_tool", "create_agent", "invoke_agent",
+		"workflow", "task", "rerank"}
+	n := 0
+	for _, w := range words {
+		var letters []int // where w has an ASCII letter
+		for i := 0; i < len(w); i++ {
+			if unicode.IsLetter(rune(w[i])) && w[i] < 0x80 {
+				letters = append(letters, i)
+			}
+		}
+		b := []byte(w)
+		for mask := 0; mask < 1<<len(letters); mask++ {
+			for j, i := range letters {
+				b[i] = w[i]
+				if mask&(1<<j) != 0 {
+					b[i] = byte(unicode.ToUpper(rune(w[i])))
+				}
+			}
+			in := string(b)
+			n++
+			if got, want := upperKind(in), strings.ToUpper(in); got != want {
+				t.Fatalf("upperKind(%q) = %q, want %q", in, got, want)
+			}
+			if got, want := lowerName(in), strings.ToLower(in); got != want {
+				t.Fatalf("lowerName(%q) = %q, want %q", in, got, want)
+			}
+		}
+	}
+	if n < 1<<16 {
+		t.Fatalf("%d spellings tried", n)
 	}
 }
