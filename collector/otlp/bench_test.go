@@ -17,8 +17,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/experimental"
-	"google.golang.org/grpc/mem"
 
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/synth"
@@ -202,16 +200,14 @@ func BenchmarkGRPCExportOneTrace(b *testing.B) {
 // next). None of the buffer and window sizes helped measurably at 50 traces per request, so
 // the receiver sets none of them; NumStreamWorkers=0 takes back the receiver's stream
 // workers, whose gain (3–5 %) shows side by side (scripts/paired.sh) and not in this
-// benchmark's spread; DefaultBufferPool takes back its framePool, gRPC's pool that clears
-// every buffer it hands out.
+// benchmark's spread.
 func BenchmarkGRPCServerOptions(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		opts []grpc.ServerOption
 	}{
 		{"receiver", nil},
-		{"NumStreamWorkers=0", []grpc.ServerOption{grpc.NumStreamWorkers(0)}},                        // a goroutine per export, gRPC's default
-		{"DefaultBufferPool", []grpc.ServerOption{experimental.BufferPool(mem.DefaultBufferPool())}}, // clears every buffer
+		{"NumStreamWorkers=0", []grpc.ServerOption{grpc.NumStreamWorkers(0)}}, // a goroutine per export, gRPC's default
 		{"ReadBufferSize=256KiB", []grpc.ServerOption{grpc.ReadBufferSize(256 << 10)}},
 		{"InitialWindowSize=1MiB", []grpc.ServerOption{grpc.InitialWindowSize(1 << 20), grpc.InitialConnWindowSize(4 << 20)}},
 	} {

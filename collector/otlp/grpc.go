@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/bits"
 	"runtime"
 	"strings"
-	"sync"
 
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -15,7 +13,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	_ "google.golang.org/grpc/encoding/gzip" // accept gzip-compressed exports
-	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
@@ -53,9 +50,6 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 		// (runtime.newstack, copystack). An export that finds every worker busy gets its own
 		// goroutine, as without workers: this bounds nothing. docs/performance.md measures it.
 		grpc.NumStreamWorkers(streamWorkers()),
-		// gRPC reads every HTTP/2 DATA frame into a buffer of this pool; its default pool clears
-		// each buffer before handing it out (see framePool).
-		experimental.BufferPool(&framePool{}),
 	}
 	if r.set.GRPCTLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(r.set.GRPCTLS)))
@@ -193,44 +187,6 @@ var emptyResponse, emptyResponseJSON = func() ([]byte, []byte) {
 	}
 	return p, j
 }()
-
-// framePool is a mem.BufferPool of power-of-two tiers (256 B to 1 MiB), like gRPC's default
-// pool but without its clearing: that pool zeroes a buffer's whole capacity every time it hands
-// one out, 16 KB for each DATA frame of an export (1.2 % of the CPU at sampling.rate 0; the
-// copy into a buffer not just cleared takes back part of it, docs/performance.md). The
-// clearing protects nothing here: gRPC fills a buffer (a frame read with io.ReadFull, a copy, a
-// decompressed chunk) before anything reads it, and reads only the length it filled. gRPC's own
-// ALTS transport pools its read buffers the same way, unzeroed.
-type framePool struct {
-	tiers [maxFrameTier - minFrameTier + 1]sync.Pool // of *[]byte with cap 1<<(minFrameTier+i)
-}
-
-const (
-	minFrameTier = 8  // 256 B, the smallest tier of gRPC's pool
-	maxFrameTier = 20 // 1 MiB; a larger buffer is allocated and left to the garbage collector
-)
-
-func (p *framePool) Get(n int) *[]byte {
-	if n <= 0 || n > 1<<maxFrameTier {
-		b := make([]byte, n)
-		return &b
-	}
-	t := max(bits.Len(uint(n-1)), minFrameTier) // the smallest tier that holds n
-	if b, ok := p.tiers[t-minFrameTier].Get().(*[]byte); ok {
-		*b = (*b)[:n]
-		return b
-	}
-	b := make([]byte, n, 1<<t)
-	return &b
-}
-
-func (p *framePool) Put(b *[]byte) {
-	c := cap(*b)
-	if c < 1<<minFrameTier || c > 1<<maxFrameTier {
-		return
-	}
-	p.tiers[bits.Len(uint(c))-1-minFrameTier].Put(b) // the largest tier it fills
-}
 
 // pooledMessage holds one request's bytes without a fresh copy of every message (a 50-trace
 // export is ≈ 350 KB): a message gRPC read into one buffer is referenced as it is, one spread

@@ -595,36 +595,3 @@ func TestGRPCExportsRunOnStreamWorkers(t *testing.T) {
 		t.Errorf("%d exports ran on %d goroutines, want %d on at most %d", n, len(ids), exports, 2*minStreamWorkers)
 	}
 }
-
-func TestFramePool(t *testing.T) {
-	var p framePool
-	for _, c := range []struct{ n, cap int }{
-		{1, 256}, {256, 256}, {257, 512}, {16 << 10, 16 << 10}, {16<<10 + 1, 32 << 10}, {1 << 20, 1 << 20},
-		{1<<20 + 1, 1<<20 + 1}, // past the largest tier: allocated to size
-	} {
-		b := p.Get(c.n)
-		if len(*b) != c.n || cap(*b) != c.cap {
-			t.Errorf("Get(%d): len %d cap %d, want len %d cap %d", c.n, len(*b), cap(*b), c.n, c.cap)
-		}
-		p.Put(b)
-	}
-	// A buffer comes back from its tier as it was left, not cleared: that is the point. The
-	// race detector drops some of a sync.Pool's puts, so try a few times.
-	for range 100 {
-		b := p.Get(16 << 10)
-		(*b)[0] = 'x'
-		first := &(*b)[0]
-		p.Put(b)
-		b = p.Get(9000) // the same tier: 8 KB < 9000 <= 16 KB
-		if cap(*b) != 16<<10 {
-			t.Fatalf("Get(9000): cap %d, want 16 KB", cap(*b))
-		}
-		if &(*b)[0] == first {
-			if (*b)[0] != 'x' {
-				t.Fatalf("a reused buffer starts %q, want the 'x' left in it", (*b)[0])
-			}
-			return
-		}
-	}
-	t.Error("no 16 KB buffer came back from the pool in 100 tries")
-}
