@@ -47,29 +47,21 @@ func parseCitations(answer string, docs []Document, claims bool) []Citation {
 		for {
 			open := strings.IndexByte(rest, '[')
 			if open < 0 {
-				if claims {
-					claim = append(claim, rest...)
-				}
+				claim = append(claim, rest...)
 				break
 			}
 			end := strings.IndexByte(rest[open:], ']')
 			if end < 0 {
-				if claims {
-					claim = append(claim, rest...)
-				}
+				claim = append(claim, rest...)
 				break
 			}
 			inner := rest[open+1 : open+end]
 			var marker [8]string
 			resolved := resolveMarker(inner, docs, marker[:0])
 			if resolved == nil {
-				if claims {
-					claim = append(claim, rest[:open+end+1]...)
-				}
+				claim = append(claim, rest[:open+end+1]...)
 			} else {
-				if claims {
-					claim = append(claim, rest[:open]...)
-				}
+				claim = append(claim, rest[:open]...)
 				for _, id := range resolved {
 					if !slices.Contains(ids[first:], id) {
 						if ids == nil {
