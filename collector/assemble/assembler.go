@@ -664,7 +664,7 @@ func quickKind(s *Span) (ret, gen bool) {
 		switch k[0] {
 		case 'o':
 			if k == "openinference.span.kind" {
-				switch upperKind(s.Attrs[i].Value.Str) {
+				switch upperKind(s.Attrs[i].Value.Str()) {
 				case "RETRIEVER", "RERANKER":
 					ret = true
 				case "LLM":
@@ -674,7 +674,7 @@ func quickKind(s *Span) (ret, gen bool) {
 		case 'g':
 			switch k {
 			case "gen_ai.operation.name":
-				switch lowerName(s.Attrs[i].Value.Str) {
+				switch lowerName(s.Attrs[i].Value.Str()) {
 				case "retrieval", "vector_db_retrieve":
 					ret = true
 				case "chat", "text_completion", "generate_content", "completion":
@@ -689,7 +689,7 @@ func quickKind(s *Span) (ret, gen bool) {
 			}
 		case 'l':
 			if k == "llm.request.type" {
-				switch s.Attrs[i].Value.Str {
+				switch s.Attrs[i].Value.Str() {
 				case "chat", "completion":
 					gen = true
 				}

@@ -76,7 +76,7 @@ func (e *elision) resolve(attrs []Attr) bool {
 	for _, c := range e.cands[:e.n] {
 		bit := uint16(1) << c.i
 		if e.ids[c.fam]&bit != 0 && e.noIDs[c.fam]&bit == 0 {
-			attrs[c.at].Value.Str = ""
+			attrs[c.at].Value = Str("")
 			dropped = true
 		}
 	}

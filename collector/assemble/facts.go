@@ -325,12 +325,12 @@ func (f *facts) readLLM(k string, v Value) {
 	}
 	switch k {
 	case "prompts":
-		if l, ok := v.Raw.([]any); ok {
+		if l, ok := v.Raw().([]any); ok {
 			for _, e := range l {
 				f.oiPrompts = append(f.oiPrompts, asString(e))
 			}
 		} else if v.Type == TypeStr {
-			f.oiPrompts = append(f.oiPrompts, v.Str)
+			f.oiPrompts = append(f.oiPrompts, v.Str())
 		}
 	case "model_name", "request.model_name":
 		if f.requestModel == "" || k == "request.model_name" {
@@ -631,7 +631,7 @@ func messageFromEvent(ev *Event, role string) message {
 			m.role = v.Text()
 		case "content", "gen_ai.content":
 			if v.Type == TypeRaw {
-				m.content = textOf(v.Raw, messageTextKeys, 0)
+				m.content = textOf(v.Raw(), messageTextKeys, 0)
 			} else {
 				m.content = v.Text()
 			}
@@ -653,7 +653,7 @@ func messageFromEvent(ev *Event, role string) message {
 					m.content = s
 				}
 			} else if v.Type == TypeStr && m.content == "" {
-				m.content = v.Str
+				m.content = v.Str()
 			}
 		}
 	}

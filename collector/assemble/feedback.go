@@ -103,7 +103,7 @@ func feedbackFromValue(v Value) *record.Feedback {
 		}
 		return verdict(&n, "")
 	case TypeBool:
-		if v.Num != 0 {
+		if v.Num() != 0 {
 			return &record.Feedback{Score: 1}
 		}
 		return &record.Feedback{Score: -1}

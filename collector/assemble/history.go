@@ -18,7 +18,7 @@ import (
 func historyOf(f *facts) (history []record.Message, turn int) {
 	msgs := f.oiIn
 	if lastUser(msgs) < 0 && f.genaiIn.Type != TypeEmpty {
-		if v := f.genaiIn; v.Type == TypeStr && strings.Count(v.Str, `"user"`) == 1 && !strings.Contains(v.Str, `"assistant"`) {
+		if v := f.genaiIn; v.Type == TypeStr && strings.Count(v.Str(), `"user"`) == 1 && !strings.Contains(v.Str(), `"assistant"`) {
 			// A first turn: one user message and no answer before it. Its JSON (with the
 			// system prompt, often the whole context) need not be parsed for that.
 			return nil, 1

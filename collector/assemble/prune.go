@@ -128,7 +128,7 @@ func pruneSpanAttrs(as []Attr, s *Span, msgs *[]message) []Attr {
 		switch {
 		case k == "openinference.span.kind":
 			v := &as[i].Value
-			llm = v.Type == TypeStr && len(v.Str) == 3 && strings.ToUpper(v.Str) == "LLM" // as onlyGeneration reads it
+			llm = v.Type == TypeStr && len(v.Str()) == 3 && strings.ToUpper(v.Str()) == "LLM" // as onlyGeneration reads it
 		case len(k) > 19 && k[:19] == "llm.input_messages.":
 			oiIn = true
 		case strings.HasPrefix(k, "gen_ai.prompt"):
@@ -239,7 +239,7 @@ func onlyGeneration(as []Attr, s *Span) bool {
 		switch k {
 		case "openinference.span.kind":
 			v := &as[i].Value
-			llm = v.Type == TypeStr && len(v.Str) == 3 && strings.ToUpper(v.Str) == "LLM" // Text() of any other type is never "LLM"
+			llm = v.Type == TypeStr && len(v.Str()) == 3 && strings.ToUpper(v.Str()) == "LLM" // Text() of any other type is never "LLM"
 		case "gen_ai.operation.name":
 			switch strings.ToLower(as[i].Value.Text()) {
 			case "retrieval", "vector_db_retrieve", "embeddings", "embedding":

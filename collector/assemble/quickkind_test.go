@@ -48,21 +48,21 @@ func quickKindRef(s *Span) (ret, gen bool) {
 		k := s.Attrs[i].Key
 		switch k {
 		case "openinference.span.kind":
-			switch strings.ToUpper(s.Attrs[i].Value.Str) {
+			switch strings.ToUpper(s.Attrs[i].Value.Str()) {
 			case "RETRIEVER", "RERANKER":
 				ret = true
 			case "LLM":
 				gen = true
 			}
 		case "gen_ai.operation.name":
-			switch strings.ToLower(s.Attrs[i].Value.Str) {
+			switch strings.ToLower(s.Attrs[i].Value.Str()) {
 			case "retrieval", "vector_db_retrieve":
 				ret = true
 			case "chat", "text_completion", "generate_content", "completion":
 				gen = true
 			}
 		case "llm.request.type":
-			switch s.Attrs[i].Value.Str {
+			switch s.Attrs[i].Value.Str() {
 			case "chat", "completion":
 				gen = true
 			}

@@ -107,10 +107,10 @@ func entityText(v Value, keys []string) string {
 	case TypeEmpty:
 		return ""
 	case TypeStr:
-		if x := parseJSON(v.Str); x != nil {
+		if x := parseJSON(v.Str()); x != nil {
 			return textOf(x, keys, 0)
 		}
-		return v.Str
+		return v.Str()
 	}
 	return textOf(v.structured(), keys, 0)
 }

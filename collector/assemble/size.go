@@ -103,9 +103,9 @@ func attrsSize(as []Attr) int64 {
 	}
 	n := allocBytes(int64(cap(as))*attrBytes, true)
 	for i := range as {
-		n += keyBytes(as[i].Key) + strBytes(as[i].Value.Str)
-		if as[i].Value.Raw != nil {
-			n += rawSize(as[i].Value.Raw, 0)
+		n += keyBytes(as[i].Key) + strBytes(as[i].Value.Str())
+		if as[i].Value.Type == TypeRaw {
+			n += 16 + rawSize(as[i].Value.Raw(), 0) // the Value's box, then what it holds
 		}
 	}
 	return n

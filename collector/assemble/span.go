@@ -1,6 +1,9 @@
 package assemble
 
 import (
+	"fmt"
+	"math"
+	"reflect"
 	"sync"
 	"time"
 	"unsafe"
@@ -72,30 +75,99 @@ const (
 	TypeRaw // a slice or map, held in Raw as []any / map[string]any
 )
 
-// Value is an attribute value. Numbers of every kind are kept in Num.
+// Value is an attribute value, in 24 bytes (an attribute in 40): held spans keep every
+// attribute assembly reads, and each is copied out of the decoder's scratch and cleared on
+// release, once per span. Like log/slog.Value, it keeps a string as its data pointer and
+// length, a number as its bits, and a structured value behind a pointer.
 type Value struct {
+	p    unsafe.Pointer // TypeStr: the string's bytes; TypeRaw: an *any
+	n    uint64         // TypeStr: the string's length; numbers: math.Float64bits
 	Type ValueType
-	Str  string
-	Num  float64
-	Raw  any
 }
 
 // Str makes a string Value.
-func Str(s string) Value { return Value{Type: TypeStr, Str: s} }
+func Str(s string) Value {
+	return Value{Type: TypeStr, p: unsafe.Pointer(unsafe.StringData(s)), n: uint64(len(s))}
+}
 
 // Int makes an integer Value.
-func Int(n int64) Value { return Value{Type: TypeInt, Num: float64(n)} }
+func Int(n int64) Value { return Double(float64(n)).as(TypeInt) }
 
 // Double makes a floating-point Value.
-func Double(f float64) Value { return Value{Type: TypeDouble, Num: f} }
+func Double(f float64) Value { return Value{Type: TypeDouble, n: math.Float64bits(f)} }
 
 // Bool makes a boolean Value.
 func Bool(b bool) Value {
-	v := Value{Type: TypeBool}
 	if b {
-		v.Num = 1
+		return Double(1).as(TypeBool)
 	}
-	return v
+	return Double(0).as(TypeBool)
+}
+
+// Raw makes a structured Value: a slice or map as pcommon.Value.AsRaw makes them.
+func Raw(x any) Value {
+	p := new(any)
+	*p = x
+	return Value{Type: TypeRaw, p: unsafe.Pointer(p)}
+}
+
+func (v Value) as(t ValueType) Value { v.Type = t; return v }
+
+// Equal reports whether v and w hold the same value: the same type and string, number (bit
+// for bit) or structured value (reflect.DeepEqual). go-cmp compares Values with it.
+func (v Value) Equal(w Value) bool {
+	switch {
+	case v.Type != w.Type:
+		return false
+	case v.Type == TypeStr:
+		return v.Str() == w.Str()
+	case v.Type == TypeRaw:
+		return reflect.DeepEqual(v.Raw(), w.Raw())
+	}
+	return v.n == w.n
+}
+
+// GoString spells v as the call that makes it, so that %#v shows a Value's content rather
+// than its pointer.
+func (v Value) GoString() string {
+	switch v.Type {
+	case TypeStr:
+		return fmt.Sprintf("assemble.Str(%q)", v.Str())
+	case TypeInt:
+		return fmt.Sprintf("assemble.Int(%d)", int64(v.Num()))
+	case TypeDouble:
+		return fmt.Sprintf("assemble.Double(%#v)", v.Num())
+	case TypeBool:
+		return fmt.Sprintf("assemble.Bool(%t)", v.Num() != 0)
+	case TypeRaw:
+		return fmt.Sprintf("assemble.Raw(%#v)", v.Raw())
+	}
+	return "assemble.Value{}"
+}
+
+// Str is a string value, "" for any other type.
+func (v Value) Str() string {
+	if v.Type != TypeStr {
+		return ""
+	}
+	return unsafe.String((*byte)(v.p), int(v.n))
+}
+
+// Num is a number of any type (a bool is 0 or 1), 0 for any other type.
+func (v Value) Num() float64 {
+	switch v.Type {
+	case TypeInt, TypeDouble, TypeBool:
+		return math.Float64frombits(v.n)
+	}
+	return 0
+}
+
+// Raw is a structured value ([]any or map[string]any), nil for any other type.
+func (v Value) Raw() any {
+	if v.Type != TypeRaw {
+		return nil
+	}
+	return *(*any)(v.p)
 }
 
 // Local-root rule flags of the OTLP Span.flags field.
@@ -343,17 +415,17 @@ func releaseSpans(spans []Span) {
 func fromPValue(v pcommon.Value) Value {
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
-		return Value{Type: TypeStr, Str: v.Str()}
+		return Str(v.Str())
 	case pcommon.ValueTypeInt:
-		return Value{Type: TypeInt, Num: float64(v.Int())}
+		return Int(v.Int())
 	case pcommon.ValueTypeDouble:
-		return Value{Type: TypeDouble, Num: v.Double()}
+		return Double(v.Double())
 	case pcommon.ValueTypeBool:
 		return Bool(v.Bool())
 	case pcommon.ValueTypeMap, pcommon.ValueTypeSlice:
-		return Value{Type: TypeRaw, Raw: v.AsRaw()}
+		return Raw(v.AsRaw())
 	case pcommon.ValueTypeBytes:
-		return Value{Type: TypeStr, Str: string(v.Bytes().AsRaw())}
+		return Str(string(v.Bytes().AsRaw()))
 	default:
 		return Value{}
 	}

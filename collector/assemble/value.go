@@ -15,18 +15,18 @@ import (
 func (v Value) Text() string {
 	switch v.Type {
 	case TypeStr:
-		return v.Str
+		return v.Str()
 	case TypeInt:
-		return strconv.FormatInt(int64(v.Num), 10)
+		return strconv.FormatInt(int64(v.Num()), 10)
 	case TypeDouble:
-		return strconv.FormatFloat(v.Num, 'g', -1, 64)
+		return strconv.FormatFloat(v.Num(), 'g', -1, 64)
 	case TypeBool:
-		if v.Num != 0 {
+		if v.Num() != 0 {
 			return "true"
 		}
 		return "false"
 	case TypeRaw:
-		b, err := json.Marshal(v.Raw)
+		b, err := json.Marshal(v.Raw())
 		if err != nil {
 			return ""
 		}
@@ -40,9 +40,9 @@ func (v Value) Number() (float64, bool) {
 	var f float64
 	switch v.Type {
 	case TypeInt, TypeDouble:
-		f = v.Num
+		f = v.Num()
 	case TypeStr:
-		x, err := strconv.ParseFloat(strings.TrimSpace(v.Str), 64)
+		x, err := strconv.ParseFloat(strings.TrimSpace(v.Str()), 64)
 		if err != nil {
 			return 0, false
 		}
@@ -70,9 +70,9 @@ func (v Value) tokens() (int64, bool) {
 func (v Value) structured() any {
 	switch v.Type {
 	case TypeRaw:
-		return v.Raw
+		return v.Raw()
 	case TypeStr:
-		return parseJSON(v.Str)
+		return parseJSON(v.Str())
 	}
 	return nil
 }
@@ -95,16 +95,16 @@ func parseJSON(s string) any {
 func parseMetadata(v Value) map[string]any {
 	switch v.Type {
 	case TypeRaw:
-		if m, ok := v.Raw.(map[string]any); ok {
+		if m, ok := v.Raw().(map[string]any); ok {
 			c := make(map[string]any, len(m)) // shallow copy: callers add keys
 			for k, e := range m {
 				c[k] = e
 			}
 			return c
 		}
-		return map[string]any{"raw": v.Raw}
+		return map[string]any{"raw": v.Raw()}
 	case TypeStr:
-		s := strings.TrimSpace(v.Str)
+		s := strings.TrimSpace(v.Str())
 		if s == "" || s == "{}" || s == "null" || s == "None" {
 			return nil
 		}
@@ -401,7 +401,7 @@ func parseFlatObject(s string) (map[string]any, bool) {
 func metadataString(v Value, key string) string {
 	if v.Type == TypeStr {
 		out := ""
-		if walkFlatObject(strings.TrimSpace(v.Str), func(k string, m flatValue) {
+		if walkFlatObject(strings.TrimSpace(v.Str()), func(k string, m flatValue) {
 			if k == key {
 				out = ""
 				if m.kind == flatString {

@@ -571,7 +571,7 @@ func (v *anyv) size(limit int) int {
 func (v *anyv) value() Value {
 	switch v.f {
 	case 1, 7:
-		return Value{Type: TypeStr, Str: string(v.b)}
+		return Str(string(v.b))
 	case 2:
 		return Bool(v.n != 0)
 	case 3:
@@ -579,7 +579,7 @@ func (v *anyv) value() Value {
 	case 4:
 		return Double(math.Float64frombits(v.n))
 	case 5, 6:
-		return Value{Type: TypeRaw, Raw: v.raw()}
+		return Raw(v.raw())
 	}
 	return Value{}
 }
@@ -680,11 +680,11 @@ func ownViews(attrs []Attr, b []byte, strs *strArena) {
 	hi := lo + uintptr(len(b))
 	for i := range attrs {
 		v := &attrs[i].Value
-		if v.Type != TypeStr || v.Str == "" {
+		if v.Type != TypeStr || v.Str() == "" {
 			continue
 		}
-		if p := uintptr(unsafe.Pointer(unsafe.StringData(v.Str))); p >= lo && p < hi {
-			v.Str = strs.str(unsafe.Slice(unsafe.StringData(v.Str), len(v.Str)))
+		if p := uintptr(unsafe.Pointer(unsafe.StringData(v.Str()))); p >= lo && p < hi {
+			*v = Str(strs.str(unsafe.Slice((*byte)(v.p), v.n)))
 		}
 	}
 }
@@ -1135,9 +1135,9 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 			// pruneSpanAttrs the input messages no reader reads (an LLM span's system message
 			// often holds the whole context again).
 			if (el != nil && el.consider(k, &a.val, len(buf.attrs))) || (a.val.f == 1 && inputMessage(k)) {
-				v, views = Value{Type: TypeStr, Str: view(a.val.b)}, true
+				v, views = Str(view(a.val.b)), true
 			} else if a.val.f == 1 || a.val.f == 7 {
-				v = Value{Type: TypeStr, Str: d.strs.str(a.val.b)} // as value() does, held in the arena
+				v = Str(d.strs.str(a.val.b)) // as value() does, held in the arena
 			} else {
 				v = a.val.value()
 			}
