@@ -164,7 +164,7 @@ func (v Value) Num() float64 {
 
 // Raw is a structured value ([]any or map[string]any), nil for any other type.
 func (v Value) Raw() any {
-	if v.Type != TypeRaw {
+	if v.Type != TypeRaw || v.p == nil { // nil: a Value{Type: TypeRaw} built by hand
 		return nil
 	}
 	return *(*any)(v.p)

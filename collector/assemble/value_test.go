@@ -55,6 +55,9 @@ func TestValueFields(t *testing.T) {
 	if n := Double(math.NaN()); !n.Equal(n) || n.Equal(Double(0)) {
 		t.Error("a NaN is not equal to itself bit for bit")
 	}
+	if (Value{Type: TypeRaw}).Raw() != nil || (Value{Type: TypeStr}).Str() != "" {
+		t.Error("a Value built by hand without its content does not read as empty")
+	}
 	if Int(1).Equal(Double(1)) || Bool(true).Equal(Int(1)) {
 		t.Error("values of different types compare equal")
 	}
