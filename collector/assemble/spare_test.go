@@ -1,6 +1,7 @@
 package assemble
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/ragwatch/ragwatch/internal/record"
@@ -73,6 +74,9 @@ func TestFactsResetKeepsZeroedBuffers(t *testing.T) {
 
 	// A span that names no documents has none (nil: the source is absent), buffer or not.
 	f.reset()
+	if want := (facts{docBuf: f.docBuf, inBuf: f.inBuf, outBuf: f.outBuf}); !reflect.DeepEqual(f, want) {
+		t.Fatalf("reset left more than the three kept arrays:\n%#v", f)
+	}
 	readFacts(&f, &Span{Attrs: attrs("retrieval.documents.x.document.id", "bad")})
 	if f.oiDocs != nil {
 		t.Fatalf("a span without a valid document key has documents %+v", f.oiDocs)
