@@ -72,7 +72,7 @@ const (
 	TypeInt
 	TypeDouble
 	TypeBool
-	TypeRaw // a slice or map, held in Raw as []any / map[string]any
+	TypeRaw // a slice or map, []any / map[string]any, read with Raw
 )
 
 // Value is an attribute value, in 24 bytes (an attribute in 40): held spans keep every
@@ -91,17 +91,18 @@ func Str(s string) Value {
 }
 
 // Int makes an integer Value.
-func Int(n int64) Value { return Double(float64(n)).as(TypeInt) }
+func Int(n int64) Value { return Value{Type: TypeInt, n: math.Float64bits(float64(n))} }
 
 // Double makes a floating-point Value.
 func Double(f float64) Value { return Value{Type: TypeDouble, n: math.Float64bits(f)} }
 
-// Bool makes a boolean Value.
+// Bool makes a boolean Value: 1 or 0.
 func Bool(b bool) Value {
+	f := 0.0
 	if b {
-		return Double(1).as(TypeBool)
+		f = 1
 	}
-	return Double(0).as(TypeBool)
+	return Value{Type: TypeBool, n: math.Float64bits(f)}
 }
 
 // Raw makes a structured Value: a slice or map as pcommon.Value.AsRaw makes them.
@@ -110,8 +111,6 @@ func Raw(x any) Value {
 	*p = x
 	return Value{Type: TypeRaw, p: unsafe.Pointer(p)}
 }
-
-func (v Value) as(t ValueType) Value { v.Type = t; return v }
 
 // Equal reports whether v and w hold the same value: the same type and string, number (bit
 // for bit) or structured value (reflect.DeepEqual). go-cmp compares Values with it.

@@ -679,12 +679,12 @@ func ownViews(attrs []Attr, b []byte, strs *strArena) {
 	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	hi := lo + uintptr(len(b))
 	for i := range attrs {
-		v := &attrs[i].Value
-		if v.Type != TypeStr || v.Str() == "" {
+		s := attrs[i].Value.Str() // "" for any other type
+		if s == "" {
 			continue
 		}
-		if p := uintptr(unsafe.Pointer(unsafe.StringData(v.Str()))); p >= lo && p < hi {
-			*v = Str(strs.str(unsafe.Slice((*byte)(v.p), v.n)))
+		if p := uintptr(unsafe.Pointer(unsafe.StringData(s))); p >= lo && p < hi {
+			attrs[i].Value = Str(strs.str(unsafe.Slice(unsafe.StringData(s), len(s))))
 		}
 	}
 }
