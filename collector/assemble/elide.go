@@ -1,6 +1,7 @@
 package assemble
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -52,13 +53,13 @@ func (e *elision) consider(k string, v *anyv, at int) bool {
 		return false
 	}
 	switch field {
-	case "document.id":
+	case docID:
 		if v.f == 0 || ((v.f == 1 || v.f == 7) && len(v.b) == 0) {
 			e.noIDs[fam] |= 1 << i
 		} else {
 			e.ids[fam] |= 1 << i
 		}
-	case "document.content":
+	case docContent:
 		if v.f == 1 && e.n < len(e.cands) {
 			e.cands[e.n] = elided{at: at, fam: uint8(fam), i: uint8(i)}
 			e.n++
@@ -85,12 +86,24 @@ func (e *elision) resolve(attrs []Attr) bool {
 }
 
 // docField splits a key of OpenInference's flattened document lists, "{list}.{i}.{field}",
-// for i below sharedKeyIndex.
-func docField(k string) (fam, i int, field string, ok bool) {
+// for i below sharedKeyIndex; field is docID, docScore, docContent, docMetadata, or -1 for
+// any other. A shared key is known by its address (sharedKey), any other by its text.
+func docField(k string) (fam, i, field int, ok bool) {
+	if in, shared := sharedKey(k); shared {
+		switch in.fam {
+		case keyRetrieval:
+			return famRetrieval, int(in.i), int(in.field), true
+		case keyRerankIn:
+			return famRerankIn, int(in.i), int(in.field), true
+		case keyRerankOut:
+			return famRerankOut, int(in.i), int(in.field), true
+		}
+		return 0, 0, 0, false
+	}
 	var rest string
 	switch {
 	case len(k) == 0 || k[0] != 'r':
-		return 0, 0, "", false
+		return 0, 0, 0, false
 	case strings.HasPrefix(k, "retrieval.documents."):
 		fam, rest = famRetrieval, k[len("retrieval.documents."):]
 	case strings.HasPrefix(k, "reranker.input_documents."):
@@ -98,8 +111,9 @@ func docField(k string) (fam, i int, field string, ok bool) {
 	case strings.HasPrefix(k, "reranker.output_documents."):
 		fam, rest = famRerankOut, k[len("reranker.output_documents."):]
 	default:
-		return 0, 0, "", false
+		return 0, 0, 0, false
 	}
-	i, field, ok = splitIndex(rest, sharedKeyIndex)
+	i, name, ok := splitIndex(rest, sharedKeyIndex)
+	field = slices.Index(docFields, name) // -1 for any other
 	return fam, i, field, ok
 }

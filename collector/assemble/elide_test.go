@@ -140,21 +140,31 @@ func TestDocField(t *testing.T) {
 	for _, c := range []struct {
 		k      string
 		fam, i int
-		field  string
+		field  int
 		ok     bool
 	}{
-		{"retrieval.documents.3.document.content", famRetrieval, 3, "document.content", true},
-		{"reranker.input_documents.0.document.id", famRerankIn, 0, "document.id", true},
-		{"reranker.output_documents.15.document.content", famRerankOut, 15, "document.content", true},
-		{"reranker.output_documents.16.document.content", 0, 0, "", false}, // past the shared keys
-		{"retrieval.documents.x.document.content", 0, 0, "", false},
-		{"rag.documents", 0, 0, "", false},
-		{"input.value", 0, 0, "", false},
-		{"", 0, 0, "", false},
+		{"retrieval.documents.3.document.content", famRetrieval, 3, docContent, true},
+		{"reranker.input_documents.0.document.id", famRerankIn, 0, docID, true},
+		{"reranker.output_documents.15.document.content", famRerankOut, 15, docContent, true},
+		{"retrieval.documents.2.document.score", famRetrieval, 2, docScore, true},
+		{"reranker.input_documents.9.document.metadata", famRerankIn, 9, docMetadata, true},
+		{"retrieval.documents.03.document.content", famRetrieval, 3, docContent, true}, // not shared, read by its text
+		{"retrieval.documents.4.document.other", famRetrieval, 4, -1, true},
+		{"retrieval.documents.4", famRetrieval, 4, -1, true},
+		{"reranker.output_documents.16.document.content", 0, 0, 0, false}, // past the shared keys
+		{"retrieval.documents.x.document.content", 0, 0, 0, false},
+		{"rag.documents", 0, 0, 0, false},
+		{"reranker.query", 0, 0, 0, false},
+		{"input.value", 0, 0, 0, false},
+		{"", 0, 0, 0, false},
 	} {
-		fam, i, field, ok := docField(c.k)
-		if ok != c.ok || (ok && (fam != c.fam || i != c.i || field != c.field)) {
-			t.Errorf("docField(%q) = %d %d %q %v, want %d %d %q %v", c.k, fam, i, field, ok, c.fam, c.i, c.field, c.ok)
+		// Each key by its text, and by its shared copy's address when it has one: the same.
+		shared, _ := keptKey(c.k)
+		for _, k := range []string{strings.Clone(c.k), shared} {
+			fam, i, field, ok := docField(k)
+			if ok != c.ok || (ok && (fam != c.fam || i != c.i || field != c.field)) {
+				t.Errorf("docField(%q, shared %v) = %d %d %d %v, want %d %d %d %v", c.k, keyBytes(k) == 0, fam, i, field, ok, c.fam, c.i, c.field, c.ok)
+			}
 		}
 	}
 }
@@ -199,7 +209,7 @@ func FuzzElisionDropsOnlyTexts(f *testing.F) {
 					continue
 				}
 				_, _, field, ok := docField(x.Key)
-				if x.Key != y.Key || !ok || field != "document.content" || x.Value.Type != TypeStr || y.Value != (Value{Type: TypeStr}) {
+				if x.Key != y.Key || !ok || field != docContent || x.Value.Type != TypeStr || y.Value != (Value{Type: TypeStr}) {
 					t.Fatalf("span %d attribute %d: %q=%v became %q=%v", i, j, x.Key, x.Value, y.Key, y.Value)
 				}
 				emptied = true

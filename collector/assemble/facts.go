@@ -162,6 +162,10 @@ func readFacts(f *facts, s *Span) {
 	var anns []annotation
 	for i := range s.Attrs {
 		k := s.Attrs[i].Key
+		if in, ok := sharedKey(k); ok && in.fam != keyFixed {
+			f.readIndexed(in, s.Attrs[i].Value) // a list's element, known by its key's address
+			continue
+		}
 		if len(k) < 3 {
 			continue // shorter than every key read
 		}
@@ -305,6 +309,29 @@ func readFacts(f *facts, s *Span) {
 	}
 	if f.embedding {
 		f.generation = false
+	}
+}
+
+// readIndexed reads an attribute of a shared indexed key (sharedKey) as the text path below
+// reads the same key: the element of an OpenInference document or message list, or of
+// gen_ai.prompt / gen_ai.completion.
+func (f *facts) readIndexed(in keyInfo, v Value) {
+	i, field := int(in.i), int(in.field)
+	switch in.fam {
+	case keyRetrieval:
+		f.oiDocs = setDoc(startIn(f.oiDocs, f.docBuf), i, field, v, &f.scores)
+	case keyRerankIn:
+		f.rerankIn = setDoc(f.rerankIn, i, field, v, &f.scores)
+	case keyRerankOut:
+		f.rerankDocs = setDoc(f.rerankDocs, i, field, v, &f.scores)
+	case keyInMessages:
+		f.oiIn = setMessage(startIn(f.oiIn, f.inBuf), i, field, v)
+	case keyOutMessages:
+		f.oiOut = setMessage(startIn(f.oiOut, f.outBuf), i, field, v)
+	case keyPrompt:
+		f.legacyIn = setLegacyMessage(f.legacyIn, i, field, v)
+	case keyCompletion:
+		f.legacyOut = setLegacyMessage(f.legacyOut, i, field, v)
 	}
 }
 
@@ -507,13 +534,29 @@ func setIndexed(l []string, i int, s string) []string {
 
 // setDocField sets one field of the OpenInference flattened document list from the key suffix
 // "{i}.document.{field}".
-// Scores are stored in blocks of *scores (a record's documents point into it), not one
-// allocation each.
 func setDocField(docs []record.Document, rest string, v Value, scores *[]float64) []record.Document {
 	i, field, ok := splitIndex(rest, maxIndexed)
 	if !ok || !strings.HasPrefix(field, "document.") {
 		return docs
 	}
+	f := -1 // another field: the document is there, without it
+	switch field[len("document."):] {
+	case "id":
+		f = docID
+	case "score":
+		f = docScore
+	case "content":
+		f = docContent
+	case "metadata":
+		f = docMetadata
+	}
+	return setDoc(docs, i, f, v, scores)
+}
+
+// setDoc sets field f (docID, docScore, docContent, docMetadata; any other: none) of document
+// i, growing docs up to it. Scores are stored in blocks of *scores (a record's documents point
+// into it), not one allocation each.
+func setDoc(docs []record.Document, i, f int, v Value, scores *[]float64) []record.Document {
 	if len(docs) <= i {
 		if cap(docs) <= i {
 			docs = slices.Grow(docs, max(i+1, 8)-len(docs))
@@ -523,10 +566,10 @@ func setDocField(docs []record.Document, rest string, v Value, scores *[]float64
 		clear(docs[n:])
 	}
 	d := &docs[i]
-	switch field[len("document."):] {
-	case "id":
+	switch f {
+	case docID:
 		d.ID = v.Text()
-	case "score":
+	case docScore:
 		if n, ok := v.Number(); ok {
 			if len(*scores) == cap(*scores) {
 				*scores = make([]float64, 0, 8) // a new block: pointers into the last stay valid
@@ -534,9 +577,9 @@ func setDocField(docs []record.Document, rest string, v Value, scores *[]float64
 			*scores = append(*scores, n)
 			d.Score = &(*scores)[len(*scores)-1]
 		}
-	case "content":
+	case docContent:
 		d.Content = v.Text()
-	case "metadata":
+	case docMetadata:
 		d.Metadata = parseMetadata(v)
 	}
 	return docs
@@ -548,19 +591,30 @@ func setOIMessage(msgs []message, rest string, v Value) []message {
 	if !ok || !strings.HasPrefix(field, "message.") {
 		return msgs
 	}
+	switch field = field[len("message."):]; field {
+	case "role":
+		return setMessage(msgs, i, msgRole, v)
+	case "content":
+		return setMessage(msgs, i, msgContent, v)
+	}
 	msgs = growMessages(msgs, i)
-	m := &msgs[i]
-	field = field[len("message."):]
-	switch {
-	case field == "role":
-		m.role = v.Text()
-	case field == "content":
-		m.content = v.Text()
-	case strings.HasPrefix(field, "contents."):
+	if strings.HasPrefix(field, "contents.") {
 		j, sub, ok := splitIndex(field[len("contents."):], maxIndexed)
 		if ok && sub == "message_content.text" {
-			m.parts = setIndexed(m.parts, j, v.Text())
+			msgs[i].parts = setIndexed(msgs[i].parts, j, v.Text())
 		}
+	}
+	return msgs
+}
+
+// setMessage sets field f (msgRole, msgContent) of OpenInference message i, growing msgs up to
+// it.
+func setMessage(msgs []message, i, f int, v Value) []message {
+	msgs = growMessages(msgs, i)
+	if f == msgRole {
+		msgs[i].role = v.Text()
+	} else {
+		msgs[i].content = v.Text()
 	}
 	return msgs
 }
@@ -585,11 +639,24 @@ func setRoleContent(msgs []message, rest string, v Value) []message {
 	if !ok {
 		return msgs
 	}
-	msgs = growMessages(msgs, i)
+	f := -1 // another field: the message is there, without it
 	switch field {
 	case "role":
-		msgs[i].role = v.Text()
+		f = msgRole
 	case "content":
+		f = msgContent
+	}
+	return setLegacyMessage(msgs, i, f, v)
+}
+
+// setLegacyMessage sets field f (msgRole, msgContent; any other: none) of gen_ai.prompt or
+// gen_ai.completion message i, growing msgs up to it.
+func setLegacyMessage(msgs []message, i, f int, v Value) []message {
+	msgs = growMessages(msgs, i)
+	switch f {
+	case msgRole:
+		msgs[i].role = v.Text()
+	case msgContent:
 		msgs[i].content = contentText(v)
 	}
 	return msgs

@@ -93,50 +93,108 @@ var (
 	sharedArena                                      string
 )
 
+// keySlot is the bytes each shared key's slot takes in sharedArena: every shared key starts a
+// slot, so its address names it, and readers that meet a shared key know which it is without
+// reading its text again (sharedKey).
+const keySlot = 64
+
+// Families of shared keys (keyInfo.fam).
+const (
+	keyFixed       = iota // one of sharedFixedKeys; field is its position there
+	keyRetrieval          // retrieval.documents.{i}.{docFields[field]}
+	keyRerankIn           // reranker.input_documents.{i}.{docFields[field]}
+	keyRerankOut          // reranker.output_documents.{i}.{docFields[field]}
+	keyInMessages         // llm.input_messages.{i}.{msgFields[field]}
+	keyOutMessages        // llm.output_messages.{i}.{msgFields[field]}
+	keyPrompt             // gen_ai.prompt.{i}.{legacyFields[field]}
+	keyCompletion         // gen_ai.completion.{i}.{legacyFields[field]}
+)
+
+// Positions in docFields, msgFields and legacyFields (keyInfo.field).
+const (
+	docID, docScore, docContent, docMetadata = 0, 1, 2, 3
+	msgRole, msgContent                      = 0, 1
+)
+
+// keyInfo is what a shared key is: its family, the {i} of an indexed key, its field, and its
+// length (a string that starts a slot but is shorter or longer is not the shared key).
+type keyInfo struct {
+	fam, i, field, n uint8
+}
+
+var (
+	sharedInfo []keyInfo // by slot
+	arenaBase  uintptr   // the address of sharedArena's first byte
+)
+
 func init() {
-	var b strings.Builder
-	for _, k := range sharedFixedKeys {
-		b.WriteString(k)
-	}
 	type family struct {
+		fam    uint8
 		prefix string
 		fields []string
 		table  *[sharedKeyIndex][]string
 	}
 	families := []family{
-		{"retrieval.documents.", docFields, &sharedRetrieval},
-		{"reranker.input_documents.", docFields, &sharedRerankIn},
-		{"reranker.output_documents.", docFields, &sharedRerankOut},
-		{"llm.input_messages.", msgFields, &sharedInMessages},
-		{"llm.output_messages.", msgFields, &sharedOutMessages},
-		{"gen_ai.prompt.", legacyFields, &sharedPrompt},
-		{"gen_ai.completion.", legacyFields, &sharedCompletion},
+		{keyRetrieval, "retrieval.documents.", docFields, &sharedRetrieval},
+		{keyRerankIn, "reranker.input_documents.", docFields, &sharedRerankIn},
+		{keyRerankOut, "reranker.output_documents.", docFields, &sharedRerankOut},
+		{keyInMessages, "llm.input_messages.", msgFields, &sharedInMessages},
+		{keyOutMessages, "llm.output_messages.", msgFields, &sharedOutMessages},
+		{keyPrompt, "gen_ai.prompt.", legacyFields, &sharedPrompt},
+		{keyCompletion, "gen_ai.completion.", legacyFields, &sharedCompletion},
+	}
+	var b strings.Builder
+	add := func(k string, in keyInfo) {
+		if len(k) > keySlot {
+			panic("assemble: shared key longer than its slot: " + k)
+		}
+		in.n = uint8(len(k))
+		b.WriteString(k)
+		b.WriteString(strings.Repeat("\x00", keySlot-len(k)))
+		sharedInfo = append(sharedInfo, in)
+	}
+	for i, k := range sharedFixedKeys {
+		add(k, keyInfo{fam: keyFixed, field: uint8(i)})
 	}
 	for _, f := range families {
 		for i := range sharedKeyIndex {
-			for _, field := range f.fields {
-				b.WriteString(f.prefix + strconv.Itoa(i) + "." + field)
+			for j, field := range f.fields {
+				add(f.prefix+strconv.Itoa(i)+"."+field, keyInfo{fam: f.fam, i: uint8(i), field: uint8(j)})
 			}
 		}
 	}
 	sharedArena = b.String()
-	at := 0
-	next := func(n int) string {
-		s := sharedArena[at : at+n]
-		at += n
-		return s
+	arenaBase = uintptr(unsafe.Pointer(unsafe.StringData(sharedArena)))
+	slot := func(n int) string {
+		return sharedArena[n*keySlot : n*keySlot+int(sharedInfo[n].n)]
 	}
-	for i, k := range sharedFixedKeys {
-		sharedFixed[i] = next(len(k))
+	for i := range sharedFixedKeys {
+		sharedFixed[i] = slot(i)
 	}
+	n := len(sharedFixedKeys)
 	for _, f := range families {
 		for i := range sharedKeyIndex {
 			f.table[i] = make([]string, len(f.fields))
-			for j, field := range f.fields {
-				f.table[i][j] = next(len(f.prefix) + len(strconv.Itoa(i)) + 1 + len(field))
+			for j := range f.fields {
+				f.table[i][j] = slot(n)
+				n++
 			}
 		}
 	}
+}
+
+// sharedKey says which shared key k is, by its address; false when k is not a copy keptKey
+// returned (a key that is not well-known, or the same text elsewhere).
+func sharedKey(k string) (keyInfo, bool) {
+	off := uintptr(unsafe.Pointer(unsafe.StringData(k))) - arenaBase
+	if off%keySlot != 0 || off/keySlot >= uintptr(len(sharedInfo)) {
+		return keyInfo{}, false
+	}
+	in := sharedInfo[off/keySlot]
+	if int(in.n) != len(k) || len(k) == 0 {
+		return keyInfo{}, false
+	}
+	return in, true
 }
 
 // keptKey reports whether the span attribute k is kept (keepAttr), and returns its shared copy

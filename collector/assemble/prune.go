@@ -149,22 +149,28 @@ func pruneSpanAttrs(as []Attr, s *Span, msgs *[]message) []Attr {
 	var oiBuf, legacyBuf [64]bool
 	var keepOI, keepLegacy []bool
 	if oiIn {
-		keepOI = readMessages(as, "llm.input_messages.", setOIMessage, msgs, oiBuf[:0])
+		keepOI = readMessages(as, keyInMessages, msgs, oiBuf[:0])
 	}
 	if legacyIn {
-		keepLegacy = readMessages(as, "gen_ai.prompt.", setRoleContent, msgs, legacyBuf[:0])
+		keepLegacy = readMessages(as, keyPrompt, msgs, legacyBuf[:0])
 	}
 	out := 0
 	for i := range as {
 		k := as[i].Key
 		drop := false
-		switch {
-		case oiIn && strings.HasPrefix(k, "llm.input_messages."):
-			drop = !messageKept(k[len("llm.input_messages."):], keepOI)
-		case legacyIn && strings.HasPrefix(k, "gen_ai.prompt."):
-			drop = !messageKept(k[len("gen_ai.prompt."):], keepLegacy)
-		case onlyGen:
-			drop = k == "input.value" || k == "input.mime_type" || k == "traceloop.entity.input"
+		if in, ok := sharedKey(k); ok && in.fam != keyFixed {
+			// A list's element, known by its key's address.
+			drop = (oiIn && in.fam == keyInMessages && !indexKept(int(in.i), keepOI)) ||
+				(legacyIn && in.fam == keyPrompt && !indexKept(int(in.i), keepLegacy))
+		} else {
+			switch {
+			case oiIn && strings.HasPrefix(k, "llm.input_messages."):
+				drop = !messageKept(k[len("llm.input_messages."):], keepOI)
+			case legacyIn && strings.HasPrefix(k, "gen_ai.prompt."):
+				drop = !messageKept(k[len("gen_ai.prompt."):], keepLegacy)
+			case onlyGen:
+				drop = k == "input.value" || k == "input.mime_type" || k == "traceloop.entity.input"
+			}
 		}
 		if drop {
 			continue
@@ -178,18 +184,27 @@ func pruneSpanAttrs(as []Attr, s *Span, msgs *[]message) []Attr {
 	return as[:out]
 }
 
-// readMessages marks, in the flattened list under prefix, the messages a reader reads: the one
-// lastText(msgs, "user") returns, and every user or assistant message with text (historyOf reads
-// those as the conversation's history). set is the reader's own setter, so the list is built
-// exactly as readFacts builds it; keep is appended to and returned.
-func readMessages(as []Attr, prefix string, set func([]message, string, Value) []message, scratch *[]message, keep []bool) []bool {
+// readMessages marks, in the flattened list of family fam (keyInMessages or keyPrompt), the
+// messages a reader reads: the one lastText(msgs, "user") returns, and every user or assistant
+// message with text (historyOf reads those as the conversation's history). The list is built
+// with the reader's own setters, exactly as readFacts builds it; keep is appended to and
+// returned.
+func readMessages(as []Attr, fam uint8, scratch *[]message, keep []bool) []bool {
+	prefix, set, setAt := "llm.input_messages.", setOIMessage, setMessage
+	if fam == keyPrompt {
+		prefix, set, setAt = "gen_ai.prompt.", setRoleContent, setLegacyMessage
+	}
 	msgs := (*scratch)[:0]
 	defer func() {
 		clear(msgs)
 		*scratch = msgs[:0]
 	}()
 	for i := range as {
-		if rest, ok := strings.CutPrefix(as[i].Key, prefix); ok {
+		if in, ok := sharedKey(as[i].Key); ok && in.fam != keyFixed {
+			if in.fam == fam { // known by its address
+				msgs = setAt(msgs, int(in.i), int(in.field), as[i].Value)
+			}
+		} else if rest, ok := strings.CutPrefix(as[i].Key, prefix); ok {
 			msgs = set(msgs, rest, as[i].Value)
 		}
 	}
@@ -210,7 +225,12 @@ func readMessages(as []Attr, prefix string, set func([]message, string, Value) [
 // messageKept reports whether the key suffix "{i}...." belongs to a message marked in keep.
 func messageKept(rest string, keep []bool) bool {
 	i, _, valid := splitIndex(rest, maxIndexed)
-	return valid && i < len(keep) && keep[i]
+	return valid && indexKept(i, keep)
+}
+
+// indexKept reports whether message i is marked in keep.
+func indexKept(i int, keep []bool) bool {
+	return i < len(keep) && keep[i]
 }
 
 // onlyGeneration reports whether readFacts will certainly classify the span as a generation
