@@ -60,18 +60,28 @@ var absenceAfter = []string{"about", "on", "regarding", "concerning", "in", "for
 
 // IsRefusal reports whether answer declines to answer for lack of information. It runs on
 // every record (ragwatch_refusals_total), so it reads at most refusalScan bytes, and only
-// answers holding a negation anchor (not, n't, no, dont, unable) are matched phrase by phrase.
+// answers holding a negation anchor (hasNegationAnchor) are matched phrase by phrase.
 func IsRefusal(answer string) bool {
-	if len(answer) > refusalScan {
-		i := refusalScan
-		for i > 0 && !utf8.RuneStart(answer[i]) {
-			i--
-		}
-		answer = answer[:i]
+	answer = refusalHead(answer)
+	return hasNegationAnchor(answer) && refusalIn(answer)
+}
+
+// refusalHead is the part of answer IsRefusal reads: its first refusalScan bytes, cut at a
+// rune's start.
+func refusalHead(answer string) string {
+	if len(answer) <= refusalScan {
+		return answer
 	}
-	if !hasNegationAnchor(answer) {
-		return false
+	i := refusalScan
+	for i > 0 && !utf8.RuneStart(answer[i]) {
+		i--
 	}
+	return answer[:i]
+}
+
+// refusalIn reports whether one of the first two sentences of answer is a refusal: the whole
+// match, which IsRefusal spares answers without a negation anchor.
+func refusalIn(answer string) bool {
 	var buf [8]string
 	ss := AppendSentences(buf[:0], answer)
 	if len(ss) > 2 {
@@ -88,16 +98,27 @@ func IsRefusal(answer string) bool {
 // refusalScan bounds the bytes of an answer IsRefusal reads: its first two sentences are in it.
 const refusalScan = 600
 
-// hasNegationAnchor reports whether s holds, in any case, "not", "n't" ("n’t"), "no ", "dont" or
-// "unable": every refusal phrase holds one. It does not allocate.
+// hasNegationAnchor reports whether s holds, in any case, "n't" (with any apostrophe
+// normalizeRefusal makes ASCII), the word "not" (or "cannot"), the word "no" before a space,
+// "dont" or "unable". Every refusal phrase holds one, and holds "not" and "no" only as words: so
+// "another", "notifications" or "casino" are not anchors. It does not allocate.
 func hasNegationAnchor(s string) bool {
 	for i := 0; i < len(s); i++ {
 		switch s[i] | 0x20 { // each anchor by its first letter, in either case
 		case 'n':
 			rest := s[i:]
-			if hasPrefixFold(rest, "not") || hasPrefixFold(rest, "n't") || hasPrefixFold(rest, "n\u2019t") ||
-				hasPrefixFold(rest, "no ") {
+			switch {
+			case hasPrefixFold(rest, "n't"), hasPrefixFold(rest, "n`t"), hasPrefixFold(rest, "n\u2019t"), hasPrefixFold(rest, "n\u2018t"):
 				return true
+			case hasPrefixFold(rest, "not"):
+				if (afterWordBreak(s, i) || (i >= 3 && hasPrefixFold(s[i-3:], "can"))) && (len(rest) == 3 || !isASCIILetter(rest[3])) {
+					return true
+				}
+			case hasPrefixFold(rest, "no"):
+				// normalizeRefusal makes any white space after it one ASCII space.
+				if afterWordBreak(s, i) && len(rest) > 2 && (asciiSpace[rest[2]] || rest[2] >= utf8.RuneSelf) {
+					return true
+				}
 			}
 		case 'u':
 			if hasPrefixFold(s[i:], "unable") {
@@ -110,6 +131,17 @@ func hasNegationAnchor(s string) bool {
 		}
 	}
 	return false
+}
+
+// afterWordBreak reports whether s[i] is not preceded by an ASCII letter, which normalizeRefusal
+// keeps a letter (any other byte may become a space or stay a letter).
+func afterWordBreak(s string, i int) bool {
+	return i == 0 || !isASCIILetter(s[i-1])
+}
+
+func isASCIILetter(c byte) bool {
+	c |= 0x20
+	return c >= 'a' && c <= 'z'
 }
 
 // hasPrefixFold is strings.HasPrefix with ASCII letters compared without case.

@@ -2,6 +2,7 @@ package text
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -67,10 +68,67 @@ func TestIsRefusal(t *testing.T) {
 	}
 }
 
+// FuzzIsRefusal checks that the negation anchor never hides a refusal: IsRefusal says what
+// the whole match says on every input.
 func FuzzIsRefusal(f *testing.F) {
 	f.Add("I don't know why you'd wait.")
 	f.Add("The documents do not say.")
-	f.Fuzz(func(t *testing.T, s string) { IsRefusal(s) })
+	f.Add("I don`t know.")
+	f.Add("There is no\tinformation about it.")
+	f.Add("Notifications are not covered in the manual.")
+	f.Add("I CANNOT find it.")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := IsRefusal(s), refusalIn(refusalHead(s)); got != want {
+			t.Fatalf("IsRefusal(%q) = %v, the whole match says %v", s, got, want)
+		}
+	})
+}
+
+// TestNegationAnchorHoldsEveryPhrase checks, for every refusal phrase in every spelling
+// normalizeRefusal reads as the same (case, apostrophes, white space) and in a sentence, that
+// IsRefusal finds what the whole match finds; and that words holding "not" or "no" are not
+// anchors.
+func TestNegationAnchorHoldsEveryPhrase(t *testing.T) {
+	spellings := func(p string) []string {
+		out := []string{p, strings.ToUpper(p), strings.ToUpper(p[:1]) + p[1:]}
+		for _, apo := range []string{"\u2019", "\u2018", "`"} {
+			out = append(out, strings.ReplaceAll(p, "'", apo))
+		}
+		for _, sp := range []string{"\t", "  ", "\u00a0", "\u2009", " \r "} {
+			out = append(out, strings.ReplaceAll(p, " ", sp))
+		}
+		return out
+	}
+	checked, refusals := 0, 0
+	for _, p := range refusalPhrases {
+		for _, sp := range spellings(p) {
+			for _, answer := range []string{sp + ".", "Sorry, " + sp + " about refunds.", "Thanks. " + sp + " the refund date!", "(" + sp + ")"} {
+				want := refusalIn(refusalHead(answer))
+				if got := IsRefusal(answer); got != want {
+					t.Errorf("IsRefusal(%q) = %v, the whole match says %v", answer, got, want)
+				}
+				checked++
+				if want {
+					refusals++
+				}
+			}
+		}
+	}
+	if refusals < checked/3 {
+		t.Errorf("%d of %d spellings are refusals: the spellings do not exercise the phrases", refusals, checked)
+	}
+	for _, s := range []string{"Notifications fire on object creation.", "Buckets can move to another region.",
+		"Nothing else changes.", "A note on billing.", "The casino opens at noon.", "Knots and nodes.", "Cannoted."} {
+		if hasNegationAnchor(s) {
+			t.Errorf("%q holds a negation anchor", s)
+		}
+	}
+	for _, s := range []string{"It is not.", "NOT", "It cannot move.", "(not)", "no way", "No\u00a0way", "don't", "don\u2019t",
+		"don`t", "dont", "Unable to", "é not", "2not"} {
+		if !hasNegationAnchor(s) {
+			t.Errorf("%q holds no negation anchor", s)
+		}
+	}
 }
 
 func BenchmarkIsRefusal(b *testing.B) {
