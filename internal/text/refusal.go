@@ -103,35 +103,45 @@ const refusalScan = 600
 // "dont" or "unable". Every refusal phrase holds one, and holds "not" and "no" only as words: so
 // "another", "notifications" or "casino" are not anchors. It does not allocate.
 func hasNegationAnchor(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch s[i] | 0x20 { // each anchor by its first letter, in either case
-		case 'n':
-			rest := s[i:]
-			switch {
-			case hasPrefixFold(rest, "n't"), hasPrefixFold(rest, "n`t"), hasPrefixFold(rest, "n\u2019t"), hasPrefixFold(rest, "n\u2018t"):
-				return true
-			case hasPrefixFold(rest, "not"):
+	for i := 0; i+1 < len(s); i++ { // every anchor is longer than a byte
+		if !anchorStart[s[i]] {
+			continue // one load and a branch that is rarely taken, for most bytes
+		}
+		// Each anchor by its first two bytes, in either case.
+		rest := s[i:]
+		switch c, next := rest[0]|0x20, rest[1]|0x20; {
+		case c == 'n' && next == 'o':
+			if len(rest) > 2 && rest[2]|0x20 == 't' {
+				// "not" as a word, or in "cannot"
 				if (afterWordBreak(s, i) || (i >= 3 && hasPrefixFold(s[i-3:], "can"))) && (len(rest) == 3 || !isASCIILetter(rest[3])) {
 					return true
 				}
-			case hasPrefixFold(rest, "no"):
-				// normalizeRefusal makes any white space after it one ASCII space.
-				if afterWordBreak(s, i) && len(rest) > 2 && (asciiSpace[rest[2]] || rest[2] >= utf8.RuneSelf) {
-					return true
-				}
+			} else if afterWordBreak(s, i) && len(rest) > 2 && (asciiSpace[rest[2]] || rest[2] >= utf8.RuneSelf) {
+				return true // "no", then white space: normalizeRefusal makes any of it one ASCII space
 			}
-		case 'u':
-			if hasPrefixFold(s[i:], "unable") {
+		case c == 'n' && (rest[1] == '\'' || rest[1] == '`'):
+			if len(rest) > 2 && rest[2]|0x20 == 't' {
 				return true
 			}
-		case 'd':
-			if hasPrefixFold(s[i:], "dont") {
+		case c == 'n' && rest[1] == 0xE2: // "n’t", "n‘t"
+			if hasPrefixFold(rest, "n\u2019t") || hasPrefixFold(rest, "n\u2018t") {
+				return true
+			}
+		case c == 'u' && next == 'n':
+			if hasPrefixFold(rest, "unable") {
+				return true
+			}
+		case c == 'd' && next == 'o':
+			if hasPrefixFold(rest, "dont") {
 				return true
 			}
 		}
 	}
 	return false
 }
+
+// anchorStart holds the bytes a negation anchor starts with, in either case.
+var anchorStart = [256]bool{'n': true, 'N': true, 'u': true, 'U': true, 'd': true, 'D': true}
 
 // afterWordBreak reports whether s[i] is not preceded by an ASCII letter, which normalizeRefusal
 // keeps a letter (any other byte may become a space or stay a letter).

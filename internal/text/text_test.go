@@ -152,3 +152,18 @@ func FuzzSentences(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkAppendSentences(b *testing.B) {
+	for _, answer := range []string{
+		"Objects can be restored for 30 days after deletion [2].",
+		"The Enterprise plan costs $50 per month and includes SSO, audit logs and priority support [ent]. Annual billing takes 10% off. Contact sales for more than 500 seats.",
+	} {
+		b.Run(answer[:12], func(b *testing.B) {
+			var buf [16]string
+			b.ReportAllocs()
+			for b.Loop() {
+				AppendSentences(buf[:0], answer)
+			}
+		})
+	}
+}
