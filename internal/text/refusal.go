@@ -3,6 +3,8 @@ package text
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ragwatch/ragwatch/internal/truncate"
 )
 
 // A refusal is an answer that declines to answer because the application does not have the
@@ -62,21 +64,8 @@ var absenceAfter = []string{"about", "on", "regarding", "concerning", "in", "for
 // every record (ragwatch_refusals_total), so it reads at most refusalScan bytes, and only
 // answers holding a negation anchor (hasNegationAnchor) are matched phrase by phrase.
 func IsRefusal(answer string) bool {
-	answer = refusalHead(answer)
+	answer = truncate.String(answer, refusalScan)
 	return hasNegationAnchor(answer) && refusalIn(answer)
-}
-
-// refusalHead is the part of answer IsRefusal reads: its first refusalScan bytes, cut at a
-// rune's start.
-func refusalHead(answer string) string {
-	if len(answer) <= refusalScan {
-		return answer
-	}
-	i := refusalScan
-	for i > 0 && !utf8.RuneStart(answer[i]) {
-		i--
-	}
-	return answer[:i]
 }
 
 // refusalIn reports whether one of the first two sentences of answer is a refusal: the whole

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/ragwatch/ragwatch/internal/truncate"
 )
 
 func TestIsRefusal(t *testing.T) {
@@ -78,7 +80,7 @@ func FuzzIsRefusal(f *testing.F) {
 	f.Add("Notifications are not covered in the manual.")
 	f.Add("I CANNOT find it.")
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := IsRefusal(s), refusalIn(refusalHead(s)); got != want {
+		if got, want := IsRefusal(s), refusalIn(truncate.String(s, refusalScan)); got != want {
 			t.Fatalf("IsRefusal(%q) = %v, the whole match says %v", s, got, want)
 		}
 	})
@@ -103,7 +105,7 @@ func TestNegationAnchorHoldsEveryPhrase(t *testing.T) {
 	for _, p := range refusalPhrases {
 		for _, sp := range spellings(p) {
 			for _, answer := range []string{sp + ".", "Sorry, " + sp + " about refunds.", "Thanks. " + sp + " the refund date!", "(" + sp + ")"} {
-				want := refusalIn(refusalHead(answer))
+				want := refusalIn(truncate.String(answer, refusalScan))
 				if got := IsRefusal(answer); got != want {
 					t.Errorf("IsRefusal(%q) = %v, the whole match says %v", answer, got, want)
 				}
