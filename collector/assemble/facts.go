@@ -539,18 +539,9 @@ func setDocField(docs []record.Document, rest string, v Value, scores *[]float64
 	if !ok || !strings.HasPrefix(field, "document.") {
 		return docs
 	}
-	f := -1 // another field: the document is there, without it
-	switch field[len("document."):] {
-	case "id":
-		f = docID
-	case "score":
-		f = docScore
-	case "content":
-		f = docContent
-	case "metadata":
-		f = docMetadata
-	}
-	return setDoc(docs, i, f, v, scores)
+	// The field's position in docFields, as a shared key's; -1 for another field (the
+	// document is there, without it).
+	return setDoc(docs, i, slices.Index(docFields, field), v, scores)
 }
 
 // setDoc sets field f (docID, docScore, docContent, docMetadata; any other: none) of document
@@ -591,15 +582,12 @@ func setOIMessage(msgs []message, rest string, v Value) []message {
 	if !ok || !strings.HasPrefix(field, "message.") {
 		return msgs
 	}
-	switch field = field[len("message."):]; field {
-	case "role":
-		return setMessage(msgs, i, msgRole, v)
-	case "content":
-		return setMessage(msgs, i, msgContent, v)
+	if f := slices.Index(msgFields, field); f >= 0 { // its position, as a shared key's
+		return setMessage(msgs, i, f, v)
 	}
 	msgs = growMessages(msgs, i)
-	if strings.HasPrefix(field, "contents.") {
-		j, sub, ok := splitIndex(field[len("contents."):], maxIndexed)
+	if parts, ok := strings.CutPrefix(field, "message.contents."); ok {
+		j, sub, ok := splitIndex(parts, maxIndexed)
 		if ok && sub == "message_content.text" {
 			msgs[i].parts = setIndexed(msgs[i].parts, j, v.Text())
 		}
@@ -639,14 +627,9 @@ func setRoleContent(msgs []message, rest string, v Value) []message {
 	if !ok {
 		return msgs
 	}
-	f := -1 // another field: the message is there, without it
-	switch field {
-	case "role":
-		f = msgRole
-	case "content":
-		f = msgContent
-	}
-	return setLegacyMessage(msgs, i, f, v)
+	// The field's position in legacyFields, as a shared key's; -1 for another field (the
+	// message is there, without it).
+	return setLegacyMessage(msgs, i, slices.Index(legacyFields, field), v)
 }
 
 // setLegacyMessage sets field f (msgRole, msgContent; any other: none) of gen_ai.prompt or

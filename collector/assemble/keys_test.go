@@ -136,6 +136,18 @@ func TestSharedKeyInfo(t *testing.T) {
 	if len(keys) != len(sharedInfo) {
 		t.Fatalf("%d shared keys, %d slots", len(keys), len(sharedInfo))
 	}
+	// The setters take a field by its position in these lists, from either path.
+	for _, c := range []struct {
+		fields []string
+		at     int
+		want   string
+	}{{docFields, docID, "document.id"}, {docFields, docScore, "document.score"}, {docFields, docContent, "document.content"},
+		{docFields, docMetadata, "document.metadata"}, {msgFields, msgRole, "message.role"}, {msgFields, msgContent, "message.content"},
+		{legacyFields, msgRole, "role"}, {legacyFields, msgContent, "content"}} {
+		if c.fields[c.at] != c.want {
+			t.Errorf("field %d of %q is %q, want %q", c.at, c.fields, c.fields[c.at], c.want)
+		}
+	}
 	for _, k := range keys {
 		s, _ := keptKey(k)
 		in, ok := sharedKey(s)
