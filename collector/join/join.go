@@ -129,9 +129,6 @@ type Join struct {
 
 	joinTotal      *prometheus.CounterVec
 	outcome        [numJoins][4]prometheus.Counter // by join and outcome index
-	pendingG       *prometheus.GaugeVec
-	pendingOf      [numJoins]prometheus.Gauge
-	tracked        prometheus.Gauge
 	kvErrors       *prometheus.CounterVec
 	historyDropped prometheus.Counter
 
@@ -143,8 +140,8 @@ type Join struct {
 	mu      sync.Mutex    // guards tab, pending, late
 	tab     *table        // the keys remembered, oldest first within each namespace
 	pending [numJoins]int // feedback and labels waiting, pairs waiting, sessions remembered
-	// labels is pending[jLabel] as of the last gaugesLocked, read without mu by LabelWaiting:
-	// every increment is followed by gaugesLocked before mu is released.
+	// labels is pending[jLabel] as of the last labelsLocked, read without mu by LabelWaiting:
+	// every increment is followed by labelsLocked before mu is released.
 	labels atomic.Int64
 	late   []orphan // orphans found under the lock, forwarded by the caller after unlocking
 	// sessDirty holds the sessions changed since the writer last wrote them (with KV, once
@@ -253,14 +250,6 @@ func New(s Settings) (*Join, error) {
 			Name: "ragwatch_join_total",
 			Help: "What the join met, by join (feedback, label, pair, session) and outcome: joined (met its record whichever came first; a pair's second half; a turn given its session's earlier turns), orphaned (its wait ended: feedback.retention, pairs.wait, conversation.session_ttl), evicted (dropped at a bound), ignored (a third record of a pair).",
 		}, []string{"join", "outcome"}),
-		pendingG: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ragwatch_join_pending",
-			Help: "What the join holds, by join: feedback and labels waiting for their record, first records of pairs waiting for the second, sessions remembered.",
-		}, []string{"join"}),
-		tracked: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ragwatch_join_tracked_traces",
-			Help: "Traces the join remembers (records seen and traces with feedback or labels waiting).",
-		}),
 		kvErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_join_state_errors_total",
 			Help: "Failed reads and writes of the persisted join state, by operation (put, delete, get, load, queue_full, storage_full; load_skipped: entries not loaded at start beyond max_entries).",
@@ -274,9 +263,16 @@ func New(s Settings) (*Join, error) {
 		for oi, o := range outcomes {
 			j.outcome[ji][oi] = j.joinTotal.WithLabelValues(name, o)
 		}
-		j.pendingOf[ji] = j.pendingG.WithLabelValues(name)
 	}
-	for _, c := range []prometheus.Collector{j.joinTotal, j.pendingG, j.tracked, j.kvErrors} {
+	held := heldGauges{
+		j: j,
+		pending: prometheus.NewDesc("ragwatch_join_pending",
+			"What the join holds, by join: feedback and labels waiting for their record, first records of pairs waiting for the second, sessions remembered.",
+			[]string{"join"}, nil),
+		tracked: prometheus.NewDesc("ragwatch_join_tracked_traces",
+			"Traces the join remembers (records seen and traces with feedback or labels waiting).", nil, nil),
+	}
+	for _, c := range []prometheus.Collector{j.joinTotal, held, j.kvErrors} {
 		if err := s.Registerer.Register(c); err != nil {
 			return nil, fmt.Errorf("join: register metrics: %w", err)
 		}
@@ -410,7 +406,7 @@ func (j *Join) consume(ctx context.Context, r *record.Record, owned bool) error 
 	if len(matched) > 0 {
 		pend = j.pendStateLocked(i, r.TraceID)
 	}
-	j.gaugesLocked()
+	j.labelsLocked()
 	evicted := j.late
 	j.late = nil
 	j.mu.Unlock()
@@ -568,7 +564,7 @@ func (j *Join) add(ctx context.Context, traceID string, p pending) error {
 		j.pending[d.kind()]--
 	}
 	pend := j.pendStateLocked(i, traceID)
-	j.gaugesLocked()
+	j.labelsLocked()
 	j.mu.Unlock()
 	orphans := j.takeLate()
 	for _, d := range dropped {
@@ -630,7 +626,7 @@ func (j *Join) joinRemote(ctx context.Context, st entry, extra *pending) error {
 	}
 	j.tab.setSeen(i, st.TraceID, st.Service, st.SpanID)
 	pend := j.pendStateLocked(i, st.TraceID)
-	j.gaugesLocked()
+	j.labelsLocked()
 	j.mu.Unlock()
 	if len(taken) > 0 && (extra == nil || len(taken) > 1) {
 		j.persistPending(ctx, pend) // clears the stored pending feedback
@@ -693,7 +689,7 @@ func (j *Join) Sweep(ctx context.Context) {
 	j.checkRemote(ctx, now)
 	j.mu.Lock()
 	j.expireLocked(now)
-	j.gaugesLocked()
+	j.labelsLocked()
 	j.mu.Unlock()
 	_ = j.forwardOrphans(ctx, j.takeLate())
 }
@@ -814,12 +810,31 @@ func (j *Join) addKeyLocked(k traceKey, id string, now time.Time) int {
 	return j.tab.add(k, id, j.expiry(k.ns, now))
 }
 
-func (j *Join) gaugesLocked() {
-	for ji, g := range j.pendingOf {
-		g.Set(float64(j.pending[ji]))
-	}
+// labelsLocked publishes pending[jLabel] to LabelWaiting, which reads it without mu.
+func (j *Join) labelsLocked() {
 	j.labels.Store(int64(j.pending[jLabel]))
-	j.tracked.Set(float64(j.tab.count[nsTrace]))
+}
+
+// heldGauges reports what the join holds when it is scraped, read under mu, rather than
+// gauges set on every change: the record path paid five atomic stores per record for them.
+type heldGauges struct {
+	j                *Join
+	pending, tracked *prometheus.Desc
+}
+
+func (g heldGauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- g.pending
+	ch <- g.tracked
+}
+
+func (g heldGauges) Collect(ch chan<- prometheus.Metric) {
+	g.j.mu.Lock()
+	pending, tracked := g.j.pending, g.j.tab.count[nsTrace]
+	g.j.mu.Unlock()
+	for ji, name := range joinNames {
+		ch <- prometheus.MustNewConstMetric(g.pending, prometheus.GaugeValue, float64(pending[ji]), name)
+	}
+	ch <- prometheus.MustNewConstMetric(g.tracked, prometheus.GaugeValue, float64(tracked))
 }
 
 // takeLate returns the orphans collected under the lock, to forward outside it.

@@ -47,7 +47,7 @@ func (j *Join) pair(ctx context.Context, r *record.Record, now time.Time) *recor
 		ps.first = nil
 		j.pending[jPair]--
 		exp := j.expiresAt(i)
-		j.gaugesLocked()
+		j.labelsLocked()
 		j.mu.Unlock()
 		j.count(jPair, oJoined, 1)
 		j.persistPairDone(ctx, id, exp)
@@ -57,7 +57,7 @@ func (j *Join) pair(ctx context.Context, r *record.Record, now time.Time) *recor
 	c := *r
 	j.tab.ext(i, id, true).pair = &pairState{first: &c}
 	j.pending[jPair]++
-	j.gaugesLocked()
+	j.labelsLocked()
 	j.mu.Unlock()
 	errs := j.forwardOrphans(ctx, j.takeLate())
 	if errs != nil {
@@ -159,7 +159,7 @@ func (j *Join) takeFirst(id string, mine *record.Record) bool {
 	}
 	ps.first = nil
 	j.pending[jPair]--
-	j.gaugesLocked()
+	j.labelsLocked()
 	return true
 }
 
@@ -182,7 +182,7 @@ func (j *Join) checkPairDone(ctx context.Context, id string) {
 		if ps := j.tab.ext(i, id, true).pair; ps.first != nil {
 			ps.first = nil
 			j.pending[jPair]--
-			j.gaugesLocked()
+			j.labelsLocked()
 		}
 	}
 	j.mu.Unlock()

@@ -434,7 +434,7 @@ func (j *Join) load(ctx context.Context) error {
 		j.tab.ext(i, e.SessionID, true).sess = &st
 		j.pending[jSession]++
 	}
-	j.gaugesLocked()
+	j.labelsLocked()
 	j.mu.Unlock()
 	if !j.s.PersistSeen {
 		// Sessions are written again at shutdown: a crash before then must not bring back

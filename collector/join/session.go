@@ -134,7 +134,7 @@ func (j *Join) session(ctx context.Context, r *record.Record, now time.Time, own
 			e = sessionEntry{SessionID: id, sessionState: sessionState{Turns: st.Turns, History: st.History}, Expires: j.expiresAt(i)}
 		}
 	}
-	j.gaugesLocked()
+	j.labelsLocked()
 	j.mu.Unlock()
 	if dropped > 0 {
 		j.historyDropped.Add(float64(dropped))
