@@ -57,7 +57,7 @@ func Assemble(spans []Span) Result {
 		res.Feedback = t.orphanFeedback(spans[0].TraceID)
 		return res
 	}
-	b := builder{t: t, multi: len(turns) > 1, traceID: spans[0].TraceID.String(),
+	b := builder{t: t, multi: len(turns) > 1, traceID: spans[0].TraceID.String(), attrs: sc.attrs,
 		elided: slices.ContainsFunc(spans, func(s Span) bool { return s.elided })}
 	b.assignMembers(turns, sc)
 	fb := b.feedbackByTurn(turns)

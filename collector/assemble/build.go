@@ -1,8 +1,10 @@
 package assemble
 
 import (
+	"hash/maphash"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ragwatch/ragwatch/internal/record"
@@ -17,6 +19,7 @@ type builder struct {
 	multi   bool
 	traceID string
 	elided  bool // a trace's records share its spans: any may hold an elided text
+	attrs   *attrMaps
 }
 
 // topLevel reports whether i has no ancestor below turn for which is(ancestor) holds.
@@ -218,9 +221,7 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 		route = t.nodes[i].f.metadataRoute
 	}
 	r.Variant = b.variantOf(ctx)
-	r.Attributes = addAttr(r.Attributes, "route", route)
-	r.Attributes = addAttr(r.Attributes, "data_source", source)
-	r.Attributes = addAttr(r.Attributes, "workflow", workflow)
+	r.Attributes = b.attrs.get(route, source, workflow)
 
 	// ragwatch's explicit keys.
 	if s := b.pick(turn, mem, func(f *facts) bool { return f.ragReference != "" }); s >= 0 {
@@ -290,14 +291,54 @@ func sortByEnd(t *tree, xs []int) {
 	}
 }
 
-func addAttr(m map[string]string, k, v string) map[string]string {
-	if v == "" {
-		return m
+// maxAttrValue bounds a record attribute's value, in bytes.
+const maxAttrValue = 256
+
+// attrMaps hands records with the same route, data source and workflow one shared attributes
+// map: a map was the largest allocation of a record after the record itself (≈ 300 bytes),
+// and these attributes are of low cardinality by design. Nothing changes a record's
+// attributes in place (the export copies them to redact). The cache is direct-mapped, a
+// tuple takes the slot of its hash, and a slot holds copies of its strings, so that no
+// request's buffer stays reachable through it. A nil *attrMaps shares nothing.
+type attrMaps struct {
+	seed  maphash.Seed
+	slots [64]attrMap
+}
+
+type attrMap struct {
+	route, source, workflow string
+	m                       map[string]string
+}
+
+func newAttrMaps() *attrMaps { return &attrMaps{seed: maphash.MakeSeed()} }
+
+// get returns the attributes of a record with this route, data source and workflow (each
+// cut to maxAttrValue; empty ones are left out): nil when all are empty.
+func (c *attrMaps) get(route, source, workflow string) map[string]string {
+	route = truncate.String(route, maxAttrValue)
+	source = truncate.String(source, maxAttrValue)
+	workflow = truncate.String(workflow, maxAttrValue)
+	if route == "" && source == "" && workflow == "" {
+		return nil
 	}
-	if m == nil {
-		m = make(map[string]string, 2)
+	var s *attrMap
+	if c != nil {
+		h := maphash.String(c.seed, route) + 31*maphash.String(c.seed, source) + 961*maphash.String(c.seed, workflow)
+		s = &c.slots[h%uint64(len(c.slots))]
+		if s.m != nil && s.route == route && s.source == source && s.workflow == workflow {
+			return s.m
+		}
+		route, source, workflow = strings.Clone(route), strings.Clone(source), strings.Clone(workflow)
 	}
-	m[k] = truncate.String(v, 256)
+	m := make(map[string]string, 3)
+	for _, kv := range [...][2]string{{"route", route}, {"data_source", source}, {"workflow", workflow}} {
+		if kv[1] != "" {
+			m[kv[0]] = kv[1]
+		}
+	}
+	if s != nil {
+		*s = attrMap{route: route, source: source, workflow: workflow, m: m}
+	}
 	return m
 }
 

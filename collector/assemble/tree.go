@@ -142,6 +142,8 @@ type scratch struct {
 	mem                            [][]int
 	// tree is the trace's tree, here so that it is not an allocation of its own.
 	tree tree
+	// attrs shares records' attributes maps across the traces this scratch assembles.
+	attrs *attrMaps
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -154,6 +156,9 @@ func getScratch(n int) *scratch {
 		return &scratch{facts: make([]facts, n), nodes: make([]node, n, 2*n+1)}
 	}
 	sc := scratchPool.Get().(*scratch)
+	if sc.attrs == nil {
+		sc.attrs = newAttrMaps()
+	}
 	if cap(sc.facts) < n {
 		sc.facts = make([]facts, n, max(n, 8))
 		sc.nodes = make([]node, n, 2*max(n, 8)+1)
