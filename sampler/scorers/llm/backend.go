@@ -77,6 +77,9 @@ type APIError struct {
 	Status     int
 	RetryAfter time.Duration // from Retry-After / retry-after-ms; 0 when absent
 	Message    string
+	// Body is the reply's body, cut to 4 KiB, for the backend's own checks (which request
+	// field the server rejected). Error does not print it.
+	Body string
 }
 
 func (e *APIError) Error() string {

@@ -9,9 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	sdk "github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
-
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/sampler/scorers/llm"
 )
@@ -28,9 +25,11 @@ type Config struct {
 }
 
 // Backend sends messages with temperature 0 and a JSON-schema output format (structured
-// outputs, `output_config.format`).
+// outputs, `output_config.format`), in the wire format of Anthropic's Messages API.
 type Backend struct {
-	client sdk.Client
+	client *http.Client
+	url    string
+	header http.Header // x-api-key, anthropic-version
 	model  string
 	now    func() time.Time
 	// noFormat is set once the API rejected output_config (a model without structured
@@ -39,10 +38,13 @@ type Backend struct {
 	noFormat atomic.Bool
 }
 
+// apiVersion is the Messages API version the requests are written for.
+const apiVersion = "2023-06-01"
+
 var _ llm.Backend = (*Backend)(nil)
 
-// New returns a Backend. The SDK's own retries are off: the judge retries, honouring
-// Retry-After. Environment variables like ANTHROPIC_BASE_URL are not consulted.
+// New returns a Backend. It does not retry: the judge retries, honouring Retry-After.
+// Environment variables like ANTHROPIC_BASE_URL are not consulted.
 func New(c Config) *Backend {
 	base := c.BaseURL
 	if base == "" {
@@ -52,13 +54,11 @@ func New(c Config) *Backend {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	client := sdk.NewClient(
-		option.WithBaseURL(base),
-		option.WithAPIKey(c.APIKey.Reveal()),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(0),
-	)
-	return &Backend{client: client, model: c.Model, now: time.Now}
+	h := http.Header{"User-Agent": {"ragwatch"}, "Anthropic-Version": {apiVersion}}
+	if key := c.APIKey.Reveal(); key != "" {
+		h.Set("X-Api-Key", key)
+	}
+	return &Backend{client: hc, url: llm.JoinURL(base, "v1/messages"), header: h, model: c.Model, now: time.Now}
 }
 
 // Name implements llm.Backend.
@@ -67,39 +67,76 @@ func (b *Backend) Name() string { return "anthropic" }
 // Model implements llm.Backend.
 func (b *Backend) Model() string { return b.model }
 
+// messagesRequest is the body of POST /v1/messages.
+type messagesRequest struct {
+	Model        string        `json:"model"`
+	MaxTokens    int64         `json:"max_tokens"`
+	System       []textBlock   `json:"system,omitempty"`
+	Messages     []turn        `json:"messages"`
+	Temperature  float64       `json:"temperature"`
+	OutputConfig *outputConfig `json:"output_config,omitempty"`
+}
+
+type textBlock struct {
+	Type string `json:"type"` // "text"
+	Text string `json:"text"`
+}
+
+type turn struct {
+	Role    string      `json:"role"`
+	Content []textBlock `json:"content"`
+}
+
+// outputConfig is {"format":{"type":"json_schema","schema":{...}}}.
+type outputConfig struct {
+	Format struct {
+		Type   string         `json:"type"`
+		Schema map[string]any `json:"schema"`
+	} `json:"format"`
+}
+
+// messagesResponse is what Complete reads of a message.
+type messagesResponse struct {
+	Content    []textBlock `json:"content"` // blocks of other types carry no text
+	StopReason string      `json:"stop_reason"`
+	Usage      struct {
+		InputTokens  int64 `json:"input_tokens"`
+		OutputTokens int64 `json:"output_tokens"`
+	} `json:"usage"`
+}
+
 // Complete implements llm.Backend.
 func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
-	msgs := make([]sdk.MessageParam, 0, len(req.Messages))
+	msgs := make([]turn, 0, len(req.Messages))
 	for _, m := range req.Messages {
+		role := "user"
 		if m.Role == "assistant" {
-			msgs = append(msgs, sdk.NewAssistantMessage(sdk.NewTextBlock(m.Content)))
-		} else {
-			msgs = append(msgs, sdk.NewUserMessage(sdk.NewTextBlock(m.Content)))
+			role = "assistant"
 		}
+		msgs = append(msgs, turn{Role: role, Content: []textBlock{{Type: "text", Text: m.Content}}})
 	}
 	maxTokens := int64(req.MaxTokens)
 	if maxTokens <= 0 {
 		maxTokens = 1024
 	}
-	params := sdk.MessageNewParams{
-		Model:       sdk.Model(b.model),
-		MaxTokens:   maxTokens,
-		System:      []sdk.TextBlockParam{{Text: req.System}},
-		Messages:    msgs,
-		Temperature: sdk.Float(0),
+	params := messagesRequest{Model: b.model, MaxTokens: maxTokens, Messages: msgs}
+	if req.System != "" { // the API rejects an empty text block
+		params.System = []textBlock{{Type: "text", Text: req.System}}
 	}
-	format := sdk.OutputConfigParam{Format: sdk.JSONOutputFormatParam{Schema: map[string]any(req.Schema.Wire())}}
+	format := &outputConfig{}
+	format.Format.Type, format.Format.Schema = "json_schema", map[string]any(req.Schema.Wire())
 	if !b.noFormat.Load() {
 		params.OutputConfig = format
 	}
-	resp, err := b.client.Messages.New(ctx, params)
+	var resp messagesResponse
+	err := llm.PostJSON(ctx, b.client, b.url, b.header, params, &resp, b.now)
 	if err != nil && !b.noFormat.Load() && rejectsFormat(err) {
 		b.noFormat.Store(true)
-		params.OutputConfig = sdk.OutputConfigParam{}
-		resp, err = b.client.Messages.New(ctx, params)
+		params.OutputConfig = nil
+		err = llm.PostJSON(ctx, b.client, b.url, b.header, params, &resp, b.now)
 	}
 	if err != nil {
-		return llm.Response{}, b.convert(err)
+		return llm.Response{}, err
 	}
 	out := llm.Response{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}
 	var text strings.Builder
@@ -109,7 +146,7 @@ func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 		}
 	}
 	out.Text = text.String()
-	if resp.StopReason == sdk.StopReasonRefusal {
+	if resp.StopReason == "refusal" {
 		out.Refusal = "refusal"
 	}
 	return out, nil
@@ -117,23 +154,10 @@ func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 
 // rejectsFormat reports a 400 that complains about the output format.
 func rejectsFormat(err error) bool {
-	var ae *sdk.Error
-	if !errors.As(err, &ae) || ae.StatusCode != http.StatusBadRequest {
+	var ae *llm.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
 		return false
 	}
-	msg := strings.ToLower(ae.RawJSON())
+	msg := strings.ToLower(ae.Body)
 	return strings.Contains(msg, "output_config") || strings.Contains(msg, "output_format") || strings.Contains(msg, "structured output")
-}
-
-// convert turns the SDK's error into *llm.APIError (status, Retry-After, short message).
-func (b *Backend) convert(err error) error {
-	var ae *sdk.Error
-	if errors.As(err, &ae) {
-		e := &llm.APIError{Status: ae.StatusCode, Message: llm.ShortMessage(ae.RawJSON())}
-		if ae.Response != nil {
-			e.RetryAfter = llm.ParseRetryAfter(ae.Response.Header, b.now())
-		}
-		return e
-	}
-	return err
 }

@@ -11,11 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/shared"
-
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/sampler/scorers/llm"
 )
@@ -32,12 +27,16 @@ type Config struct {
 	HTTPClient      *http.Client  // nil uses http.DefaultClient
 }
 
-// Backend sends chat completions with temperature 0 and a JSON-schema response format.
+// Backend sends chat completions with temperature 0 and a JSON-schema response format, in
+// the wire format of OpenAI's Chat Completions and Embeddings APIs.
 type Backend struct {
-	client oai.Client
-	model  string
-	embed  string
-	now    func() time.Time
+	client   *http.Client
+	chatURL  string
+	embedURL string
+	header   http.Header // Authorization, when there is a key
+	model    string
+	embed    string
+	now      func() time.Time
 	// plainJSON is set once the server rejected json_schema response formats (some
 	// OpenAI-compatible servers do); later requests ask for json_object instead. The judge
 	// validates every reply against the schema either way.
@@ -49,9 +48,9 @@ type Backend struct {
 
 var _ llm.Backend = (*Backend)(nil)
 
-// New returns a Backend. The SDK's own retries are off: the judge retries, honouring
-// Retry-After, under its concurrency cap. Environment variables like OPENAI_BASE_URL are not
-// consulted; everything comes from Config.
+// New returns a Backend. It does not retry: the judge retries, honouring Retry-After, under
+// its concurrency cap. Environment variables like OPENAI_BASE_URL are not consulted;
+// everything comes from Config.
 func New(c Config) *Backend {
 	base := c.BaseURL
 	if base == "" {
@@ -61,13 +60,12 @@ func New(c Config) *Backend {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	client := oai.NewClient(
-		option.WithBaseURL(base),
-		option.WithAPIKey(c.APIKey.Reveal()),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(0),
-	)
-	return &Backend{client: client, model: c.Model, embed: c.EmbeddingsModel, now: time.Now}
+	h := http.Header{"User-Agent": {"ragwatch"}}
+	if key := c.APIKey.Reveal(); key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+	return &Backend{client: hc, chatURL: llm.JoinURL(base, "chat/completions"), embedURL: llm.JoinURL(base, "embeddings"),
+		header: h, model: c.Model, embed: c.EmbeddingsModel, now: time.Now}
 }
 
 // Name implements llm.Backend.
@@ -76,49 +74,96 @@ func (b *Backend) Name() string { return "openai" }
 // Model implements llm.Backend.
 func (b *Backend) Model() string { return b.model }
 
+// chatRequest is the body of POST /chat/completions.
+type chatRequest struct {
+	Model          string         `json:"model"`
+	Messages       []chatMessage  `json:"messages"`
+	Temperature    float64        `json:"temperature"`
+	MaxTokens      int            `json:"max_tokens,omitempty"`
+	Logprobs       bool           `json:"logprobs,omitempty"`
+	TopLogprobs    int            `json:"top_logprobs,omitempty"`
+	ResponseFormat responseFormat `json:"response_format"`
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// responseFormat is {"type":"json_schema","json_schema":{"name","schema"}} or
+// {"type":"json_object"}.
+type responseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *jsonSchema `json:"json_schema,omitempty"`
+}
+
+type jsonSchema struct {
+	Name   string         `json:"name"`
+	Schema map[string]any `json:"schema"`
+}
+
+// chatResponse is what Complete reads of a chat.completion.
+type chatResponse struct {
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+			Refusal string `json:"refusal"`
+		} `json:"message"`
+		Logprobs *struct {
+			Content []tokenLogprob `json:"content"`
+		} `json:"logprobs"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens     int64 `json:"prompt_tokens"`
+		CompletionTokens int64 `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+type tokenLogprob struct {
+	Token       string  `json:"token"`
+	Logprob     float64 `json:"logprob"`
+	TopLogprobs []struct {
+		Token   string  `json:"token"`
+		Logprob float64 `json:"logprob"`
+	} `json:"top_logprobs"`
+}
+
 // Complete implements llm.Backend.
 func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
-	msgs := []oai.ChatCompletionMessageParamUnion{oai.SystemMessage(req.System)}
+	msgs := make([]chatMessage, 0, 1+len(req.Messages))
+	msgs = append(msgs, chatMessage{Role: "system", Content: req.System})
 	for _, m := range req.Messages {
+		role := "user"
 		if m.Role == "assistant" {
-			msgs = append(msgs, oai.AssistantMessage(m.Content))
-		} else {
-			msgs = append(msgs, oai.UserMessage(m.Content))
+			role = "assistant"
 		}
+		msgs = append(msgs, chatMessage{Role: role, Content: m.Content})
 	}
-	params := oai.ChatCompletionNewParams{
-		Model:       shared.ChatModel(b.model),
-		Messages:    msgs,
-		Temperature: oai.Float(0),
-	}
-	if req.MaxTokens > 0 {
-		params.MaxTokens = oai.Int(int64(req.MaxTokens))
-	}
+	params := chatRequest{Model: b.model, Messages: msgs, MaxTokens: max(req.MaxTokens, 0)}
 	if req.TopLogprobs > 0 && !b.noLogprobs.Load() {
-		params.Logprobs = oai.Bool(true)
-		params.TopLogprobs = oai.Int(int64(min(req.TopLogprobs, 20)))
+		params.Logprobs, params.TopLogprobs = true, min(req.TopLogprobs, 20)
 	}
-	schemaFormat := oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
-		JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: req.SchemaName, Schema: map[string]any(req.Schema.Wire())},
-	}}
-	objectFormat := oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}
+	schemaFormat := responseFormat{Type: "json_schema", JSONSchema: &jsonSchema{Name: req.SchemaName, Schema: map[string]any(req.Schema.Wire())}}
+	objectFormat := responseFormat{Type: "json_object"}
 	params.ResponseFormat = schemaFormat
 	if b.plainJSON.Load() {
 		params.ResponseFormat = objectFormat
 	}
-	resp, err := b.client.Chat.Completions.New(ctx, params)
+	var resp chatResponse
+	err := b.post(ctx, b.chatURL, params, &resp)
 	if err != nil && !b.plainJSON.Load() && rejectsSchema(err) {
 		b.plainJSON.Store(true)
 		params.ResponseFormat = objectFormat
-		resp, err = b.client.Chat.Completions.New(ctx, params)
+		err = b.post(ctx, b.chatURL, params, &resp)
 	}
-	if err != nil && params.Logprobs.Valid() && rejectsLogprobs(err) {
+	if err != nil && params.Logprobs && rejectsLogprobs(err) {
 		b.noLogprobs.Store(true)
-		params.Logprobs, params.TopLogprobs = param.Opt[bool]{}, param.Opt[int64]{}
-		resp, err = b.client.Chat.Completions.New(ctx, params)
+		params.Logprobs, params.TopLogprobs = false, 0
+		err = b.post(ctx, b.chatURL, params, &resp)
 	}
 	if err != nil {
-		return llm.Response{}, b.convert(err)
+		return llm.Response{}, err
 	}
 	out := llm.Response{InputTokens: resp.Usage.PromptTokens, OutputTokens: resp.Usage.CompletionTokens}
 	if len(resp.Choices) == 0 {
@@ -129,10 +174,15 @@ func (b *Backend) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 	if out.Refusal == "" && ch.FinishReason == "content_filter" {
 		out.Refusal = "content_filter"
 	}
-	if params.Logprobs.Valid() {
+	if params.Logprobs && ch.Logprobs != nil {
 		out.Logprobs = logprobs(ch.Logprobs.Content)
 	}
 	return out, nil
+}
+
+// post sends one request to url and decodes its 2xx reply into out.
+func (b *Backend) post(ctx context.Context, url string, in, out any) error {
+	return llm.PostJSON(ctx, b.client, url, b.header, in, out, b.now)
 }
 
 // Embedder returns the embeddings client, or nil when no embeddings model is configured.
@@ -145,15 +195,28 @@ func (b *Backend) Embedder() llm.Embedder {
 
 type embedder struct{ b *Backend }
 
+// embeddingsRequest is the body of POST /embeddings.
+type embeddingsRequest struct {
+	Model          string   `json:"model"`
+	Input          []string `json:"input"`
+	EncodingFormat string   `json:"encoding_format"`
+}
+
+type embeddingsResponse struct {
+	Data []struct {
+		Index     int64     `json:"index"`
+		Embedding []float64 `json:"embedding"`
+	} `json:"data"`
+	Usage struct {
+		PromptTokens int64 `json:"prompt_tokens"`
+	} `json:"usage"`
+}
+
 // Embed implements llm.Embedder.
 func (e embedder) Embed(ctx context.Context, texts []string) ([][]float64, int64, error) {
-	resp, err := e.b.client.Embeddings.New(ctx, oai.EmbeddingNewParams{
-		Model:          oai.EmbeddingModel(e.b.embed),
-		Input:          oai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts},
-		EncodingFormat: oai.EmbeddingNewParamsEncodingFormatFloat,
-	})
-	if err != nil {
-		return nil, 0, e.b.convert(err)
+	var resp embeddingsResponse
+	if err := e.b.post(ctx, e.b.embedURL, embeddingsRequest{Model: e.b.embed, Input: texts, EncodingFormat: "float"}, &resp); err != nil {
+		return nil, 0, err
 	}
 	out := make([][]float64, len(texts))
 	for _, d := range resp.Data {
@@ -172,7 +235,7 @@ func (e embedder) Embed(ctx context.Context, texts []string) ([][]float64, int64
 
 // logprobs converts the wire form choices[0].logprobs.content[i].{token, logprob,
 // top_logprobs[j].{token, logprob}}; nil when the server sent none.
-func logprobs(content []oai.ChatCompletionTokenLogprob) []llm.TokenLogprob {
+func logprobs(content []tokenLogprob) []llm.TokenLogprob {
 	if len(content) == 0 {
 		return nil
 	}
@@ -188,33 +251,22 @@ func logprobs(content []oai.ChatCompletionTokenLogprob) []llm.TokenLogprob {
 }
 
 // rejectsLogprobs reports a 400 that complains about logprobs.
-func rejectsLogprobs(err error) bool {
-	var ae *oai.Error
-	if !errors.As(err, &ae) || ae.StatusCode != http.StatusBadRequest {
-		return false
-	}
-	return strings.Contains(strings.ToLower(ae.Message+" "+ae.Param+" "+ae.RawJSON()), "logprobs")
-}
+func rejectsLogprobs(err error) bool { return rejects(err, "logprobs") }
 
 // rejectsSchema reports a 400 that complains about the response format.
-func rejectsSchema(err error) bool {
-	var ae *oai.Error
-	if !errors.As(err, &ae) || ae.StatusCode != http.StatusBadRequest {
+func rejectsSchema(err error) bool { return rejects(err, "response_format", "json_schema") }
+
+// rejects reports a 400 whose body (message, param, type) names one of words.
+func rejects(err error, words ...string) bool {
+	var ae *llm.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
 		return false
 	}
-	msg := strings.ToLower(ae.Message + " " + ae.Param + " " + ae.RawJSON())
-	return strings.Contains(msg, "response_format") || strings.Contains(msg, "json_schema")
-}
-
-// convert turns the SDK's error into *llm.APIError (status, Retry-After, short message).
-func (b *Backend) convert(err error) error {
-	var ae *oai.Error
-	if errors.As(err, &ae) {
-		e := &llm.APIError{Status: ae.StatusCode, Message: llm.ShortMessage(ae.Message)}
-		if ae.Response != nil {
-			e.RetryAfter = llm.ParseRetryAfter(ae.Response.Header, b.now())
+	body := strings.ToLower(ae.Body)
+	for _, w := range words {
+		if strings.Contains(body, w) {
+			return true
 		}
-		return e
 	}
-	return err
+	return false
 }
