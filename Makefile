@@ -14,7 +14,7 @@ TAGS     ?= grpcnotrace timetzdata
 FUZZTIME ?= 5s
 BENCH    ?= .
 
-.PHONY: build run demo test vet lint unit e2e e2e-deps fuzz bench fmt fmt-check clean
+.PHONY: build run demo test vet lint unit e2e e2e-deps attack fuzz bench fmt fmt-check clean
 
 ## build: static binary in bin/ragwatch
 build:
@@ -46,6 +46,14 @@ unit:
 ## e2e: the end-to-end suite against real Prometheus and Alertmanager (see e2e/doc.go)
 e2e: e2e-deps
 	$(GO) test -race -timeout 30m -tags e2e ./e2e/...
+
+## attack: the slow attack-and-fault scenarios (header and idle-connection floods, a full store
+## volume, log floods; docs/security.md). Each is a `TestAttack*` test behind the `attack` build
+## tag, beside the code it attacks. Budget: 10 minutes on a 2-core machine; CI runs it after
+## `make test`. A scenario the machine cannot stage (no tmpfs mount, no cgroup) skips and says why.
+ATTACK_TIMEOUT ?= 15m
+attack:
+	$(GO) test -tags attack -run '^TestAttack' -count=1 -timeout $(ATTACK_TIMEOUT) ./...
 
 ## e2e-deps: install Prometheus and Alertmanager (Debian packages) when they are missing
 e2e-deps:
