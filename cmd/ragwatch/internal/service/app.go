@@ -24,6 +24,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/httpapi"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/logflood"
 	"github.com/ragwatch/ragwatch/internal/natsconn"
 	"github.com/ragwatch/ragwatch/internal/promreg"
 	"github.com/ragwatch/ragwatch/internal/record"
@@ -240,6 +241,14 @@ func build(mode Mode, cfg *config.Config, logger *slog.Logger, opts []Option) (*
 	if err := registerRuntime(reg); err != nil {
 		return nil, err
 	}
+	// Every component logs through one allowance per kind of message: a client that sends
+	// 100,000 malformed messages is counted in full (ingest metrics) but logged ten times a
+	// minute, with a summary line of the rest.
+	lh, err := logflood.New(logger.Handler(), logflood.Settings{Registerer: reg})
+	if err != nil {
+		return nil, fmt.Errorf("register log metrics: %w", err)
+	}
+	logger = slog.New(lh)
 	goLimitFromCgroup(&o, logger.With("component", "memlimit")) // limits.go
 	a := &App{
 		cfg:      cfg,

@@ -235,6 +235,16 @@ func testConfig(t *testing.T) *config.Config {
 
 func startEnv(t *testing.T, cfg *config.Config) *env {
 	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return startEnvLogger(t, cfg, logger)
+}
+
+// startEnvLogger is startEnv with the app logging to logger.
+func startEnvLogger(t *testing.T, cfg *config.Config, logger *slog.Logger) *env {
+	t.Helper()
 	e := &env{sink: &sink{}, statsd: newStatsdServer(t), metrics: newMetricsServer(t)}
 	cfg.Exporters.Statsd.Endpoint = e.statsd.conn.LocalAddr().String()
 	cfg.Exporters.Statsd.FlushInterval = 10 * time.Millisecond
@@ -242,10 +252,6 @@ func startEnv(t *testing.T, cfg *config.Config) *env {
 	cfg.Exporters.OTLP.Protocol = "grpc"
 	cfg.Exporters.OTLP.Insecure = true
 	cfg.Exporters.OTLP.Interval = 50 * time.Millisecond
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
 	a, err := service.New(cfg, logger, service.WithRecordSink(e.sink))
 	if err != nil {
 		t.Fatal(err)
