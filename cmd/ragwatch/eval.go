@@ -151,7 +151,7 @@ func withEvalFiles(input, output string, fn func(in io.Reader, out io.Writer) er
 	if output == "" {
 		return fn(in, nil)
 	}
-	f, err := os.Create(output)
+	f, err := createPrivate(output)
 	if err != nil {
 		return err
 	}

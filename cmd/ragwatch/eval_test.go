@@ -50,6 +50,9 @@ func TestEvalBuiltinBaselineGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if fi, err := os.Stat(scores); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the scores are written with mode %v (err %v), want -rw-------", fi.Mode(), err)
+	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	if len(lines) != 3 {
 		t.Fatalf("%d output lines", len(lines))

@@ -79,7 +79,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	out := io.Writer(stdout)
 	var f *os.File
 	if *output != "-" {
-		if f, err = os.Create(*output); err != nil {
+		if f, err = createPrivate(*output); err != nil {
 			return fail(2, "%v", err)
 		}
 		out = f

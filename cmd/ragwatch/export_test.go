@@ -77,6 +77,9 @@ export: {enabled: true}
 	if strings.Contains(string(data), "jane.doe@example.com") || !strings.Contains(string(data), "[REDACTED:email]") {
 		t.Fatalf("export not redacted:\n%s", data)
 	}
+	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the eval set is written with mode %v (err %v), want -rw------- (it holds user content)", fi.Mode(), err)
+	}
 	code, stdout, stderr := runCmd("export", "--url", api, "--output", out, "--size", "4")
 	if code != 0 || !strings.Contains(stdout, "4 records in 2 strata") || !strings.Contains(stdout, "chat//high ") {
 		t.Fatalf("size 4: exit %d\n%s\n%s", code, stdout, stderr)
