@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -264,7 +265,10 @@ func suggest(key string, fields map[string]reflect.Type) string {
 }
 
 // typeErrors turns the decoder's messages into one error per problem. yaml.v3 already says
-// "line N: cannot unmarshal ..."; we keep those words.
+// "line N: cannot unmarshal !!str `sk-live-...` into int"; we keep those words but not the
+// quoted value: a value of the wrong type is often a secret pasted in the wrong place (a key
+// where its section or its password_env belongs), and errors are logged and shown in CI. The
+// key and the line say which value it is.
 func typeErrors(err error, lines map[string]int) []error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
@@ -272,6 +276,7 @@ func typeErrors(err error, lines map[string]int) []error {
 	}
 	out := make([]error, 0, len(te.Errors))
 	for _, m := range te.Errors {
+		m = quotedValue.ReplaceAllString(m, "$1 into ")
 		line := lineOf(errors.New(m))
 		key := ""
 		for k, l := range lines {
@@ -289,6 +294,9 @@ func typeErrors(err error, lines map[string]int) []error {
 	}
 	return out
 }
+
+// quotedValue is the value yaml.v3 quotes after its tag in a type error.
+var quotedValue = regexp.MustCompile("(!![a-z]+) `.*` into ")
 
 func flatten(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {

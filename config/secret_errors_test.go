@@ -25,3 +25,24 @@ func TestURLErrorsHideCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestTypeErrorsDoNotQuoteTheValue: a secret pasted where a section, a number or a list
+// belongs is a type error that names the key and line without quoting the value (issue 46:
+// `` `sk-LEAK...` `` was quoted).
+func TestTypeErrorsDoNotQuoteTheValue(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"a key in place of its section", "scoring:\n  openai: sk-LEAKED-0123456789\n", "line 2: `scoring.openai` cannot decode !!str into config.LLMBackend"},
+		{"a short key in place of a number", "scoring:\n  workers: sk-LEAK\n", "line 2: `scoring.workers` cannot decode !!str into int"},
+		{"a key with a backtick", "scoring:\n  workers: \"sk-`LEAK`-0123456789\"\n", "line 2: `scoring.workers` cannot decode !!str into int"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "LEAK") || strings.Contains(err.Error(), "sk-") {
+				t.Errorf("the error quotes the value: %v", err)
+			}
+		})
+	}
+}
