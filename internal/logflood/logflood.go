@@ -67,11 +67,11 @@ type state struct {
 // New wraps next. Handlers built on one registry share its counter.
 func New(next slog.Handler, set Settings) (*Handler, error) {
 	s := &state{
-		kinds:     make(map[kind]*window),
-		burst:     set.Burst,
-		interval:  set.Interval,
-		now:       set.now,
-		after:     set.after,
+		kinds:    make(map[kind]*window),
+		burst:    set.Burst,
+		interval: set.Interval,
+		now:      set.now,
+		after:    set.after,
 		suppressed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_log_messages_suppressed_total",
 			Help: "Log records not written because more than the first few of their kind (level and message) came within a minute; one summary line per kind and minute counts them.",
