@@ -28,7 +28,7 @@ func TestURLErrorsHideCredentials(t *testing.T) {
 
 // TestTypeErrorsDoNotQuoteTheValue: a secret pasted where a section, a number or a list
 // belongs is a type error that names the key and line without quoting the value (issue 46:
-// “ `sk-LEAK...` “ was quoted).
+// the value sk-LEAK... was quoted).
 func TestTypeErrorsDoNotQuoteTheValue(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"a key in place of its section", "scoring:\n  openai: sk-LEAKED-0123456789\n", "line 2: `scoring.openai` cannot decode !!str into config.LLMBackend"},
