@@ -113,13 +113,45 @@ type Signal struct {
 	Shows  string
 	// DriftEdges are a drift detector's default bin edges; nil: 0 to 1 by 0.05.
 	DriftEdges []float64
-
-	value func(m *Measurement) (float64, bool)
 }
 
 // Value returns the signal's value in m, and whether m has one (a record without scored
 // documents has no retrieval score; a record signal of feedback joined alone has none).
-func (s *Signal) Value(m *Measurement) (float64, bool) { return s.value(m) }
+// It is a switch rather than a function in the table so that m, passed to no unknown function,
+// stays on the caller's stack.
+func (s *Signal) Value(m *Measurement) (float64, bool) {
+	switch s.ID {
+	case RetrievalScoreTop:
+		return m.TopScore, m.Scored
+	case RetrievalScoreMean:
+		return m.MeanScore, m.Scored
+	case RetrievalScore:
+		return m.TopScore, m.Scored
+	case RetrievedDocuments:
+		return float64(m.Documents), true
+	case EmptyRetrievalRate:
+		return b2f(m.Documents == 0), true
+	case AnswerTokens:
+		return float64(m.AnswerTokens), m.Answered
+	case InputTokens:
+		return float64(m.InputTokens), m.InputTokens > 0
+	case LatencySeconds:
+		return stage(m, StageTotal)
+	case RetrievalLatencySeconds:
+		return stage(m, StageRetrieval)
+	case GenerationLatencySeconds:
+		return stage(m, StageGeneration)
+	case CitationCount:
+		return float64(m.Citations), m.CitationsKnown
+	case UncitedAnswerRate:
+		return b2f(m.Citations == 0), m.CitationsKnown
+	case NegativeFeedbackRate:
+		return b2f(m.FeedbackScore < 0), m.HasFeedback
+	case FeedbackScore:
+		return m.FeedbackScore, m.HasFeedback
+	}
+	return 0, false
+}
 
 // Feedback reports whether the signal is read from feedback.
 func (s *Signal) Feedback() bool { return s.ID >= NumRecord }
@@ -128,62 +160,48 @@ func (s *Signal) Feedback() bool { return s.ID >= NumRecord }
 var All = [Num]Signal{
 	{ID: RetrievalScoreTop, Name: score.SignalRetrievalScoreTop, Unit: "score",
 		Help:   "the highest document score (documents whose score is finite and below 1e12 in magnitude)",
-		Metric: &MetricTopScore,
-		value:  func(m *Measurement) (float64, bool) { return m.TopScore, m.Scored }},
+		Metric: &MetricTopScore},
 	{ID: RetrievalScoreMean, Name: score.SignalRetrievalScoreMean, Unit: "score",
 		Help:   "the mean of the usable document scores (as for retrieval_score_top)",
-		Metric: &MetricScore,
-		value:  func(m *Measurement) (float64, bool) { return m.MeanScore, m.Scored }},
+		Metric: &MetricScore},
 	{ID: RetrievalScore, Name: score.SignalRetrievalScore, Unit: "score", Deprecated: score.SignalRetrievalScoreTop,
 		Help:   "the deprecated name of retrieval_score_top",
-		Metric: &MetricTopScore,
-		value:  func(m *Measurement) (float64, bool) { return m.TopScore, m.Scored }},
+		Metric: &MetricTopScore},
 	{ID: RetrievedDocuments, Name: score.SignalRetrievedDocuments, Unit: "documents",
 		Help:       "the number of documents in the final context",
 		Metric:     &MetricDocuments,
-		DriftEdges: halves(20),
-		value:      func(m *Measurement) (float64, bool) { return float64(m.Documents), true }},
+		DriftEdges: halves(20)},
 	{ID: EmptyRetrievalRate, Name: score.SignalEmptyRetrievalRate, Unit: "ratio",
 		Help:   "1 when the final context holds no document, else 0",
-		Metric: &MetricEmpty, Shows: "divided by ragwatch_requests_total",
-		value: func(m *Measurement) (float64, bool) { return b2f(m.Documents == 0), true }},
+		Metric: &MetricEmpty, Shows: "divided by ragwatch_requests_total"},
 	{ID: AnswerTokens, Name: score.SignalAnswerTokens, Unit: "tokens",
 		Help:       "the answer's output tokens from the usage, else the answer's words (records with an answer)",
 		Metric:     &MetricTokens,
-		DriftEdges: doubling(8, 16384),
-		value:      func(m *Measurement) (float64, bool) { return float64(m.AnswerTokens), m.Answered }},
+		DriftEdges: doubling(8, 16384)},
 	{ID: InputTokens, Name: score.SignalInputTokens, Unit: "tokens",
 		Help:       "the generation's input tokens (when the usage reports them)",
-		DriftEdges: doubling(8, 16384),
-		value:      func(m *Measurement) (float64, bool) { return float64(m.InputTokens), m.InputTokens > 0 }},
+		DriftEdges: doubling(8, 16384)},
 	{ID: LatencySeconds, Name: score.SignalLatencySeconds, Unit: "seconds",
 		Help:   "the whole request's duration (when measured)",
-		Metric: &MetricDuration, Shows: `stage="total"`, DriftEdges: latencyEdges,
-		value: func(m *Measurement) (float64, bool) { return stage(m, StageTotal) }},
+		Metric: &MetricDuration, Shows: `stage="total"`, DriftEdges: latencyEdges},
 	{ID: RetrievalLatencySeconds, Name: score.SignalRetrievalLatencySeconds, Unit: "seconds",
 		Help:   "the retrieval stage's duration (when measured)",
-		Metric: &MetricDuration, Shows: `stage="retrieval"`, DriftEdges: latencyEdges,
-		value: func(m *Measurement) (float64, bool) { return stage(m, StageRetrieval) }},
+		Metric: &MetricDuration, Shows: `stage="retrieval"`, DriftEdges: latencyEdges},
 	{ID: GenerationLatencySeconds, Name: score.SignalGenerationLatencySeconds, Unit: "seconds",
 		Help:   "the generation stage's duration (when measured)",
-		Metric: &MetricDuration, Shows: `stage="generation"`, DriftEdges: latencyEdges,
-		value: func(m *Measurement) (float64, bool) { return stage(m, StageGeneration) }},
+		Metric: &MetricDuration, Shows: `stage="generation"`, DriftEdges: latencyEdges},
 	{ID: CitationCount, Name: score.SignalCitationCount, Unit: "citations",
 		Help:       "the answer's citations (records with the answer's text or explicit citations)",
 		Metric:     &MetricCitations,
-		DriftEdges: halves(20),
-		value:      func(m *Measurement) (float64, bool) { return float64(m.Citations), m.CitationsKnown }},
+		DriftEdges: halves(20)},
 	{ID: UncitedAnswerRate, Name: score.SignalUncitedAnswerRate, Unit: "ratio",
 		Help:   "1 when the answer cites nothing, else 0 (records as for citation_count)",
-		Metric: &MetricCitations, Shows: `the le="0" bucket divided by the count`,
-		value: func(m *Measurement) (float64, bool) { return b2f(m.Citations == 0), m.CitationsKnown }},
+		Metric: &MetricCitations, Shows: `the le="0" bucket divided by the count`},
 	{ID: NegativeFeedbackRate, Name: score.SignalNegativeFeedbackRate, Unit: "ratio",
 		Help:   "1 when the feedback's score is negative, else 0 (each feedback, inline or joined later)",
-		Metric: &MetricFeedback, Shows: `sentiment="negative" divided by all sentiments`,
-		value: func(m *Measurement) (float64, bool) { return b2f(m.FeedbackScore < 0), m.HasFeedback }},
+		Metric: &MetricFeedback, Shows: `sentiment="negative" divided by all sentiments`},
 	{ID: FeedbackScore, Name: score.SignalFeedbackScore, Unit: "score",
-		Help:  "the feedback's score in [-1, 1] (statsd rag.user_feedback)",
-		value: func(m *Measurement) (float64, bool) { return m.FeedbackScore, m.HasFeedback }},
+		Help: "the feedback's score in [-1, 1] (statsd rag.user_feedback)"},
 }
 
 // ByName returns the signal named name (a deprecated name too).
