@@ -12,7 +12,7 @@ import (
 )
 
 // SignalMetrics are the per-request signals an SLO, drift detector or comparison can watch
-// besides scored metrics (docs/alerts.md#signals): the signal catalog's names.
+// besides scored metrics: the signal catalog's names (docs/metrics-signals.md#the-signal-catalog).
 var SignalMetrics = reqsignal.Names()
 
 // DeprecatedMetrics maps an old metric name, still accepted, to the name to use.
