@@ -7,20 +7,16 @@ import (
 	"strings"
 
 	"github.com/ragwatch/ragwatch/internal/agreement"
+	"github.com/ragwatch/ragwatch/internal/reqsignal"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
 
 // SignalMetrics are the per-request signals an SLO, drift detector or comparison can watch
-// besides scored metrics (docs/alerts.md#signals).
-var SignalMetrics = []string{
-	score.SignalRetrievalScoreTop, score.SignalRetrievalScoreMean, score.SignalRetrievedDocuments,
-	score.SignalEmptyRetrievalRate, score.SignalAnswerTokens, score.SignalInputTokens, score.SignalLatencySeconds,
-	score.SignalRetrievalLatencySeconds, score.SignalGenerationLatencySeconds, score.SignalCitationCount,
-	score.SignalUncitedAnswerRate, score.SignalNegativeFeedbackRate, score.SignalFeedbackScore,
-}
+// besides scored metrics: the signal catalog's names (docs/metrics-signals.md#the-signal-catalog).
+var SignalMetrics = reqsignal.Names()
 
 // DeprecatedMetrics maps an old metric name, still accepted, to the name to use.
-var DeprecatedMetrics = map[string]string{score.SignalRetrievalScore: score.SignalRetrievalScoreTop}
+var DeprecatedMetrics = reqsignal.Deprecated()
 
 // MetricSources list the metric names a configuration produces, one function per kind of
 // producer: scorers, signals, custom judges, and agreement with human labels.
@@ -57,8 +53,15 @@ func scorerMetrics(c *Config) []string {
 	return out
 }
 
+// signalMetrics are the signals, deprecated names included (still accepted).
 func signalMetrics(*Config) []string {
-	return append(slices.Clone(SignalMetrics), score.SignalRetrievalScore)
+	out := slices.Clone(SignalMetrics)
+	for i := range reqsignal.All {
+		if reqsignal.All[i].Deprecated != "" {
+			out = append(out, reqsignal.All[i].Name)
+		}
+	}
+	return out
 }
 
 // judgeMetrics are the metrics of the judges section: `judge_<name>` for each judge.

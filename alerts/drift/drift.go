@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/ragwatch/ragwatch/internal/reqsignal"
 )
 
 // Epsilon is added to every bin share before PSI and JS so that an empty bin on one side gives
@@ -39,23 +41,11 @@ func (d Detector) Edges() []float64 {
 	return DefaultEdges(d.Signal)
 }
 
-// DefaultEdges are the bins used when a detector sets none.
+// DefaultEdges are the bins used when a detector sets none: the signal catalog's for a signal
+// (reqsignal.Signal.DriftEdges), else 0 to 1 by 0.05 (scores).
 func DefaultEdges(signal string) []float64 {
-	switch signal {
-	case "retrieved_documents", "citation_count":
-		out := make([]float64, 0, 21)
-		for i := 0; i <= 20; i++ {
-			out = append(out, float64(i)+0.5)
-		}
-		return out
-	case "answer_tokens", "input_tokens":
-		out := []float64{}
-		for v := 8.0; v <= 16384; v *= 2 {
-			out = append(out, v)
-		}
-		return out
-	case "latency_seconds", "retrieval_latency_seconds", "generation_latency_seconds":
-		return []float64{0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64}
+	if s, ok := reqsignal.ByName(signal); ok && s.DriftEdges != nil {
+		return slices.Clone(s.DriftEdges)
 	}
 	out := make([]float64, 0, 21)
 	for i := 0; i <= 20; i++ {

@@ -2,6 +2,7 @@ package drift
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -70,5 +71,31 @@ func TestBinsAndBaseline(t *testing.T) {
 	d.Buckets = []float64{1, 2}
 	if _, ok := bl.Reference(d, "svc"); ok {
 		t.Fatal("a baseline with other bins must not be used")
+	}
+}
+
+// TestDefaultEdgesPerSignal pins the default bins of each family of signals (read from the
+// signal catalog): a change would invalidate every pinned baseline.
+func TestDefaultEdgesPerSignal(t *testing.T) {
+	counts := []float64{0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, 11.5, 12.5, 13.5, 14.5, 15.5, 16.5, 17.5, 18.5, 19.5, 20.5}
+	tokens := []float64{8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
+	latency := []float64{0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64}
+	var unit []float64
+	for i := 0; i <= 20; i++ {
+		unit = append(unit, float64(i)*0.05)
+	}
+	for signal, want := range map[string][]float64{
+		"retrieved_documents": counts, "citation_count": counts,
+		"answer_tokens": tokens, "input_tokens": tokens,
+		"latency_seconds": latency, "retrieval_latency_seconds": latency, "generation_latency_seconds": latency,
+		"retrieval_score_top": unit, "empty_retrieval_rate": unit, "faithfulness": unit,
+	} {
+		if got := DefaultEdges(signal); !slices.Equal(got, want) {
+			t.Errorf("DefaultEdges(%s) = %v, want %v", signal, got, want)
+		}
+	}
+	DefaultEdges("answer_tokens")[0] = -1 // a caller's copy: the catalog keeps its edges
+	if got := DefaultEdges("answer_tokens"); got[0] != 8 {
+		t.Errorf("the catalog's edges changed through a copy: %v", got)
 	}
 }

@@ -11,14 +11,6 @@ import (
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
-// EachSignal calls fn with every signal value a record carries (the names in Signals).
-func EachSignal(r *record.Record, fn func(name string, v float64)) {
-	eachSignal(r, func(sig recordSignal, v float64) { fn(recordSignalNames[sig], v) })
-	if r.Feedback != nil {
-		eachFeedbackSignal(r.Feedback, fn)
-	}
-}
-
 // BaselineFromRecords builds a pinned drift baseline from records (e.g. a JSONL export of
 // known-good traffic).
 func BaselineFromRecords(cfg *config.Config, records iter.Seq[*record.Record], source string, now time.Time) *drift.Baseline {

@@ -85,3 +85,36 @@ func BenchmarkEvaluate(b *testing.B) {
 		e.Evaluate(context.Background())
 	}
 }
+
+// TestConsumeRecordDoesNotAllocate: the record path measures each record once
+// (reqsignal.Measure) and must keep the measurement on the stack. An answer without usage makes
+// answer_tokens (watched by the default drift detectors) count its words.
+func TestConsumeRecordDoesNotAllocate(t *testing.T) {
+	c, err := config.Parse([]byte(`
+slos:
+  - {name: empty, metric: empty_retrieval_rate, alert_above: 0.2}
+  - {name: tokens, metric: answer_tokens, alert_above: 2000}
+  - {name: negative, metric: negative_feedback_rate, alert_above: 0.5}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{Config: c, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := 0.8
+	r := &record.Record{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Service: "search", Query: "q", Answer: "three words here",
+		Documents: []record.Document{{ID: "a", Score: &s}}, Latency: record.Latency{Total: 900}, Feedback: &record.Feedback{Score: -1}}
+	ctx := context.Background()
+	if err := e.ConsumeRecord(ctx, r); err != nil { // the service's first record creates its state
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(200, func() {
+		if err := e.ConsumeRecord(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("ConsumeRecord: %v allocations per record, want 0", n)
+	}
+}

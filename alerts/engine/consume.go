@@ -10,12 +10,19 @@ import (
 	"github.com/ragwatch/ragwatch/alerts"
 	"github.com/ragwatch/ragwatch/alerts/slo"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/reqsignal"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
 
-// ConsumeRecord implements record.Consumer: the record's signals feed the SLOs and detectors
-// watching them, with weight 1 (every request is observed).
+// ConsumeRecord implements record.Consumer: the record's signals (reqsignal.Measure, the
+// measurement the metrics record too), and those of the feedback it carries inline, feed the
+// SLOs and detectors watching them, with weight 1 (every request is observed).
 func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
+	var m reqsignal.Measurement
+	measured := e.watchesSignals.Load()
+	if measured {
+		m = reqsignal.Measure(r) // before the lock: it reads the answer
+	}
 	now := e.now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -24,34 +31,47 @@ func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
 	}
 	svc := serviceLabel{name: r.Service, now: now}
 	e.diagRecord(r, &svc, now)
+	if !measured {
+		return nil
+	}
 	var err error
-	eachSignal(r, func(sig recordSignal, v float64) {
-		w := &e.bySignal[sig]
+	eachSignal(&m, 0, reqsignal.Num, func(sig *reqsignal.Signal, v float64) {
+		w := &e.bySignal[sig.ID]
 		if len(w.rules) == 0 && !w.compared {
 			return // most signals: nothing watches them
 		}
-		name := recordSignalNames[sig]
 		s := slo.Sample{TraceID: r.TraceID, SpanID: r.SpanID, Value: v, Time: now}
-		if e2 := e.observeRules(w.rules, name, &svc, r.Variant, r.Turn, v, 1, s, now); e2 != nil && err == nil {
+		if e2 := e.observeRules(w.rules, sig.Name, &svc, r.Variant, r.Turn, v, 1, s, now); e2 != nil && err == nil {
 			err = e2
 		}
 		if w.compared {
-			e.observeVariant(name, &svc, r.Variant, v, 1, s, now)
+			e.observeVariant(sig.Name, &svc, r.Variant, v, 1, s, now)
 		}
 	})
 	return err
 }
 
-// ConsumeFeedback implements record.FeedbackConsumer: negative_feedback_rate and
-// feedback_score.
+// ConsumeFeedback implements record.FeedbackConsumer: the feedback signals
+// (negative_feedback_rate, feedback_score) of feedback joined after its record.
 func (e *Engine) ConsumeFeedback(_ context.Context, f record.Feedback) error {
+	m := reqsignal.MeasureFeedback(&f)
 	now := e.now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var err error
 	svc := serviceLabel{name: f.Service, now: now}
-	eachFeedbackSignal(&f, func(name string, v float64) {
-		if e2 := e.observe(name, &svc, "", 0, v, 1, slo.Sample{TraceID: f.TraceID, SpanID: f.SpanID, Value: v, Time: now}, now); e2 != nil && err == nil {
+	if !m.HasFeedback { // a NaN score: no value, but not silently
+		for id := reqsignal.NumRecord; id < reqsignal.Num; id++ {
+			if len(e.bySignal[id].rules) > 0 {
+				e.m.rejected.WithLabelValues("invalid_value").Inc()
+				return fmt.Errorf("alert engine: %s value is not a finite number", reqsignal.All[id].Name)
+			}
+		}
+		return nil
+	}
+	var err error
+	eachSignal(&m, reqsignal.NumRecord, reqsignal.Num, func(sig *reqsignal.Signal, v float64) {
+		s := slo.Sample{TraceID: f.TraceID, SpanID: f.SpanID, Value: v, Time: now}
+		if e2 := e.observeRules(e.bySignal[sig.ID].rules, sig.Name, &svc, "", 0, v, 1, s, now); e2 != nil && err == nil {
 			err = e2
 		}
 	})

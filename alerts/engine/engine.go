@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,7 @@ import (
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/reqsignal"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
 
@@ -71,7 +73,10 @@ type Engine struct {
 	byMetric map[string][]*rule
 	// bySignal is what watches each record signal: byMetric's rules and whether a comparison
 	// does (indexSignals).
-	bySignal [numRecordSignals]signalWatch
+	bySignal [reqsignal.Num]signalWatch
+	// watchesSignals is whether anything watches a signal of the catalog: when nothing does, a
+	// record is not measured. Written with mu held, read before taking it.
+	watchesSignals atomic.Bool
 	// forgotten holds the store keys of instances dropped by dropEvicted, deleted by the next
 	// Save (eviction happens on the record path, which must not wait for the store).
 	forgotten []string
@@ -201,9 +206,14 @@ type signalWatch struct {
 // indexSignals rebuilds bySignal once the rules and comparisons are in place. Called with e.mu
 // held (or before the engine is shared).
 func (e *Engine) indexSignals() {
-	for sig, name := range recordSignalNames {
-		e.bySignal[sig] = signalWatch{rules: e.byMetric[name], compared: e.cmp != nil && len(e.cmp.byMetric[name]) > 0}
+	watched := false
+	for i := range reqsignal.All {
+		name := reqsignal.All[i].Name
+		w := signalWatch{rules: e.byMetric[name], compared: e.cmp != nil && len(e.cmp.byMetric[name]) > 0}
+		e.bySignal[i] = w
+		watched = watched || len(w.rules) > 0 || w.compared
 	}
+	e.watchesSignals.Store(watched)
 }
 
 func (e *Engine) addRule(r *rule) {

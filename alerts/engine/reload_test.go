@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ragwatch/ragwatch/internal/reqsignal"
 )
 
 func TestUpdateKeepsStateOfUnchangedWindows(t *testing.T) {
@@ -105,18 +107,9 @@ drift: {detectors: []}
 		t.Fatal(err)
 	}
 	h.e.mu.Lock()
-	watched := h.e.bySignal[sigEmptyRetrievalRate].rules
+	watched := h.e.bySignal[reqsignal.EmptyRetrievalRate].rules
 	h.e.mu.Unlock()
 	if len(watched) != 0 {
 		t.Fatalf("empty_retrieval_rate still watched by %d rules after the rule was removed", len(watched))
-	}
-}
-
-// TestRecordSignalNames: the signals a record carries, by index, are the first of Signals.
-func TestRecordSignalNames(t *testing.T) {
-	for sig, name := range recordSignalNames {
-		if name == "" || Signals[sig] != name {
-			t.Errorf("record signal %d is %q, Signals[%d] %q", sig, name, sig, Signals[sig])
-		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ragwatch/ragwatch/alerts"
 	"github.com/ragwatch/ragwatch/alerts/slo"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/reqsignal"
 )
 
 // File is a Prometheus rule file.
@@ -97,7 +98,7 @@ func Generate(c *config.Config) (*File, error) {
 				Labels: withVariant(withLabels(d.Labels, d.Severity, "detector", d.Name), d.Variant),
 				Annotations: annotations(
 					fmt.Sprintf(`Drift in %s for {{ $labels.service }}: %s {{ $value | printf "%%.3g" }} > %s`, d.Signal, strings.ToUpper(d.Method), prom(d.Threshold)),
-					fmt.Sprintf(`The %s distribution over the last %s moved away from its reference on at least one replica (highest %s across replicas).`, d.Signal, dur(c.Drift.Window), strings.ToUpper(d.Method)),
+					fmt.Sprintf(`The %s distribution over the last %s moved away from its reference on at least one replica (highest %s across replicas).`, d.Signal, dur(c.Drift.Window), strings.ToUpper(d.Method))+signalNote(d.Signal),
 					d.RunbookURL.Reveal(), first(d.DashboardURL.Reveal(), c.Alerting.DashboardURL.Reveal())),
 			})
 		}
@@ -191,10 +192,30 @@ func threshold(s config.SLO, dashboard string) Group {
 		Labels: withVariant(withLabels(s.Labels, s.Severity, "slo", s.Name), s.Variant),
 		Annotations: annotations(
 			fmt.Sprintf(`SLO %s: %s %s {{ $value | printf "%%.3g" }} %s %s for {{ $labels.service }}`, s.Name, s.Metric, what, side, prom(limit)),
-			fmt.Sprintf(`%s of %s over %s, across all replicas, is %s %s.`, whole, s.Metric, ws, entirely(s.Decision)+side, prom(limit)),
+			fmt.Sprintf(`%s of %s over %s, across all replicas, is %s %s.`, whole, s.Metric, ws, entirely(s.Decision)+side, prom(limit))+signalNote(s.Metric),
 			s.RunbookURL.Reveal(), first(s.DashboardURL.Reveal(), dashboard)),
 	})
 	return g
+}
+
+// signalNote tells, for an alert on a request signal, what one value is and which metric shows
+// the same values (the signal catalog), so that whoever is paged finds it on the dashboard; ""
+// for an eval metric.
+func signalNote(metric string) string {
+	sig, ok := reqsignal.ByName(metric)
+	if !ok {
+		return ""
+	}
+	note := fmt.Sprintf(" Per request, %s (%s) is %s", metric, sig.Unit, sig.Help)
+	switch {
+	case sig.Metric != nil && sig.Shows != "" && !strings.Contains(sig.Shows, " "):
+		note += fmt.Sprintf("; %s{%s} shows the same values", sig.Metric.Name, sig.Shows)
+	case sig.Metric != nil && sig.Shows != "":
+		note += fmt.Sprintf("; %s shows the same values (%s)", sig.Metric.Name, sig.Shows)
+	case sig.Metric != nil:
+		note += fmt.Sprintf("; %s shows the same values", sig.Metric.Name)
+	}
+	return note + "."
 }
 
 func entirely(decision string) string {
@@ -239,7 +260,7 @@ func burnRate(s config.SLO, dashboard string) Group {
 			Annotations: annotations(
 				fmt.Sprintf(`SLO %s: error budget burning for {{ $labels.service }} (bad ratio {{ $value | printf "%%.3g" }})`, s.Name),
 				fmt.Sprintf(`%s is good when %s; objective %s over %s. The error budget burns faster than the %s thresholds across all replicas.`,
-					s.Metric, s.GoodWhen, prom(s.Objective), dur(s.Period), sev),
+					s.Metric, s.GoodWhen, prom(s.Objective), dur(s.Period), sev)+signalNote(s.Metric),
 				s.RunbookURL.Reveal(), first(s.DashboardURL.Reveal(), dashboard)),
 		})
 	}

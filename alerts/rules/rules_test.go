@@ -249,3 +249,32 @@ func TestDecisionMeanRule(t *testing.T) {
 		t.Fatalf("mean rule: %q %q", a.Expr, a.Annotations["description"])
 	}
 }
+
+// TestSignalRuleNamesItsMetric: an alert on a request signal says what one value is and which
+// metric shows the same values (the signal catalog), so the paged person finds it on the
+// dashboard.
+func TestSignalRuleNamesItsMetric(t *testing.T) {
+	c, err := config.Parse([]byte(`
+slos:
+  - {name: long, metric: answer_tokens, alert_above: 10, window: 1m, min_samples: 10, decision: mean}
+  - {name: slow, metric: latency_seconds, alert_above: 2}
+drift: {detectors: [{name: tok, signal: answer_tokens}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Generate(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := func(g Group) string { return g.Rules[len(g.Rules)-1].Annotations["description"] }
+	for i, want := range []string{
+		"The weighted (1/p) mean of answer_tokens over 1m, across all replicas, is above 10. Per request, answer_tokens (tokens) is the answer's output tokens from the usage, else the answer's words (records with an answer); ragwatch_answer_tokens shows the same values.",
+		"The 95% confidence interval of the weighted (1/p) mean of latency_seconds over 15m, across all replicas, is entirely above 2. Per request, latency_seconds (seconds) is the whole request's duration (when measured); ragwatch_request_duration_seconds{stage=\"total\"} shows the same values.",
+		"The answer_tokens distribution over the last 1h moved away from its reference on at least one replica (highest PSI across replicas). Per request, answer_tokens (tokens) is the answer's output tokens from the usage, else the answer's words (records with an answer); ragwatch_answer_tokens shows the same values.",
+	} {
+		if got := last(f.Groups[i]); got != want {
+			t.Errorf("group %s description\n got %q\nwant %q", f.Groups[i].Name, got, want)
+		}
+	}
+}

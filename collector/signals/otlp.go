@@ -20,21 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ragwatch/ragwatch/config"
-)
-
-// OTLP instrument names. Each is chosen so that the OTLP→Prometheus translation (dots to
-// underscores, unit and _total suffixes) gives back the Prometheus name of the same signal.
-const (
-	otlpRequests  = "ragwatch.requests"             // → ragwatch_requests_total
-	otlpDocuments = "ragwatch.retrieved_documents"  // → ragwatch_retrieved_documents
-	otlpScore     = "ragwatch.retrieval.score"      // → ragwatch_retrieval_score
-	otlpTopScore  = "ragwatch.retrieval.top_score"  // → ragwatch_retrieval_top_score
-	otlpTokens    = "ragwatch.answer.tokens"        // → ragwatch_answer_tokens
-	otlpFeedback  = "ragwatch.feedback"             // → ragwatch_feedback_total
-	otlpDuration  = "ragwatch.request.duration"     // unit s → ragwatch_request_duration_seconds
-	otlpEmpty     = "ragwatch.empty_retrievals"     // → ragwatch_empty_retrievals_total
-	otlpCitations = "ragwatch.citations_per_answer" // → ragwatch_citations_per_answer
-	otlpRefusals  = "ragwatch.refusals"             // → ragwatch_refusals_total
+	"github.com/ragwatch/ragwatch/internal/reqsignal"
 )
 
 // otlpRecorder records to OpenTelemetry SDK instruments read by a periodic reader that pushes
@@ -157,49 +143,41 @@ func newOTLPRecorder(ctx context.Context, c config.OTLPMetrics, errs prometheus.
 func newOTLPInstruments(provider *sdkmetric.MeterProvider) (*otlpRecorder, error) {
 	m := provider.Meter("github.com/ragwatch/ragwatch/collector/signals")
 	r := &otlpRecorder{provider: provider}
-	var err error
 	var errs []error
 	keep := func(e error) {
 		if e != nil {
 			errs = append(errs, e)
 		}
 	}
-	r.requests, err = m.Int64Counter(otlpRequests, metric.WithUnit("{request}"),
-		metric.WithDescription("RAG requests (records) seen, by service."))
-	keep(err)
-	r.documents, err = m.Int64Histogram(otlpDocuments, metric.WithUnit("{document}"),
-		metric.WithDescription("Documents in the final context of a request."),
-		metric.WithExplicitBucketBoundaries(DocumentBuckets...))
-	keep(err)
-	r.score, err = m.Float64Histogram(otlpScore,
-		metric.WithDescription("Mean document score of a request (requests whose documents carry scores)."),
-		metric.WithExplicitBucketBoundaries(ScoreBuckets...))
-	keep(err)
-	r.topScore, err = m.Float64Histogram(otlpTopScore,
-		metric.WithDescription("Best document score of a request (requests whose documents carry scores)."),
-		metric.WithExplicitBucketBoundaries(ScoreBuckets...))
-	keep(err)
-	r.tokens, err = m.Int64Histogram(otlpTokens, metric.WithUnit("{token}"),
-		metric.WithDescription("Answer length: output tokens from usage, else words of the answer."),
-		metric.WithExplicitBucketBoundaries(TokenBuckets...))
-	keep(err)
-	r.feedback, err = m.Int64Counter(otlpFeedback, metric.WithUnit("{feedback}"),
-		metric.WithDescription("User feedback received, by sentiment."))
-	keep(err)
-	r.duration, err = m.Float64Histogram(otlpDuration, metric.WithUnit("s"),
-		metric.WithDescription("Duration of a request's stages (retrieval, generation, total)."),
-		metric.WithExplicitBucketBoundaries(DurationBuckets...))
-	keep(err)
-	r.empty, err = m.Int64Counter(otlpEmpty, metric.WithUnit("{request}"),
-		metric.WithDescription("Requests whose final context holds no document."))
-	keep(err)
-	r.citations, err = m.Int64Histogram(otlpCitations, metric.WithUnit("{citation}"),
-		metric.WithDescription("Citations per answer (requests with an answer)."),
-		metric.WithExplicitBucketBoundaries(CitationBuckets...))
-	keep(err)
-	r.refusals, err = m.Int64Counter(otlpRefusals, metric.WithUnit("{request}"),
-		metric.WithDescription("Requests whose answer declines to answer for lack of information."))
-	keep(err)
+	// Every instrument is named, described and bucketed by the signal catalog (reqsignal), as the
+	// Prometheus metrics are.
+	i64c := func(d *reqsignal.Metric) metric.Int64Counter {
+		c, err := m.Int64Counter(d.OTLPName, metric.WithUnit(d.OTLPUnit), metric.WithDescription(d.Help))
+		keep(err)
+		return c
+	}
+	i64h := func(d *reqsignal.Metric) metric.Int64Histogram {
+		h, err := m.Int64Histogram(d.OTLPName, metric.WithUnit(d.OTLPUnit), metric.WithDescription(d.Help),
+			metric.WithExplicitBucketBoundaries(d.Buckets...))
+		keep(err)
+		return h
+	}
+	f64h := func(d *reqsignal.Metric) metric.Float64Histogram {
+		h, err := m.Float64Histogram(d.OTLPName, metric.WithUnit(d.OTLPUnit), metric.WithDescription(d.Help),
+			metric.WithExplicitBucketBoundaries(d.Buckets...))
+		keep(err)
+		return h
+	}
+	r.requests = i64c(&reqsignal.MetricRequests)
+	r.documents = i64h(&reqsignal.MetricDocuments)
+	r.score = f64h(&reqsignal.MetricScore)
+	r.topScore = f64h(&reqsignal.MetricTopScore)
+	r.tokens = i64h(&reqsignal.MetricTokens)
+	r.feedback = i64c(&reqsignal.MetricFeedback)
+	r.duration = f64h(&reqsignal.MetricDuration)
+	r.empty = i64c(&reqsignal.MetricEmpty)
+	r.citations = i64h(&reqsignal.MetricCitations)
+	r.refusals = i64c(&reqsignal.MetricRefusals)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("create OTLP instruments: %w", errors.Join(errs...))
 	}
@@ -233,12 +211,12 @@ func (r *otlpRecorder) attrsFor(service, variant string) *otlpAttrs {
 	a := &otlpAttrs{
 		add:          []metric.AddOption{opt},
 		rec:          []metric.RecordOption{opt},
-		scoreGate:    newExemplarGate(ScoreBuckets),
-		topScoreGate: newExemplarGate(ScoreBuckets),
+		scoreGate:    newExemplarGate(reqsignal.ScoreBuckets),
+		topScoreGate: newExemplarGate(reqsignal.ScoreBuckets),
 	}
 	for i := range a.stage {
 		a.stage[i] = []metric.RecordOption{metric.WithAttributeSet(with(attribute.String("stage", Stage(i).String())))}
-		a.durationGate[i] = newExemplarGate(DurationBuckets)
+		a.durationGate[i] = newExemplarGate(reqsignal.DurationBuckets)
 	}
 	for i := range a.sentiment {
 		a.sentiment[i] = []metric.AddOption{metric.WithAttributeSet(with(attribute.String("sentiment", Sentiment(i).String())))}
@@ -304,6 +282,8 @@ func (r *otlpRecorder) Record(ctx context.Context, o Observation) {
 		}
 		if o.Answered {
 			r.tokens.Record(ctx, o.AnswerTokens, a.rec...)
+		}
+		if o.CitationsKnown {
 			r.citations.Record(ctx, int64(o.Citations), a.rec...)
 		}
 		if o.Refusal {

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/internal/reqsignal"
 )
 
 // promRecorder records to client_golang metrics. Each service gets its children resolved once
@@ -72,39 +74,24 @@ func (c gatedCounter) inc(ex func() prometheus.Labels, now int64) {
 }
 
 func newPromRecorder(reg prometheus.Registerer) (*promRecorder, error) {
-	hist := func(name, help string, buckets []float64, labelNames ...string) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labelNames)
+	// Every metric is named, described and bucketed by the signal catalog (reqsignal).
+	hist := func(d *reqsignal.Metric, labelNames ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: d.Name, Help: d.Help, Buckets: d.Buckets}, labelNames)
+	}
+	counter := func(d *reqsignal.Metric, labelNames ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.Name, Help: d.Help}, labelNames)
 	}
 	p := &promRecorder{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ragwatch_requests_total",
-			Help: "RAG requests seen, by service: each record counts 1/p when only a sample with probability p reaches ragwatch (tracestate ot=th, receivers.otlp.upstream_sampling_probability).",
-		}, []string{"service", "variant"}),
-		documents: hist("ragwatch_retrieved_documents",
-			"Documents in the final context of a request.", DocumentBuckets, "service", "variant"),
-		score: hist("ragwatch_retrieval_score",
-			"Mean document score of a request (requests whose documents carry scores).", ScoreBuckets, "service", "variant"),
-		topScore: hist("ragwatch_retrieval_top_score",
-			"Best document score of a request (requests whose documents carry scores).", ScoreBuckets, "service", "variant"),
-		tokens: hist("ragwatch_answer_tokens",
-			"Answer length: output tokens from usage, else words of the answer.", TokenBuckets, "service", "variant"),
-		feedback: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ragwatch_feedback_total",
-			Help: "User feedback received, by sentiment (score > 0 positive, < 0 negative, 0 neutral).",
-		}, []string{"service", "variant", "sentiment"}),
-		duration: hist("ragwatch_request_duration_seconds",
-			"Duration of a request's stages (retrieval, generation, total); unmeasured stages are not observed.",
-			DurationBuckets, "service", "variant", "stage"),
-		empty: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ragwatch_empty_retrievals_total",
-			Help: "Requests whose final context holds no document (weighted like ragwatch_requests_total).",
-		}, []string{"service", "variant"}),
-		citations: hist("ragwatch_citations_per_answer",
-			"Citations per answer (requests with an answer).", CitationBuckets, "service", "variant"),
-		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ragwatch_refusals_total",
-			Help: "Requests whose answer declines to answer for lack of information (\"I don't know\", \"the documents do not say\"), weighted like ragwatch_requests_total.",
-		}, []string{"service", "variant"}),
+		requests:  counter(&reqsignal.MetricRequests, "service", "variant"),
+		documents: hist(&reqsignal.MetricDocuments, "service", "variant"),
+		score:     hist(&reqsignal.MetricScore, "service", "variant"),
+		topScore:  hist(&reqsignal.MetricTopScore, "service", "variant"),
+		tokens:    hist(&reqsignal.MetricTokens, "service", "variant"),
+		feedback:  counter(&reqsignal.MetricFeedback, "service", "variant", "sentiment"),
+		duration:  hist(&reqsignal.MetricDuration, "service", "variant", "stage"),
+		empty:     counter(&reqsignal.MetricEmpty, "service", "variant"),
+		citations: hist(&reqsignal.MetricCitations, "service", "variant"),
+		refusals:  counter(&reqsignal.MetricRefusals, "service", "variant"),
 	}
 	for _, c := range []prometheus.Collector{p.requests, p.documents, p.score, p.topScore, p.tokens,
 		p.feedback, p.duration, p.empty, p.citations, p.refusals} {
@@ -123,8 +110,8 @@ func (p *promRecorder) seriesFor(service, variant string) *promSeries {
 	s := &promSeries{
 		requests:  p.requests.WithLabelValues(service, variant),
 		documents: p.documents.WithLabelValues(service, variant),
-		score:     gatedObserver{p.score.WithLabelValues(service, variant), newExemplarGate(ScoreBuckets)},
-		topScore:  gatedObserver{p.topScore.WithLabelValues(service, variant), newExemplarGate(ScoreBuckets)},
+		score:     gatedObserver{p.score.WithLabelValues(service, variant), newExemplarGate(reqsignal.ScoreBuckets)},
+		topScore:  gatedObserver{p.topScore.WithLabelValues(service, variant), newExemplarGate(reqsignal.ScoreBuckets)},
 		tokens:    p.tokens.WithLabelValues(service, variant),
 		empty:     p.empty.WithLabelValues(service, variant),
 		citations: p.citations.WithLabelValues(service, variant),
@@ -134,7 +121,7 @@ func (p *promRecorder) seriesFor(service, variant string) *promSeries {
 		s.feedback[i] = gatedCounter{p.feedback.WithLabelValues(service, variant, Sentiment(i).String()), newExemplarGate(nil)}
 	}
 	for i := range s.duration {
-		s.duration[i] = gatedObserver{p.duration.WithLabelValues(service, variant, Stage(i).String()), newExemplarGate(DurationBuckets)}
+		s.duration[i] = gatedObserver{p.duration.WithLabelValues(service, variant, Stage(i).String()), newExemplarGate(reqsignal.DurationBuckets)}
 	}
 	actual, _ := p.series.LoadOrStore(key, s)
 	return actual.(*promSeries)
@@ -194,6 +181,8 @@ func (p *promRecorder) Record(_ context.Context, o Observation) {
 		}
 		if o.Answered {
 			s.tokens.Observe(float64(o.AnswerTokens))
+		}
+		if o.CitationsKnown {
 			s.citations.Observe(float64(o.Citations))
 		}
 		if o.Refusal {

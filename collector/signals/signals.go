@@ -8,32 +8,26 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/reqsignal"
 	"github.com/ragwatch/ragwatch/internal/text"
 )
 
-// Stage indexes the latency stages of a record.
-type Stage int
+// Stage indexes the latency stages of a record, the `stage` label (the catalog's).
+type Stage = reqsignal.Stage
 
-// The latency stages, used as the `stage` label.
+// The latency stages.
 const (
-	StageRetrieval Stage = iota
-	StageGeneration
-	StageTotal
-	numStages
+	StageRetrieval  = reqsignal.StageRetrieval
+	StageGeneration = reqsignal.StageGeneration
+	StageTotal      = reqsignal.StageTotal
+	numStages       = reqsignal.NumStages
 )
-
-var stageNames = [numStages]string{"retrieval", "generation", "total"}
-
-// String returns the label value of the stage.
-func (s Stage) String() string { return stageNames[s] }
 
 // Sentiment indexes the feedback sentiments.
 type Sentiment int
@@ -72,26 +66,15 @@ type Observation struct {
 	// distributions are observed once (sampling keeps their shape). 0 counts as 1.
 	Weight float64
 
-	Documents int     // documents in the final context
-	Scored    bool    // at least one document has a score
-	MeanScore float64 // mean of the present document scores
-	TopScore  float64 // best document score
+	// Measurement is the record's signals as the catalog computes them (reqsignal.Measure):
+	// the alert engine's SLOs read the same function, so a histogram and an SLO on it agree.
+	reqsignal.Measurement
 
-	Answered     bool  // the record has an answer or output tokens
-	AnswerTokens int64 // output tokens from usage, else words of the answer
-	// AnswerWords is the answer's word count (statsd rag.answer_length, the seed's meaning);
-	// OutputTokens the usage's output tokens, 0 when not reported (statsd rag.answer_tokens).
-	AnswerWords  int64
-	OutputTokens int64
-	Citations    int  // citations of the answer (only when Answered)
-	Refusal      bool // the answer declines for lack of information (text.IsRefusal)
+	// AnswerWords is the answer's word count (statsd rag.answer_length, the seed's meaning).
+	AnswerWords int64
+	Refusal     bool // the answer declines for lack of information (text.IsRefusal)
 
-	// LatencyMS holds the stage durations in milliseconds; 0 means not measured.
-	LatencyMS [numStages]float64
-
-	HasFeedback   bool
-	FeedbackScore float64 // in [-1, 1]
-	Sentiment     Sentiment
+	Sentiment Sentiment // of the feedback, when HasFeedback
 
 	// now is the clock in unix nanoseconds, read once per record when TraceID is set (0
 	// otherwise: no exemplar); the recorders' exemplar gates use it.
@@ -302,8 +285,8 @@ func (s *Signals) ConsumeRecord(ctx context.Context, r *record.Record) error {
 	if r == nil {
 		return errors.New("signals: nil record")
 	}
-	now := s.set.Now() // read once for the record: labels' ages, the exemplars' time
-	o := s.observeFeedback(r.Service, r.TraceID, r.SpanID, r.Feedback, now)
+	now := s.set.Now()                                               // read once for the record: labels' ages, the exemplars' time
+	o := s.observeFeedback(r.Service, r.TraceID, r.SpanID, nil, now) // computeRecord measures r.Feedback
 	var capped bool
 	if o.Variant, capped = s.variants.LabelAt(r.Variant, now); capped {
 		s.variantOverflow.Inc()
@@ -341,19 +324,22 @@ func (s *Signals) observeFeedback(service, traceID, spanID string, f *record.Fee
 			o.SpanID = spanID
 		}
 	}
-	if f != nil && f.Score == f.Score { // NaN is not feedback
-		o.HasFeedback = true
-		o.FeedbackScore = min(max(f.Score, -1), 1)
-		switch {
-		case f.Score > 0:
-			o.Sentiment = SentimentPositive
-		case f.Score < 0:
-			o.Sentiment = SentimentNegative
-		default:
-			o.Sentiment = SentimentNeutral
-		}
-	}
+	o.Measurement = reqsignal.MeasureFeedback(f)
+	o.sentiment()
 	return o
+}
+
+// sentiment sets Sentiment from the measured feedback score.
+func (o *Observation) sentiment() {
+	switch {
+	case !o.HasFeedback:
+	case o.FeedbackScore > 0:
+		o.Sentiment = SentimentPositive
+	case o.FeedbackScore < 0:
+		o.Sentiment = SentimentNegative
+	default:
+		o.Sentiment = SentimentNeutral
+	}
 }
 
 // weight is Weight, 1 when unset.
@@ -364,78 +350,19 @@ func (o *Observation) weight() float64 {
 	return 1
 }
 
-// maxScore bounds the document scores taken into account: an infinite or absurd score (a bug
-// upstream) would otherwise turn a histogram's sum into +Inf for good.
-const maxScore = 1e12
-
-// computeRecord fills the request signals of o from r.
+// computeRecord fills the request signals of o from r: the catalog's measurement, and what
+// only the metrics show (the answer's words for statsd, refusals).
 func computeRecord(o *Observation, r *record.Record) {
-	o.Documents = len(r.Documents)
-	var sum float64
-	n := 0
-	for i := range r.Documents {
-		p := r.Documents[i].Score
-		if p == nil || !(*p > -maxScore && *p < maxScore) { // absent, NaN, infinite or absurd
-			continue
+	o.Measurement = reqsignal.Measure(r)
+	o.sentiment()
+	if r.Answer != "" {
+		if o.OutputTokens > 0 {
+			o.AnswerWords = int64(reqsignal.Words(r.Answer))
+		} else {
+			o.AnswerWords = o.AnswerTokens // the words already counted
 		}
-		v := *p
-		if n == 0 || v > o.TopScore {
-			o.TopScore = v
-		}
-		sum += v
-		n++
-	}
-	if n > 0 {
-		o.Scored = true
-		o.MeanScore = sum / float64(n)
-	}
-	o.AnswerWords = int64(countWords(r.Answer))
-	o.OutputTokens = max(r.Usage.OutputTokens, 0)
-	switch {
-	case r.Usage.OutputTokens > 0:
-		o.Answered = true
-		o.AnswerTokens = r.Usage.OutputTokens
-	case r.Answer != "":
-		o.Answered = true
-		o.AnswerTokens = o.AnswerWords
-	}
-	if o.Answered {
-		o.Citations = len(r.Citations)
 		o.Refusal = text.IsRefusal(r.Answer)
 	}
-	for i, ms := range [numStages]float64{r.Latency.Retrieval, r.Latency.Generation, r.Latency.Total} {
-		if ms > 0 && ms < 1e12 { // skips 0 (unmeasured), negative, NaN and absurd values
-			o.LatencyMS[i] = ms
-		}
-	}
-}
-
-// asciiSpace marks the ASCII bytes unicode.IsSpace reports.
-var asciiSpace = [utf8.RuneSelf]bool{' ': true, '\n': true, '\t': true, '\r': true, '\v': true, '\f': true}
-
-// countWords counts whitespace-separated words without allocating.
-func countWords(s string) int {
-	n := 0
-	in := false
-	for i := 0; i < len(s); {
-		c := s[i]
-		var space bool
-		if c < utf8.RuneSelf {
-			space = asciiSpace[c]
-			i++
-		} else {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			space = unicode.IsSpace(r)
-			i += size
-		}
-		if space {
-			in = false
-		} else if !in {
-			in = true
-			n++
-		}
-	}
-	return n
 }
 
 // exemplarID reports whether id may go into an exemplar: short enough for the Prometheus

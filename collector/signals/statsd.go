@@ -269,6 +269,8 @@ func (s *statsdRecorder) Record(_ context.Context, o Observation) {
 			if o.OutputTokens > 0 {
 				w.int(statAnswerTokens, in, o.OutputTokens, "|g", suf)
 			}
+		}
+		if o.CitationsKnown {
 			w.int(statCitations, in, int64(o.Citations), "|g", suf)
 		}
 		if o.Refusal {

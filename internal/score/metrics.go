@@ -40,7 +40,8 @@ const (
 
 // Signals: values read from every record (and from feedback) rather than scored on a sample,
 // which SLOs and drift detectors watch like metrics. Rates are 0 or 1 per request, so that
-// their mean is the rate.
+// their mean is the rate. What each one is, and how a record gives it, is the signal catalog's
+// (internal/reqsignal).
 const (
 	// SignalRetrievalScoreTop is the top document's score, SignalRetrievalScoreMean the mean
 	// over the record's scored documents (ragwatch_retrieval_score, statsd rag.avg_relevance).

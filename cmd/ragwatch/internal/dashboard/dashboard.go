@@ -5,6 +5,8 @@ package dashboard
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/ragwatch/ragwatch/internal/reqsignal"
 )
 
 // Query is one PromQL target of a panel.
@@ -72,13 +74,17 @@ func qx(expr, legend string) Query { return Query{Expr: expr, Legend: legend, Ex
 // rows is the dashboard's content, top to bottom: how a request flows, then what judges say,
 // then what pages people.
 func rows() []row {
+	// The signal metrics, by the catalog's names.
+	requests, duration, documents := reqsignal.MetricRequests.Name, reqsignal.MetricDuration.Name, reqsignal.MetricDocuments.Name
+	score, topScore, empty := reqsignal.MetricScore.Name, reqsignal.MetricTopScore.Name, reqsignal.MetricEmpty.Name
+	tokens, citations, feedback := reqsignal.MetricTokens.Name, reqsignal.MetricCitations.Name, reqsignal.MetricFeedback.Name
 	return []row{
 		{"Traffic and latency", []spec{
 			{kind: "timeseries", title: "Requests per second", unit: "reqps", queries: []Query{
-				q(`sum by (service) (rate(ragwatch_requests_total{`+sel+`}[$__rate_interval]))`, "{{service}}")}},
+				q(`sum by (service) (rate(`+requests+`{`+sel+`}[$__rate_interval]))`, "{{service}}")}},
 			{kind: "timeseries", title: "Latency p50 / p95 by stage", unit: "s", queries: []Query{
-				qx(`histogram_quantile(0.95, sum by (le, stage) (rate(ragwatch_request_duration_seconds_bucket{`+sel+`}[$__rate_interval])))`, "p95 {{stage}}"),
-				q(`histogram_quantile(0.5, sum by (le, stage) (rate(ragwatch_request_duration_seconds_bucket{`+sel+`}[$__rate_interval])))`, "p50 {{stage}}")}},
+				qx(`histogram_quantile(0.95, sum by (le, stage) (rate(`+duration+`_bucket{`+sel+`}[$__rate_interval])))`, "p95 {{stage}}"),
+				q(`histogram_quantile(0.5, sum by (le, stage) (rate(`+duration+`_bucket{`+sel+`}[$__rate_interval])))`, "p50 {{stage}}")}},
 			{kind: "timeseries", title: "Spans received and rejected", unit: "ops", queries: []Query{
 				q(`sum by (receiver) (rate(ragwatch_spans_received_total[$__rate_interval]))`, "spans {{receiver}}"),
 				q(`sum by (receiver, reason) (rate(ragwatch_ingest_rejected_total[$__rate_interval])) or vector(0)`, "rejected {{receiver}} {{reason}}")}},
@@ -88,27 +94,27 @@ func rows() []row {
 		}},
 		{"Retrieval", []spec{
 			{kind: "heatmap", title: "Mean retrieval score (distribution)", queries: []Query{
-				{Expr: `sum by (le) (increase(ragwatch_retrieval_score_bucket{` + sel + `}[$__rate_interval]))`, Legend: "{{le}}", Format: "heatmap"}}},
+				{Expr: `sum by (le) (increase(` + score + `_bucket{` + sel + `}[$__rate_interval]))`, Legend: "{{le}}", Format: "heatmap"}}},
 			{kind: "timeseries", title: "Retrieval score: mean and top", unit: "short", min: f(0), max: f(1), queries: []Query{
-				qx(`sum(rate(ragwatch_retrieval_score_sum{`+sel+`}[$__rate_interval])) / sum(rate(ragwatch_retrieval_score_count{`+sel+`}[$__rate_interval]))`, "mean score"),
-				q(`sum(rate(ragwatch_retrieval_top_score_sum{`+sel+`}[$__rate_interval])) / sum(rate(ragwatch_retrieval_top_score_count{`+sel+`}[$__rate_interval]))`, "mean top score")}},
+				qx(`sum(rate(`+score+`_sum{`+sel+`}[$__rate_interval])) / sum(rate(`+score+`_count{`+sel+`}[$__rate_interval]))`, "mean score"),
+				q(`sum(rate(`+topScore+`_sum{`+sel+`}[$__rate_interval])) / sum(rate(`+topScore+`_count{`+sel+`}[$__rate_interval]))`, "mean top score")}},
 			{kind: "timeseries", title: "Documents in context", unit: "short", queries: []Query{
-				q(`sum(rate(ragwatch_retrieved_documents_sum{`+sel+`}[$__rate_interval])) / sum(rate(ragwatch_retrieved_documents_count{`+sel+`}[$__rate_interval]))`, "mean documents")}},
+				q(`sum(rate(`+documents+`_sum{`+sel+`}[$__rate_interval])) / sum(rate(`+documents+`_count{`+sel+`}[$__rate_interval]))`, "mean documents")}},
 			{kind: "timeseries", title: "Empty retrievals", unit: "percentunit", queries: []Query{
-				q(`(sum(rate(ragwatch_empty_retrievals_total{`+sel+`}[$__rate_interval])) or vector(0)) / sum(rate(ragwatch_requests_total{`+sel+`}[$__rate_interval]))`, "empty share")}},
+				q(`(sum(rate(`+empty+`{`+sel+`}[$__rate_interval])) or vector(0)) / sum(rate(`+requests+`{`+sel+`}[$__rate_interval]))`, "empty share")}},
 		}},
 		{"Answers", []spec{
 			{kind: "timeseries", title: "Answer tokens p50 / p95", unit: "short", queries: []Query{
-				qx(`histogram_quantile(0.95, sum by (le) (rate(ragwatch_answer_tokens_bucket{`+sel+`}[$__rate_interval])))`, "p95"),
-				q(`histogram_quantile(0.5, sum by (le) (rate(ragwatch_answer_tokens_bucket{`+sel+`}[$__rate_interval])))`, "p50")}},
+				qx(`histogram_quantile(0.95, sum by (le) (rate(`+tokens+`_bucket{`+sel+`}[$__rate_interval])))`, "p95"),
+				q(`histogram_quantile(0.5, sum by (le) (rate(`+tokens+`_bucket{`+sel+`}[$__rate_interval])))`, "p50")}},
 			{kind: "timeseries", title: "Citations per answer", unit: "short", queries: []Query{
-				q(`sum(rate(ragwatch_citations_per_answer_sum{`+sel+`}[$__rate_interval])) / sum(rate(ragwatch_citations_per_answer_count{`+sel+`}[$__rate_interval]))`, "mean citations")}},
+				q(`sum(rate(`+citations+`_sum{`+sel+`}[$__rate_interval])) / sum(rate(`+citations+`_count{`+sel+`}[$__rate_interval]))`, "mean citations")}},
 		}},
 		{"Feedback", []spec{
 			{kind: "timeseries", title: "Feedback by sentiment", unit: "ops", queries: []Query{
-				q(`sum by (sentiment) (rate(ragwatch_feedback_total{`+sel+`}[$__rate_interval]))`, "{{sentiment}}")}},
+				q(`sum by (sentiment) (rate(`+feedback+`{`+sel+`}[$__rate_interval]))`, "{{sentiment}}")}},
 			{kind: "timeseries", title: "Negative feedback share", unit: "percentunit", queries: []Query{
-				q(`(sum(rate(ragwatch_feedback_total{`+sel+`,sentiment="negative"}[$__rate_interval])) or vector(0)) / sum(rate(ragwatch_feedback_total{`+sel+`}[$__rate_interval]))`, "negative")}},
+				q(`(sum(rate(`+feedback+`{`+sel+`,sentiment="negative"}[$__rate_interval])) or vector(0)) / sum(rate(`+feedback+`{`+sel+`}[$__rate_interval]))`, "negative")}},
 		}},
 		{"Evaluation scores", []spec{
 			{kind: "timeseries", title: "Weighted mean score by metric", unit: "short", min: f(0), max: f(1), queries: []Query{
@@ -138,11 +144,11 @@ func rows() []row {
 			{kind: "timeseries", title: "Requests per second by variant", unit: "reqps",
 				desc: "The variant comes from rag.variant, variants.attributes (feature flags) or service.version; empty: none (docs/variants.md).",
 				queries: []Query{
-					q(`sum by (variant) (rate(ragwatch_requests_total{`+vsel+`}[$__rate_interval]))`, "{{variant}}")}},
+					q(`sum by (variant) (rate(`+requests+`{`+vsel+`}[$__rate_interval]))`, "{{variant}}")}},
 			{kind: "timeseries", title: "Mean score by variant", unit: "short", min: f(0), max: f(1), queries: []Query{
 				qx(`sum by (variant, metric) (rate(ragwatch_eval_score_sum{`+vsel+`}[$__rate_interval])) / sum by (variant, metric) (rate(ragwatch_eval_score_count{`+vsel+`}[$__rate_interval]))`, "{{variant}} {{metric}}")}},
 			{kind: "timeseries", title: "Latency p95 by variant", unit: "s", queries: []Query{
-				qx(`histogram_quantile(0.95, sum by (le, variant) (rate(ragwatch_request_duration_seconds_bucket{`+vsel+`,stage="total"}[$__rate_interval])))`, "{{variant}}")}},
+				qx(`histogram_quantile(0.95, sum by (le, variant) (rate(`+duration+`_bucket{`+vsel+`,stage="total"}[$__rate_interval])))`, "{{variant}}")}},
 			{kind: "timeseries", title: "Comparisons: candidate − baseline", unit: "short",
 				desc: "Delta of the weighted means with its always-valid confidence sequence; the candidate is worse when the upper bound is below −margin.",
 				queries: []Query{
@@ -236,10 +242,10 @@ func JSON() ([]byte, error) {
 		"templating": map[string]any{"list": []any{
 			map[string]any{"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus", "current": map[string]any{}},
 			map[string]any{"name": "service", "label": "Service", "type": "query", "datasource": promDS,
-				"query":   map[string]any{"query": "label_values(ragwatch_requests_total, service)", "refId": "service"},
+				"query":   map[string]any{"query": "label_values(" + reqsignal.MetricRequests.Name + ", service)", "refId": "service"},
 				"refresh": 2, "includeAll": true, "multi": true, "allValue": ".*", "current": map[string]any{"text": "All", "value": "$__all"}},
 			map[string]any{"name": "variant", "label": "Variant", "type": "query", "datasource": promDS,
-				"query":   map[string]any{"query": "label_values(ragwatch_requests_total, variant)", "refId": "variant"},
+				"query":   map[string]any{"query": "label_values(" + reqsignal.MetricRequests.Name + ", variant)", "refId": "variant"},
 				"refresh": 2, "includeAll": true, "multi": true, "allValue": ".*", "current": map[string]any{"text": "All", "value": "$__all"}},
 		}},
 		"annotations": map[string]any{"list": []any{}},
