@@ -60,6 +60,7 @@ func dial(t *testing.T, addr string) net.Conn {
 
 // get sends one GET on c and returns the status code.
 func get(c net.Conn, extra string) (int, error) {
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n%s\r\n", extra); err != nil {
 		return 0, err
 	}
@@ -275,4 +276,44 @@ func inUse() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse + ms.StackInuse
+}
+
+// At the cap the victim is the busiest peer's: a flood from one address does not push out
+// a connection from another, even an older one.
+func TestAtTheCapTheBusiestPeerLosesAConnection(t *testing.T) {
+	addr, reg, l := serve(t, ok, Limits{MaxConns: 3})
+	from := func(ip string) net.Conn {
+		n := l.Open()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		testutil.Eventually(t, 2*time.Second, time.Millisecond, "connection accepted", func() bool { return l.Open() > n || n == l.Cap() })
+		return c
+	}
+	scraper := from("127.0.0.1") // oldest, idle
+	flood := []net.Conn{from("127.0.0.2"), from("127.0.0.2")}
+	for i := range 3 {
+		c := from("127.0.0.2")
+		if code, err := get(c, ""); err != nil || code != 200 {
+			t.Fatalf("flood connection %d: %d %v", i, code, err)
+		}
+		flood = append(flood, c)
+	}
+	if closedByServer(scraper, 100*time.Millisecond) {
+		t.Fatal("the other peer's connection was evicted by a flood from 127.0.0.2")
+	}
+	for i, c := range flood[:3] {
+		if !closedByServer(c, 2*time.Second) {
+			t.Fatalf("flood connection %d (oldest of the busiest peer) still open", i)
+		}
+	}
+	if code, err := get(scraper, ""); err != nil || code != 200 {
+		t.Fatalf("the other peer's request after the flood: %d %v", code, err)
+	}
+	if got := testutil.Sum(t, reg, "ragwatch_listener_connections_evicted_total", map[string]string{"listener": "test"}); got != 3 {
+		t.Fatalf("evicted_total = %v, want 3", got)
+	}
 }

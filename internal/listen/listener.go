@@ -4,38 +4,52 @@ import (
 	"container/list"
 	"context"
 	"net"
+	"net/netip"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Listener is a net.Listener that holds at most Max connections open. A connection that
-// arrives at the cap takes the place of the open connection that has gone longest without a
-// request in flight (idle keep-alive, or still sending its headers): that one is closed,
-// counted as evicted. Only when every open connection is serving a request is the new one
-// closed, counted as refused. Accept never blocks on the cap, so the kernel's backlog does not
-// fill behind a flood and other listeners are untouched.
+// arrives at the cap takes the place of an open connection without a request in flight (idle
+// keep-alive, or still sending its headers): of the peer address with the most connections
+// open, the one that has gone longest without a request. That one is closed, counted as
+// evicted. Only when every open connection is serving a request is the new one closed,
+// counted as refused. Accept never blocks on the cap, so the kernel's backlog does not fill
+// behind a flood and other listeners are untouched.
+//
+// Choosing the victim among the busiest peer's connections keeps a flood from one client (a
+// compromised pod) from pushing out Prometheus's scrape or the kubelet's probe, which come
+// from other addresses; among one peer's connections the oldest goes first, so even a flood
+// from the scraper's own address must open Max connections between its connect and its
+// request being read to evict it.
 //
 // A connection is "serving" between Begin and End (the HTTP handler and gRPC stats hooks of
 // this package call them). Eviction costs a legitimate client little: an idle keep-alive
-// connection is reopened by its client, and a connection still sending its headers after
-// Max newer ones arrived is most likely part of the flood.
+// connection is reopened by its client.
 type Listener struct {
 	net.Listener
 	name string
 	max  int
 	m    *Metrics // nil: not counted
 
-	mu     sync.Mutex // guards the fields below and every conn's busy, elem and closed
+	mu     sync.Mutex // guards the fields below and every Conn's busy, elem and closed
 	open   int
-	idle   list.List        // *Conn not serving a request, longest first
-	byAddr map[string]*Conn // by remote address, for the gRPC stats handler
+	peers  map[netip.Addr]*peer // by remote IP, while it has connections open
+	byAddr map[string]*Conn     // by remote address, for the gRPC stats handler
+}
+
+// peer is one remote IP's connections.
+type peer struct {
+	open int
+	idle list.List // *Conn not serving a request, longest first
 }
 
 // Limit wraps ln so that it holds at most limit connections (below 1 is taken as 1). name is
 // the listener's label in the metrics ("http", "api", "otlp_grpc", "otlp_http"); m may be nil.
 func Limit(ln net.Listener, name string, limit int, m *Metrics) *Listener {
-	l := &Listener{Listener: ln, name: name, max: max(limit, 1), m: m, byAddr: map[string]*Conn{}}
+	l := &Listener{Listener: ln, name: name, max: max(limit, 1), m: m,
+		peers: map[netip.Addr]*peer{}, byAddr: map[string]*Conn{}}
 	l.m.init(name, l.max)
 	return l
 }
@@ -69,27 +83,47 @@ func (l *Listener) Accept() (net.Conn, error) {
 	}
 }
 
-// admit tracks nc, choosing an idle connection to evict when at the cap; c is nil when every
-// open connection is serving a request and nc must be refused.
+// admit tracks nc, choosing a connection to evict when at the cap; c is nil when every open
+// connection is serving a request and nc must be refused.
 func (l *Listener) admit(nc net.Conn) (c, victim *Conn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.open >= l.max {
-		front := l.idle.Front()
-		if front == nil {
+		if victim = l.victim(); victim == nil {
 			l.m.refused(l.name)
 			return nil, nil
 		}
-		victim = front.Value.(*Conn)
 		l.untrack(victim)
 		l.m.evicted(l.name)
 	}
-	c = &Conn{Conn: nc, l: l}
-	c.elem = l.idle.PushBack(c)
+	c = &Conn{Conn: nc, l: l, ip: remoteIP(nc)}
+	p := l.peers[c.ip]
+	if p == nil {
+		p = &peer{}
+		l.peers[c.ip] = p
+	}
+	p.open++
+	c.elem = p.idle.PushBack(c)
 	l.byAddr[nc.RemoteAddr().String()] = c
 	l.open++
 	l.m.set(l.name, l.open)
 	return c, victim
+}
+
+// victim is the longest idle connection of the peer with the most connections open that has
+// an idle one; nil when every connection is serving. l.mu is held. The scan is over the
+// peers, at most Max, and only at the cap.
+func (l *Listener) victim() *Conn {
+	var busiest *peer
+	for _, p := range l.peers {
+		if p.idle.Len() > 0 && (busiest == nil || p.open > busiest.open) {
+			busiest = p
+		}
+	}
+	if busiest == nil {
+		return nil
+	}
+	return busiest.idle.Front().Value.(*Conn)
 }
 
 // untrack forgets c; l.mu is held.
@@ -98,9 +132,13 @@ func (l *Listener) untrack(c *Conn) {
 		return
 	}
 	c.closed = true
+	p := l.peers[c.ip]
 	if c.elem != nil {
-		l.idle.Remove(c.elem)
+		p.idle.Remove(c.elem)
 		c.elem = nil
+	}
+	if p.open--; p.open == 0 {
+		delete(l.peers, c.ip)
 	}
 	if l.byAddr[c.Conn.RemoteAddr().String()] == c {
 		delete(l.byAddr, c.Conn.RemoteAddr().String())
@@ -119,12 +157,21 @@ func (l *Listener) lookup(remote net.Addr) *Conn {
 	return l.byAddr[remote.String()]
 }
 
+// remoteIP is nc's peer IP; the zero Addr (one peer for all) when it has none (a pipe).
+func remoteIP(nc net.Conn) netip.Addr {
+	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return ta.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
 // Conn is a connection of a Listener.
 type Conn struct {
 	net.Conn
 	l      *Listener
+	ip     netip.Addr
 	busy   int           // requests in flight
-	elem   *list.Element // in l.idle while busy is 0 and the connection is open
+	elem   *list.Element // in its peer's idle list while busy is 0 and the connection is open
 	closed bool
 }
 
@@ -145,12 +192,13 @@ func (c *Conn) Begin() {
 	defer c.l.mu.Unlock()
 	c.busy++
 	if c.elem != nil {
-		c.l.idle.Remove(c.elem)
+		c.l.peers[c.ip].idle.Remove(c.elem)
 		c.elem = nil
 	}
 }
 
-// End marks a request done; a connection with none left goes to the back of the idle line.
+// End marks a request done; a connection with none left goes to the back of its peer's idle
+// line.
 func (c *Conn) End() {
 	if c == nil {
 		return
@@ -162,7 +210,7 @@ func (c *Conn) End() {
 	}
 	c.busy--
 	if c.busy == 0 && !c.closed && c.elem == nil {
-		c.elem = c.l.idle.PushBack(c)
+		c.elem = c.l.peers[c.ip].idle.PushBack(c)
 	}
 }
 
