@@ -51,6 +51,9 @@ func TestHeadersOverTheCapAreRefused(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("gRPC with a %d-byte header: err %v, want ok=%v", c.size, err, c.ok)
 		}
+		if err != nil {
+			t.Logf("gRPC with a %d-byte header: %v", c.size, err)
+		}
 	}
 	if got := h.sink.count(); got != 2 {
 		t.Errorf("sink has %d spans, want 2 (one per protocol)", got)
