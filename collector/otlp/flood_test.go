@@ -119,3 +119,27 @@ func TestGRPCConnectionCap(t *testing.T) {
 		t.Fatalf("max_connections = %v, want 1", got)
 	}
 }
+
+// A gRPC connection without streams is closed after the idle timeout, an HTTP keep-alive
+// connection too: idle exporters do not hold their place for ever.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := startWith(t, Settings{GRPCEndpoint: "127.0.0.1:0", HTTPEndpoint: "127.0.0.1:0",
+		Listen: listen.Limits{IdleTimeout: 200 * time.Millisecond}, ListenMetrics: listen.NewMetrics(reg)})
+	open := func(name string) float64 {
+		return testutil.Sum(t, reg, "ragwatch_listener_connections", map[string]string{"listener": name})
+	}
+	if _, err := ptraceotlp.NewGRPCClient(h.conn).Export(context.Background(), ptraceotlp.NewExportRequestFromTraces(traces(1))); err != nil {
+		t.Fatal(err)
+	}
+	resp, _ := post(t, h.url, "application/x-protobuf", "", protoBody(t, traces(1)))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("HTTP export: %d", resp.StatusCode)
+	}
+	if open("otlp_grpc") != 1 || open("otlp_http") != 1 {
+		t.Fatalf("open after the exports: gRPC %v, HTTP %v; want 1 each", open("otlp_grpc"), open("otlp_http"))
+	}
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, "idle connections closed", func() bool {
+		return open("otlp_grpc") == 0 && open("otlp_http") == 0
+	})
+}
