@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -44,7 +45,7 @@ func (r *Receiver) newGRPCServer(bounds []grpc.ServerOption) *grpc.Server {
 	if streams == 0 {
 		streams = DefaultMaxConcurrentStreams
 	}
-	opts := append(bounds,
+	opts := append(slices.Clip(bounds), // never writes into the caller's array
 		grpc.MaxRecvMsgSize(r.limits.MaxRequestBytes),
 		grpc.MaxConcurrentStreams(streams),
 		// Exports run on long-lived goroutines whose stacks have grown to what decoding needs,
