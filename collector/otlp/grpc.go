@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -37,12 +38,14 @@ func streamWorkers() uint32 {
 
 const minStreamWorkers = 10
 
-func (r *Receiver) newGRPCServer() *grpc.Server {
+// newGRPCServer builds the gRPC server with bounds, the options of listen.GRPC for its
+// listener (header list size, handshake time, keepalive, connection cap).
+func (r *Receiver) newGRPCServer(bounds []grpc.ServerOption) *grpc.Server {
 	streams := r.set.MaxConcurrentStreams
 	if streams == 0 {
 		streams = DefaultMaxConcurrentStreams
 	}
-	opts := []grpc.ServerOption{
+	opts := append(slices.Clip(bounds), // never writes into the caller's array
 		grpc.MaxRecvMsgSize(r.limits.MaxRequestBytes),
 		grpc.MaxConcurrentStreams(streams),
 		// Exports run on long-lived goroutines whose stacks have grown to what decoding needs,
@@ -50,7 +53,7 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 		// (runtime.newstack, copystack). An export that finds every worker busy gets its own
 		// goroutine, as without workers: this bounds nothing. docs/performance.md measures it.
 		grpc.NumStreamWorkers(streamWorkers()),
-	}
+	)
 	if r.set.GRPCTLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(r.set.GRPCTLS)))
 	}

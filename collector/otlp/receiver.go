@@ -16,6 +16,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/collector/assemble"
 	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/listen"
 	"github.com/ragwatch/ragwatch/internal/tlsauth"
 )
 
@@ -71,8 +72,13 @@ type Settings struct {
 	// gRPC: with the message's length once read) and answers like Refuse; release is called
 	// when the request is handled. It keeps concurrent large requests from all passing the
 	// memory check before any of them allocates (memlimit.Guard.Admit).
-	Admit  func(size int64) (release func(), ok bool)
-	Logger *slog.Logger
+	Admit func(size int64) (release func(), ok bool)
+	// Listen bounds both listeners (header size, timeouts, connection cap, gRPC keepalive);
+	// zero fields take listen's defaults. ListenMetrics counts their connections as listener
+	// "otlp_grpc" and "otlp_http"; nil counts nothing.
+	Listen        listen.Limits
+	ListenMetrics *listen.Metrics
+	Logger        *slog.Logger
 }
 
 // Receiver runs the OTLP gRPC and HTTP trace receivers.
@@ -132,45 +138,36 @@ func (r *Receiver) Start(ctx context.Context) error {
 		if err != nil {
 			return errors.Join(fmt.Errorf("start OTLP gRPC receiver on %s: %w", ep, err), r.Shutdown(ctx))
 		}
-		srv := r.newGRPCServer()
+		limited, bounds := listen.GRPC(ln, "otlp_grpc", r.set.Listen, r.set.ListenMetrics)
+		srv := r.newGRPCServer(bounds)
 		r.mu.Lock()
 		r.grpcSrv, r.grpcAddr = srv, ln.Addr()
 		r.mu.Unlock()
 		r.wg.Go(func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			if err := srv.Serve(limited); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 				r.log.Error("OTLP gRPC receiver stopped", "err", err)
 			}
 		})
-		r.log.Info("OTLP gRPC receiver listening", "endpoint", ln.Addr().String())
+		r.log.Info("OTLP gRPC receiver listening", "endpoint", ln.Addr().String(), "max_connections", limited.Cap())
 	}
 	if ep := r.set.HTTPEndpoint; ep != "" {
 		ln, err := lc.Listen(ctx, "tcp", ep)
 		if err != nil {
 			return errors.Join(fmt.Errorf("start OTLP HTTP receiver on %s: %w", ep, err), r.Shutdown(ctx))
 		}
-		if r.set.HTTPTLS != nil {
-			ln = tls.NewListener(ln, r.set.HTTPTLS)
-		}
 		handler := r.set.HTTPTokens.HTTP(r.HTTPHandler(), func() {
 			r.set.Metrics.Rejected(ingest.ReceiverOTLPHTTP, ingest.ReasonUnauthenticated)
 		})
-		srv := &http.Server{
-			Handler:           handler,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       60 * time.Second,
-			WriteTimeout:      60 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelDebug),
-		}
+		srv, limited, serveLn := listen.HTTP(ln, "otlp_http", handler, r.set.HTTPTLS, r.set.Listen, r.set.ListenMetrics, r.log)
 		r.mu.Lock()
 		r.httpSrv, r.httpAddr = srv, ln.Addr()
 		r.mu.Unlock()
 		r.wg.Go(func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(serveLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				r.log.Error("OTLP HTTP receiver stopped", "err", err)
 			}
 		})
-		r.log.Info("OTLP HTTP receiver listening", "endpoint", ln.Addr().String())
+		r.log.Info("OTLP HTTP receiver listening", "endpoint", ln.Addr().String(), "max_connections", limited.Cap())
 	}
 	return nil
 }

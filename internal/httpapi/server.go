@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/listen"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/tlsauth"
 )
@@ -63,8 +64,13 @@ type Settings struct {
 	// "overloaded".
 	Refuse           func() bool
 	RefuseRetryAfter time.Duration
-	Logger           *slog.Logger
-	Now              func() time.Time
+	// Listen bounds both listeners (header size, timeouts, connection cap); zero fields take
+	// listen's defaults. ListenMetrics counts their connections as listener "http" and "api";
+	// nil counts nothing.
+	Listen        listen.Limits
+	ListenMetrics *listen.Metrics
+	Logger        *slog.Logger
+	Now           func() time.Time
 }
 
 // Server serves ragwatch's HTTP endpoints.
@@ -206,37 +212,28 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	}
 	s.addr, s.apiAddr, s.started = ln.Addr(), ln.Addr(), true
-	s.serve(ln, s.mux, "/metrics /healthz /readyz")
+	s.serve(ln, "http", s.mux, "/metrics /healthz /readyz")
 	if apiLn != nil {
 		s.apiAddr = apiLn.Addr()
-		s.serve(apiLn, s.api, "/api/v1/ /debug/pprof/")
+		s.serve(apiLn, "api", s.api, "/api/v1/ /debug/pprof/")
 	}
 	return nil
 }
 
-// serve serves h on ln in the background; s.mu is held.
-func (s *Server) serve(ln net.Listener, h http.Handler, paths string) {
-	if s.set.TLS != nil {
-		ln = tls.NewListener(ln, s.set.TLS)
-	}
+// serve serves h on ln in the background, bounded as every listener is (listen.HTTP) and
+// labelled name in the listener metrics; s.mu is held.
+func (s *Server) serve(ln net.Listener, name string, h http.Handler, paths string) {
 	if s.api == s.mux {
 		paths += " /api/v1/ /debug/pprof/"
 	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
+	srv, limited, serveLn := listen.HTTP(ln, name, h, s.set.TLS, s.set.Listen, s.set.ListenMetrics, s.log)
 	s.srvs = append(s.srvs, srv)
 	s.wg.Go(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(serveLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("HTTP server stopped", "err", err)
 		}
 	})
-	s.log.Info("HTTP server listening", "endpoint", ln.Addr().String(), "paths", paths)
+	s.log.Info("HTTP server listening", "endpoint", ln.Addr().String(), "paths", paths, "max_connections", limited.Cap())
 }
 
 // Shutdown stops accepting and waits for in-flight requests until ctx ends. Idempotent and

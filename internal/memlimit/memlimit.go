@@ -41,9 +41,7 @@ type Guard struct {
 func New(limitMiB int, reg prometheus.Registerer) *Guard {
 	limit := uint64(limitMiB) << 20
 	if limit == 0 {
-		if gl := debug.SetMemoryLimit(-1); gl > 0 && gl != math.MaxInt64 {
-			limit = uint64(gl) / 10 * 9
-		}
+		limit = GoMemLimit() / 10 * 9
 	}
 	g := &Guard{limit: limit, interval: 100 * time.Millisecond, read: heapBytes, stop: make(chan struct{})}
 	g.refused = prometheus.NewCounter(prometheus.CounterOpts{
@@ -57,6 +55,15 @@ func New(limitMiB int, reg prometheus.Registerer) *Guard {
 		}, func() float64 { return float64(g.limit) }))
 	}
 	return g
+}
+
+// GoMemLimit is the Go runtime's memory limit in bytes (GOMEMLIMIT, or what FromCgroup set),
+// 0 when there is none.
+func GoMemLimit() uint64 {
+	if gl := debug.SetMemoryLimit(-1); gl > 0 && gl != math.MaxInt64 {
+		return uint64(gl)
+	}
+	return 0
 }
 
 // NewWithReader is New with the heap read by read every interval instead of from the

@@ -20,6 +20,7 @@ import (
 	"github.com/ragwatch/ragwatch/collector/signals"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/httpapi"
+	"github.com/ragwatch/ragwatch/internal/listen"
 	"github.com/ragwatch/ragwatch/internal/memlimit"
 	"github.com/ragwatch/ragwatch/internal/natsconn"
 	"github.com/ragwatch/ragwatch/internal/record"
@@ -44,6 +45,10 @@ type builder struct {
 	ctx context.Context
 
 	guard *memlimit.Guard // nil in worker mode: refuseFunc then refuses nothing
+
+	// listen and listenMetrics bound and count every listener (limits.go, listenLimits).
+	listen        listen.Limits
+	listenMetrics *listen.Metrics
 
 	// The redactor cleans text before it leaves the process (security.go); built once, on
 	// first use, because run and the worker both need it and neither may build two.
@@ -385,6 +390,7 @@ func (b *builder) http() (lifecycle, error) {
 		records = b.Join
 	}
 	in := b.cfg.Limits.Intake
+	bounds, counts := b.listenLimits()
 	srv, err := httpapi.New(httpapi.Settings{
 		Endpoint:    b.cfg.HTTP.Endpoint,
 		APIEndpoint: b.cfg.HTTP.APIEndpoint,
@@ -399,6 +405,8 @@ func (b *builder) http() (lifecycle, error) {
 		MaxBodyBytes:       in.MaxAPIBodyBytes,
 		MaxJSONDepth:       in.MaxJSONDepth,
 		MaxRecordsPerBatch: in.MaxRecordsPerBatch,
+		Listen:             bounds,
+		ListenMetrics:      counts,
 		Logger:             b.logger("http"),
 		Now:                b.o.now,
 	})
@@ -463,6 +471,7 @@ func (b *builder) otlpReceivers() (lifecycle, error) {
 	if err != nil {
 		return lifecycle{}, err
 	}
+	bounds, counts := b.listenLimits()
 	rcv, err := otlp.New(otlp.Settings{
 		GRPCEndpoint: b.cfg.Receivers.OTLP.GRPC.Endpoint,
 		HTTPEndpoint: b.cfg.Receivers.OTLP.HTTP.Endpoint,
@@ -479,6 +488,8 @@ func (b *builder) otlpReceivers() (lifecycle, error) {
 		MaxConcurrentStreams: uint32(b.cfg.Receivers.OTLP.MaxConcurrentStreams), // validated ≤ 2^20
 
 		RefuseRetryAfter: memlimit.RetryAfter,
+		Listen:           bounds,
+		ListenMetrics:    counts,
 		Logger:           b.logger("otlp"),
 	})
 	if err != nil {

@@ -10,8 +10,27 @@ import (
 
 	"github.com/ragwatch/ragwatch/collector/otlp"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/listen"
 	"github.com/ragwatch/ragwatch/internal/memlimit"
 )
+
+// listenLimits are the bounds of every listener (listen.Limits), with the connection cap
+// derived from the Go memory limit (set from the cgroup above when the environment did not)
+// and the descriptor limit, and the metrics that count their connections. Derived and logged
+// once, when the first listener is built.
+func (b *builder) listenLimits() (listen.Limits, *listen.Metrics) {
+	if b.listenMetrics == nil {
+		caps := listen.Budget{MemoryLimit: memlimit.GoMemLimit(), FDLimit: listen.FDLimit()}.Caps()
+		b.logger("listen").Info("listener limits",
+			"max_connections_per_listener", caps.PerListener, "derived_from", caps.By,
+			"memory_limit_bytes", caps.MemoryLimit, "fd_limit", caps.FDLimit, "fd_reserve", caps.FDReserve,
+			"max_header_bytes", listen.MaxHeaderBytes, "read_header_timeout", listen.ReadHeaderTimeout,
+			"idle_timeout", listen.IdleTimeout)
+		b.listenMetrics = listen.NewMetrics(b.Registry)
+		b.listen = listen.Limits{MaxConns: caps.PerListener}
+	}
+	return b.listen, b.listenMetrics
+}
 
 // WithHeapReader makes the memory guard read the heap size with read every interval instead of
 // from the runtime, so tests can drive intake through overload and recovery.
