@@ -1,0 +1,205 @@
+package natsconn
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/config"
+)
+
+// The reply trick: the app publishes an allowed record whose reply subject names ragwatch's
+// state. A stream capturing the record answers with its publish acknowledgement on that reply,
+// published by the server itself, so the app's publish permissions do not apply. With the app
+// in ragwatch's account the acknowledgement overwrote the alert-state key, queued junk for the
+// scorers, wrote a dead letter and a score. In its own account, behind service imports, the
+// acknowledgement goes back into the app's account whatever the reply says: ragwatch's bucket,
+// streams and scores stay untouched, the records are still stored, and the app's own inbox still
+// gets its acknowledgement.
+func TestAppReplyCannotReachRagwatchState(t *testing.T) {
+	cfg := embeddedCfg(t)
+	def := config.Default()
+	q := def.Scoring.Queue
+	scores := q.ScoresSubjectPrefix + ".support-bot"
+	ctx := context.Background()
+
+	c, err := Connect(ctx, cfg, prometheus.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Close() }()
+	ingest, err := c.JS.CreateStream(ctx, jetstream.StreamConfig{Name: cfg.Consume.Stream, Subjects: appSubjects(cfg.Subjects)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scoring, err := c.JS.CreateStream(ctx, jetstream.StreamConfig{Name: q.Stream, Subjects: []string{q.Subject}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := c.JS.CreateStream(ctx, jetstream.StreamConfig{Name: q.DeadLetterStream, Subjects: []string{q.DeadLetterSubject}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := c.KeyValue(ctx, def.Alerting.StateBucket, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "slo.support-bot", []byte("state")); err != nil {
+		t.Fatal(err)
+	}
+	scoresSub, err := c.NC.SubscribeSync(q.ScoresSubjectPrefix + ".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inboxSub, err := c.NC.SubscribeSync("_INBOX.>") // ragwatch's own replies
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	app, err := nats.Connect(c.ClientURL(), c.AppCredential().Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	replies := []string{
+		"$KV." + def.Alerting.StateBucket + ".slo.support-bot",
+		q.Subject,
+		q.DeadLetterSubject,
+		scores,
+		// The acknowledgement is JSON with a "seq": as a purge request it would empty the
+		// scoring queue up to it.
+		"$JS.API.STREAM.PURGE." + q.Stream,
+		"_INBOX.ragwatch-reply",
+	}
+	for _, reply := range replies {
+		m := &nats.Msg{Subject: "ragwatch.records.support-bot", Reply: reply, Data: []byte(`{"trace_id":"t1"}`)}
+		if err := app.PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The app's own publish with an acknowledgement, after the tricks: the stream stores in
+	// order, so once it is acknowledged the tricks' acknowledgements have been sent.
+	ajs, err := jetstream.New(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := ajs.Publish(ctx, "ragwatch.records.support-bot", []byte(`{"trace_id":"t2"}`))
+	if err != nil {
+		t.Fatalf("the app's acknowledged publish: %v", err)
+	}
+	if want := uint64(len(replies) + 1); ack.Stream != cfg.Consume.Stream || ack.Sequence != want {
+		t.Fatalf("ack = %+v, want stream %s sequence %d", ack, cfg.Consume.Stream, want)
+	}
+	// What the acknowledgements could still do they would have done by now; look for a while.
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		for _, sub := range []*nats.Subscription{scoresSub, inboxSub} {
+			if m, err := sub.NextMsg(10 * time.Millisecond); err == nil {
+				t.Errorf("the server published on %s: %s", m.Subject, m.Data)
+			}
+		}
+	}
+
+	// A drained sync subscription waits for its reader: end them before Close drains.
+	for _, sub := range []*nats.Subscription{scoresSub, inboxSub} {
+		if err := sub.Unsubscribe(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	e, err := kv.Get(ctx, "slo.support-bot")
+	if err != nil || string(e.Value()) != "state" || e.Revision() != 1 {
+		t.Errorf("alert state: %q, %v; want \"state\" at revision 1", value(e), err)
+	}
+	for _, s := range []jetstream.Stream{scoring, dead} {
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs != 0 || info.State.LastSeq != 0 {
+			t.Errorf("stream %s got %d messages (last seq %d) from the app's replies", info.Config.Name, info.State.Msgs, info.State.LastSeq)
+		}
+	}
+	info, err := ingest.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != uint64(len(replies)+1) {
+		t.Fatalf("intake stream holds %d records, want %d: a record with a reply must still be ingested", info.State.Msgs, len(replies)+1)
+	}
+
+	// The replies that would pass a service import unchanged are refused from clients.
+	onErr, errs := asyncErrs()
+	bad, err := nats.Connect(c.ClientURL(), c.AppCredential().Option(), onErr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	for _, reply := range []string{"$JS.ACK." + q.Stream + ".workers.1.1.1.0.0", "_R_.abc.def"} {
+		if err := bad.PublishMsg(&nats.Msg{Subject: "ragwatch.records.support-bot", Reply: reply, Data: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		_ = bad.Flush()
+		select {
+		case err := <-errs:
+			if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), "Reply") {
+				t.Fatalf("reply %s: err = %v, want a reply permissions violation", reply, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("reply %s: not refused", reply)
+		}
+	}
+
+	// ragwatch's streams and buckets live in the global account, as before accounts: a restart
+	// (and an upgrade from a single-account store) finds them.
+	c.Close()
+	c, err = Connect(ctx, cfg, prometheus.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err = c.JS.KeyValue(ctx, def.Alerting.StateBucket)
+	if err != nil {
+		t.Fatalf("alert-state bucket after a restart: %v", err)
+	}
+	if e, err := kv.Get(ctx, "slo.support-bot"); err != nil || string(e.Value()) != "state" {
+		t.Fatalf("alert state after a restart: %q, %v", value(e), err)
+	}
+}
+
+// The app's account holds nothing of ragwatch's: no JetStream, so neither its streams nor
+// buckets; ragwatch exports the ingest subjects to it as services.
+func TestAppAccountIsolated(t *testing.T) {
+	cfg := embeddedCfg(t)
+	c := connectEmbedded(t, cfg, nil)
+	acc, err := c.server.LookupAccount(AppAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acc.JetStreamEnabled() {
+		t.Fatal("JetStream is enabled in the app's account")
+	}
+	if !c.server.GlobalAccount().JetStreamEnabled() {
+		t.Fatal("JetStream is not enabled in ragwatch's account")
+	}
+	for _, subj := range appSubjects(cfg.Subjects) {
+		if !c.server.GlobalAccount().IsExportService(subj) {
+			t.Fatalf("%s is not exported to the app as a service", subj)
+		}
+	}
+}
+
+func value(e jetstream.KeyValueEntry) string {
+	if e == nil {
+		return ""
+	}
+	return string(e.Value())
+}
