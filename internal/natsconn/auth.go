@@ -141,11 +141,25 @@ func loadOrGenerate(file string) (pw config.Secret, created bool, err error) {
 // stored them, so an upgrade finds its scoring queue, dead letters and alert state in place.
 const AppAccount = "APP"
 
-// AppResponseThreshold is how long the embedded server keeps the way back for the reply of
-// one app message (a JetStream publish acknowledgement) before it forgets it. The app's
-// client gives up after its own timeout (nats.go: 5s by default), so a later answer would
-// not be read; a message nobody answers (core mode) costs the server ~350 bytes until then.
-const AppResponseThreshold = 5 * time.Second
+// responseThreshold is how long the embedded server keeps the way back for the reply of one
+// app message (a service import's response map, ~350 bytes) before it forgets it. Nothing
+// bounds how many are pending but this time: an app that floods reply-bearing messages holds
+// up to its rate × twice the threshold of them (the server sweeps once per threshold).
+//
+//   - jetstream: the stream answers each message with its acknowledgement as it stores it,
+//     which frees the way back at once (a flood waits in the stream's ingest queue, at most
+//     100,000 messages: 96,000 pending at the peak of 93,000 messages/s, attack_test.go); 5s
+//     is the nats.go publish timeout, after which the app no longer waits anyway.
+//   - core: nothing of ragwatch's answers, so the way back only costs memory; 250ms leaves
+//     room for a stream an operator keeps on the subjects, and held a flood of 128,000
+//     messages/s to 76,000 pending (~26 MB); at 5s a sustained one would hold ~1.2 million
+//     (~400 MB).
+func responseThreshold(mode string) time.Duration {
+	if mode == config.NATSModeJetStream {
+		return 5 * time.Second
+	}
+	return 250 * time.Millisecond
+}
 
 // serverAccounts puts the app in an account of its own, AppAccount, that reaches ragwatch's
 // account only through the ingest subjects, imported as services.
@@ -160,18 +174,18 @@ const AppResponseThreshold = 5 * time.Second
 // reply to a one-time _R_.<id> subject of ragwatch's account that routes the answer back into
 // the app's account and nowhere else: whatever reply the app writes, the acknowledgement is
 // delivered on that subject in the app's account, where no stream, bucket or ragwatch
-// subscriber lives, and the app's own inbox still gets its acknowledgement. The two replies
-// that service imports pass through unchanged ($JS.ACK.>, _R_.>) are refused by the server
-// when a client publishes with them.
+// subscriber lives, and the app's own inbox still gets its acknowledgement (responseThreshold
+// says how long the server waits for it). The two replies that service imports pass through
+// unchanged ($JS.ACK.>, _R_.>) are refused by the server when a client publishes with them.
 //
 // ragwatch's own user goes to the global account: serverUsers leaves its Account nil.
-func serverAccounts(subjects config.NATSSubjects) (own, app *server.Account, err error) {
+func serverAccounts(subjects config.NATSSubjects, mode string) (own, app *server.Account, err error) {
 	own, app = server.NewAccount(server.DEFAULT_GLOBAL_ACCOUNT), server.NewAccount(AppAccount)
 	for _, s := range appSubjects(subjects) {
 		if err := own.AddServiceExport(s, []*server.Account{app}); err != nil {
 			return nil, nil, fmt.Errorf("embedded NATS: export %s to the app account: %w", s, err)
 		}
-		if err := own.SetServiceExportResponseThreshold(s, AppResponseThreshold); err != nil {
+		if err := own.SetServiceExportResponseThreshold(s, responseThreshold(mode)); err != nil {
 			return nil, nil, fmt.Errorf("embedded NATS: export %s to the app account: %w", s, err)
 		}
 		if err := app.AddServiceImport(own, s, s); err != nil {

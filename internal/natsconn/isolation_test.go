@@ -3,6 +3,7 @@ package natsconn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 // The reply trick: the app publishes an allowed record whose reply subject names ragwatch's
@@ -194,6 +196,59 @@ func TestAppAccountIsolated(t *testing.T) {
 		if !c.server.GlobalAccount().IsExportService(subj) {
 			t.Fatalf("%s is not exported to the app as a service", subj)
 		}
+		if d, err := c.server.GlobalAccount().ServiceExportResponseThreshold(subj); err != nil || d != 250*time.Millisecond {
+			t.Fatalf("%s: response threshold %v, %v; want 250ms in core mode", subj, d, err)
+		}
+	}
+}
+
+// In core mode nothing answers the app's replies: the way back the server keeps for each
+// (a response map) expires in 250ms, so a flood of reply-bearing records cannot pile them up
+// (attack_test.go floods 200,000). In jetstream mode the stream answers, and the app waits
+// for its acknowledgement up to its publish timeout.
+func TestUnansweredAppRepliesExpire(t *testing.T) {
+	cfg := embeddedCfg(t)
+	c := connectEmbedded(t, cfg, nil)
+	app, err := nats.Connect(c.ClientURL(), c.AppCredential().Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	sub, err := c.NC.SubscribeSync("ragwatch.records.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := c.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	for i := range n {
+		if err := app.PublishMsg(&nats.Msg{Subject: "ragwatch.records.x", Reply: fmt.Sprintf("_INBOX_app.%d", i), Data: []byte("{}")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := app.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := sub.NextMsg(5 * time.Second); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	acc := c.server.GlobalAccount()
+	if acc.NumPendingAllResponses() == 0 {
+		t.Fatal("no pending responses: the messages did not cross a service import")
+	}
+	testutil.Eventually(t, 2*time.Second, 10*time.Millisecond, "pending responses expired", func() bool {
+		return acc.NumPendingAllResponses() == 0
+	})
+
+	cfg = embeddedCfg(t)
+	cfg.Consume.Mode = config.NATSModeJetStream
+	c = connectEmbedded(t, cfg, nil)
+	if d, err := c.server.GlobalAccount().ServiceExportResponseThreshold(cfg.Subjects.Records); err != nil || d != 5*time.Second {
+		t.Fatalf("jetstream mode: response threshold %v, %v; want 5s", d, err)
 	}
 }
 

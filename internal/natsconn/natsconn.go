@@ -343,7 +343,7 @@ func startEmbedded(cfg config.NATS, logger *slog.Logger) (*server.Server, Creden
 		}
 		_ = l.Close()
 	}
-	ownAcc, appAcc, err := serverAccounts(cfg.Subjects)
+	ownAcc, appAcc, err := serverAccounts(cfg.Subjects, cfg.Consume.Mode)
 	if err != nil {
 		return fail(err)
 	}
