@@ -68,8 +68,9 @@ type NATSEmbedded struct {
 type NATSEmbeddedUsers struct {
 	// Ragwatch is ragwatch's own connection: every permission (streams, KV buckets, scores).
 	Ragwatch NATSUser `yaml:"ragwatch"`
-	// App is the application next to ragwatch: it may publish on the records, feedback and
-	// OTLP subjects and nothing else (no subscribe, no JetStream API).
+	// App is the application next to ragwatch, in an account of its own: it may publish on
+	// the ingest subjects (Subjects) and subscribe on its own inbox, nothing else (no
+	// JetStream API, and no reply subject of its reaches ragwatch's account).
 	App NATSUser `yaml:"app"`
 }
 
