@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -257,4 +258,126 @@ func value(e jetstream.KeyValueEntry) string {
 		return ""
 	}
 	return string(e.Value())
+}
+
+// Why a service import (serverAccounts): the reply trick against the three ways to let an app
+// publish into ragwatch's intake stream. One account and a stream import both deliver the
+// app's reply unchanged, so the stream's acknowledgement overwrites the KV key (and, with a
+// stream import, the app no longer gets its acknowledgement at all); a service import rewrites
+// the reply into the app's account: the key keeps its value and the app is acknowledged.
+func TestReplyTrickByAccountDesign(t *testing.T) {
+	for _, tt := range []struct {
+		design      string
+		overwritten bool // the KV key got the acknowledgement
+		acked       bool // the app's own acknowledged publish came back
+	}{
+		{"one account", true, true},
+		{"stream import", true, false},
+		{"service import", false, true},
+	} {
+		t.Run(tt.design, func(t *testing.T) {
+			opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true}
+			g, appAcc := server.NewAccount(server.DEFAULT_GLOBAL_ACCOUNT), server.NewAccount(AppAccount)
+			switch tt.design {
+			case "one account":
+				appAcc = nil
+			case "stream import":
+				if err := appAcc.AddStreamExport("ragwatch.records.>", []*server.Account{g}); err != nil {
+					t.Fatal(err)
+				}
+				if err := g.AddStreamImport(appAcc, "ragwatch.records.>", ""); err != nil {
+					t.Fatal(err)
+				}
+			case "service import":
+				if err := g.AddServiceExport("ragwatch.records.>", []*server.Account{appAcc}); err != nil {
+					t.Fatal(err)
+				}
+				if err := appAcc.AddServiceImport(g, "ragwatch.records.>", "ragwatch.records.>"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if appAcc != nil {
+				opts.Accounts = []*server.Account{g, appAcc}
+			}
+			opts.Users = []*server.User{{Username: "rw", Password: "rw"}, {Username: "app", Password: "app", Account: appAcc}}
+			s, err := server.NewServer(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Start()
+			defer func() { s.Shutdown(); s.WaitForShutdown() }()
+			if !s.ReadyForConnections(10 * time.Second) {
+				t.Fatal("not ready")
+			}
+			if appAcc != nil {
+				if err := s.GlobalAccount().EnableJetStream(nil, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx := context.Background()
+			rw, err := nats.Connect(s.ClientURL(), nats.UserInfo("rw", "rw"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rw.Close()
+			js, err := jetstream.New(rw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "INGEST", Subjects: []string{"ragwatch.records.>"}}); err != nil {
+				t.Fatal(err)
+			}
+			kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ragwatch_alerts"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := kv.Put(ctx, "k", []byte("state")); err != nil {
+				t.Fatal(err)
+			}
+			app, err := nats.Connect(s.ClientURL(), nats.UserInfo("app", "app"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer app.Close()
+			if err := app.PublishMsg(&nats.Msg{Subject: "ragwatch.records.x", Reply: "$KV.ragwatch_alerts.k", Data: []byte("{}")}); err != nil {
+				t.Fatal(err)
+			}
+			ajs, err := jetstream.New(app)
+			if err != nil {
+				t.Fatal(err)
+			}
+			actx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			_, err = ajs.Publish(actx, "ragwatch.records.x", []byte("{}"))
+			if acked := err == nil; acked != tt.acked {
+				t.Errorf("app acknowledged = %v (%v), want %v", acked, err, tt.acked)
+			}
+			// Both messages are stored either way; then the first acknowledgement has been sent.
+			testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, "both stored", func() bool {
+				st, err := js.Stream(ctx, "INGEST")
+				if err != nil {
+					return false
+				}
+				info, err := st.Info(ctx)
+				return err == nil && info.State.Msgs == 2
+			})
+			value := func() string {
+				e, err := kv.Get(ctx, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(e.Value())
+			}
+			if tt.overwritten {
+				testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, "the acknowledgement in the key", func() bool {
+					return value() == `{"stream":"INGEST","seq":1}`
+				})
+				return
+			}
+			time.Sleep(200 * time.Millisecond) // the acknowledgement's way into the bucket, were it open
+			if v := value(); v != "state" {
+				t.Errorf("key = %q, want \"state\"", v)
+			}
+		})
+	}
 }
