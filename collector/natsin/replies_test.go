@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -134,5 +136,63 @@ func TestServiceReply(t *testing.T) {
 		if got := serviceReply(reply); got != want {
 			t.Errorf("serviceReply(%q) = %v, want %v", reply, got, want)
 		}
+	}
+}
+
+// The jetstream probe is a plain subscription: a ragwatch user allowed the JetStream API but
+// not the ingest subjects themselves gets it refused by the server, and consumes as before.
+func TestReplyProbeRefusedStillConsumes(t *testing.T) {
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true,
+		Users: []*server.User{
+			{Username: "rw", Password: "rw", Permissions: &server.Permissions{
+				Publish:   &server.SubjectPermission{Allow: []string{"$JS.API.>", "$JS.ACK.>"}},
+				Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
+			}},
+			{Username: "app", Password: "app"},
+		}}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("not ready")
+	}
+	cfg := config.Default().NATS
+	cfg.URL = config.SecretURL(ns.ClientURL())
+	cfg.Consume.Mode = config.NATSModeJetStream
+	var asyncErrs atomic.Int32
+	own, err := nats.Connect(ns.ClientURL(), nats.UserInfo("rw", "rw"),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) { asyncErrs.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	ojs, err := jetstream.New(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &countingSink{counts: map[string]int{}}
+	reg := prometheus.NewRegistry()
+	sub, err := New(Settings{NC: own, JS: ojs, Config: cfg, Records: sink, Metrics: ingest.NewMetrics(reg), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Start(context.Background()); err != nil {
+		t.Fatalf("start with the probe refused: %v", err)
+	}
+	defer func() { _ = sub.Shutdown(context.Background()) }()
+	_, ajs := testutil.Connect(t, ns, nats.UserInfo("app", "app"))
+	for i := range 3 {
+		if _, err := ajs.Publish(context.Background(), "ragwatch.records.support-bot",
+			fmt.Appendf(nil, `{"trace_id":"trace-%04d","service":"support-bot","query":"q"}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, patience, 5*time.Millisecond, "three records", func() bool { _, n := sink.snapshot(); return n == 3 })
+	testutil.Eventually(t, patience, 5*time.Millisecond, "the refused probes reported", func() bool { return asyncErrs.Load() >= 1 })
+	if !own.IsConnected() {
+		t.Fatal("the refused probe closed the connection")
 	}
 }
