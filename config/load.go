@@ -123,8 +123,9 @@ func (c *Config) validate(lines map[string]int) error {
 		}
 	})
 	// Checks across sections: names that refer to each other (alerts.go), stream caps against
-	// the embedded server's store (storage.go).
-	if err := errors.Join(CheckAlertRefs(c), CheckStorage(c), CheckJudges(c), CheckMetricNames(c)); err != nil {
+	// the embedded server's store (storage.go), the app's subjects against ragwatch's own
+	// (nats.go).
+	if err := errors.Join(CheckAlertRefs(c), CheckStorage(c), CheckJudges(c), CheckMetricNames(c), CheckNATSSubjects(c)); err != nil {
 		for _, e := range flatten(err) {
 			var fe *FieldError
 			if errors.As(e, &fe) {

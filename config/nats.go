@@ -1,12 +1,15 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 )
 
 // NATS configures the embedded server or the connection to an external cluster, the subjects
@@ -65,8 +68,9 @@ type NATSEmbedded struct {
 type NATSEmbeddedUsers struct {
 	// Ragwatch is ragwatch's own connection: every permission (streams, KV buckets, scores).
 	Ragwatch NATSUser `yaml:"ragwatch"`
-	// App is the application next to ragwatch: it may publish on the records, feedback and
-	// OTLP subjects and nothing else (no subscribe, no JetStream API).
+	// App is the application next to ragwatch, in an account of its own: it may publish on
+	// the ingest subjects (Subjects) and subscribe on its own inbox, nothing else (no
+	// JetStream API, and no reply subject of its reaches ragwatch's account).
 	App NATSUser `yaml:"app"`
 }
 
@@ -283,6 +287,7 @@ func (u NATSEmbeddedUsers) validate() []error {
 func (s NATSSubjects) validate() []error {
 	var errs []error
 	seen := map[string]string{}
+	var order []string // seen's subjects in the order of the keys
 	for _, kv := range [][2]string{{"records", s.Records}, {"otlp", s.OTLP}, {"feedback", s.Feedback}, {"labels", s.Labels}} {
 		key, subj := kv[0], kv[1]
 		if subj == "" {
@@ -294,10 +299,89 @@ func (s NATSSubjects) validate() []error {
 		}
 		if other, dup := seen[subj]; dup {
 			errs = append(errs, Invalid("subjects."+key, "must differ from `subjects.%s`", other))
+		} else {
+			for _, prev := range order {
+				if server.SubjectsCollide(subj, prev) {
+					errs = append(errs, Invalid("subjects."+key, "%q overlaps `subjects.%s` (%q): a message on both would be read twice, as two kinds", subj, seen[prev], prev))
+				}
+			}
 		}
 		seen[subj] = key
+		order = append(order, subj)
 	}
 	return errs
+}
+
+// natsReserved are subjects NATS keeps for itself. A reply or a subscription there reaches
+// the JetStream API, the streams and buckets, or another client's replies.
+var natsReserved = []struct{ subject, what string }{
+	{"$JS.>", "the JetStream API and acknowledgements"},
+	{"$KV.>", "the JetStream KV buckets"},
+	{"$O.>", "the JetStream object stores"},
+	{"$SYS.>", "the NATS system account"},
+	{"_INBOX.>", "reply inboxes"},
+	{"_R_.>", "service-import replies"},
+}
+
+// CheckNATSSubjects refuses ingest subjects (nats.subjects.*, the subjects the app user may
+// publish on) that overlap a subject ragwatch keeps to itself: its scoring queue, dead
+// letters and scores, the app's own inbox, or a subject NATS reserves ($JS, $KV, $O, $SYS,
+// any other $ subject, _INBOX, _R_). A wildcard that covers one (">", "ragwatch.>", "*.>")
+// counts. With such a subject the app could publish forged scores or records straight into
+// the scoring queue, and read its own acknowledgements as records. Overlaps are tested with
+// nats-server's own subject matcher.
+func CheckNATSSubjects(c *Config) error {
+	q := c.Scoring.Queue
+	own := []struct{ key, subject string }{
+		{"scoring.queue.subject", q.Subject},
+		{"scoring.queue.dead_letter_subject", q.DeadLetterSubject},
+		{"scoring.queue.scores_subject_prefix", q.ScoresSubjectPrefix + ".>"},
+	}
+	if c.NATS.IsEmbedded() && validName(c.NATS.Embedded.Users.App.Name) {
+		own = append(own, struct{ key, subject string }{"nats.embedded.users.app.name", "_INBOX_" + c.NATS.Embedded.Users.App.Name + ".>"})
+	}
+	s := c.NATS.Subjects
+	var errs []error
+	for _, kv := range [][2]string{{"records", s.Records}, {"otlp", s.OTLP}, {"feedback", s.Feedback}, {"labels", s.Labels}} {
+		key, subj := "nats.subjects."+kv[0], kv[1]
+		if subj == "" || checkSubject(subj) != nil {
+			continue // reported by NATSSubjects.validate
+		}
+		var hits []string
+		for _, o := range own {
+			if checkSubject(o.subject) == nil && server.SubjectsCollide(subj, o.subject) {
+				hits = append(hits, fmt.Sprintf("%s (`%s`)", o.subject, o.key))
+			}
+		}
+		for _, r := range natsReserved {
+			if server.SubjectsCollide(subj, r.subject) {
+				hits = append(hits, fmt.Sprintf("%s (%s)", r.subject, r.what))
+			}
+		}
+		first, _, _ := strings.Cut(subj, ".")
+		if len(hits) == 0 && (strings.HasPrefix(first, "$") || strings.HasPrefix(first, "_INBOX")) {
+			hits = append(hits, fmt.Sprintf("%s.> (reserved by NATS)", first))
+		}
+		if len(hits) > 0 {
+			errs = append(errs, Invalid(key, "%q overlaps subjects the app must not publish on: %s; the app's user may publish on this subject, give it one of its own (such as %s)",
+				subj, strings.Join(hits, ", "), defaultSubject(kv[0])))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func defaultSubject(key string) string {
+	d := defaultNATS().Subjects
+	switch key {
+	case "records":
+		return d.Records
+	case "otlp":
+		return d.OTLP
+	case "feedback":
+		return d.Feedback
+	default:
+		return d.Labels
+	}
 }
 
 func (c NATSConsume) validate() []error {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -105,6 +106,97 @@ func TestNATSValidateErrors(t *testing.T) {
 				t.Fatalf("error:\n got %s\nwant %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// A subject the app may publish on must not reach what ragwatch keeps to itself: its scoring
+// queue, dead letters and scores, the app's inbox, or a subject NATS reserves. Each such
+// subject, or a wildcard covering one, is an error naming the key, whether ragwatch runs the
+// server or joins a cluster.
+func TestNATSAppSubjectsOverlapRagwatch(t *testing.T) {
+	const own = "ragwatch.scoring.records (`scoring.queue.subject`), ragwatch.scoring.dead (`scoring.queue.dead_letter_subject`), ragwatch.scores.> (`scoring.queue.scores_subject_prefix`)"
+	const reserved = "$JS.> (the JetStream API and acknowledgements), $KV.> (the JetStream KV buckets), $O.> (the JetStream object stores), $SYS.> (the NATS system account), _INBOX.> (reply inboxes), _R_.> (service-import replies)"
+	const inbox = "_INBOX_app.> (`nats.embedded.users.app.name`)"
+	const advice = "; the app's user may publish on this subject, give it one of its own (such as %s)"
+	only := func(key, subj string) string { // the other ingest subjects off, so only key's overlap is reported
+		y := "nats:\n  subjects:\n"
+		for _, k := range []string{"records", "otlp", "feedback", "labels"} {
+			if k == key {
+				y += "    " + k + ": \"" + subj + "\"\n"
+			} else {
+				y += "    " + k + ": \"\"\n"
+			}
+		}
+		return y
+	}
+	line := func(key string) string {
+		return map[string]string{"records": "3", "otlp": "4", "feedback": "5", "labels": "6"}[key]
+	}
+	tests := []struct {
+		key, subject, hits string
+	}{
+		{"records", "ragwatch.>", own},
+		{"records", ">", own + ", " + inbox + ", " + reserved},
+		{"feedback", "*.>", own + ", " + inbox + ", " + reserved},
+		{"records", "ragwatch.scores.support-bot", "ragwatch.scores.> (`scoring.queue.scores_subject_prefix`)"},
+		{"records", "ragwatch.scores.*", "ragwatch.scores.> (`scoring.queue.scores_subject_prefix`)"},
+		{"otlp", "ragwatch.scoring.records", "ragwatch.scoring.records (`scoring.queue.subject`)"},
+		{"labels", "ragwatch.scoring.dead", "ragwatch.scoring.dead (`scoring.queue.dead_letter_subject`)"},
+		{"records", "ragwatch.scoring.*", "ragwatch.scoring.records (`scoring.queue.subject`), ragwatch.scoring.dead (`scoring.queue.dead_letter_subject`)"},
+		{"labels", "$KV.ragwatch_alerts.x", "$KV.> (the JetStream KV buckets)"},
+		{"feedback", "$JS.API.>", "$JS.> (the JetStream API and acknowledgements)"},
+		{"otlp", "$SYS.x", "$SYS.> (the NATS system account)"},
+		{"otlp", "$O.bucket.x", "$O.> (the JetStream object stores)"},
+		{"records", "$NRG.x", "$NRG.> (reserved by NATS)"},
+		{"records", "_INBOX.>", "_INBOX.> (reply inboxes)"},
+		{"records", "_INBOX_app.x", inbox},
+		{"records", "_INBOX_other.x", "_INBOX_other.> (reserved by NATS)"},
+		{"records", "_R_.x", "_R_.> (service-import replies)"},
+	}
+	defaults := map[string]string{"records": "ragwatch.records.>", "otlp": "ragwatch.otlp.traces", "feedback": "ragwatch.feedback.>", "labels": "ragwatch.labels.>"}
+	for _, tt := range tests {
+		want := "line " + line(tt.key) + ": `nats.subjects." + tt.key + "` \"" + tt.subject + "\" overlaps subjects the app must not publish on: " +
+			tt.hits + fmt.Sprintf(advice, defaults[tt.key])
+		t.Run(tt.key+" "+tt.subject, func(t *testing.T) {
+			_, err := Parse([]byte(only(tt.key, tt.subject)))
+			if err == nil || err.Error() != want {
+				t.Fatalf("error:\n got %v\nwant %s", err, want)
+			}
+		})
+	}
+
+	// An external cluster: the same subjects are the app's, and ragwatch's inbox is not known.
+	ext := "nats:\n  url: nats://10.0.0.1:4222\n  subjects:\n    records: \"ragwatch.>\"\n    otlp: \"\"\n    feedback: \"\"\n    labels: \"\"\n"
+	want := "line 4: `nats.subjects.records` \"ragwatch.>\" overlaps subjects the app must not publish on: " + own + fmt.Sprintf(advice, "ragwatch.records.>")
+	if _, err := Parse([]byte(ext)); err == nil || err.Error() != want {
+		t.Fatalf("external cluster:\n got %v\nwant %s", err, want)
+	}
+
+	// Moving ragwatch's own subjects counts too: the app's subject is checked against them.
+	moved := "nats:\n  subjects:\n    records: \"app.>\"\nscoring:\n  queue:\n    scores_subject_prefix: app.scores\n"
+	want = "line 3: `nats.subjects.records` \"app.>\" overlaps subjects the app must not publish on: app.scores.> (`scoring.queue.scores_subject_prefix`)" + fmt.Sprintf(advice, "ragwatch.records.>")
+	if _, err := Parse([]byte(moved)); err == nil || err.Error() != want {
+		t.Fatalf("moved scores prefix:\n got %v\nwant %s", err, want)
+	}
+
+	// Subjects of their own pass, a single-token wildcard under ragwatch. included.
+	for _, y := range []string{
+		"",
+		"nats:\n  subjects:\n    records: \"ragwatch.*\"\n",
+		"nats:\n  subjects:\n    records: \"apps.records.>\"\n    feedback: \"apps.feedback.>\"\n",
+	} {
+		if _, err := Parse([]byte(y)); err != nil {
+			t.Errorf("%q: %v", y, err)
+		}
+	}
+}
+
+// Two ingest subjects that overlap would read one message as two kinds.
+func TestNATSIngestSubjectsOverlap(t *testing.T) {
+	_, err := Parse([]byte("nats:\n  subjects:\n    records: \"apps.>\"\n    feedback: \"apps.feedback.>\"\n"))
+	want := "line 4: `nats.subjects.feedback` \"apps.feedback.>\" overlaps `subjects.records` (\"apps.>\"): a message on both would be read twice, as two kinds"
+	if err == nil || err.Error() != want {
+		t.Fatalf("error:\n got %v\nwant %s", err, want)
 	}
 }
 

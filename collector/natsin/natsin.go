@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -97,6 +98,10 @@ type Subscriber struct {
 	dedup *dedup
 
 	messages *prometheus.CounterVec
+	// sharedReplies counts messages whose reply subject came from ragwatch's own account;
+	// lastSharedWarn (unix nanoseconds) bounds the warning about them.
+	sharedReplies  prometheus.Counter
+	lastSharedWarn atomic.Int64
 
 	mu       sync.Mutex // guards the fields below
 	started  bool
@@ -146,6 +151,10 @@ func New(s Settings) (*Subscriber, error) {
 			Name: "ragwatch_nats_messages_total",
 			Help: "NATS messages consumed, by kind (records, otlp, feedback, labels) and outcome (accepted, rejected, duplicate, retry, failed).",
 		}, []string{"kind", "outcome"}),
+		sharedReplies: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ragwatch_nats_shared_account_replies_total",
+			Help: "Messages on the ingest subjects whose reply subject was not rewritten by a service import: their publisher shares ragwatch's NATS account, so a reply could make the server write into ragwatch's streams and buckets.",
+		}),
 	}
 	dropped := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "ragwatch_nats_dropped_messages_total",
@@ -155,6 +164,9 @@ func New(s Settings) (*Subscriber, error) {
 		return nil, fmt.Errorf("natsin: register metrics: %w", err)
 	}
 	if err := s.Registerer.Register(dropped); err != nil {
+		return nil, fmt.Errorf("natsin: register metrics: %w", err)
+	}
+	if err := s.Registerer.Register(sub.sharedReplies); err != nil {
 		return nil, fmt.Errorf("natsin: register metrics: %w", err)
 	}
 	return sub, nil
@@ -230,6 +242,7 @@ func (s *Subscriber) Start(ctx context.Context) error {
 func (s *Subscriber) startCore(bs []binding) error {
 	for _, b := range bs {
 		handler := func(m *nats.Msg) {
+			s.checkReply(m)
 			info := msgInfo{subject: m.Subject, lastTry: true}
 			if s.refused(b.kind, OutcomeFailed) {
 				return // core NATS cannot redeliver: the drop is counted
@@ -313,7 +326,74 @@ func (s *Subscriber) startJetStream(ctx context.Context, bs []binding) error {
 		s.mu.Unlock()
 		s.log.Info("JetStream consumer", "stream", c.Stream, "durable", durable, "subject", b.subject)
 	}
+	if !s.cfg.IsEmbedded() {
+		return s.probeReplies(bs)
+	}
 	return nil
+}
+
+// replyProbeMessages is how many messages per subject a JetStream intake on an external
+// cluster looks at, besides its consumers, for replies from ragwatch's own account.
+const replyProbeMessages = 100
+
+// probeReplies watches the first replyProbeMessages messages of each subject as they are
+// published (a plain subscription that the server ends by itself) for a reply subject from
+// ragwatch's own account. The stream's copy does not keep the publisher's reply, but the
+// stream answered it: in ragwatch's account unless a service import rewrote it. The embedded
+// server needs no probe: its app has an account of its own (natsconn).
+func (s *Subscriber) probeReplies(bs []binding) error {
+	for _, b := range bs {
+		sub, err := s.s.NC.Subscribe(b.subject, s.checkReply)
+		if err != nil {
+			return fmt.Errorf("subscribe to %s: %w", b.subject, err)
+		}
+		s.mu.Lock()
+		s.subs = append(s.subs, sub)
+		s.mu.Unlock()
+		if err := sub.AutoUnsubscribe(replyProbeMessages); err != nil {
+			return fmt.Errorf("subscribe to %s: %w", b.subject, err)
+		}
+	}
+	if err := s.s.NC.Flush(); err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
+	return nil
+}
+
+// sharedWarnEvery bounds the warning about replies from ragwatch's own account.
+const sharedWarnEvery = 10 * time.Minute
+
+// checkReply counts and warns about a message whose reply subject was chosen in ragwatch's
+// own account. A publisher in an account of its own reaches ragwatch's through a service
+// import, which replaces the reply with a one-time _R_ subject that routes back to the
+// publisher's account; any other reply is the publisher's own, in ragwatch's account, and a
+// stream capturing the subject sends its acknowledgement there: into a KV bucket, the
+// scoring queue, the scores subject, whatever the reply names (docs/security.md, NATS).
+func (s *Subscriber) checkReply(m *nats.Msg) {
+	if m.Reply == "" || serviceReply(m.Reply) {
+		return
+	}
+	s.sharedReplies.Inc()
+	now := s.now().UnixNano()
+	if last := s.lastSharedWarn.Load(); (last == 0 || now-last >= int64(sharedWarnEvery)) && s.lastSharedWarn.CompareAndSwap(last, now) {
+		s.log.Warn("NATS message with a reply subject in ragwatch's own account: its publisher shares ragwatch's account, "+
+			"so a reply can make the server write into ragwatch's streams and KV buckets; give the applications an account of "+
+			"their own that imports the ingest subjects as services (docs/security.md, NATS; logged at most every 10 minutes, "+
+			"counted in ragwatch_nats_shared_account_replies_total)", "subject", m.Subject)
+	}
+}
+
+// serviceReply reports whether reply is a service import's response subject (_R_.), also
+// when a gateway prefixed it for its way back (_GR_.<cluster hash>.<server hash>.).
+func serviceReply(reply string) bool {
+	if rest, ok := strings.CutPrefix(reply, "_GR_."); ok {
+		if _, after, ok := strings.Cut(rest, "."); ok {
+			if _, after, ok = strings.Cut(after, "."); ok {
+				reply = after
+			}
+		}
+	}
+	return strings.HasPrefix(reply, "_R_.")
 }
 
 func (s *Subscriber) handleJS(b binding, m jetstream.Msg) {

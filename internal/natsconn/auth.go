@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -135,22 +136,88 @@ func loadOrGenerate(file string) (pw config.Secret, created bool, err error) {
 	return config.Secret(s), true, nil
 }
 
-// serverUsers gives ragwatch every permission and the app publish on the enabled ingest
-// subjects only, and subscribe on its own inbox (for JetStream publish acknowledgements). The
-// publish deny list repeats what the allow list already excludes, so that a subject configured
-// as ">" still cannot reach the JetStream API, KV buckets or ragwatch's replies.
+// AppAccount is the embedded server's account of the app user. ragwatch's own user, its
+// JetStream streams and KV buckets stay in the global account ($G), where earlier versions
+// stored them, so an upgrade finds its scoring queue, dead letters and alert state in place.
+const AppAccount = "APP"
+
+// responseThreshold is how long the embedded server keeps the way back for the reply of one
+// app message (a service import's response map, ~350 bytes) before it forgets it. Nothing
+// bounds how many are pending but this time: an app that floods reply-bearing messages holds
+// up to its rate × twice the threshold of them (the server sweeps once per threshold).
+//
+//   - jetstream: the stream answers each message with its acknowledgement as it stores it,
+//     which frees the way back at once (a flood waits in the stream's ingest queue, at most
+//     100,000 messages: 96,000 pending at the peak of 93,000 messages/s, attack_test.go); 5s
+//     is the nats.go publish timeout, after which the app no longer waits anyway.
+//   - core: nothing of ragwatch's answers, so the way back only costs memory; 250ms leaves
+//     room for a stream an operator keeps on the subjects, and held a flood of 128,000
+//     messages/s to 76,000 pending (~26 MB); at 5s a sustained one would hold ~1.2 million
+//     (~400 MB).
+func responseThreshold(mode string) time.Duration {
+	if mode == config.NATSModeJetStream {
+		return 5 * time.Second
+	}
+	return 250 * time.Millisecond
+}
+
+// serverAccounts puts the app in an account of its own, AppAccount, that reaches ragwatch's
+// account only through the ingest subjects, imported as services.
+//
+// Why accounts, and why services: a publisher chooses the reply subject of its message, and
+// publish permissions do not apply to it. When a JetStream stream captures the message it
+// answers with a publish acknowledgement on that reply subject, published by the server in
+// the stream's account; with the app in ragwatch's account, a record with reply
+// $KV.ragwatch_alerts.<key> overwrote alert state, ragwatch.scoring.records queued junk for
+// the scorers. A stream import does not help: the message crosses with its reply unchanged
+// and the acknowledgement still lands in ragwatch's account. A service import rewrites the
+// reply to a one-time _R_.<id> subject of ragwatch's account that routes the answer back into
+// the app's account and nowhere else: whatever reply the app writes, the acknowledgement is
+// delivered on that subject in the app's account, where no stream, bucket or ragwatch
+// subscriber lives, and the app's own inbox still gets its acknowledgement (responseThreshold
+// says how long the server waits for it). The two replies that service imports pass through
+// unchanged ($JS.ACK.>, _R_.>) are refused by the server when a client publishes with them.
+//
+// ragwatch's own user goes to the global account: serverUsers leaves its Account nil.
+func serverAccounts(subjects config.NATSSubjects, mode string) (own, app *server.Account, err error) {
+	own, app = server.NewAccount(server.DEFAULT_GLOBAL_ACCOUNT), server.NewAccount(AppAccount)
+	for _, s := range appSubjects(subjects) {
+		if err := own.AddServiceExport(s, []*server.Account{app}); err != nil {
+			return nil, nil, fmt.Errorf("embedded NATS: export %s to the app account: %w", s, err)
+		}
+		if err := own.SetServiceExportResponseThreshold(s, responseThreshold(mode)); err != nil {
+			return nil, nil, fmt.Errorf("embedded NATS: export %s to the app account: %w", s, err)
+		}
+		if err := app.AddServiceImport(own, s, s); err != nil {
+			return nil, nil, fmt.Errorf("embedded NATS: import %s into the app account: %w", s, err)
+		}
+	}
+	return own, app, nil
+}
+
+// appSubjects are the enabled ingest subjects, the ones the app may publish on.
+func appSubjects(subjects config.NATSSubjects) []string {
+	var out []string
+	for _, s := range []string{subjects.Records, subjects.Feedback, subjects.OTLP, subjects.Labels} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// serverUsers gives ragwatch every permission in the global account and the app, in
+// appAcc, publish on the enabled ingest subjects only, and subscribe on its own inbox (for
+// JetStream publish acknowledgements). The publish deny list repeats what the allow list
+// already excludes, so that even a subject that config validation would refuse cannot reach
+// the JetStream API, KV buckets or ragwatch's replies.
 //
 // The server holds bcrypt hashes, not the passwords: nothing in its options (or a dump of them)
 // gives a password away, and nats-server does not warn about plaintext passwords at start. The
 // minimum cost is enough: the hashes never leave the process, which holds its own password in
 // the clear for its client anyway, and every connect and start pays the cost.
-func serverUsers(subjects config.NATSSubjects, own, app Credential) ([]*server.User, error) {
-	var allow []string
-	for _, s := range []string{subjects.Records, subjects.Feedback, subjects.OTLP, subjects.Labels} {
-		if s != "" {
-			allow = append(allow, s)
-		}
-	}
+func serverUsers(subjects config.NATSSubjects, own, app Credential, appAcc *server.Account) ([]*server.User, error) {
+	allow := appSubjects(subjects)
 	deny := []string{"$JS.>", "$KV.>", "$O.>", "$SYS.>", "_INBOX.>"}
 	if len(allow) == 0 {
 		deny = []string{">"} // every ingest subject disabled: an empty allow list would allow all
@@ -165,7 +232,7 @@ func serverUsers(subjects config.NATSSubjects, own, app Credential) ([]*server.U
 	}
 	return []*server.User{
 		{Username: own.User, Password: string(ownHash)},
-		{Username: app.User, Password: string(appHash), Permissions: &server.Permissions{
+		{Username: app.User, Password: string(appHash), Account: appAcc, Permissions: &server.Permissions{
 			Publish: &server.SubjectPermission{
 				Allow: allow,
 				Deny:  deny,

@@ -343,7 +343,11 @@ func startEmbedded(cfg config.NATS, logger *slog.Logger) (*server.Server, Creden
 		}
 		_ = l.Close()
 	}
-	users, err := serverUsers(cfg.Subjects, own, app)
+	ownAcc, appAcc, err := serverAccounts(cfg.Subjects, cfg.Consume.Mode)
+	if err != nil {
+		return fail(err)
+	}
+	users, err := serverUsers(cfg.Subjects, own, app, appAcc)
 	if err != nil {
 		return fail(err)
 	}
@@ -359,7 +363,10 @@ func startEmbedded(cfg config.NATS, logger *slog.Logger) (*server.Server, Creden
 		MaxPayload:        int32(cfg.MaxPayload),
 		NoSigs:            true,
 		NoLog:             false,
-		Users:             users,
+		// Two accounts: the app's reaches ragwatch's only through the ingest subjects
+		// (serverAccounts says why).
+		Accounts: []*server.Account{ownAcc, appAcc},
+		Users:    users,
 	}
 	if opts.MaxPayload <= 0 {
 		opts.MaxPayload = 8 << 20
@@ -376,6 +383,14 @@ func startEmbedded(cfg config.NATS, logger *slog.Logger) (*server.Server, Creden
 		s.WaitForShutdown()
 		return fail(fmt.Errorf("embedded NATS on %s with store %s: %s", cfg.Embedded.Endpoint, cfg.StoreDir, msg))
 	}
+	// With accounts configured, nats-server enables JetStream only where asked; the
+	// global account holds ragwatch's streams and buckets (and recovers them from the store),
+	// the app's account none.
+	if err := s.GlobalAccount().EnableJetStream(nil, nil); err != nil {
+		s.Shutdown()
+		s.WaitForShutdown()
+		return fail(fmt.Errorf("embedded NATS: enable JetStream with store %s: %w", cfg.StoreDir, err))
+	}
 	if err := readyErr(s); err != nil {
 		s.Shutdown()
 		s.WaitForShutdown()
@@ -388,7 +403,7 @@ func readyErr(s *server.Server) error {
 	if !s.ReadyForConnections(10 * time.Second) {
 		return errors.New("not ready for connections after 10s")
 	}
-	if !s.JetStreamEnabled() {
+	if !s.JetStreamEnabled() || !s.GlobalAccount().JetStreamEnabled() {
 		return errors.New("JetStream did not start")
 	}
 	return nil
