@@ -83,12 +83,14 @@ func TestCardAndIBANNextToOtherText(t *testing.T) {
 		{"card plain with cvv", "Card 4111111111111111 123 please.", "Card [REDACTED:card] please."},
 		{"card dashed with cvv", "Card 5555-5555-5555-4444-737.", "Card [REDACTED:card]."},
 		{"amex with four-digit cid", "Amex 3782 822463 10005 1234 ok", "Amex [REDACTED:card] ok"},
-		{"card then expiry", "4111 1111 1111 1111 exp 12/27 cvv 123", "[REDACTED:card] exp 12/27 cvv 123"},
+		{"card then expiry", "4111 1111 1111 1111 exp 12/27 cvv 123", "[REDACTED:card] exp 12/27 cvv [REDACTED:card]"},
 		{"digits before the card", "Ref 12 35 4111 1111 1111 1111 ok", "Ref 12 35 [REDACTED:card] ok"},
 		{"two cards in one run", "4111 1111 1111 1111 5555 5555 5555 4444", "[REDACTED:card] [REDACTED:card]"},
 		// "00002 4111 1111" passes the Luhn check by chance and took the card's first groups;
-		// the rest of the card ("1111 1111") went out (found by FuzzCardNeverLeaks).
-		{"a chance number over the card's first groups", "00002 4111 1111 1111 1111 10101000", "[REDACTED:card] 10101000"},
+		// the rest of the card ("1111 1111") went out (found by FuzzCardNeverLeaks). No card
+		// number starts with 0, so the chance run is not one, and the card is redacted alone.
+		{"a chance number over the card's first groups", "00002 4111 1111 1111 1111 10101000", "00002 [REDACTED:card] 10101000"},
+		{"a chance card number over the card's first groups", "3000 4111 1111 1111 1111 10101", "[REDACTED:card] 10101"},
 		{"long number failing Luhn stays", "Order 1234 5678 9012 3456 789 shipped.", "Order 1234 5678 9012 3456 789 shipped."},
 		{"iban with currency", "Wire DE89 3704 0044 0532 0130 00 EUR today.", "Wire [REDACTED:iban] EUR today."},
 		{"iban compact with currency", "Wire DE89370400440532013000 EUR.", "Wire [REDACTED:iban] EUR."},
