@@ -1,9 +1,6 @@
 package redact
 
-import (
-	"regexp"
-	"slices"
-)
+import "regexp"
 
 // E-mail addresses, internationalised (RFC 6531: letters of any script in the local part and
 // the domain; a domain's labels may be in punycode) and in the obfuscated forms people write
@@ -24,24 +21,72 @@ var emailRes = []*regexp.Regexp{
 	regexp.MustCompile(emailLocal + ` AT ` + emailLabel + `(?:(?: DOT |\.)` + emailLabel + `)*(?: DOT |\.)` + emailTLD + `\b`),
 }
 
+// emailForms reports which forms the text may hold, in one pass: an '@' (plain), an "at" in
+// brackets (obfuscated), " AT " (spoken, in capitals).
+func emailForms(b []byte) (plain, bracket, spoken bool) {
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '@':
+			plain = true
+		case (c|0x20) == 'a' && i+1 < len(b) && (b[i+1]|0x20) == 't':
+			j := i + 2
+			if j < len(b) && b[j] == ' ' {
+				j++
+			}
+			if j < len(b) && (b[j] == ')' || b[j] == ']' || b[j] == '}' || b[j] == '>') {
+				bracket = true
+			}
+			if c == 'A' && b[i+1] == 'T' && i > 0 && b[i-1] == ' ' && i+2 < len(b) && b[i+2] == ' ' {
+				spoken = true
+			}
+		}
+	}
+	return plain, bracket, spoken
+}
+
 func maybeEmail(b []byte, _ int) bool {
-	return slices.Contains(b, '@') || containsFold(b, "at)") || containsFold(b, "at]") ||
-		containsFold(b, "at}") || containsFold(b, "at>") || containsFold(b, "at )") || containsFold(b, "at ]") ||
-		containsWord(b, " AT ")
+	p, br, sp := emailForms(b)
+	return p || br || sp
 }
 
 func findEmails(b []byte, add func(a, e int)) {
-	for _, re := range emailRes {
-		for _, loc := range re.FindAllIndex(b, -1) {
-			a, e := loc[0], loc[1]
-			// A local part starts after a letter or digit only if the regexp left it out:
-			// never, it is greedy; leading dots are part of the text, not of the address.
-			for a < e && (b[a] == '.' || b[a] == '-') {
-				a++
+	plain, bracket, spoken := emailForms(b)
+	if plain {
+		// The regexp starts with a character class, so it would be tried at every byte:
+		// search only a window around each '@' (a local part is at most 64 bytes, a
+		// domain 255).
+		end := 0
+		for i := 0; i < len(b); i++ {
+			if b[i] != '@' || i < end {
+				continue
 			}
-			add(a, e)
+			lo, hi := max(end, i-80), min(len(b), i+260)
+			for _, loc := range emailRes[0].FindAllIndex(b[lo:hi], -1) {
+				a, e := lo+loc[0], lo+loc[1]
+				if a <= i && i < e {
+					a = trimEmailStart(b, a, e)
+					add(a, e)
+					end = e
+				}
+			}
 		}
 	}
+	for k, on := range []bool{bracket, spoken} {
+		if !on {
+			continue
+		}
+		for _, loc := range emailRes[k+1].FindAllIndex(b, -1) {
+			add(trimEmailStart(b, loc[0], loc[1]), loc[1])
+		}
+	}
+}
+
+// trimEmailStart leaves leading dots and dashes out: they are the text's, not the address's.
+func trimEmailStart(b []byte, a, e int) int {
+	for a < e && (b[a] == '.' || b[a] == '-') {
+		a++
+	}
+	return a
 }
 
 func containsWord(b []byte, w string) bool {
