@@ -29,7 +29,7 @@ var (
 	phoneTrunkRe  = regexp.MustCompile(`\b0[1-9]\d{0,4}(?:[ /\-]\d{2,8}){1,4}\b`)
 	phoneSolidRe  = regexp.MustCompile(`\b(?:0\d{9,10}|1?[2-9]\d{9})\b`)
 	phoneWords    = []string{"call", "phone", "tel", "telephone", "mobile", "cell", "cellphone", "sms", "text", "whatsapp", "fax", "ring", "dial", "reach", "contact", "handy", "telefon", "tél", "téléphone", "portable"}
-	notPhoneWords = []string{"order", "orders", "invoice", "inv", "ticket", "tracking", "track", "isbn", "sku", "serial", "ref", "reference", "id", "version", "build", "po", "case", "account", "acct", "transaction", "txn", "confirmation", "booking", "part", "model", "item", "product", "batch", "lot", "policy", "claim", "customer", "member", "parcel", "shipment", "no", "nr", "request", "job", "run", "trace", "span", "timestamp", "ts", "epoch", "isin", "ean", "upc", "gtin", "zip", "postcode", "code", "pin", "port", "pid", "ndc"}
+	notPhoneWords = []string{"order", "orders", "invoice", "inv", "ticket", "tracking", "track", "isbn", "sku", "serial", "ref", "reference", "id", "version", "build", "po", "case", "account", "acct", "transaction", "txn", "confirmation", "booking", "part", "model", "item", "product", "batch", "lot", "policy", "claim", "customer", "member", "parcel", "shipment", "no", "nr", "request", "job", "run", "trace", "span", "timestamp", "ts", "epoch", "isin", "ean", "upc", "gtin", "zip", "postcode", "code", "pin", "port", "pid", "ndc", "rma"}
 	// Units and currencies: a phone number is not followed by one.
 	unitWords = []string{"cents", "cent", "usd", "eur", "gbp", "jpy", "chf", "dollars", "euros", "yen", "bytes", "kb", "mb", "gb", "ms", "s", "km", "m", "kg", "users", "items", "records", "requests", "tokens", "points", "times", "rows"}
 )

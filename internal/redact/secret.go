@@ -38,7 +38,8 @@ var secretRes = []struct {
 	// gcp-api-key
 	{[]string{"aiza"}, regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`), 0},
 	// Bearer and other credentials in an Authorization header (gitleaks curl-auth-header and
-	// authorization rules key on the same words).
+	// authorization rules key on the same words); the token must look like one (tokenShape):
+	// "Bearer authentication" is prose.
 	{[]string{"bearer", "authorization"}, regexp.MustCompile(`(?i)\b(?:bearer(?: token)?|authorization: ?(?:basic|token|apikey))(?: |=|: ?)([A-Za-z0-9\-._~+/]{12,}=*)`), 1},
 }
 
@@ -68,8 +69,12 @@ func findSecrets(b []byte, add func(a, e int)) {
 		if !slices.ContainsFunc(s.gate, func(g string) bool { return containsFold(b, g) }) {
 			continue
 		}
-		regexFinder(s.re, s.group, nil)(b, func(a, e int) {
-			if i == 2 {
+		var valid func(string) bool
+		if i == len(secretRes)-1 { // the Authorization header, last in secretRes
+			valid = tokenShape
+		}
+		regexFinder(s.re, s.group, valid)(b, func(a, e int) {
+			if i == 2 { // aws-access-token, third in secretRes
 				keyID = true
 			}
 			add(a, e)
@@ -92,4 +97,19 @@ func awsSecretShape(s string) bool {
 		dg = dg || c >= '0' && c <= '9'
 	}
 	return up && lo && dg
+}
+
+// tokenShape keeps a credential after "Bearer" or "Authorization:" that has a digit or both
+// upper- and lower-case letters, as generated tokens do; an English word has neither.
+func tokenShape(s string) bool {
+	var up, lo bool
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= '0' && c <= '9' {
+			return true
+		}
+		up = up || c >= 'A' && c <= 'Z'
+		lo = lo || c >= 'a' && c <= 'z'
+	}
+	return up && lo
 }
