@@ -1,6 +1,11 @@
 package redact
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // E-mail addresses, internationalised (RFC 6531: letters of any script in the local part and
 // the domain; a domain's labels may be in punycode) and in the obfuscated forms people write
@@ -44,6 +49,26 @@ func emailForms(b []byte) (plain, bracket, spoken bool) {
 	return plain, bracket, spoken
 }
 
+// emailAt is the plain form anchored at the start of the local part.
+var emailAt = regexp.MustCompile(`^` + emailLocal + ` ?@ ?` + emailLabel + `(?:\.` + emailLabel + `)*\.` + emailTLD)
+
+// localStart returns where the local part ending before b[at] (an '@', maybe after one space)
+// starts: the characters emailLocal takes, back to lo, at most 64 runes.
+func localStart(b []byte, lo, at int) int {
+	i := at
+	if i > lo && b[i-1] == ' ' {
+		i--
+	}
+	for n := 0; i > lo && n < 64; n++ {
+		r, size := utf8.DecodeLastRune(b[lo:i])
+		if !(unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.IsMark(r) || strings.ContainsRune("._%+-", r)) {
+			break
+		}
+		i -= size
+	}
+	return i
+}
+
 func maybeEmail(b []byte, _ int) bool {
 	p, br, sp := emailForms(b)
 	return p || br || sp
@@ -53,21 +78,18 @@ func findEmails(b []byte, add func(a, e int)) {
 	plain, bracket, spoken := emailForms(b)
 	if plain {
 		// The regexp starts with a character class, so it would be tried at every byte:
-		// search only a window around each '@' (a local part is at most 64 bytes, a
-		// domain 255).
+		// find where the local part before each '@' starts by hand and match from there
+		// (a domain is at most 255 bytes).
 		end := 0
 		for i := 0; i < len(b); i++ {
 			if b[i] != '@' || i < end {
 				continue
 			}
-			lo, hi := max(end, i-80), min(len(b), i+260)
-			for _, loc := range emailRes[0].FindAllIndex(b[lo:hi], -1) {
-				a, e := lo+loc[0], lo+loc[1]
-				if a <= i && i < e {
-					a = trimEmailStart(b, a, e)
-					add(a, e)
-					end = e
-				}
+			a := localStart(b, end, i)
+			if loc := emailAt.FindIndex(b[a:min(len(b), i+260)]); loc != nil {
+				a = trimEmailStart(b, a, a+loc[1])
+				add(a, a+loc[1])
+				end = a + loc[1]
 			}
 		}
 	}

@@ -1,7 +1,9 @@
 package redact
 
 import (
+	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -36,7 +38,12 @@ var (
 
 func findPhones(b []byte, add func(a, e int)) {
 	var taken [][2]int // so that a later shape does not take a part of a number found
+	// Each shape needs a byte the text may not have: skip its regexp then.
+	hasPlus, hasParen, has00 := slices.Contains(b, '+'), slices.Contains(b, '('), bytes.Contains(b, []byte("00"))
 	for i, re := range []*regexp.Regexp{phonePlusRe, phone00Re, phoneParenRe, phoneNANPRe, phoneTrunkRe, phoneSolidRe} {
+		if i == 0 && !hasPlus || i == 1 && !has00 || i == 2 && !hasParen {
+			continue
+		}
 		for _, loc := range re.FindAllIndex(b, -1) {
 			a, e := loc[0], loc[1]
 			m := b[a:e]
