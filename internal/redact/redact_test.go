@@ -128,3 +128,44 @@ func FuzzCardNeverLeaks(f *testing.F) {
 		}
 	})
 }
+
+// TestRedactsOnlyTheSpan checks exactly what each new form replaces: the credential after
+// "Bearer", the code after "cvv", the whole obfuscated address, the number in its original
+// spelling (no-break spaces, fullwidth digits, a newline), and nothing around them.
+func TestRedactsOnlyTheSpan(t *testing.T) {
+	r, err := New(nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, in, want string }{
+		{"phone e164", "call +14155550132 now", "call [REDACTED:phone] now"},
+		{"phone parens", "or (415)5550132.", "or [REDACTED:phone]."},
+		{"phone after order is an order", "order 415-555-0132 shipped", "order 415-555-0132 shipped"},
+		{"phone word wins", "call the order desk: 415-555-0132", "call the order desk: [REDACTED:phone]"},
+		{"card dots", "card 4111.1111.1111.1111!", "card [REDACTED:card]!"},
+		{"card nbsp", "card 4111\u00a01111\u00a01111\u00a01111 ok", "card [REDACTED:card] ok"},
+		{"card newline", "card 4111\n1111\n1111\n1111\nthanks", "card [REDACTED:card]\nthanks"},
+		{"card fullwidth", "\uff14\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11 ok", "[REDACTED:card] ok"},
+		{"card zero-width", "4111\u200b1111\u200b1111\u200b1111", "[REDACTED:card]"},
+		{"order number in no card grouping", "order 112-4567890-1234567", "order 112-4567890-1234567"},
+		{"unix ms is no card", "ts 1733312345678 ok", "ts 1733312345678 ok"},
+		{"cvv", "cvv 123, CVC: 1234", "cvv [REDACTED:card], CVC: [REDACTED:card]"},
+		{"iban lower dashes", "to de89-3704-0044-0532-0130-00 eur", "to [REDACTED:iban] eur"},
+		{"email idn", "mail josé.garcía@ejemplo.es.", "mail [REDACTED:email]."},
+		{"email at", "name(at)example.com and x [at] y [dot] org", "[REDACTED:email] and [REDACTED:email]"},
+		{"email fullwidth at", "jane\uff20example.com", "[REDACTED:email]"},
+		{"aws pair", "AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "[REDACTED:secret] / [REDACTED:secret]"},
+		{"git sha next to a key id stays", "AKIAIOSFODNN7EXAMPLE 3f786850e387550fdab836ed7e6dc881de23001b", "[REDACTED:secret] 3f786850e387550fdab836ed7e6dc881de23001b"},
+		{"bearer", "Authorization: Bearer abc123DEF456ghi789", "Authorization: Bearer [REDACTED:secret]"},
+		{"bearer prose", "Bearer authentication is in RFC 6750", "Bearer authentication is in RFC 6750"},
+		{"private key", "k: -----BEGIN RSA PRIVATE KEY-----\nMIIE\nabc=\n-----END RSA PRIVATE KEY-----\nbye", "k: [REDACTED:secret]\nbye"},
+		{"github", "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.", "[REDACTED:secret]."},
+		{"trace id", "trace 4bf92f3577b34da6a3ce929d0e0e4736 span 00f067aa0ba902b7", "trace 4bf92f3577b34da6a3ce929d0e0e4736 span 00f067aa0ba902b7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := r.String(tc.in); got != tc.want {
+				t.Errorf("String(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}

@@ -47,11 +47,18 @@ var secretRes = []struct {
 // key id is in the same text.
 var awsSecretRe = regexp.MustCompile(`(?:^|[^A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)`)
 
-// maybeSecret reports a token of 12 or more characters without a space, or a private key
-// header: every format above has one, and most prose has none.
+// maybeSecret reports a token of 12 or more characters without a space, or five dashes (a
+// private key header): every format above has one, and most prose has none.
 func maybeSecret(b []byte, _ int) bool {
-	n := 0
+	n, dashes := 0, 0
 	for _, c := range b {
+		if c == '-' {
+			if dashes++; dashes == 5 {
+				return true // "-----BEGIN": a private key block may have short lines
+			}
+		} else {
+			dashes = 0
+		}
 		if isAlnum(c) || c == '-' || c == '+' || c == '/' || c == '=' || c == '.' {
 			if n++; n >= 12 {
 				return true
