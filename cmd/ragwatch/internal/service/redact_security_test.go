@@ -211,7 +211,9 @@ scoring:
 	}
 	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
 
-	body := `{"trace_id":"abab0000000000000000000000000046","service":"bank","query":"Why was I charged twice? ` + pii +
+	// Apps often use the e-mail address as the user id, and a phone number as the session.
+	body := `{"trace_id":"abab0000000000000000000000000046","service":"bank","user_id":"maria.rossi@azienda.it",` +
+		`"session_id":"+393331234567","query":"Why was I charged twice? ` + pii +
 		`","answer":"Refunded. ` + pii + `"}`
 	base := "http://" + a.Addrs().HTTP
 	resp, err := http.Post(base+"/api/v1/records", "application/json", strings.NewReader(body))
@@ -241,6 +243,11 @@ scoring:
 	mu.Lock()
 	sent := strings.Join(prompts, "\n")
 	mu.Unlock()
+	for _, id := range []string{"maria.rossi@azienda.it", "3331234567"} {
+		if strings.Contains(export, id) {
+			t.Errorf("GET /api/v1/export carries the user or session id %q:\n%s", id, export)
+		}
+	}
 	for where, out := range map[string]string{"judge prompt": sent, "GET /api/v1/scores": scores, "GET /api/v1/export": export} {
 		// JSON escapes non-ASCII as itself and the newline as \n: compare what was written.
 		for _, f := range issue46Formats {
