@@ -10,8 +10,9 @@ import (
 // Phone numbers. A run of digits alone says little (order numbers, timestamps, amounts and
 // versions are runs of digits too), so only the shapes phone numbers are written in are taken:
 //
-//   - international: "+" and 8 to 15 digits (E.164), grouped any way, "(0)" allowed:
-//     "+14155550132", "+44 (0)20 7946 0958", "+81-3-1234-5678";
+//   - international: "+" and 8 to 15 digits (E.164: the country code does not start with 0,
+//     so "+0.0512345678" is a signed number), grouped any way, "(0)" allowed:
+//     "+14155550132", "+44 (0)20 7946 0958", "+81-3-1234-5678", "tel:+14155550132";
 //   - international with the 00 prefix: "0044 20 7946 0958", 10 to 15 digits;
 //   - an area code in parentheses: "(415)5550132", "(415) 555-0132", "(030) 1234567";
 //   - North American: "415-555-0132", "1 415.555.0132" (area and exchange codes start 2-9);
@@ -24,7 +25,7 @@ import (
 // after "#") or that follows a word naming another kind of number ("order", "invoice",
 // "tracking", "ISBN", …) is left alone, unless a phone word comes first.
 var (
-	phonePlusRe   = regexp.MustCompile(`\+ ?\d{1,3}(?:[ .\-]?(?:\(\d{1,4}\)|\d{1,6})){1,7}`)
+	phonePlusRe   = regexp.MustCompile(`\+ ?[1-9]\d{0,2}(?:[ .\-]?(?:\(\d{1,4}\)|\d{1,6})){1,7}`)
 	phone00Re     = regexp.MustCompile(`\b00 ?[1-9]\d{0,2}(?:[ .\-]?\d{1,5}){1,6}`)
 	phoneParenRe  = regexp.MustCompile(`\((?:0\d{0,4}|[2-9]\d{2})\) ?[.\-]? ?\d{2,4}(?:[ .\-]?\d{2,5}){1,3}`)
 	phoneNANPRe   = regexp.MustCompile(`\b(?:1[ .\-])?[2-9]\d{2}[ .\-][2-9]\d{2}[ .\-]\d{4}\b`)
@@ -94,7 +95,8 @@ func phoneEdges(b []byte, a, e int, plus bool) bool {
 		if isAlnum(c) || c == '+' || (!plus && (c == '#' || c == '/' || c == '=' || c == '$')) {
 			return false
 		}
-		if (c == '.' || c == '-' || c == ':' || c == '/' || c == ',') && a > 1 && isAlnum(b[a-2]) {
+		// "tel:+1…" and "phone=+1…" are how a '+' number is written in links and forms.
+		if !plus && (c == '.' || c == '-' || c == ':' || c == '/' || c == ',') && a > 1 && isAlnum(b[a-2]) {
 			return false
 		}
 	}
