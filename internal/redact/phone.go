@@ -37,6 +37,16 @@ var (
 	unitWords = []string{"cents", "cent", "usd", "eur", "gbp", "jpy", "chf", "dollars", "euros", "yen", "bytes", "kb", "mb", "gb", "ms", "s", "km", "m", "kg", "users", "items", "records", "requests", "tokens", "points", "times", "rows"}
 )
 
+// The words are compared with the normal form of the text, where "é" is "e" and a combining
+// accent: put them in the same form.
+func init() {
+	for _, list := range [][]string{phoneWords, notPhoneWords, unitWords} {
+		for i, w := range list {
+			list[i] = string(normalise(w).b)
+		}
+	}
+}
+
 func findPhones(b []byte, add func(a, e int)) {
 	var taken [][2]int // so that a later shape does not take a part of a number found
 	// Each shape needs a byte the text may not have: skip its regexp then.

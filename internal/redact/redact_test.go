@@ -140,6 +140,7 @@ func TestRedactsOnlyTheSpan(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		{"phone e164", "call +14155550132 now", "call [REDACTED:phone] now"},
 		{"phone parens", "or (415)5550132.", "or [REDACTED:phone]."},
+		{"phone word with an accent", "téléphone 0142685300", "téléphone [REDACTED:phone]"},
 		{"phone link", "<a href=\"tel:+14155550132\">", "<a href=\"tel:[REDACTED:phone]\">"},
 		{"signed decimal is no phone", "score +0.0512345678", "score +0.0512345678"},
 		{"phone after order is an order", "order 415-555-0132 shipped", "order 415-555-0132 shipped"},
