@@ -18,7 +18,8 @@ import (
 //   - every run of white space (unicode.IsSpace and the Zs category: newline, tab, no-break
 //     space, thin space, narrow no-break space, ideographic space, …) becomes one ASCII space,
 //     so "4111  1111\n1111\u00a01111" reads as four groups separated by one space;
-//   - dashes (Pd: hyphen, en and em dash, …) and the minus sign become '-';
+//   - dashes (Pd: hyphen, en and em dash, …) and the minus sign become '-'; other non-ASCII
+//     punctuation and symbols without a decomposition (“ ” « » 「 」 € …) become '"';
 //   - format characters (Cf: zero-width space and joiners, soft hyphen, byte-order mark) are
 //     dropped, so they cannot be planted inside a number to hide it.
 //
@@ -93,6 +94,12 @@ func normalise(s string) text {
 		default:
 			if d := norm.NFKD.PropertiesString(s[i:]).Decomposition(); d != nil {
 				emit(d, i, i+size)
+			} else if unicode.IsPunct(r) || unicode.IsSymbol(r) {
+				// Quotes, brackets, currency signs: one ASCII '"', which no detector takes as
+				// part of a number, a word or an address, so that "“4111 1111 1111 1111”"
+				// reads as a number in quotes rather than as one glued to a letter.
+				one[0] = '"'
+				emit(one[:], i, i+size)
 			} else {
 				emit([]byte(s[i:i+size]), i, i+size)
 			}

@@ -16,6 +16,7 @@ func TestNormalise(t *testing.T) {
 		{"415\u2013555\u2212" + "0132", "415-555-0132"},
 		{"jane\uff20example\uff0ecom", "jane@example.com"},
 		{"x\x00y", "xy"},
+		{"“a” «b» €1", "\"a\" \"b\" \"1"},
 	} {
 		n := normalise(tc.in)
 		if got := string(n.b); got != tc.want {

@@ -140,6 +140,10 @@ func TestRedactsOnlyTheSpan(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		{"phone e164", "call +14155550132 now", "call [REDACTED:phone] now"},
 		{"phone parens", "or (415)5550132.", "or [REDACTED:phone]."},
+		{"card in curly quotes", "“4111 1111 1111 1111”", "“[REDACTED:card]”"},
+		{"card in corner brackets", "「4111111111111111」", "「[REDACTED:card]」"},
+		{"phone in guillemets", "«+33 6 12 34 56 78»", "«[REDACTED:phone]»"},
+		{"iban after a euro sign", "€DE89370400440532013000", "€[REDACTED:iban]"},
 		{"phone word with an accent", "téléphone 0142685300", "téléphone [REDACTED:phone]"},
 		{"phone link", "<a href=\"tel:+14155550132\">", "<a href=\"tel:[REDACTED:phone]\">"},
 		{"signed decimal is no phone", "score +0.0512345678", "score +0.0512345678"},
