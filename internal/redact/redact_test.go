@@ -144,6 +144,8 @@ func TestRedactsOnlyTheSpan(t *testing.T) {
 		{"card in corner brackets", "「4111111111111111」", "「[REDACTED:card]」"},
 		{"phone in guillemets", "«+33 6 12 34 56 78»", "«[REDACTED:phone]»"},
 		{"iban after a euro sign", "€DE89370400440532013000", "€[REDACTED:iban]"},
+		{"card glued to Japanese", "カード4111111111111111です", "カード[REDACTED:card]です"},
+		{"phone glued to Japanese", "電話番号は090-1234-5678です", "電話番号は[REDACTED:phone]です"},
 		{"phone word with an accent", "téléphone 0142685300", "téléphone [REDACTED:phone]"},
 		{"phone link", "<a href=\"tel:+14155550132\">", "<a href=\"tel:[REDACTED:phone]\">"},
 		{"signed decimal is no phone", "score +0.0512345678", "score +0.0512345678"},

@@ -50,8 +50,11 @@ func digitRun(b []byte, a int) (start, end, digits int) {
 // isDigitSep reports a byte that separates the digit groups of a number in the normal form.
 func isDigitSep(c byte) bool { return c == ' ' || c == '-' || c == '.' || c == '/' }
 
+// isAlnum reports an ASCII letter, digit or '_', as the regexps' \b does: a number glued to a
+// letter of a script written without spaces ("カード4111111111111111です", "电话13812345678")
+// is still a number.
 func isAlnum(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c >= 0x80
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
 }
 
 // groupBounds returns the byte offsets at which the groups of m start and end; groups are
