@@ -10,7 +10,7 @@ import (
 type Redaction struct {
 	// Enabled turns redaction on for every outbound path. Default true.
 	Enabled bool `yaml:"enabled"`
-	// Detectors lists the built-in detectors: email, card, iban, ip, phone. Empty = all.
+	// Detectors lists the built-in detectors: secret, email, card, iban, ip, phone. Empty = all.
 	Detectors []string `yaml:"detectors"`
 	// Patterns are custom detectors.
 	Patterns []RedactionPattern `yaml:"patterns"`
@@ -29,9 +29,9 @@ func (r Redaction) Validate() error {
 	var errs []error
 	for i, d := range r.Detectors {
 		switch d {
-		case "email", "card", "iban", "ip", "phone":
+		case "secret", "email", "card", "iban", "ip", "phone":
 		default:
-			errs = append(errs, Invalid("detectors["+strconv.Itoa(i)+"]", "must be one of email, card, iban, ip, phone, got %q", d))
+			errs = append(errs, Invalid("detectors["+strconv.Itoa(i)+"]", "must be one of secret, email, card, iban, ip, phone, got %q", d))
 		}
 	}
 	return joinErrs(errs)

@@ -143,12 +143,14 @@ func (s *Store) ConsumeScores(_ context.Context, results []score.Result) error {
 }
 
 // redacted copies r with every text filtered: query, answer, documents, citations, history,
-// reference, feedback comment, label reference and attribute values.
+// reference, feedback comment, label reference and attribute values, and the user and
+// session ids, which apps often fill with an e-mail address or a phone number.
 func (s *Store) redacted(r *record.Record) record.Record {
 	red := s.o.Redact
 	c := *r
 	c.Sampling = nil
 	c.Query, c.Answer, c.Reference = red(r.Query), red(r.Answer), red(r.Reference)
+	c.UserID, c.SessionID = red(r.UserID), red(r.SessionID)
 	c.Documents = make([]record.Document, len(r.Documents))
 	for i, d := range r.Documents {
 		c.Documents[i] = record.Document{ID: d.ID, Score: d.Score, Content: red(d.Content)}

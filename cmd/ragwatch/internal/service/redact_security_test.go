@@ -2,6 +2,10 @@ package service
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -127,6 +131,137 @@ func TestScoresAPIIsRedacted(t *testing.T) {
 		`"explanation":"claims [REDACTED:email] is the contact"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("GET /api/v1/scores = %s, lacks %s", body, want)
+		}
+	}
+}
+
+// issue46Formats are the formats issue 46 saw reach an external judge, the NLI endpoint, the
+// export and the score previews verbatim, with the part of each that must not go out.
+var issue46Formats = []struct{ text, secret string }{
+	{"call +14155550132", "4155550132"},
+	{"or (415)5550132", "5550132"},
+	{"card 4111.1111.1111.1111", "4111.1111.1111.1111"},
+	{"card 5555\u00a05555\u00a05555\u00a04444", "5555\u00a05555"},
+	{"card 4012\u20098888\u20098888\u20091881", "8888\u20098888"},
+	{"card 4242  4242  4242  4242", "4242  4242"},
+	{"card 6011\\n1111\\n1111\\n1117", "1111\\n1111"}, // a JSON-escaped newline in the request body
+	{"card 2223/0031/2200/3222", "0031/2200"},
+	{"card \uff14\uff11\uff11\uff11 \uff11\uff11\uff11\uff11 \uff11\uff11\uff11\uff11 \uff11\uff11\uff11\uff11", "\uff11\uff11\uff11\uff11 \uff11\uff11\uff11\uff11"},
+	{"iban gb82 west 1234 5698 7654 32", "gb82 west"},
+	{"iban DE89-3704-0044-0532-0130-00", "0044-0532"},
+	{"mail josé.garcía@ejemplo.es", "josé.garcí"},
+	{"mail jane(at)example.com", "jane(at)example"},
+	{"key AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"},
+	{"aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"},
+	{"cvv 123 ok", "cvv 123"},
+}
+
+// TestIssue46FormatsNeverLeaveTheProcess runs a record holding every format of issue 46
+// through the whole service: the prompt an OpenAI-protocol judge (an httptest server)
+// receives, the export (GET /api/v1/export) and the score previews (GET /api/v1/scores with
+// include_content) must hold none of them.
+func TestIssue46FormatsNeverLeaveTheProcess(t *testing.T) {
+	var parts []string
+	for _, f := range issue46Formats {
+		parts = append(parts, f.text)
+	}
+	pii := strings.Join(parts, "; ")
+	var mu sync.Mutex
+	var prompts []string
+	judge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		prompts = append(prompts, string(b))
+		mu.Unlock()
+		// The judge quotes the answer in its reasoning, as judges do: the explanation goes
+		// to NATS, the scores API and the export.
+		var decoded string
+		_ = json.Unmarshal([]byte(`"`+pii+`"`), &decoded)
+		verdict, _ := json.Marshal(map[string]any{"reasoning": "it says " + decoded, "score": 4})
+		content, _ := json.Marshal(string(verdict))
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1700000000,"model":"judge-1",
+"choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],
+"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`, content)
+	}))
+	defer judge.Close()
+	t.Setenv("I46_JUDGE_KEY", "sk-test")
+	cfg, err := config.Parse([]byte(`
+receivers: {otlp: {grpc: {endpoint: ""}, http: {endpoint: ""}}}
+http: {endpoint: "127.0.0.1:0", api_endpoint: ""}
+sampling: {rate: 1}
+export: {enabled: true}
+scoring:
+  backend: openai
+  metrics: [rubric_relevance]
+  openai: {base_url: "` + judge.URL + `/v1/", model: judge-1, api_key_env: I46_JUDGE_KEY}
+  recent: {include_content: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NATS.StoreDir = t.TempDir()
+	cfg.NATS.Embedded.Endpoint = "127.0.0.1:-1"
+	a, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
+
+	// Apps often use the e-mail address as the user id, and a phone number as the session.
+	body := `{"trace_id":"abab0000000000000000000000000046","service":"bank","user_id":"maria.rossi@azienda.it",` +
+		`"session_id":"+393331234567","query":"Why was I charged twice? ` + pii +
+		`","answer":"Refunded. ` + pii + `"}`
+	base := "http://" + a.Addrs().HTTP
+	resp, err := http.Post(base+"/api/v1/records", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST = %d", resp.StatusCode)
+	}
+	get := func(path string) string {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	var scores, export string
+	testutil.Eventually(t, 15*time.Second, 20*time.Millisecond, "the judge call, the score and the export", func() bool {
+		scores, export = get("/api/v1/scores"), get("/api/v1/export")
+		mu.Lock()
+		defer mu.Unlock()
+		return len(prompts) > 0 && strings.Contains(scores, "explanation") && strings.Contains(export, "abab0000000000000000000000000046")
+	})
+	mu.Lock()
+	sent := strings.Join(prompts, "\n")
+	mu.Unlock()
+	for _, id := range []string{"maria.rossi@azienda.it", "3331234567"} {
+		if strings.Contains(export, id) {
+			t.Errorf("GET /api/v1/export carries the user or session id %q:\n%s", id, export)
+		}
+	}
+	for where, out := range map[string]string{"judge prompt": sent, "GET /api/v1/scores": scores, "GET /api/v1/export": export} {
+		// JSON escapes non-ASCII as itself and the newline as \n: compare what was written.
+		for _, f := range issue46Formats {
+			if strings.Contains(out, f.secret) {
+				t.Errorf("%s carries %q:\n%s", where, f.secret, out)
+			}
+		}
+		if !strings.Contains(out, "[REDACTED:") {
+			t.Errorf("%s holds no marker:\n%s", where, out)
+		}
+	}
+	for _, m := range []string{"[REDACTED:phone]", "[REDACTED:card]", "[REDACTED:iban]", "[REDACTED:email]", "[REDACTED:secret]", "charged twice"} {
+		if !strings.Contains(sent, m) {
+			t.Errorf("the judge's prompt lacks %q:\n%s", m, sent)
 		}
 	}
 }
