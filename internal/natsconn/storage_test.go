@@ -6,10 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,55 +18,19 @@ import (
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
-// tmpfsStore mounts a tmpfs of size bytes for a store dir, unmounted at cleanup; the test
-// skips, saying why, where the machine cannot mount one (not root, no tmpfs).
-func tmpfsStore(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot stage a full disk: mount tmpfs: %v: %s", err, bytes.TrimSpace(out))
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-// fillVolume writes a file into dir until the volume is full and returns its path.
-func fillVolume(t *testing.T, dir string) string {
-	t.Helper()
-	name := filepath.Join(dir, "filler")
-	f, err := os.Create(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !strings.Contains(err.Error(), "no space left") {
-				t.Fatalf("filling the volume: %v", err)
-			}
-			return name
-		}
-	}
-}
-
 // TestStoreWriteFailureIsSeenAndHealed fills the embedded server's volume: the stream and the
 // bucket that failed a write are reported at once, later writes are refused at once as
 // storage_full, and once the volume has room the streams write again with every message
 // stored before the failure.
 func TestStoreWriteFailureIsSeenAndHealed(t *testing.T) {
-	vol := tmpfsStore(t, "8m")
+	vol := testutil.Tmpfs(t, "8m")
 	defer func(d time.Duration) { storeProbeEvery = d }(storeProbeEvery)
 	storeProbeEvery = 50 * time.Millisecond
 
 	cfg := embeddedCfg(t)
 	cfg.StoreDir = filepath.Join(vol, "store")
 	reg := prometheus.NewRegistry()
-	var logs lockedBuffer
+	var logs testutil.Buffer
 	c, err := Connect(context.Background(), cfg, reg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +55,7 @@ func TestStoreWriteFailureIsSeenAndHealed(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	filler := fillVolume(t, vol)
+	filler := testutil.FillVolume(t, vol)
 	// The write that meets the full disk is not answered by the server: it times out.
 	for i := 0; c.Store().Failing("S") == nil; i++ {
 		if i == 20 {
@@ -180,21 +142,4 @@ func TestStoreWriteFailureIsSeenAndHealed(t *testing.T) {
 	if !strings.Contains(logs.String(), "streams reloaded") {
 		t.Errorf("no recovery log line in:\n%s", logs.String())
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
