@@ -408,25 +408,29 @@ func (p *Publisher) publish(it item) {
 func (p *Publisher) ackLoop() {
 	timer := time.NewTimer(ackTimeout)
 	defer timer.Stop()
+	var failSeen time.Time // when ackLoop first saw the stream failing writes; zero while it writes
 	for pp := range p.pending {
-		p.awaitAck(pp, timer)
+		p.awaitAck(pp, timer, &failSeen)
 	}
 }
 
 // awaitAck waits for pp's acknowledgement until ackTimeout after its publish: messages
 // published together time out together, not one ackTimeout after the other. Once the store
-// reports the stream failing writes it waits failingAckGrace more at most, and counts the
-// message as storage_full.
-func (p *Publisher) awaitAck(pp pendingPub, timer *time.Timer) {
-	deadline := pp.sent.Add(ackTimeout)
-	graced := false
+// reports the stream failing writes (first seen at *failSeen), acknowledgements are awaited
+// until failingAckGrace after that, and what did not come counts as storage_full.
+func (p *Publisher) awaitAck(pp pendingPub, timer *time.Timer, failSeen *time.Time) {
 	for {
 		changed := p.Health.Changed()
-		if !graced && p.Health.Failing(p.cfg.Stream) != nil {
-			graced = true
-			if soon := time.Now().Add(failingAckGrace); soon.Before(deadline) {
+		deadline := pp.sent.Add(ackTimeout)
+		if p.Health.Failing(p.cfg.Stream) != nil {
+			if failSeen.IsZero() {
+				*failSeen = time.Now()
+			}
+			if soon := failSeen.Add(failingAckGrace); soon.Before(deadline) {
 				deadline = soon
 			}
+		} else {
+			*failSeen = time.Time{}
 		}
 		timer.Reset(time.Until(deadline))
 		select {

@@ -44,7 +44,7 @@ func TestFullVolumeDropsAsStorageFullAtOnce(t *testing.T) {
 	ctx := context.Background()
 	cfg := testQueueConfig()
 	cfg.MaxBytes = 4 << 20
-	cfg.BatchRecords = 10
+	cfg.BatchRecords = 1 // a message per record: 300 publishes awaiting their acknowledgement
 	if _, err := Setup(ctx, c.JS, cfg, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,6 @@ func TestFullVolumeDropsAsStorageFullAtOnce(t *testing.T) {
 		if err := p.Offer(&record.Record{TraceID: fmt.Sprintf("full-%d", i), Query: big}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Millisecond) // a steady flow: batches of a few records, many publishes
 	}
 	dropped := func(reason string) float64 { return promtestutil.ToFloat64(p.m.Dropped.WithLabelValues(reason)) }
 	testutil.Eventually(t, 3*time.Second, 10*time.Millisecond, "every record counted", func() bool {
@@ -89,6 +88,9 @@ func TestFullVolumeDropsAsStorageFullAtOnce(t *testing.T) {
 	if dropped(DropStorageFull) != n || dropped(DropNATSUnavailable) != 0 || dropped(DropQueueFull) != 0 {
 		t.Errorf("drops storage_full %v nats_unavailable %v queue_full %v, want all %d storage_full",
 			dropped(DropStorageFull), dropped(DropNATSUnavailable), dropped(DropQueueFull), n)
+	}
+	if took > time.Second {
+		t.Errorf("%d records took %v to be counted, want well under one ack timeout (5 s)", n, took)
 	}
 	if !p.StorageFull() || promtestutil.ToFloat64(p.m.StorageFull) != 1 {
 		t.Errorf("StorageFull() = %v, gauge %v; want true, 1", p.StorageFull(), promtestutil.ToFloat64(p.m.StorageFull))
