@@ -152,6 +152,11 @@ func Connect(ctx context.Context, cfg config.NATS, reg prometheus.Registerer, lo
 	}
 	c.JS = js
 	if c.store != nil {
+		c.store.reloaded = func() {
+			if err := nc.ForceReconnect(); err != nil {
+				logger.Warn("reconnect to NATS after reloading the streams", "err", err)
+			}
+		}
 		c.stopHealth, c.healthDone = make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(c.healthDone)

@@ -89,8 +89,14 @@ func isSpaceText(s string) bool {
 // one again.
 
 // criticalWrite matches nats-server's "JetStream stream '<account> > <stream>' critical write
-// error: <error>", logged once when a stream's write error sticks.
-var criticalWrite = regexp.MustCompile(`^JetStream stream '(.+) > (.+)' critical write error: (.*)$`)
+// error: <error>", logged once when a stream's write error sticks at a publish, and
+// storeCriticalWrite its file store's "Filestore [<stream>] Critical write error: <error>",
+// logged once when the file store's sticks, also where no publish sees it (the removal of an
+// acknowledged message from a work queue, a block's compaction): that line has no account.
+var (
+	criticalWrite      = regexp.MustCompile(`^JetStream stream '(.+) > (.+)' critical write error: (.*)$`)
+	storeCriticalWrite = regexp.MustCompile(`^Filestore \[(.+)\] Critical write error: (.*)$`)
+)
 
 // Store names of ragwatch_store_write_failing besides those given to Watch.
 const storeOther = "other"
@@ -112,6 +118,12 @@ type StoreHealth struct {
 	every  time.Duration
 	logger *slog.Logger
 
+	// reloaded runs after streams were reloaded: Connect reconnects its client, whose pull
+	// consumers then ask for messages again at once. The reload drops the pull requests the
+	// server held; without the reconnect a consumer notices only when its idle heartbeats
+	// stop, about 25 s later (measured: TestAttackFullStoreVolumeConsumersResume).
+	reloaded func()
+
 	failing   *prometheus.GaugeVec
 	recovered prometheus.Counter
 
@@ -132,7 +144,7 @@ func newStoreHealth(dir string, every time.Duration, reg prometheus.Registerer, 
 		dir: dir, every: every, logger: logger,
 		failing: promreg.MustRegister(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ragwatch_store_write_failing",
-			Help: "1 while the embedded NATS server's store fails writes to the store's stream (scoring, alerts, join, dedup, other): its volume filled or the process ran out of file descriptors. ragwatch reloads the stream once the store dir takes a write again.",
+			Help: "1 while the embedded NATS server's store fails writes to the store's stream (scoring, dead_letter, alerts, join, dedup, intake; other): its volume filled or the process ran out of file descriptors. ragwatch reloads the stream once the store dir takes a write again.",
 		}, []string{"store"})),
 		recovered: promreg.MustRegister(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ragwatch_store_recoveries_total",
@@ -144,8 +156,8 @@ func newStoreHealth(dir string, every time.Duration, reg prometheus.Registerer, 
 	}
 }
 
-// Watch names stream's store for the gauge (a bounded, known label: scoring, alerts, join,
-// dedup); the failures of streams not watched count under "other".
+// Watch names stream's store for the gauge (a bounded, known label: scoring, dead_letter,
+// alerts, join, dedup, intake); the failures of streams not watched count under "other".
 func (h *StoreHealth) Watch(store, stream string) {
 	if h == nil {
 		return
@@ -208,26 +220,35 @@ func (h *StoreHealth) storeLocked(stream string) string {
 // serverError is the embedded server's error log hook: it marks the stream of a critical
 // write error. It runs under the stream's lock in the server: it only records.
 func (h *StoreHealth) serverError(msg string) {
-	m := criticalWrite.FindStringSubmatch(msg)
-	if m == nil {
+	var account, stream, cause string
+	if m := criticalWrite.FindStringSubmatch(msg); m != nil {
+		account, stream, cause = m[1], m[2], m[3]
+	} else if m := storeCriticalWrite.FindStringSubmatch(msg); m != nil {
+		stream, cause = m[1], m[2] // the account is looked up at the reload
+	} else {
 		return
 	}
-	account, stream, cause := m[1], m[2], m[3]
 	// The cause names the block file ("write <dir>/...blk: no space left on device"): the
 	// syscall's error is what an operator needs.
 	if i := strings.LastIndex(cause, ": "); i >= 0 {
 		cause = cause[i+2:]
 	}
 	h.mu.Lock()
-	if _, ok := h.streams[stream]; !ok {
+	f, known := h.streams[stream]
+	if !known {
 		h.streams[stream] = storeFailure{account: account, err: cause, since: time.Now()}
 		h.failing.WithLabelValues(h.storeLocked(stream)).Set(1)
 		close(h.changed)
 		h.changed = make(chan struct{})
+	} else if f.account == "" && account != "" {
+		f.account = account
+		h.streams[stream] = f
 	}
 	h.mu.Unlock()
-	h.logger.Warn("JetStream store cannot write: writes to the stream are dropped (storage_full) until the store dir takes a write again, then ragwatch reloads the stream",
-		"stream", stream, "err", cause)
+	if !known {
+		h.logger.Warn("JetStream store cannot write: writes to the stream are dropped (storage_full) until the store dir takes a write again, then ragwatch reloads the stream",
+			"stream", stream, "err", cause)
+	}
 }
 
 // run probes the store dir every h.every while a stream fails writes, and reloads the failing
@@ -242,20 +263,29 @@ func (h *StoreHealth) run(s *server.Server, stop <-chan struct{}) {
 		case <-t.C:
 		}
 		h.mu.Lock()
+		failing := maps.Clone(h.streams)
+		h.mu.Unlock()
+		if len(failing) == 0 {
+			continue
+		}
+		if err := writeProbe(h.dir, probeBytes); err != nil {
+			continue // still full (or out of descriptors): the next tick tries again
+		}
 		accounts := map[string][]string{}
 		var first time.Time
-		for stream, f := range h.streams {
+		for stream, f := range failing {
+			if f.account == "" {
+				f.account = streamAccount(s, stream)
+			}
+			// A stream no account holds any more (deleted) is cleared with the first reload.
 			accounts[f.account] = append(accounts[f.account], stream)
 			if first.IsZero() || f.since.Before(first) {
 				first = f.since
 			}
 		}
-		h.mu.Unlock()
-		if len(accounts) == 0 {
-			continue
-		}
-		if err := writeProbe(h.dir, probeBytes); err != nil {
-			continue // still full (or out of descriptors): the next tick tries again
+		if gone, ok := accounts[""]; ok {
+			delete(accounts, "")
+			h.clear(gone)
 		}
 		for account, streams := range accounts {
 			start := time.Now()
@@ -264,6 +294,9 @@ func (h *StoreHealth) run(s *server.Server, stop <-chan struct{}) {
 				continue
 			}
 			h.clear(streams)
+			if h.reloaded != nil {
+				h.reloaded()
+			}
 			h.recovered.Inc()
 			h.logger.Info("JetStream store writes again: streams reloaded from their files",
 				"streams", streams, "failing_for", time.Since(first).Round(time.Millisecond), "reload", time.Since(start).Round(time.Microsecond))
@@ -284,6 +317,22 @@ func (h *StoreHealth) clear(streams []string) {
 	}
 	close(h.changed)
 	h.changed = make(chan struct{})
+}
+
+// streamAccount is the account holding the stream named stream, "" when none does.
+func streamAccount(s *server.Server, stream string) string {
+	info, err := s.Jsz(&server.JSzOptions{Accounts: true, Streams: true})
+	if err != nil {
+		return ""
+	}
+	for _, acc := range info.AccountDetails {
+		for _, sd := range acc.Streams {
+			if sd.Name == stream {
+				return acc.Name
+			}
+		}
+	}
+	return ""
 }
 
 // reloadAccount stops the account's streams and recovers them from their files, with the

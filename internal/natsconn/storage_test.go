@@ -143,3 +143,61 @@ func TestStoreWriteFailureIsSeenAndHealed(t *testing.T) {
 		t.Errorf("no recovery log line in:\n%s", logs.String())
 	}
 }
+
+// A file store's own critical-write line (a removal or compaction that failed, with no
+// publish to see it) names the stream without its account: the stream is marked all the
+// same, and the reload finds its account.
+func TestFileStoreLineWithoutAccountIsHealed(t *testing.T) {
+	defer func(d time.Duration) { storeProbeEvery = d }(storeProbeEvery)
+	storeProbeEvery = 50 * time.Millisecond
+	reg := prometheus.NewRegistry()
+	c, err := Connect(context.Background(), embeddedCfg(t), reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if _, err := c.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "WQ", Subjects: []string{"wq"}, Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.JS.Publish(ctx, "wq", []byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+	if got := streamAccount(c.server, "WQ"); got != "$G" {
+		t.Fatalf("streamAccount(WQ) = %q, want $G", got)
+	}
+	changed := c.Store().Changed()
+	c.store.serverError("Filestore [WQ] Critical write error: write /data/jetstream/$G/streams/WQ/msgs/3.blk: no space left on device")
+	select {
+	case <-changed:
+	default:
+		t.Fatal("Changed() not closed when a stream was marked")
+	}
+	if err := c.Store().Failing("WQ"); err == nil || err.Error() != "JetStream store cannot write: stream WQ: no space left on device" {
+		t.Fatalf("Failing(WQ) = %v", err)
+	}
+	if got := promtestutil.ToFloat64(c.store.failing.WithLabelValues("other")); got != 1 {
+		t.Errorf("ragwatch_store_write_failing{store=other} = %v, want 1", got)
+	}
+	// Other error lines mark nothing.
+	c.store.serverError("JetStream failed to store a msg on stream '$G > X': maximum bytes exceeded")
+	if c.Store().Failing("X") != nil {
+		t.Fatal("an ordinary store error marked a stream")
+	}
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, "the stream reloaded", func() bool { return c.Store().Err() == nil })
+	if got := promtestutil.ToFloat64(c.store.recovered); got != 1 {
+		t.Errorf("ragwatch_store_recoveries_total = %v, want 1", got)
+	}
+	// The client reconnected after the reload (its pull consumers ask again), and the stream
+	// kept its message.
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, "the client reconnected", func() bool {
+		return testutil.Sum(t, reg, "ragwatch_nats_reconnects_total", nil) == 1 && c.NC.IsConnected()
+	})
+	st, err := c.JS.Stream(ctx, "WQ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st.GetMsg(ctx, 1); err != nil || string(m.Data) != "kept" {
+		t.Fatalf("message 1 after the reload: %v %v", m, err)
+	}
+}

@@ -512,6 +512,7 @@ func (b *builder) natsSubscribers() (lifecycle, error) {
 			return lifecycle{}, err
 		}
 		b.NATS.Store().Watch("dedup", kvStream(c.DedupBucket))
+		b.NATS.Store().Watch("intake", c.Stream) // written by the app's publishes, read here
 	}
 	in := b.cfg.Limits.Intake
 	sub, err := natsin.New(natsin.Settings{

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ragwatch/ragwatch/config"
@@ -174,4 +175,102 @@ drift: {detectors: []}
 			t.Fatalf("record %d = %q, want %q", i, id, want)
 		}
 	}
+}
+
+// TestAttackFullStoreVolumeConsumersResume: after the reload that heals a full volume, the
+// in-process scoring workers and the JetStream intake consumer go on by themselves: records
+// the app publishes are consumed from the intake stream again, and their samples are scored.
+func TestAttackFullStoreVolumeConsumersResume(t *testing.T) {
+	vol := testutil.Tmpfs(t, "32m")
+	cfg, err := config.Parse([]byte(`
+sampling: {rate: 1}
+nats: {consume: {mode: jetstream}}
+drift: {detectors: []}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	test := testConfig(t)
+	cfg.NATS.Embedded.Endpoint = test.NATS.Embedded.Endpoint
+	cfg.Receivers, cfg.HTTP, cfg.Assembly = test.Receivers, test.HTTP, test.Assembly
+	cfg.NATS.StoreDir = filepath.Join(vol, "store")
+	e := startEnv(t, cfg)
+	ctx := context.Background()
+	nc, err := nats.Connect(e.app.NATS.ClientURL(), e.app.NATS.AppCredential().Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	publish := func(prefix string, n int) {
+		t.Helper()
+		for i := range n {
+			rec := fmt.Sprintf(`{"trace_id":"%s%027x","service":"svc","query":"%s","answer":"a","documents":[{"id":"d","text":"t"}]}`, prefix, i, strings.Repeat("q", 500))
+			if err := nc.Publish("ragwatch.records.svc", []byte(rec)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	metric := func(name string) float64 { return testutil.Sum(t, e.app.Registry, name, nil) }
+	requests := func() float64 { return scrape(t, e.base)[`ragwatch_requests_total{service="svc"}`] }
+
+	publish("bbbbb", 5)
+	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, "5 records ingested and scored", func() bool {
+		return requests() == 5 && metric("ragwatch_scoring_attempts_total") > 0
+	})
+
+	filler := testutil.FillVolume(t, vol)
+	// The app's records meet the full intake stream; sampled records, the full scoring stream.
+	publish("fffff", 20)
+	for i := range 20 {
+		r := &record.Record{TraceID: fmt.Sprintf("ddddd%027x", i), Service: "direct", Query: "q", Time: time.Now()}
+		if err := e.app.Records.ConsumeRecord(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, "the store reported failing", func() bool {
+		_, body := get(t, e.base+"/readyz")
+		return strings.Contains(body, "degraded: store") && strings.Contains(body, "(scoring)")
+	})
+	ingested := requests()
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+	testutil.Eventually(t, 30*time.Second, 50*time.Millisecond, "the store writes again", func() bool {
+		_, body := get(t, e.base+"/readyz")
+		return !strings.Contains(body, "degraded: store")
+	})
+	t.Logf("writes again %v after the volume had room", time.Since(freed).Round(time.Millisecond))
+	attempts := metric("ragwatch_scoring_attempts_total")
+	publish("aaaaa", 5)
+	defer func() {
+		if !t.Failed() {
+			return
+		}
+		st, err := e.app.NATS.JS.Stream(ctx, cfg.NATS.Consume.Stream)
+		if err != nil {
+			t.Logf("intake stream: %v", err)
+			return
+		}
+		si, _ := st.Info(ctx)
+		ci, _ := st.Consumer(ctx, "ragwatch_records")
+		if ci != nil {
+			info, _ := ci.Info(ctx)
+			t.Logf("intake stream %+v; records consumer pending %d, waiting pulls %d", si.State, info.NumPending, info.NumWaiting)
+		}
+		t.Logf("requests %v (%v before recovery), scoring attempts %v (%v before)", requests(), ingested, metric("ragwatch_scoring_attempts_total"), attempts)
+	}()
+	resumeStart := time.Now()
+	// The intake consumer pulls again at the reconnect that follows the reload; a scoring worker
+	// at its next fetch (its pull waits 5 s at most).
+	testutil.Eventually(t, 15*time.Second, 50*time.Millisecond, "5 more records ingested from the stream and scored", func() bool {
+		return requests() >= ingested+5 && metric("ragwatch_scoring_attempts_total") > attempts
+	})
+	t.Logf("consumed and scored %v after publishing", time.Since(resumeStart).Round(time.Millisecond))
+	t.Logf("after recovery: %v records ingested (5 before the volume filled, %v while full), scoring attempts %v -> %v",
+		requests(), ingested-5, attempts, metric("ragwatch_scoring_attempts_total"))
 }
