@@ -39,7 +39,7 @@ type Conn struct {
 	logger     *slog.Logger
 	closed     chan struct{} // closed by the client's ClosedHandler
 	closeOnce  sync.Once
-	closeOnce2 sync.Once // stops store.run
+	healthOnce sync.Once // stops store.run
 	connected  prometheus.Gauge
 
 	store      *StoreHealth  // nil when connected to an external cluster
@@ -225,7 +225,7 @@ func (c *Conn) Close() {
 	}
 	c.connected.Set(0)
 	if c.stopHealth != nil {
-		c.closeOnce2.Do(func() { close(c.stopHealth) })
+		c.healthOnce.Do(func() { close(c.stopHealth) })
 		<-c.healthDone
 	}
 	c.stopServer()
