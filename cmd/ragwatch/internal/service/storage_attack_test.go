@@ -49,7 +49,7 @@ drift: {detectors: []}
 	feed := func(prefix string, n int) {
 		t.Helper()
 		for i := range n {
-			r := &record.Record{TraceID: fmt.Sprintf("%s%027x", prefix, i), Service: "svc", Query: strings.Repeat("q", 2000), Time: time.Now()}
+			r := &record.Record{TraceID: fmt.Sprintf("%s%027x", prefix, i), Service: "svc", Query: strings.Repeat("q", 5000), Time: time.Now()} // larger than a page: no write fits in what a full volume has left
 			if err := e.app.Records.ConsumeRecord(ctx, r); err != nil {
 				t.Fatal(err)
 			}
@@ -108,8 +108,14 @@ drift: {detectors: []}
 		t.Errorf("storage_full gauge %v, store_write_failing{scoring} %v; want 1, 1",
 			m[`ragwatch_scoring_queue_storage_full`], m[`ragwatch_store_write_failing{store="scoring"}`])
 	}
-	// The alert state: the save that meets the full disk times out, the next fails at once.
-	_ = save()
+	// The alert state: the save that meets the full disk times out (a small value may still fit
+	// in a page the bucket's block has left), the next fails at once.
+	for i := 0; scrape(t, e.base)[`ragwatch_store_write_failing{store="alerts"}`] != 1; i++ {
+		if i == 20 {
+			t.Fatal("no alert state save failed on a full volume")
+		}
+		_ = save()
+	}
 	start = time.Now()
 	if err := save(); err == nil || time.Since(start) > time.Second {
 		t.Errorf("alert state save on a full volume = %v after %v, want an error at once", err, time.Since(start))
