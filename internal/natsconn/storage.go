@@ -130,7 +130,8 @@ type StoreHealth struct {
 	mu      sync.Mutex
 	streams map[string]storeFailure // by stream name
 	names   map[string]string       // stream name -> store label (Watch)
-	changed chan struct{}           // closed and replaced at every change of streams
+	changed context.Context         // canceled and replaced at every change of streams
+	signal  context.CancelFunc      // cancels changed
 }
 
 type storeFailure struct {
@@ -140,7 +141,7 @@ type storeFailure struct {
 }
 
 func newStoreHealth(dir string, every time.Duration, reg prometheus.Registerer, logger *slog.Logger) *StoreHealth {
-	return &StoreHealth{
+	h := &StoreHealth{
 		dir: dir, every: every, logger: logger,
 		failing: promreg.MustRegister(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ragwatch_store_write_failing",
@@ -152,8 +153,9 @@ func newStoreHealth(dir string, every time.Duration, reg prometheus.Registerer, 
 		})),
 		streams: map[string]storeFailure{},
 		names:   map[string]string{},
-		changed: make(chan struct{}),
 	}
+	h.changed, h.signal = context.WithCancel(context.Background())
+	return h
 }
 
 // Watch names stream's store for the gauge (a bounded, known label: scoring, dead_letter,
@@ -187,9 +189,20 @@ func (h *StoreHealth) Changed() <-chan struct{} {
 	if h == nil {
 		return nil
 	}
+	return h.changedCtx().Done()
+}
+
+// changedCtx is canceled at the next change of the failing streams.
+func (h *StoreHealth) changedCtx() context.Context {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.changed
+}
+
+// notifyLocked ends the current changedCtx and starts the next.
+func (h *StoreHealth) notifyLocked() {
+	h.signal()
+	h.changed, h.signal = context.WithCancel(context.Background())
 }
 
 // Err describes the streams whose writes fail, for /readyz; nil when none does.
@@ -238,8 +251,7 @@ func (h *StoreHealth) serverError(msg string) {
 	if !known {
 		h.streams[stream] = storeFailure{account: account, err: cause, since: time.Now()}
 		h.failing.WithLabelValues(h.storeLocked(stream)).Set(1)
-		close(h.changed)
-		h.changed = make(chan struct{})
+		h.notifyLocked()
 	} else if f.account == "" && account != "" {
 		f.account = account
 		h.streams[stream] = f
@@ -315,8 +327,7 @@ func (h *StoreHealth) clear(streams []string) {
 	for stream := range h.streams {
 		h.failing.WithLabelValues(h.storeLocked(stream)).Set(1)
 	}
-	close(h.changed)
-	h.changed = make(chan struct{})
+	h.notifyLocked()
 }
 
 // streamAccount is the account holding the stream named stream, "" when none does.
@@ -387,52 +398,93 @@ func (zeroReader) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// guardedKV refuses writes at once while its bucket's stream fails writes (StoreHealth):
-// without it each write waits out the client's timeout for an answer the server never sends.
+// failingGrace is how long a write in flight is still awaited once its stream is marked
+// failing: its answer may be on its way (it was stored before the failure); else none comes.
+const failingGrace = 200 * time.Millisecond
+
+// guardedKV refuses writes at once while its bucket's stream fails writes (StoreHealth), and
+// ends a write in flight failingGrace after the stream is marked: the server answers neither
+// the write that failed nor any later one, and each would wait out its context (at shutdown,
+// the whole shutdown's).
 type guardedKV struct {
 	jetstream.KeyValue
 	health *StoreHealth
 	stream string
 }
 
-func (g guardedKV) Put(ctx context.Context, key string, value []byte) (uint64, error) {
+// write runs w with a context canceled failingGrace after g's stream is marked failing, and
+// returns the stream's failure for a write so ended.
+func (g guardedKV) write(ctx context.Context, w func(context.Context) error) error {
 	if err := g.health.Failing(g.stream); err != nil {
-		return 0, err
+		return err
 	}
-	return g.KeyValue.Put(ctx, key, value)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		stop func() bool
+	)
+	var watch func()
+	watch = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if wctx.Err() != nil {
+			return
+		}
+		stop = context.AfterFunc(g.health.changedCtx(), func() {
+			if g.health.Failing(g.stream) != nil {
+				time.AfterFunc(failingGrace, cancel)
+				return
+			}
+			watch() // another stream changed: wait for the next change
+		})
+	}
+	watch()
+	err := w(wctx)
+	cancel()
+	mu.Lock()
+	if stop != nil { // nil when ctx had ended already
+		stop() // a registration left on a context that may never end would be kept by it
+	}
+	mu.Unlock()
+	if err != nil && ctx.Err() == nil {
+		if ferr := g.health.Failing(g.stream); ferr != nil {
+			return ferr
+		}
+	}
+	return err
 }
 
-func (g guardedKV) PutString(ctx context.Context, key string, value string) (uint64, error) {
-	if err := g.health.Failing(g.stream); err != nil {
-		return 0, err
-	}
-	return g.KeyValue.PutString(ctx, key, value)
+func (g guardedKV) Put(ctx context.Context, key string, value []byte) (rev uint64, err error) {
+	err = g.write(ctx, func(ctx context.Context) (err error) { rev, err = g.KeyValue.Put(ctx, key, value); return err })
+	return rev, err
 }
 
-func (g guardedKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	if err := g.health.Failing(g.stream); err != nil {
-		return 0, err
-	}
-	return g.KeyValue.Create(ctx, key, value, opts...)
+func (g guardedKV) PutString(ctx context.Context, key string, value string) (rev uint64, err error) {
+	err = g.write(ctx, func(ctx context.Context) (err error) { rev, err = g.KeyValue.PutString(ctx, key, value); return err })
+	return rev, err
 }
 
-func (g guardedKV) Update(ctx context.Context, key string, value []byte, revision uint64) (uint64, error) {
-	if err := g.health.Failing(g.stream); err != nil {
-		return 0, err
-	}
-	return g.KeyValue.Update(ctx, key, value, revision)
+func (g guardedKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (rev uint64, err error) {
+	err = g.write(ctx, func(ctx context.Context) (err error) {
+		rev, err = g.KeyValue.Create(ctx, key, value, opts...)
+		return err
+	})
+	return rev, err
+}
+
+func (g guardedKV) Update(ctx context.Context, key string, value []byte, revision uint64) (rev uint64, err error) {
+	err = g.write(ctx, func(ctx context.Context) (err error) {
+		rev, err = g.KeyValue.Update(ctx, key, value, revision)
+		return err
+	})
+	return rev, err
 }
 
 func (g guardedKV) Delete(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
-	if err := g.health.Failing(g.stream); err != nil {
-		return err
-	}
-	return g.KeyValue.Delete(ctx, key, opts...)
+	return g.write(ctx, func(ctx context.Context) error { return g.KeyValue.Delete(ctx, key, opts...) })
 }
 
 func (g guardedKV) Purge(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
-	if err := g.health.Failing(g.stream); err != nil {
-		return err
-	}
-	return g.KeyValue.Purge(ctx, key, opts...)
+	return g.write(ctx, func(ctx context.Context) error { return g.KeyValue.Purge(ctx, key, opts...) })
 }
