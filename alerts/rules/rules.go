@@ -104,7 +104,28 @@ func Generate(c *config.Config) (*File, error) {
 		}
 		f.Groups = append(f.Groups, g)
 	}
+	f.Groups = append(f.Groups, storeGroup())
 	return f, nil
+}
+
+// NameStoreWriteFailing is the alert of a replica whose embedded NATS store cannot write.
+const NameStoreWriteFailing = "RagwatchStoreWriteFailing"
+
+// storeGroup alerts on ragwatch_store_write_failing (natsconn.StoreHealth), whatever the
+// config: a sidecar heals by itself within seconds of its volume having room (or descriptors
+// coming back), so the alert is for a store that stays failing. max_over_time holds it through
+// a reload that fails again at the next write while the volume is still nearly full.
+func storeGroup() Group {
+	return Group{Name: "ragwatch-store", Rules: []Rule{{
+		Alert:  NameStoreWriteFailing,
+		Expr:   `max_over_time(ragwatch_store_write_failing[5m]) > 0`,
+		For:    "5m",
+		Labels: map[string]string{"severity": "warning"},
+		Annotations: annotations(
+			`ragwatch cannot write its {{ $labels.store }} store on {{ $labels.instance }}`,
+			`The embedded NATS server's store fails writes (its volume is full, or the process ran out of file descriptors): what ragwatch writes there is dropped and counted (ragwatch_scoring_dropped_total{reason="storage_full"}, ragwatch_join_state_errors_total{op="storage_full"}, ragwatch_alert_state_saves_total{outcome="error"}). ragwatch reloads the stream by itself within 5 s of the store dir (nats.store_dir) taking a write again: free or grow its volume.`,
+			"", ""),
+	}}}
 }
 
 func first(a, b string) string {

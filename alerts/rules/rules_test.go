@@ -61,7 +61,7 @@ func TestStructure(t *testing.T) {
 	for _, g := range f.Groups {
 		names = append(names, g.Name)
 	}
-	if strings.Join(names, ",") != "ragwatch-slo-cp,ragwatch-slo-faithful,ragwatch-slo-latency,ragwatch-drift" {
+	if strings.Join(names, ",") != "ragwatch-slo-cp,ragwatch-slo-faithful,ragwatch-slo-latency,ragwatch-drift,ragwatch-store" {
 		t.Fatalf("groups = %v", names)
 	}
 	cp := f.Groups[0].Rules
@@ -276,5 +276,22 @@ drift: {detectors: [{name: tok, signal: answer_tokens}]}
 		if got := last(f.Groups[i]); got != want {
 			t.Errorf("group %s description\n got %q\nwant %q", f.Groups[i].Name, got, want)
 		}
+	}
+}
+
+// Every rule file alerts on a replica whose embedded store cannot write, SLOs or not.
+func TestStoreWriteFailingRuleIsAlwaysThere(t *testing.T) {
+	f, err := Generate(config.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := f.Groups[len(f.Groups)-1]
+	if g.Name != "ragwatch-store" || len(g.Rules) != 1 {
+		t.Fatalf("last group = %+v, want ragwatch-store with one rule", g)
+	}
+	r := g.Rules[0]
+	if r.Alert != "RagwatchStoreWriteFailing" || r.Expr != `max_over_time(ragwatch_store_write_failing[5m]) > 0` ||
+		r.For != "5m" || r.Labels["severity"] != "warning" || !strings.Contains(r.Annotations["summary"], "{{ $labels.store }}") {
+		t.Fatalf("store rule = %+v", r)
 	}
 }

@@ -212,16 +212,25 @@ func (j *Join) persistValue(ctx context.Context, key string, v any) {
 
 // putFailed counts a refused write.
 func (j *Join) putFailed(err error) {
-	if natsconn.IsStorageFull(err) {
-		// The bucket is at feedback.max_bytes: the join goes on from memory.
-		j.kvErrors.WithLabelValues("storage_full").Inc()
-		if !j.storageFull.Swap(true) {
-			j.log.Warn("join state not persisted: the bucket is full (feedback.max_bytes); the join goes on from memory", "err", err)
-		}
+	if j.storageFailed(err) {
 		return
 	}
 	j.kvErrors.WithLabelValues("put").Inc()
 	j.log.Warn("persist join state", "err", err)
+}
+
+// storageFailed counts err as storage_full when it is one, warning once until a write
+// succeeds again: the bucket is at feedback.max_bytes, or the store cannot write (its volume
+// is full; natsconn.StoreHealth refuses at once until it heals). The join goes on from memory.
+func (j *Join) storageFailed(err error) bool {
+	if !natsconn.IsStorageFull(err) {
+		return false
+	}
+	j.kvErrors.WithLabelValues("storage_full").Inc()
+	if !j.storageFull.Swap(true) {
+		j.log.Warn("join state not persisted: the bucket is full (feedback.max_bytes) or its store cannot write; the join goes on from memory", "err", err)
+	}
+	return true
 }
 
 // StorageFull reports whether the last write to the bucket was refused for lack of storage;
@@ -264,6 +273,9 @@ func (j *Join) deleteKey(ctx context.Context, traceID string) {
 
 func (j *Join) deleteKV(ctx context.Context, key string) {
 	if err := j.s.KV.Delete(context.WithoutCancel(ctx), key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		if j.storageFailed(err) {
+			return
+		}
 		j.kvErrors.WithLabelValues("delete").Inc()
 		j.log.Warn("delete join state", "err", err)
 	}

@@ -33,13 +33,18 @@ type Conn struct {
 	// MaxPayload is the configured message size limit.
 	MaxPayload int
 
-	server    *server.Server // nil when connected to an external cluster
-	ragwatch  Credential     // embedded: ragwatch's own user
-	app       Credential     // embedded: the app's publish-only user
-	logger    *slog.Logger
-	closed    chan struct{} // closed by the client's ClosedHandler
-	closeOnce sync.Once
-	connected prometheus.Gauge
+	server     *server.Server // nil when connected to an external cluster
+	ragwatch   Credential     // embedded: ragwatch's own user
+	app        Credential     // embedded: the app's publish-only user
+	logger     *slog.Logger
+	closed     chan struct{} // closed by the client's ClosedHandler
+	closeOnce  sync.Once
+	healthOnce sync.Once // stops store.run
+	connected  prometheus.Gauge
+
+	store      *StoreHealth  // nil when connected to an external cluster
+	stopHealth chan struct{} // stops store.run
+	healthDone chan struct{} // closed when store.run returned
 }
 
 // Connect starts the embedded server (no nats.url) or connects to the configured cluster. It
@@ -109,11 +114,12 @@ func Connect(ctx context.Context, cfg config.NATS, reg prometheus.Registerer, lo
 
 	var urls string
 	if cfg.IsEmbedded() {
-		s, own, app, err := startEmbedded(cfg, logger)
+		health := newStoreHealth(cfg.StoreDir, storeProbeEvery, reg, logger)
+		s, own, app, err := startEmbedded(cfg, health.serverError, logger)
 		if err != nil {
 			return nil, err
 		}
-		c.server, c.ragwatch, c.app = s, own, app
+		c.server, c.ragwatch, c.app, c.store = s, own, app, health
 		opts = append(opts, nats.InProcessServer(s), own.Option())
 		logger.Info("embedded NATS started", "endpoint", s.Addr().String(), "store_dir", cfg.StoreDir)
 	} else {
@@ -145,8 +151,24 @@ func Connect(ctx context.Context, cfg config.NATS, reg prometheus.Registerer, lo
 		return nil, fmt.Errorf("open JetStream: %w", err)
 	}
 	c.JS = js
+	if c.store != nil {
+		c.store.reloaded = func() {
+			if err := nc.ForceReconnect(); err != nil {
+				logger.Warn("reconnect to NATS after reloading the streams", "err", err)
+			}
+		}
+		c.stopHealth, c.healthDone = make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(c.healthDone)
+			c.store.run(c.server, c.stopHealth)
+		}()
+	}
 	return c, nil
 }
+
+// Store is the embedded server's store health: which streams fail writes (nil, whose methods
+// report nothing, when connected to an external cluster).
+func (c *Conn) Store() *StoreHealth { return c.store }
 
 // KeyValue creates or opens the KV bucket; ttl > 0 expires entries after it, maxBytes caps it
 // (puts fail once it is full). History is 1: ragwatch keeps state, not history.
@@ -161,6 +183,9 @@ func (c *Conn) KeyValue(ctx context.Context, bucket string, ttl time.Duration, m
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open NATS KV bucket %s: %w", bucket, err)
+	}
+	if c.store != nil {
+		return guardedKV{KeyValue: kv, health: c.store, stream: "KV_" + bucket}, nil
 	}
 	return kv, nil
 }
@@ -199,6 +224,10 @@ func (c *Conn) Close() {
 		}
 	}
 	c.connected.Set(0)
+	if c.stopHealth != nil {
+		c.healthOnce.Do(func() { close(c.stopHealth) })
+		<-c.healthDone
+	}
 	c.stopServer()
 }
 
@@ -315,7 +344,7 @@ func authOptions(cfg config.NATS) ([]nats.Option, error) {
 // startEmbedded starts nats-server with JetStream in cfg.StoreDir, listening on
 // cfg.Embedded.Endpoint (port 0 or -1 picks a free port). The server requires a user and
 // password from every client: ragwatch's own and the app's (see resolveUsers).
-func startEmbedded(cfg config.NATS, logger *slog.Logger) (*server.Server, Credential, Credential, error) {
+func startEmbedded(cfg config.NATS, onError func(string), logger *slog.Logger) (*server.Server, Credential, Credential, error) {
 	var own, app Credential
 	fail := func(err error) (*server.Server, Credential, Credential, error) {
 		return nil, Credential{}, Credential{}, err
@@ -375,7 +404,7 @@ func startEmbedded(cfg config.NATS, logger *slog.Logger) (*server.Server, Creden
 	if err != nil {
 		return fail(fmt.Errorf("embedded NATS: %w", err))
 	}
-	sl := &serverLogger{logger: logger.With("component", "nats-server")}
+	sl := &serverLogger{logger: logger.With("component", "nats-server"), onError: onError}
 	s.SetLogger(sl, false, false)
 	s.Start()
 	if msg := sl.fatal(); msg != "" {
@@ -414,22 +443,19 @@ func checkWritable(dir string) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("NATS store dir %s (`nats.store_dir`) cannot be created: %w", dir, err)
 	}
-	f, err := os.CreateTemp(dir, ".ragwatch-write-check-*")
-	if err != nil {
+	if err := writeProbe(dir, 0); err != nil {
 		return fmt.Errorf("NATS store dir %s (`nats.store_dir`) is not writable: %w", dir, err)
 	}
-	name := f.Name()
-	_ = f.Close()
-	_ = os.Remove(name)
 	return nil
 }
 
 // serverLogger routes nats-server logs to slog and keeps the first fatal message: nats-server
 // reports startup failures (port, JetStream store) only through Fatalf.
 type serverLogger struct {
-	logger *slog.Logger
-	mu     sync.Mutex
-	first  string
+	logger  *slog.Logger
+	onError func(msg string) // sees every error line (StoreHealth.serverError); may be nil
+	mu      sync.Mutex
+	first   string
 }
 
 func (l *serverLogger) fatal() string {
@@ -440,9 +466,15 @@ func (l *serverLogger) fatal() string {
 
 func (l *serverLogger) Noticef(format string, v ...any) { l.logger.Debug(fmt.Sprintf(format, v...)) }
 func (l *serverLogger) Warnf(format string, v ...any)   { l.logger.Warn(fmt.Sprintf(format, v...)) }
-func (l *serverLogger) Errorf(format string, v ...any)  { l.logger.Error(fmt.Sprintf(format, v...)) }
-func (l *serverLogger) Debugf(format string, v ...any)  { l.logger.Debug(fmt.Sprintf(format, v...)) }
-func (l *serverLogger) Tracef(format string, v ...any)  {}
+func (l *serverLogger) Errorf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	l.logger.Error(msg)
+	if l.onError != nil {
+		l.onError(msg)
+	}
+}
+func (l *serverLogger) Debugf(format string, v ...any) { l.logger.Debug(fmt.Sprintf(format, v...)) }
+func (l *serverLogger) Tracef(format string, v ...any) {}
 func (l *serverLogger) Fatalf(format string, v ...any) {
 	msg := fmt.Sprintf(format, v...)
 	l.logger.Error(msg)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -296,6 +297,11 @@ func TestIsStorageFull(t *testing.T) {
 		{&jetstream.APIError{ErrorCode: 10059, Description: "stream not found"}, false},
 		{errors.New("nats: timeout"), false},
 		{fmt.Errorf("put: %w", errors.New("nats: maximum bytes exceeded")), true},
+		{fmt.Errorf("save alert state k: %w", fmt.Errorf("%w: stream KV_x: no space left on device", ErrStoreWriteFailing)), true},
+		{&jetstream.APIError{ErrorCode: 10077, Description: "write /data/1.blk: too many open files"}, true},
+		{&os.PathError{Op: "write", Path: "/data/1.blk", Err: syscall.ENOSPC}, true},
+		{&os.PathError{Op: "open", Path: "/data/2.blk", Err: syscall.EMFILE}, true},
+		{&os.PathError{Op: "open", Path: "/data/2.blk", Err: syscall.EACCES}, false},
 	} {
 		if got := IsStorageFull(tc.err); got != tc.want {
 			t.Errorf("IsStorageFull(%v) = %v, want %v", tc.err, got, tc.want)

@@ -30,9 +30,14 @@ var (
 	ErrClosed      = errors.New("scoring publisher closed")
 )
 
-// ackTimeout bounds the wait for one publish acknowledgement before the record counts as
-// dropped (nats_unavailable).
+// ackTimeout bounds the wait for one publish acknowledgement, from its publish, before the
+// record counts as dropped (nats_unavailable).
 const ackTimeout = 5 * time.Second
+
+// failingAckGrace is how long an acknowledgement is still awaited once the store reports the
+// stream failing writes: those of messages stored before the failure may still be on their
+// way; the others will not come.
+const failingAckGrace = 200 * time.Millisecond
 
 // maxInFlight bounds publishes awaiting their acknowledgement.
 const maxInFlight = 512
@@ -54,6 +59,10 @@ type Publisher struct {
 
 	// DepthInterval is how often the depth gauge is polled; set before Start.
 	DepthInterval time.Duration
+	// Health is the embedded server's store health (nil for an external cluster); set before
+	// Start. While it reports the scoring stream failing writes, records are dropped at once
+	// as storage_full rather than published into a store that does not answer.
+	Health *natsconn.StoreHealth
 
 	lingerTimer *time.Timer // fill's wait for a batch's records; publishLoop's own
 
@@ -73,6 +82,7 @@ type pendingPub struct {
 	// whose array is its own.
 	buf     *bytes.Buffer
 	records int // records in the message: a batch's, or 1
+	sent    time.Time
 }
 
 // encBufs recycles the buffers records and score results are encoded into. A record's buffer
@@ -320,13 +330,17 @@ func (p *Publisher) publishBatch(recs []*record.Record) []*record.Record {
 		p.m.Dropped.WithLabelValues(DropNATSUnavailable).Add(float64(in))
 		return recs[taken:]
 	}
+	if err := p.Health.Failing(p.cfg.Stream); err != nil {
+		p.dropN(err, in)
+		return recs[taken:]
+	}
 	fut, err := p.js.PublishMsgAsync(msg)
 	if err != nil {
 		p.dropN(err, in)
 		return recs[taken:]
 	}
 	p.m.MessageRecords.Observe(float64(in))
-	p.pending <- pendingPub{fut: fut, records: in}
+	p.pending <- pendingPub{fut: fut, records: in, sent: time.Now()}
 	return recs[taken:]
 }
 
@@ -351,6 +365,10 @@ func appendRecordEntry(b []byte, r *record.Record) ([]byte, error) {
 func (p *Publisher) publish(it item) {
 	if !p.nc.IsConnected() {
 		p.m.Dropped.WithLabelValues(DropNATSUnavailable).Inc()
+		return
+	}
+	if err := p.Health.Failing(p.cfg.Stream); err != nil {
+		p.drop(err)
 		return
 	}
 	var (
@@ -384,24 +402,56 @@ func (p *Publisher) publish(it item) {
 	if it.pair == nil {
 		p.m.MessageRecords.Observe(1)
 	}
-	p.pending <- pendingPub{fut: fut, buf: buf, records: 1}
+	p.pending <- pendingPub{fut: fut, buf: buf, records: 1, sent: time.Now()}
 }
 
 func (p *Publisher) ackLoop() {
 	timer := time.NewTimer(ackTimeout)
 	defer timer.Stop()
+	var failSeen time.Time // when ackLoop first saw the stream failing writes; zero while it writes
 	for pp := range p.pending {
-		timer.Reset(ackTimeout)
+		p.awaitAck(pp, timer, &failSeen)
+	}
+}
+
+// awaitAck waits for pp's acknowledgement until ackTimeout after its publish: messages
+// published together time out together, not one ackTimeout after the other. Once the store
+// reports the stream failing writes (first seen at *failSeen), acknowledgements are awaited
+// until failingAckGrace after that, and what did not come counts as storage_full.
+func (p *Publisher) awaitAck(pp pendingPub, timer *time.Timer, failSeen *time.Time) {
+	for {
+		changed := p.Health.Changed()
+		deadline := pp.sent.Add(ackTimeout)
+		if p.Health.Failing(p.cfg.Stream) != nil {
+			if failSeen.IsZero() {
+				*failSeen = time.Now()
+			}
+			if soon := failSeen.Add(failingAckGrace); soon.Before(deadline) {
+				deadline = soon
+			}
+		} else {
+			*failSeen = time.Time{}
+		}
+		timer.Reset(time.Until(deadline))
 		select {
 		case <-pp.fut.Ok():
 			p.setStorageFull(false)
 			releaseBuf(pp.buf)
+			return
 		case err := <-pp.fut.Err():
 			p.dropN(err, pp.records)
 			releaseBuf(pp.buf)
+			return
+		case <-changed:
+			continue
 		case <-timer.C:
 			// The client may still send the message again: its buffer is left to the GC.
-			p.dropN(jetstream.ErrAsyncPublishTimeout, pp.records)
+			if err := p.Health.Failing(p.cfg.Stream); err != nil {
+				p.dropN(err, pp.records)
+			} else {
+				p.dropN(jetstream.ErrAsyncPublishTimeout, pp.records)
+			}
+			return
 		}
 	}
 }
@@ -442,7 +492,8 @@ func (p *Publisher) dropN(err error, n int) {
 		reason = DropTooLarge
 	case natsconn.IsStorageFull(err):
 		// "maximum bytes exceeded" (the stream at max_bytes, discard new), "insufficient
-		// resources" (the server's max_store): the disk budget is used up.
+		// resources" (the server's max_store): the disk budget is used up; or the store fails
+		// writes (a full volume, no file descriptor left: natsconn.StoreHealth).
 		reason = DropStorageFull
 		p.setStorageFull(true)
 	case errors.As(err, &apiErr) && strings.Contains(apiErr.Description, "maximum"):

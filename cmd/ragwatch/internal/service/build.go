@@ -109,6 +109,9 @@ func (b *builder) pairJudge() (pairwise.Judge, error) {
 	return j, nil
 }
 
+// kvStream is the stream behind a JetStream KV bucket.
+func kvStream(bucket string) string { return "KV_" + bucket }
+
 func (b *builder) nats() (lifecycle, error) {
 	conn, err := natsconn.Connect(b.ctx, b.cfg.NATS, b.Registry, b.logger("nats"))
 	if err != nil {
@@ -158,6 +161,7 @@ func (b *builder) alertEngine() (lifecycle, error) {
 		if err != nil {
 			return lifecycle{}, err
 		}
+		b.NATS.Store().Watch("alerts", kvStream(bucket))
 		store = engine.KVStore{KV: kv}
 	}
 	e, err := engine.New(engine.Options{
@@ -237,6 +241,10 @@ func (b *builder) sampler() (lifecycle, error) {
 		ropts = append(ropts, sampler.WithScoresLoopback(b.scoresLoop))
 	}
 	samp := sampler.NewRuntime(b.cfg, b.NATS.JS, b.NATS.Replicas, active, nil, b.Services, b.Registry, b.logger("sampler"), ropts...)
+	q := b.cfg.Scoring.Queue
+	b.NATS.Store().Watch("scoring", q.Stream)
+	b.NATS.Store().Watch("dead_letter", q.DeadLetterStream)
+	samp.Publisher.Health = b.NATS.Store() // drops at once (storage_full) while the stream cannot write
 	b.Sampler = samp
 	return lifecycle{start: samp.Start, shutdown: samp.Shutdown}, nil
 }
@@ -316,6 +324,7 @@ func (b *builder) join() (lifecycle, error) {
 		if kv, err = b.NATS.KeyValue(b.ctx, b.cfg.Feedback.Bucket, b.cfg.Feedback.Retention+time.Hour, b.cfg.Feedback.MaxBytes); err != nil {
 			return lifecycle{}, err
 		}
+		b.NATS.Store().Watch("join", kvStream(b.cfg.Feedback.Bucket))
 	}
 	conv := b.cfg.Conversation
 	j, err := join.New(join.Settings{
@@ -430,6 +439,10 @@ func (b *builder) http() (lifecycle, error) {
 	} else {
 		srv.AddReadinessCheck("nats", natsUp)
 	}
+	// The embedded server's store failing writes (its volume full, no file descriptor left):
+	// intake goes on and what cannot be stored is counted; the streams are reloaded once the
+	// store dir takes a write again (natsconn.StoreHealth).
+	srv.AddStatusCheck("store", b.NATS.Store().Err)
 	if j := b.Join; j != nil {
 		srv.AddStatusCheck("feedback_state", func() error {
 			if j.StorageFull() {
@@ -509,6 +522,8 @@ func (b *builder) natsSubscribers() (lifecycle, error) {
 		if dedup, err = b.NATS.KeyValue(b.ctx, c.DedupBucket, c.DedupWindow, c.DedupMaxBytes); err != nil {
 			return lifecycle{}, err
 		}
+		b.NATS.Store().Watch("dedup", kvStream(c.DedupBucket))
+		b.NATS.Store().Watch("intake", c.Stream) // written by the app's publishes, read here
 	}
 	in := b.cfg.Limits.Intake
 	sub, err := natsin.New(natsin.Settings{

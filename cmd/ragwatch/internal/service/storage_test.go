@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
@@ -126,4 +128,45 @@ func get(t *testing.T, url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// The fast half of TestAttackFullStoreVolume (tag attack): on a full store volume the service
+// says so in /readyz (still 200) and ragwatch_store_write_failing, and samples count as
+// storage_full at once. The attack test also frees the volume and waits for the recovery.
+func TestFullStoreVolumeIsReported(t *testing.T) {
+	vol := testutil.Tmpfs(t, "32m")
+	cfg := testConfig(t)
+	cfg.NATS.StoreDir = filepath.Join(vol, "store")
+	cfg.Sampling.Rate = 1
+	cfg.Scoring.Workers = 0
+	cfg.Scoring.Queue.BatchRecords = 1
+	// The state saved at shutdown would fail on the full volume, and the harness fails the
+	// test on a shutdown error; the attack test covers the alert state.
+	cfg.Alerting.StateBucket = ""
+	e := startEnv(t, cfg)
+	testutil.FillVolume(t, vol)
+	const n = 100
+	start := time.Now()
+	for i := range n {
+		// Larger than a page: no write fits in what the full volume has left.
+		r := &record.Record{TraceID: fmt.Sprintf("%032x", i+1), Service: "svc", Query: strings.Repeat("q", 5000), Time: time.Now()}
+		if err := e.app.Records.ConsumeRecord(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var m map[string]float64
+	testutil.Eventually(t, 4*time.Second, 20*time.Millisecond, "every sample counted", func() bool {
+		m = scrape(t, e.base)
+		return m[`ragwatch_scoring_dropped_total{reason="storage_full"}`]+m[`ragwatch_scoring_dropped_total{reason="nats_unavailable"}`] == n
+	})
+	if took := time.Since(start); m[`ragwatch_scoring_dropped_total{reason="storage_full"}`] != n || took > 2*time.Second {
+		t.Errorf("storage_full %v of %d after %v, want all, well under one 5 s ack timeout", m[`ragwatch_scoring_dropped_total{reason="storage_full"}`], n, took)
+	}
+	if m[`ragwatch_store_write_failing{store="scoring"}`] != 1 {
+		t.Errorf(`ragwatch_store_write_failing{store="scoring"} = %v, want 1`, m[`ragwatch_store_write_failing{store="scoring"}`])
+	}
+	code, body := get(t, e.base+"/readyz")
+	if code != http.StatusOK || !strings.Contains(body, "degraded: store: JetStream store cannot write to RAGWATCH_SCORING (scoring)") {
+		t.Fatalf("/readyz = %d %q, want 200 with the store line", code, body)
+	}
 }
