@@ -267,7 +267,7 @@ type Assembly struct {
 	// parent) arrives: it holds a retrieval and a generation and every held span's parent is
 	// held. Only stragglers of reordered exports are expected then (milliseconds), and at
 	// 20,000 traces/s each of its milliseconds costs ≈ 0.5 MiB of resident memory
-	// (docs/performance.md): 50ms by default. Equal to Wait: no early release.
+	// (docs/performance-history.md): 50ms by default. Equal to Wait: no early release.
 	CompleteWait time.Duration `yaml:"complete_wait"`
 	Timeout      time.Duration `yaml:"timeout"`
 	MaxTraces    int           `yaml:"max_traces"`

@@ -196,7 +196,7 @@ type ScoringQueue struct {
 	// intake recognises its own redeliveries after a crash (nats.consume.dedup_window, kept in
 	// KV), so they do not reach the sampler again. The embedded server keeps each key in memory
 	// (100-200 bytes) for the whole window: at full speed, 2 minutes of keys were ≈ 45 MiB of
-	// resident memory more than 30 seconds (docs/performance.md).
+	// resident memory more than 30 seconds (docs/performance-history.md).
 	DedupWindow time.Duration `yaml:"dedup_window"`
 	// AckWait is how long a worker may hold a record before it is redelivered.
 	AckWait time.Duration `yaml:"ack_wait"`
@@ -222,7 +222,7 @@ type ScoringQueue struct {
 	// records after the first before it publishes what it has (0: only what is already
 	// buffered). Every message costs the server a store, a delivery, an ack and a removal
 	// whatever its size, so at full speed a batch costs a fraction of its records sent one by
-	// one (docs/performance.md); at low rates a batch holds the records that left assembly
+	// one (docs/performance-history.md); at low rates a batch holds the records that left assembly
 	// together. Workers older than batches dead-letter them as undecodable: set batch_records
 	// to 1 until every worker is upgraded.
 	BatchRecords int           `yaml:"batch_records"`
@@ -236,7 +236,7 @@ const MaxBatchRecords = 1000
 // documents. The embedded server keeps the file blocks a lagging consumer reads and acks cached
 // in memory (10 s after their last use), so when the workers fall behind, up to the whole
 // stream sits in the sidecar's heap: with workers: 1 at full speed, RSS reached 343-379 MiB at
-// 128 MiB against 141-150 MiB at 30 MiB (docs/performance.md). Below 32 MiB the server also
+// 128 MiB against 141-150 MiB at 30 MiB (docs/performance-history.md). Below 32 MiB the server also
 // writes 4 MB blocks instead of 8 MB.
 const DefaultScoringQueueMaxBytes = 30 << 20
 

@@ -103,7 +103,7 @@ const GoLimitShare = 0.9
 // a run at full speed on the defaults made the kernel evict the binary's pages to make room:
 // 275,000 major page faults, ingest down from 14,000 traces/s to a few hundred, a core spent
 // re-reading code, never recovered. At 80 MiB the same run completed at 14,400 traces/s with
-// 74 major faults (docs/performance.md).
+// 74 major faults (docs/performance-history.md).
 const NonGoReserve = 48 << 20
 
 // GoLimit is the Go soft memory limit for a container's memory limit: GoLimitShare of it or

@@ -28,7 +28,7 @@ const maxErrorBody = 4 << 10
 //
 // The backends speak their vendor's wire format with PostJSON and plain structs rather than
 // the vendors' SDKs: the two SDKs cost about 26 MB of binary and 10 MiB of resident memory
-// in every pod (docs/performance.md, "The LLM backends without vendor SDKs") for the three
+// in every pod (docs/performance-history.md, "The LLM backends without vendor SDKs") for the three
 // endpoints the judges call.
 func PostJSON(ctx context.Context, c *http.Client, url string, header http.Header, in, out any, now func() time.Time) error {
 	body, err := json.Marshal(in)
