@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/ragwatch/ragwatch/alerts/drift"
@@ -21,13 +20,9 @@ func burnPairs(ws []config.BurnRateWindow) []slo.Pair {
 	return out
 }
 
-// goodWhen converts a burn-rate SLO's `good_when`.
-func goodWhen(s string) (slo.Good, error) {
-	op, v, err := config.ParseGoodWhen(s)
-	if err != nil {
-		return slo.Good{}, fmt.Errorf("good_when: %w", err)
-	}
-	return slo.Good{Op: op, Value: v}, nil
+// goodWhen converts a burn-rate SLO's `good_when`, parsed when the config loaded.
+func goodWhen(g config.GoodWhen) slo.Good {
+	return slo.Good{Op: g.Op, Value: g.Value}
 }
 
 // driftDetector converts one `drift.detectors` entry.

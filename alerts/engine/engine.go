@@ -146,11 +146,7 @@ func New(o Options) (*Engine, error) {
 		return nil, fmt.Errorf("alert engine metrics: %w", err)
 	}
 	for _, s := range c.SLOs {
-		r, err := newSLORule(s, c.Alerting.DashboardURL.Reveal())
-		if err != nil {
-			return nil, err
-		}
-		e.addRule(r)
+		e.addRule(newSLORule(s, c.Alerting.DashboardURL.Reveal()))
 	}
 	for _, d := range c.Drift.Detectors {
 		e.addRule(newDriftRule(d, c.Drift, c.Alerting.DashboardURL.Reveal()))

@@ -26,11 +26,7 @@ func (e *Engine) Update(c *config.Config) error {
 	}
 	var next []*rule
 	for _, s := range c.SLOs {
-		r, err := newSLORule(s, c.Alerting.DashboardURL.Reveal())
-		if err != nil {
-			return err
-		}
-		next = append(next, r)
+		next = append(next, newSLORule(s, c.Alerting.DashboardURL.Reveal()))
 	}
 	for _, d := range c.Drift.Detectors {
 		next = append(next, newDriftRule(d, c.Drift, c.Alerting.DashboardURL.Reveal()))
