@@ -32,7 +32,8 @@ type SinkFunc func(ctx context.Context, alerts []alerts.Alert)
 // Send calls f.
 func (f SinkFunc) Send(ctx context.Context, a []alerts.Alert) { f(ctx, a) }
 
-// Options builds an Engine. Config is required; the rest may be nil.
+// Options builds an Engine. Config is required, and must be one config.Load (or config.Parse)
+// validated: New and Update do not check it again. The rest may be nil.
 type Options struct {
 	Config     *config.Config
 	Registerer prometheus.Registerer
@@ -45,7 +46,8 @@ type Options struct {
 	Sink Sink
 	// Services bounds the service label; shared with the rest of the process when given.
 	Services *labels.ServiceSet
-	// Baseline is the pinned drift reference; nil loads drift.baseline_file when set.
+	// Baseline is the pinned drift reference (drift.baseline_file, read at wiring with
+	// drift.LoadBaseline); nil compares each detector with its trailing reference window.
 	Baseline *drift.Baseline
 }
 
@@ -105,9 +107,6 @@ func New(o Options) (*Engine, error) {
 	if o.Config == nil {
 		return nil, errors.New("alert engine: no config")
 	}
-	if err := config.CheckAlertRefs(o.Config); err != nil {
-		return nil, err
-	}
 	if o.Registerer == nil {
 		o.Registerer = prometheus.NewRegistry()
 	}
@@ -121,13 +120,6 @@ func New(o Options) (*Engine, error) {
 		o.Services = labels.NewServiceSet(max(o.Config.Signals.MaxServices, 1))
 	}
 	c := o.Config
-	if o.Baseline == nil && c.Drift.BaselineFile != "" {
-		b, err := drift.LoadBaseline(c.Drift.BaselineFile)
-		if err != nil {
-			return nil, err
-		}
-		o.Baseline = b
-	}
 	m, err := newMetrics(o.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("alert engine metrics: %w", err)

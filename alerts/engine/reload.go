@@ -19,7 +19,8 @@ import (
 // other rule starts empty, and a removed rule's state and gauges go away.
 //
 // alerting.evaluation_interval, alerting.save_interval, alerting.state_bucket,
-// alerting.agreement.max_records and drift.baseline_file are read once by New. On error nothing changes.
+// alerting.agreement.max_records are read once by New, and drift.baseline_file once at wiring
+// (Options.Baseline). On error nothing changes.
 func (e *Engine) Update(c *config.Config) error {
 	if err := config.CheckAlertRefs(c); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/ragwatch/ragwatch/alerts/drift"
 	"github.com/ragwatch/ragwatch/alerts/engine"
 	"github.com/ragwatch/ragwatch/alerts/notify"
 	"github.com/ragwatch/ragwatch/collector/assemble"
@@ -155,9 +156,16 @@ func (b *builder) alertEngine() (lifecycle, error) {
 		}
 		store = engine.KVStore{KV: kv}
 	}
+	var baseline *drift.Baseline // the pinned drift reference, read once here
+	if file := b.cfg.Drift.BaselineFile; file != "" {
+		var err error
+		if baseline, err = drift.LoadBaseline(file); err != nil {
+			return lifecycle{}, fmt.Errorf("build alert engine: %w", err)
+		}
+	}
 	e, err := engine.New(engine.Options{
 		Config: b.cfg, Registerer: b.Registry, Logger: b.logger("alerts"), Now: b.o.now,
-		Sink: b.Notify, Services: b.Services, Store: store,
+		Sink: b.Notify, Services: b.Services, Store: store, Baseline: baseline,
 	})
 	if err != nil {
 		return lifecycle{}, fmt.Errorf("build alert engine: %w", err)
