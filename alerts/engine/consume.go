@@ -26,9 +26,6 @@ func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
 	now := e.now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if r.Labels != nil && len(r.Labels.Values) > 0 && r.TraceID != "" {
-		e.noteLabel(r.TraceID, r.SpanID, r.Labels.Values, now) // agreement.go
-	}
 	svc := serviceLabel{name: r.Service, now: now}
 	e.diagRecord(r, &svc, now)
 	if !measured {
@@ -84,7 +81,6 @@ func (e *Engine) ConsumeScores(_ context.Context, results []score.Result) error 
 	now := e.now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.noteScores(results, now) // agreement.go
 	e.diagScores(results, now)
 	var errs []error
 	for i := range results {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/alerts"
 	"github.com/ragwatch/ragwatch/alerts/drift"
+	"github.com/ragwatch/ragwatch/alerts/judgeagreement"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/record"
@@ -52,8 +53,8 @@ type Options struct {
 }
 
 // Engine evaluates SLOs and drift detectors. It implements record.Consumer,
-// record.FeedbackConsumer, score.Consumer and record.LabelConsumer (judge agreement with human
-// labels, agreement.go).
+// record.FeedbackConsumer and score.Consumer, and is the judgeagreement.Sink of the judge
+// agreement statistics (agreement.go).
 type Engine struct {
 	now       func() time.Time
 	logger    *slog.Logger
@@ -66,9 +67,8 @@ type Engine struct {
 	saveEvery time.Duration
 	retention time.Duration
 	m         *metrics
-	agree     *agreementState // pairs human labels with scores (agreement.go); guarded by mu
-	cmp       *comparisons    // config `comparisons:` (comparisons.go)
-	diag      *diagnoser      // diagnosis.go
+	cmp       *comparisons // config `comparisons:` (comparisons.go)
+	diag      *diagnoser   // diagnosis.go
 
 	mu       sync.Mutex // guards rules, byMetric, bySignal, forgotten and all instance state
 	rules    []*rule
@@ -99,7 +99,7 @@ var (
 	_ record.Consumer         = (*Engine)(nil)
 	_ record.FeedbackConsumer = (*Engine)(nil)
 	_ score.Consumer          = (*Engine)(nil)
-	_ record.LabelConsumer    = (*Engine)(nil)
+	_ judgeagreement.Sink     = (*Engine)(nil)
 )
 
 // New builds the engine from cfg.SLOs, cfg.Drift and cfg.Alerting.
@@ -131,9 +131,6 @@ func New(o Options) (*Engine, error) {
 	e := &Engine{diag: diag, now: o.Now, logger: o.Logger, store: o.Store, sink: o.Sink, services: o.Services, baseline: o.Baseline,
 		traceTmpl: c.Alerting.TraceURLTemplate.Reveal(), interval: c.Alerting.EvaluationInterval, saveEvery: c.Alerting.SaveInterval,
 		retention: time.Duration(c.Alerting.ResolvedRetention), m: m, byMetric: map[string][]*rule{}, stopOnce: &sync.Once{}}
-	if e.agree, err = newAgreement(c.Alerting.Agreement, o.Registerer); err != nil {
-		return nil, fmt.Errorf("alert engine metrics: %w", err)
-	}
 	if e.cmp, err = newComparisons(c, o.Registerer, c.Alerting.DashboardURL.Reveal(), e.traceTmpl); err != nil {
 		return nil, fmt.Errorf("alert engine metrics: %w", err)
 	}

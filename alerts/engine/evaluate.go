@@ -17,7 +17,6 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 	now := e.now()
 	e.mu.Lock()
 	e.dropEvicted()
-	e.pruneAgreement(now)
 	e.diagnoseAll(now)
 	var out, resend []alerts.Alert
 	firing := map[[2]string]int{}

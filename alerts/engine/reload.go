@@ -18,9 +18,9 @@ import (
 // threshold, min_samples, for, labels or notifiers then applies to the data already seen. Any
 // other rule starts empty, and a removed rule's state and gauges go away.
 //
-// alerting.evaluation_interval, alerting.save_interval, alerting.state_bucket,
-// alerting.agreement.max_records are read once by New, and drift.baseline_file once at wiring
-// (Options.Baseline). On error nothing changes.
+// alerting.evaluation_interval, alerting.save_interval and alerting.state_bucket are read once
+// by New, and drift.baseline_file once at wiring (Options.Baseline); alerting.agreement is the
+// judgeagreement.Tracker's (its Update). On error nothing changes.
 func (e *Engine) Update(c *config.Config) error {
 	if err := config.CheckAlertRefs(c); err != nil {
 		return err
@@ -35,8 +35,7 @@ func (e *Engine) Update(c *config.Config) error {
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.updateAgreementConfig(c.Alerting.Agreement) // agreement.go
-	e.cmp.update(c)                               // comparisons.go
+	e.cmp.update(c) // comparisons.go
 	old := map[string]*rule{}
 	for _, r := range e.rules {
 		old[r.storeKey()] = r

@@ -186,7 +186,7 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 	b.recentIn = redactRecent(b.recent, r) // API output: explanations and previews redacted
 	var sub *nats.Subscription
 	conn, cfg := b.NATS, b.cfg
-	next := score.Fanout{b.Alerts, b.recentIn}
+	next := score.Fanout{b.Alerts, b.Agreement, b.recentIn}
 	if b.cfg.Export.Enabled {
 		o := export.Options{MaxRecords: b.cfg.Export.MaxRecords, MaxBytes: b.cfg.Export.MaxBytes}
 		if r != nil {
@@ -286,6 +286,7 @@ func (b *builder) join() (lifecycle, error) {
 	b.Records = record.Fanout{
 		b.Signals,       // online signals: Prometheus, statsd, OTLP metrics
 		b.Alerts,        // signal SLOs and drift
+		b.Agreement,     // labels riding on the record wait for its scores
 		b.Sampler.Stage, // sampling for scoring
 	}
 	if b.cfg.Scoring.Recent.IncludeContent {
@@ -304,7 +305,7 @@ func (b *builder) join() (lifecycle, error) {
 	}
 	// Labels joined after their record, or never joined: one record.LabelConsumer per line.
 	b.Labels = labelFanout{
-		b.Alerts, // pairs late labels with their record's scores: judge agreement
+		b.Agreement, // pairs late labels with their record's scores: judge agreement
 	}
 	// Shadow pairs once both halves arrived: one record.PairConsumer per line.
 	b.Pairs = pairFanout{
