@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/alerts"
+	"github.com/ragwatch/ragwatch/alerts/diagnosis"
 	"github.com/ragwatch/ragwatch/alerts/drift"
 	"github.com/ragwatch/ragwatch/alerts/judgeagreement"
 	"github.com/ragwatch/ragwatch/config"
@@ -67,8 +68,8 @@ type Engine struct {
 	saveEvery time.Duration
 	retention time.Duration
 	m         *metrics
-	cmp       *comparisons // config `comparisons:` (comparisons.go)
-	diag      *diagnoser   // diagnosis.go
+	cmp       *comparisons         // config `comparisons:` (comparisons.go)
+	diag      *diagnosis.Diagnoser // findings attached to every alert; its own lock
 
 	mu       sync.Mutex // guards rules, byMetric, bySignal, forgotten and all instance state
 	rules    []*rule
@@ -124,9 +125,9 @@ func New(o Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("alert engine metrics: %w", err)
 	}
-	diag, err := newDiagnoser(c.Alerting.Diagnosis, o.Registerer)
+	diag, err := diagnosis.New(diagnosisSettings(c.Alerting.Diagnosis), o.Services, o.Registerer)
 	if err != nil {
-		return nil, fmt.Errorf("alert engine metrics: %w", err)
+		return nil, fmt.Errorf("alert engine: %w", err)
 	}
 	e := &Engine{diag: diag, now: o.Now, logger: o.Logger, store: o.Store, sink: o.Sink, services: o.Services, baseline: o.Baseline,
 		traceTmpl: c.Alerting.TraceURLTemplate.Reveal(), interval: c.Alerting.EvaluationInterval, saveEvery: c.Alerting.SaveInterval,
@@ -146,8 +147,8 @@ func New(o Options) (*Engine, error) {
 }
 
 // forget queues a service label the shared set has evicted (signals.service_ttl) for the next
-// Evaluate to drop. It runs inside ServiceSet.Label, which the engine calls with mu held, so it
-// takes only evictMu.
+// Evaluate to drop. It runs inside ServiceSet.Label, which the engine calls with or without mu
+// held, so it takes only evictMu.
 func (e *Engine) forget(service string) {
 	e.evictMu.Lock()
 	e.evicted = append(e.evicted, service)

@@ -15,9 +15,9 @@ import (
 // just-resolved ones.
 func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 	now := e.now()
+	e.diag.Diagnose(now) // before the lock: the diagnoser has its own
 	e.mu.Lock()
 	e.dropEvicted()
-	e.diagnoseAll(now)
 	var out, resend []alerts.Alert
 	firing := map[[2]string]int{}
 	for _, r := range e.rules {
@@ -31,7 +31,7 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 				}
 				tr := m.Step(now, ev.breach, ev.recovered, r.forDur, r.keep)
 				a := ev.alert
-				a.Diagnosis = e.diagnosisFor(service, r.variant, r.metric)
+				a.Diagnosis = e.diag.For(service, r.variant, r.metric)
 				switch {
 				case m.Firing():
 					a.Status, a.StartsAt = alerts.StatusFiring, m.FiringSince
@@ -66,7 +66,7 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 			e.m.firing.WithLabelValues(r.name, sev).Set(float64(firing[[2]string{r.name, sev}]))
 		}
 	}
-	out = append(out, e.cmp.evaluate(now, e.diagnosisFor)...)
+	out = append(out, e.cmp.evaluate(now, e.diag.For)...)
 	e.mu.Unlock()
 	if e.sink != nil && len(out)+len(resend) > 0 {
 		e.sink.Send(ctx, append(append([]alerts.Alert(nil), out...), resend...))
