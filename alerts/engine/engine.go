@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/alerts"
+	"github.com/ragwatch/ragwatch/alerts/comparison"
 	"github.com/ragwatch/ragwatch/alerts/diagnosis"
 	"github.com/ragwatch/ragwatch/alerts/drift"
 	"github.com/ragwatch/ragwatch/alerts/judgeagreement"
@@ -68,7 +69,7 @@ type Engine struct {
 	saveEvery time.Duration
 	retention time.Duration
 	m         *metrics
-	cmp       *comparisons         // config `comparisons:` (comparisons.go)
+	cmp       *comparison.Set      // config `comparisons:`; its own lock, nested inside mu
 	diag      *diagnosis.Diagnoser // findings attached to every alert; its own lock
 
 	mu       sync.Mutex // guards rules, byMetric, bySignal, forgotten and all instance state
@@ -132,7 +133,7 @@ func New(o Options) (*Engine, error) {
 	e := &Engine{diag: diag, now: o.Now, logger: o.Logger, store: o.Store, sink: o.Sink, services: o.Services, baseline: o.Baseline,
 		traceTmpl: c.Alerting.TraceURLTemplate.Reveal(), interval: c.Alerting.EvaluationInterval, saveEvery: c.Alerting.SaveInterval,
 		retention: time.Duration(c.Alerting.ResolvedRetention), m: m, byMetric: map[string][]*rule{}, stopOnce: &sync.Once{}}
-	if e.cmp, err = newComparisons(c, o.Registerer, c.Alerting.DashboardURL.Reveal(), e.traceTmpl); err != nil {
+	if e.cmp, err = comparison.New(c.Comparisons, c.Variants.MaxValues, o.Registerer, c.Alerting.DashboardURL.Reveal(), e.traceTmpl); err != nil {
 		return nil, fmt.Errorf("alert engine metrics: %w", err)
 	}
 	for _, s := range c.SLOs {
@@ -195,7 +196,7 @@ func (e *Engine) indexSignals() {
 	watched := false
 	for i := range reqsignal.All {
 		name := reqsignal.All[i].Name
-		w := signalWatch{rules: e.byMetric[name], compared: e.cmp != nil && len(e.cmp.byMetric[name]) > 0}
+		w := signalWatch{rules: e.byMetric[name], compared: e.cmp.Watches(name)}
 		e.bySignal[i] = w
 		watched = watched || len(w.rules) > 0 || w.compared
 	}

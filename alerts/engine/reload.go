@@ -35,7 +35,7 @@ func (e *Engine) Update(c *config.Config) error {
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.cmp.update(c) // comparisons.go
+	e.cmp.Update(c.Comparisons, c.Variants.MaxValues, c.Alerting.DashboardURL.Reveal(), c.Alerting.TraceURLTemplate.Reveal())
 	old := map[string]*rule{}
 	for _, r := range e.rules {
 		old[r.storeKey()] = r

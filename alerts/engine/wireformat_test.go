@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ragwatch/ragwatch/alerts"
+	"github.com/ragwatch/ragwatch/alerts/comparison"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
@@ -101,7 +102,7 @@ func TestAlertStateWireFormat(t *testing.T) {
 		}
 	}
 	slices.Sort(firing)
-	want := []string{NameComparison + "/prompt-v2/page", alerts.NameDrift + "/latency-shift/ticket",
+	want := []string{comparison.NameComparison + "/prompt-v2/page", alerts.NameDrift + "/latency-shift/ticket",
 		alerts.NameBurnRate + "/faith-budget/page", alerts.NameThreshold + "/low-faith/page"}
 	if !slices.Equal(firing, want) {
 		t.Errorf("firing after load: %v\nwant %v", firing, want)
