@@ -73,7 +73,8 @@ func (a Alerting) Validate() error {
 }
 
 // CheckAlertRefs checks what no single section can: SLO and detector names are unique and
-// every `notifiers:` entry names a configured notifier. The alert engine calls it when built.
+// every `notifiers:` entry names a configured notifier. Load and Parse run it; the alert
+// engine's Update runs it again on a reload (its config source is an option of the service).
 func CheckAlertRefs(c *Config) error {
 	var errs []error
 	names := map[string]bool{}

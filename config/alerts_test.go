@@ -133,7 +133,7 @@ alerting:
 	if !reflect.DeepEqual(c.SLOs[0], want0) {
 		t.Fatalf("slo 0:\n got %+v\nwant %+v", c.SLOs[0], want0)
 	}
-	want1 := SLO{Name: "faithful-requests", Kind: "burn_rate", Metric: "faithfulness", GoodWhen: ">= 0.5",
+	want1 := SLO{Name: "faithful-requests", Kind: "burn_rate", Metric: "faithfulness", GoodWhen: GoodWhen{Op: ">=", Value: 0.5},
 		Objective: 0.95, Period: md(28 * 24 * time.Hour), BurnRates: DefaultBurnRates(), MinSamples: 30,
 		KeepFiringFor: md(time.Minute), Severity: "page"}
 	if !reflect.DeepEqual(c.SLOs[1], want1) {
@@ -267,17 +267,48 @@ notifiers:
 }
 
 func TestGoodWhen(t *testing.T) {
-	for in, want := range map[string]struct {
-		op string
-		v  float64
-	}{">= 0.5": {">=", 0.5}, "<2.5": {"<", 2.5}, " > 1": {">", 1}, "<= 0": {"<=", 0}} {
-		op, v, err := ParseGoodWhen(in)
-		if err != nil || op != want.op || v != want.v {
-			t.Errorf("%q: got %q %v %v", in, op, v, err)
+	for in, want := range map[string]GoodWhen{">= 0.5": {Op: ">=", Value: 0.5}, "<2.5": {Op: "<", Value: 2.5},
+		" > 1": {Op: ">", Value: 1}, "<= 0": {Op: "<=", Value: 0}} {
+		g, err := ParseGoodWhen(in)
+		if err != nil || g != want {
+			t.Errorf("%q: got %+v %v", in, g, err)
 		}
 	}
-	if _, _, err := ParseGoodWhen("== 1"); err == nil {
+	if _, err := ParseGoodWhen("== 1"); err == nil {
 		t.Error("== must be rejected")
+	}
+}
+
+// TestGoodWhenParsedAtLoad: the loaded config holds the parsed condition, and prints it back in
+// a form that loads to the same value.
+func TestGoodWhenParsedAtLoad(t *testing.T) {
+	c, err := Parse([]byte(`
+slos:
+  - {name: b, kind: burn_rate, metric: faithfulness, good_when: " <2.5", objective: 0.9}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got GoodWhen
+	for _, s := range c.SLOs {
+		if s.Name == "b" {
+			got = s.GoodWhen
+		}
+	}
+	if want := (GoodWhen{Op: "<", Value: 2.5}); got != want {
+		t.Fatalf("good_when = %+v, want %+v", got, want)
+	}
+	if !strings.Contains(c.String(), "good_when: < 2.5") {
+		t.Fatalf("config text does not carry good_when:\n%s", c.String())
+	}
+	again, err := Parse([]byte(c.String()))
+	if err != nil {
+		t.Fatalf("config text does not load back: %v", err)
+	}
+	for _, s := range again.SLOs {
+		if s.Name == "b" && s.GoodWhen != got {
+			t.Fatalf("reloaded good_when = %+v, want %+v", s.GoodWhen, got)
+		}
 	}
 }
 

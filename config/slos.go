@@ -48,7 +48,7 @@ type SLO struct {
 	// whole 95% interval, the default) or mean (the point estimate).
 	Decision string `yaml:"decision"`
 
-	GoodWhen  string           `yaml:"good_when"` // burn_rate: ">= 0.5", "< 2.5", ...
+	GoodWhen  GoodWhen         `yaml:"good_when"` // burn_rate: ">= 0.5", "< 2.5", ...
 	Period    model.Duration   `yaml:"period"`    // burn_rate: the error budget's period
 	BurnRates []BurnRateWindow `yaml:"burn_rates"`
 
@@ -148,7 +148,7 @@ func (s SLO) Validate() error {
 		if !validSeverity(s.Severity) {
 			errs = append(errs, Invalid("severity", "must be page, ticket or info, got %q", s.Severity))
 		}
-		if s.GoodWhen != "" {
+		if s.GoodWhen.given() {
 			errs = append(errs, Invalid("good_when", "is only for kind burn_rate"))
 		}
 		if s.Decision != "" && s.Decision != DecisionConfidence && s.Decision != DecisionMean {
@@ -158,7 +158,8 @@ func (s SLO) Validate() error {
 		if !(s.Objective > 0 && s.Objective < 1) {
 			errs = append(errs, Invalid("objective", "must be between 0 and 1 (exclusive) for a burn_rate SLO, got %v", s.Objective))
 		}
-		if _, _, err := ParseGoodWhen(s.GoodWhen); err != nil {
+		if s.GoodWhen.Op == "" {
+			_, err := ParseGoodWhen(s.GoodWhen.invalid)
 			errs = append(errs, Invalid("good_when", "%v", err))
 		}
 		if s.AlertBelow != nil || s.AlertAbove != nil {
@@ -193,17 +194,60 @@ func (s SLO) Validate() error {
 	return joinErrs(errs)
 }
 
+// GoodWhen is a burn-rate SLO's `good_when` (">= 0.5", "<250"): which values of the metric are
+// good. It is parsed once, when the config loads; the alert engine reads Op and Value.
+type GoodWhen struct {
+	Op    string // >=, >, <=, <; "" when not given or not valid
+	Value float64
+	// invalid holds the text as written when it did not parse, for Validate's message (a
+	// decoding error would stop the load at the first mistake instead of listing them all).
+	invalid string
+}
+
+// given reports whether the key was set (valid or not).
+func (g GoodWhen) given() bool { return g.Op != "" || g.invalid != "" }
+
+// String is the condition as ragwatch reads it (">= 0.5"); "" when not given.
+func (g GoodWhen) String() string {
+	if g.Op == "" {
+		return g.invalid
+	}
+	return g.Op + " " + strconv.FormatFloat(g.Value, 'g', -1, 64)
+}
+
+// MarshalText implements encoding.TextMarshaler (YAML and JSON output of the config).
+func (g GoodWhen) MarshalText() ([]byte, error) { return []byte(g.String()), nil }
+
+// UnmarshalYAML parses the condition; text that does not parse is kept for Validate.
+func (g *GoodWhen) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	*g = GoodWhen{}
+	if s == "" {
+		return nil
+	}
+	parsed, err := ParseGoodWhen(s)
+	if err != nil {
+		g.invalid = s
+		return nil
+	}
+	*g = parsed
+	return nil
+}
+
 // ParseGoodWhen parses a burn-rate SLO's `good_when` (">= 0.5", "<250").
-func ParseGoodWhen(s string) (op string, v float64, err error) {
+func ParseGoodWhen(s string) (GoodWhen, error) {
 	s = strings.TrimSpace(s)
 	for _, o := range []string{">=", "<=", ">", "<"} {
 		if rest, ok := strings.CutPrefix(s, o); ok {
 			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
 			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-				return "", 0, fmt.Errorf("must be an operator (>=, >, <=, <) and a number, got %q", s)
+				return GoodWhen{}, fmt.Errorf("must be an operator (>=, >, <=, <) and a number, got %q", s)
 			}
-			return o, v, nil
+			return GoodWhen{Op: o, Value: v}, nil
 		}
 	}
-	return "", 0, fmt.Errorf("must be an operator (>=, >, <=, <) and a number, got %q", s)
+	return GoodWhen{}, fmt.Errorf("must be an operator (>=, >, <=, <) and a number, got %q", s)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ragwatch/ragwatch/alerts"
+	"github.com/ragwatch/ragwatch/alerts/comparison"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/testutil"
@@ -71,7 +72,7 @@ func TestComparisonFiresWithWorstTraces(t *testing.T) {
 		t.Fatalf("%d alerts: %+v", len(got), got)
 	}
 	a := got[0]
-	if a.Name != NameComparison || a.Kind != KindComparison || a.Status != alerts.StatusFiring || a.Severity != "page" ||
+	if a.Name != comparison.NameComparison || a.Kind != comparison.KindComparison || a.Status != alerts.StatusFiring || a.Severity != "page" ||
 		a.Labels["candidate"] != "canary" || a.Labels["baseline"] != "stable" || a.Labels["team"] != "rag" ||
 		a.Labels["comparison"] != "prompt-v2" || a.Metric != "faithfulness" {
 		t.Fatalf("alert %+v", a)
@@ -82,13 +83,13 @@ func TestComparisonFiresWithWorstTraces(t *testing.T) {
 	if len(a.Evidence) != 5 || a.Evidence[0].TraceID != "c7" {
 		t.Fatalf("evidence %+v", a.Evidence)
 	}
-	if g := testutil.Sum(t, h.reg, MetricComparisonState, map[string]string{"candidate": "canary", "state": "candidate_worse"}); g != 1 {
+	if g := testutil.Sum(t, h.reg, comparison.MetricComparisonState, map[string]string{"candidate": "canary", "state": "candidate_worse"}); g != 1 {
 		t.Fatalf("state gauge %v", g)
 	}
-	if g := testutil.Sum(t, h.reg, MetricComparisonState, map[string]string{"candidate": "same", "state": "not_worse"}); g != 1 {
+	if g := testutil.Sum(t, h.reg, comparison.MetricComparisonState, map[string]string{"candidate": "same", "state": "not_worse"}); g != 1 {
 		t.Fatalf("state gauge of the equal variant %v", g)
 	}
-	if g := testutil.Sum(t, h.reg, MetricComparisonDelta, map[string]string{"candidate": "canary", "bound": "upper"}); g >= -0.05 {
+	if g := testutil.Sum(t, h.reg, comparison.MetricComparisonDelta, map[string]string{"candidate": "canary", "bound": "upper"}); g >= -0.05 {
 		t.Fatalf("upper bound gauge %v", g)
 	}
 	if list := h.e.Alerts(); len(list) != 1 || list[0].Fingerprint != a.Fingerprint {
@@ -185,7 +186,7 @@ func TestComparisonReload(t *testing.T) {
 	if err := h.e.Update(parse(t, "slos: []\n")); err != nil {
 		t.Fatal(err)
 	}
-	if g := testutil.Sum(t, h.reg, MetricComparisonState, nil); g != 0 {
+	if g := testutil.Sum(t, h.reg, comparison.MetricComparisonState, nil); g != 0 {
 		t.Fatalf("removed comparison's gauges remain: %v", g)
 	}
 }

@@ -24,13 +24,12 @@ func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
 		m = reqsignal.Measure(r) // before the lock: it reads the answer
 	}
 	now := e.now()
+	svc := serviceLabel{name: r.Service, now: now}
+	if top, _, n := r.ScoreStats(); n > 0 {
+		e.diag.Record(e.labelOf(&svc), r.Variant, top, r.UpstreamWeight(), now)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if r.Labels != nil && len(r.Labels.Values) > 0 && r.TraceID != "" {
-		e.noteLabel(r.TraceID, r.SpanID, r.Labels.Values, now) // agreement.go
-	}
-	svc := serviceLabel{name: r.Service, now: now}
-	e.diagRecord(r, &svc, now)
 	if !measured {
 		return nil
 	}
@@ -82,10 +81,9 @@ func (e *Engine) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 // metric with weight 1/p (Result.Weight; 0 means 1).
 func (e *Engine) ConsumeScores(_ context.Context, results []score.Result) error {
 	now := e.now()
+	e.diag.Scores(results, now) // before the lock: the diagnoser has its own
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.noteScores(results, now) // agreement.go
-	e.diagScores(results, now)
 	var errs []error
 	for i := range results {
 		res := &results[i]

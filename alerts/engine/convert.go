@@ -1,16 +1,18 @@
 package engine
 
 import (
-	"fmt"
 	"time"
 
+	"github.com/ragwatch/ragwatch/alerts/diagnose"
+	"github.com/ragwatch/ragwatch/alerts/diagnosis"
 	"github.com/ragwatch/ragwatch/alerts/drift"
 	"github.com/ragwatch/ragwatch/alerts/slo"
 	"github.com/ragwatch/ragwatch/config"
 )
 
-// The math packages (alerts/slo, alerts/drift) take their own small types so they stay free
-// of config; these functions are the one place a config section becomes them.
+// The packages the engine drives (alerts/slo, alerts/drift, alerts/diagnosis) take their own
+// small types so they stay free of config; these functions are the one place a config section
+// becomes them.
 
 // burnPairs converts a burn-rate SLO's `burn_rates`.
 func burnPairs(ws []config.BurnRateWindow) []slo.Pair {
@@ -21,13 +23,15 @@ func burnPairs(ws []config.BurnRateWindow) []slo.Pair {
 	return out
 }
 
-// goodWhen converts a burn-rate SLO's `good_when`.
-func goodWhen(s string) (slo.Good, error) {
-	op, v, err := config.ParseGoodWhen(s)
-	if err != nil {
-		return slo.Good{}, fmt.Errorf("good_when: %w", err)
-	}
-	return slo.Good{Op: op, Value: v}, nil
+// goodWhen converts a burn-rate SLO's `good_when`, parsed when the config loaded.
+func goodWhen(g config.GoodWhen) slo.Good {
+	return slo.Good{Op: g.Op, Value: g.Value}
+}
+
+// diagnosisSettings converts `alerting.diagnosis`.
+func diagnosisSettings(c config.Diagnosis) diagnosis.Settings {
+	return diagnosis.Settings{Thresholds: diagnose.Thresholds{Low: c.Low, High: c.High, MinSamples: int64(c.MinSamples), Drop: c.Drop},
+		Window: time.Duration(c.Window)}
 }
 
 // driftDetector converts one `drift.detectors` entry.

@@ -127,7 +127,7 @@ func TestAlertsCarryTheirDiagnosis(t *testing.T) {
 			if v, ok := figure(d, c.figure); !ok || v < c.value-1e-9 || v > c.value+1e-9 {
 				t.Errorf("%s = %v (%v), want %v; numbers %+v", c.figure, v, ok, c.value, d.Numbers)
 			}
-			if g := promtestutil.ToFloat64(h.e.diag.gauge.WithLabelValues("search", c.pattern)); g != 1 {
+			if g := diagGauge(t, h.reg, "search", c.pattern); g != 1 {
 				t.Errorf("ragwatch_diagnosis{pattern=%q} = %v, want 1", c.pattern, g)
 			}
 		})
@@ -170,7 +170,7 @@ func TestAlertWithoutPatternSaysSo(t *testing.T) {
 		t.Fatalf("diagnosis = %+v, want none", d)
 	}
 	for _, p := range diagnose.Patterns {
-		if g := promtestutil.ToFloat64(h.e.diag.gauge.WithLabelValues("search", p)); g != 0 {
+		if g := diagGauge(t, h.reg, "search", p); g != 0 {
 			t.Errorf("ragwatch_diagnosis{pattern=%q} = %v, want 0", p, g)
 		}
 	}
@@ -204,7 +204,7 @@ func TestDiagnosisFollowsTheServiceSet(t *testing.T) {
 		}
 	}
 	gauge := func(service string) float64 {
-		return promtestutil.ToFloat64(e.diag.gauge.WithLabelValues(service, diagnose.Hallucination))
+		return diagGauge(t, reg, service, diagnose.Hallucination)
 	}
 	feed("a", 20)
 	feed("b", 20) // over the cap of 1: "other"
@@ -215,14 +215,11 @@ func TestDiagnosisFollowsTheServiceSet(t *testing.T) {
 	clk.Add(2 * time.Minute)
 	feed("c", 1) // a has aged out: c takes its slot
 	e.Evaluate(ctx)
-	e.mu.Lock()
-	_, kept := e.diag.services[diagKey{service: "a"}]
-	_, other := e.diag.services[diagKey{service: labels.Other}]
-	e.mu.Unlock()
+	kept, other := diagServices(t, reg)["a"], diagServices(t, reg)[labels.Other]
 	if kept || !other {
 		t.Fatalf("after eviction: a kept %v, other kept %v", kept, other)
 	}
-	if n := promtestutil.CollectAndCount(e.diag.gauge); n != 2*len(diagnose.Patterns) {
+	if n, err := promtestutil.GatherAndCount(reg, alerts.MetricDiagnosis); err != nil || n != 2*len(diagnose.Patterns) {
 		t.Fatalf("%d ragwatch_diagnosis series, want other's and c's (%d)", n, 2*len(diagnose.Patterns))
 	}
 }
@@ -260,32 +257,39 @@ alerting:
 	if d := firingDiagnosis(t, h, "faith-canary"); d.Pattern != diagnose.Hallucination {
 		t.Fatalf("the canary's alert: diagnosis %+v, want %s", d, diagnose.Hallucination)
 	}
-	if d := h.e.diagnosisFor("search", "", score.Faithfulness); d.Pattern != diagnose.None {
+	if d := h.e.diag.For("search", "", score.Faithfulness); d.Pattern != diagnose.None {
 		t.Fatalf("the service, both variants: diagnosis %+v, want none", d)
 	}
-	if g := promtestutil.ToFloat64(h.e.diag.gauge.WithLabelValues("search", diagnose.Hallucination)); g != 0 {
+	if g := diagGauge(t, h.reg, "search", diagnose.Hallucination); g != 0 {
 		t.Errorf("ragwatch_diagnosis{service=search,pattern=hallucination} = %v, want 0 (the gauge is per service)", g)
 	}
 }
 
-// TestVariantDiagnosisIsBounded: a service keeps apart the statistics of at most
-// maxDiagVariants variants; the others still count in the service's own.
-func TestVariantDiagnosisIsBounded(t *testing.T) {
-	h := newHarness(t, diagCfg, nil)
-	ctx := context.Background()
-	for i := range maxDiagVariants + 4 {
-		res := score.Result{TraceID: fmt.Sprint(i), Service: "search", Variant: fmt.Sprintf("v%d", i), Metric: score.Faithfulness, Value: 0.5, Weight: 1}
-		if err := h.e.ConsumeScores(ctx, []score.Result{res}); err != nil {
-			t.Fatal(err)
+// diagGauge is ragwatch_diagnosis{service, pattern} in reg.
+func diagGauge(t *testing.T, reg prometheus.Gatherer, service, pattern string) float64 {
+	t.Helper()
+	return testutil.Sum(t, reg, alerts.MetricDiagnosis, map[string]string{"service": service, "pattern": pattern})
+}
+
+// diagServices is the service label values of the ragwatch_diagnosis series in reg.
+func diagServices(t *testing.T, reg prometheus.Gatherer) map[string]bool {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, mf := range mfs {
+		if mf.GetName() != alerts.MetricDiagnosis {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "service" {
+					out[l.GetValue()] = true
+				}
+			}
 		}
 	}
-	h.e.mu.Lock()
-	defer h.e.mu.Unlock()
-	if n, total := h.e.diag.variants["search"], len(h.e.diag.services); n != maxDiagVariants || total != maxDiagVariants+1 {
-		t.Fatalf("variants kept %d, keys %d; want %d and %d", n, total, maxDiagVariants, maxDiagVariants+1)
-	}
-	b := h.e.diag.services[diagKey{service: "search"}].At(h.clk.Now())
-	if m := b.Means[score.Faithfulness]; m.N != int64(maxDiagVariants+4) {
-		t.Fatalf("the service's own count %d, want %d", m.N, maxDiagVariants+4)
-	}
+	return out
 }

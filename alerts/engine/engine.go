@@ -12,7 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/alerts"
+	"github.com/ragwatch/ragwatch/alerts/comparison"
+	"github.com/ragwatch/ragwatch/alerts/diagnosis"
 	"github.com/ragwatch/ragwatch/alerts/drift"
+	"github.com/ragwatch/ragwatch/alerts/judgeagreement"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/record"
@@ -32,7 +35,8 @@ type SinkFunc func(ctx context.Context, alerts []alerts.Alert)
 // Send calls f.
 func (f SinkFunc) Send(ctx context.Context, a []alerts.Alert) { f(ctx, a) }
 
-// Options builds an Engine. Config is required; the rest may be nil.
+// Options builds an Engine. Config is required, and must be one config.Load (or config.Parse)
+// validated: New and Update do not check it again. The rest may be nil.
 type Options struct {
 	Config     *config.Config
 	Registerer prometheus.Registerer
@@ -45,13 +49,14 @@ type Options struct {
 	Sink Sink
 	// Services bounds the service label; shared with the rest of the process when given.
 	Services *labels.ServiceSet
-	// Baseline is the pinned drift reference; nil loads drift.baseline_file when set.
+	// Baseline is the pinned drift reference (drift.baseline_file, read at wiring with
+	// drift.LoadBaseline); nil compares each detector with its trailing reference window.
 	Baseline *drift.Baseline
 }
 
 // Engine evaluates SLOs and drift detectors. It implements record.Consumer,
-// record.FeedbackConsumer, score.Consumer and record.LabelConsumer (judge agreement with human
-// labels, agreement.go).
+// record.FeedbackConsumer and score.Consumer, and is the judgeagreement.Sink of the judge
+// agreement statistics (agreement.go).
 type Engine struct {
 	now       func() time.Time
 	logger    *slog.Logger
@@ -64,9 +69,8 @@ type Engine struct {
 	saveEvery time.Duration
 	retention time.Duration
 	m         *metrics
-	agree     *agreementState // pairs human labels with scores (agreement.go); guarded by mu
-	cmp       *comparisons    // config `comparisons:` (comparisons.go)
-	diag      *diagnoser      // diagnosis.go
+	cmp       *comparison.Set      // config `comparisons:`; its own lock, nested inside mu
+	diag      *diagnosis.Diagnoser // findings attached to every alert; its own lock
 
 	mu       sync.Mutex // guards rules, byMetric, bySignal, forgotten and all instance state
 	rules    []*rule
@@ -97,16 +101,13 @@ var (
 	_ record.Consumer         = (*Engine)(nil)
 	_ record.FeedbackConsumer = (*Engine)(nil)
 	_ score.Consumer          = (*Engine)(nil)
-	_ record.LabelConsumer    = (*Engine)(nil)
+	_ judgeagreement.Sink     = (*Engine)(nil)
 )
 
 // New builds the engine from cfg.SLOs, cfg.Drift and cfg.Alerting.
 func New(o Options) (*Engine, error) {
 	if o.Config == nil {
 		return nil, errors.New("alert engine: no config")
-	}
-	if err := config.CheckAlertRefs(o.Config); err != nil {
-		return nil, err
 	}
 	if o.Registerer == nil {
 		o.Registerer = prometheus.NewRegistry()
@@ -121,36 +122,22 @@ func New(o Options) (*Engine, error) {
 		o.Services = labels.NewServiceSet(max(o.Config.Signals.MaxServices, 1))
 	}
 	c := o.Config
-	if o.Baseline == nil && c.Drift.BaselineFile != "" {
-		b, err := drift.LoadBaseline(c.Drift.BaselineFile)
-		if err != nil {
-			return nil, err
-		}
-		o.Baseline = b
-	}
 	m, err := newMetrics(o.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("alert engine metrics: %w", err)
 	}
-	diag, err := newDiagnoser(c.Alerting.Diagnosis, o.Registerer)
+	diag, err := diagnosis.New(diagnosisSettings(c.Alerting.Diagnosis), o.Services, o.Registerer)
 	if err != nil {
-		return nil, fmt.Errorf("alert engine metrics: %w", err)
+		return nil, fmt.Errorf("alert engine: %w", err)
 	}
 	e := &Engine{diag: diag, now: o.Now, logger: o.Logger, store: o.Store, sink: o.Sink, services: o.Services, baseline: o.Baseline,
 		traceTmpl: c.Alerting.TraceURLTemplate.Reveal(), interval: c.Alerting.EvaluationInterval, saveEvery: c.Alerting.SaveInterval,
 		retention: time.Duration(c.Alerting.ResolvedRetention), m: m, byMetric: map[string][]*rule{}, stopOnce: &sync.Once{}}
-	if e.agree, err = newAgreement(c.Alerting.Agreement, o.Registerer); err != nil {
-		return nil, fmt.Errorf("alert engine metrics: %w", err)
-	}
-	if e.cmp, err = newComparisons(c, o.Registerer, c.Alerting.DashboardURL.Reveal(), e.traceTmpl); err != nil {
+	if e.cmp, err = comparison.New(c.Comparisons, c.Variants.MaxValues, o.Registerer, c.Alerting.DashboardURL.Reveal(), e.traceTmpl); err != nil {
 		return nil, fmt.Errorf("alert engine metrics: %w", err)
 	}
 	for _, s := range c.SLOs {
-		r, err := newSLORule(s, c.Alerting.DashboardURL.Reveal())
-		if err != nil {
-			return nil, err
-		}
-		e.addRule(r)
+		e.addRule(newSLORule(s, c.Alerting.DashboardURL.Reveal()))
 	}
 	for _, d := range c.Drift.Detectors {
 		e.addRule(newDriftRule(d, c.Drift, c.Alerting.DashboardURL.Reveal()))
@@ -161,8 +148,8 @@ func New(o Options) (*Engine, error) {
 }
 
 // forget queues a service label the shared set has evicted (signals.service_ttl) for the next
-// Evaluate to drop. It runs inside ServiceSet.Label, which the engine calls with mu held, so it
-// takes only evictMu.
+// Evaluate to drop. It runs inside ServiceSet.Label, which the engine calls with or without mu
+// held, so it takes only evictMu.
 func (e *Engine) forget(service string) {
 	e.evictMu.Lock()
 	e.evicted = append(e.evicted, service)
@@ -209,7 +196,7 @@ func (e *Engine) indexSignals() {
 	watched := false
 	for i := range reqsignal.All {
 		name := reqsignal.All[i].Name
-		w := signalWatch{rules: e.byMetric[name], compared: e.cmp != nil && len(e.cmp.byMetric[name]) > 0}
+		w := signalWatch{rules: e.byMetric[name], compared: e.cmp.Watches(name)}
 		e.bySignal[i] = w
 		watched = watched || len(w.rules) > 0 || w.compared
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ragwatch/ragwatch/alerts"
+	"github.com/ragwatch/ragwatch/alerts/internal/lifecycle"
 )
 
 // Evaluate runs one evaluation at the engine's clock: it steps every alert, updates the
@@ -15,10 +16,9 @@ import (
 // just-resolved ones.
 func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 	now := e.now()
+	e.diag.Diagnose(now) // before the lock: the diagnoser has its own
 	e.mu.Lock()
 	e.dropEvicted()
-	e.pruneAgreement(now)
-	e.diagnoseAll(now)
 	var out, resend []alerts.Alert
 	firing := map[[2]string]int{}
 	for _, r := range e.rules {
@@ -32,7 +32,7 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 				}
 				tr := m.Step(now, ev.breach, ev.recovered, r.forDur, r.keep)
 				a := ev.alert
-				a.Diagnosis = e.diagnosisFor(service, r.variant, r.metric)
+				a.Diagnosis = e.diag.For(service, r.variant, r.metric)
 				switch {
 				case m.Firing():
 					a.Status, a.StartsAt = alerts.StatusFiring, m.FiringSince
@@ -67,29 +67,12 @@ func (e *Engine) Evaluate(ctx context.Context) []alerts.Alert {
 			e.m.firing.WithLabelValues(r.name, sev).Set(float64(firing[[2]string{r.name, sev}]))
 		}
 	}
-	out = append(out, e.cmp.evaluate(now, e.diagnosisFor)...)
+	out = append(out, e.cmp.Evaluate(now, e.diag.For)...)
 	e.mu.Unlock()
 	if e.sink != nil && len(out)+len(resend) > 0 {
 		e.sink.Send(ctx, append(append([]alerts.Alert(nil), out...), resend...))
 	}
 	return out
-}
-
-// listed returns a copy of a for Alerts when a is firing (and its state machine, firing,
-// still is) or was resolved within retention.
-func listed(a *alerts.Alert, firing bool, now time.Time, retention time.Duration) (alerts.Alert, bool) {
-	switch {
-	case a == nil:
-		return alerts.Alert{}, false
-	case a.Status == alerts.StatusFiring && firing:
-	case a.Status == alerts.StatusResolved && now.Sub(a.EndsAt) <= retention:
-	default:
-		return alerts.Alert{}, false
-	}
-	cp := *a
-	cp.Labels = copyMap(a.Labels)
-	cp.Evidence = append([]alerts.Evidence{}, a.Evidence...)
-	return cp, true
 }
 
 // ResolvedResend is how long after resolving an alert is still handed to the sink.
@@ -105,13 +88,13 @@ func (e *Engine) Alerts() []alerts.Alert {
 		for _, in := range r.instances {
 			for sev, a := range in.Last {
 				m := in.Machines[sev]
-				if cp, ok := listed(a, m != nil && m.Firing(), now, e.retention); ok {
+				if cp, ok := lifecycle.Listed(a, m != nil && m.Firing(), now, e.retention); ok {
 					out = append(out, cp)
 				}
 			}
 		}
 	}
-	out = append(out, e.cmp.alerts(now, e.retention)...)
+	out = append(out, e.cmp.Alerts(now, e.retention)...)
 	e.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Firing() != out[j].Firing() {
@@ -122,13 +105,5 @@ func (e *Engine) Alerts() []alerts.Alert {
 		}
 		return out[i].Fingerprint < out[j].Fingerprint
 	})
-	return out
-}
-
-func copyMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
 	return out
 }

@@ -18,19 +18,16 @@ import (
 // threshold, min_samples, for, labels or notifiers then applies to the data already seen. Any
 // other rule starts empty, and a removed rule's state and gauges go away.
 //
-// alerting.evaluation_interval, alerting.save_interval, alerting.state_bucket,
-// alerting.agreement.max_records and drift.baseline_file are read once by New. On error nothing changes.
+// alerting.evaluation_interval, alerting.save_interval and alerting.state_bucket are read once
+// by New, and drift.baseline_file once at wiring (Options.Baseline); alerting.agreement is the
+// judgeagreement.Tracker's (its Update). On error nothing changes.
 func (e *Engine) Update(c *config.Config) error {
 	if err := config.CheckAlertRefs(c); err != nil {
 		return err
 	}
 	var next []*rule
 	for _, s := range c.SLOs {
-		r, err := newSLORule(s, c.Alerting.DashboardURL.Reveal())
-		if err != nil {
-			return err
-		}
-		next = append(next, r)
+		next = append(next, newSLORule(s, c.Alerting.DashboardURL.Reveal()))
 	}
 	for _, d := range c.Drift.Detectors {
 		next = append(next, newDriftRule(d, c.Drift, c.Alerting.DashboardURL.Reveal()))
@@ -38,8 +35,7 @@ func (e *Engine) Update(c *config.Config) error {
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.updateAgreementConfig(c.Alerting.Agreement) // agreement.go
-	e.cmp.update(c)                               // comparisons.go
+	e.cmp.Update(c.Comparisons, c.Variants.MaxValues, c.Alerting.DashboardURL.Reveal(), c.Alerting.TraceURLTemplate.Reveal())
 	old := map[string]*rule{}
 	for _, r := range e.rules {
 		old[r.storeKey()] = r

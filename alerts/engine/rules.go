@@ -86,7 +86,7 @@ func (in *instance) active() bool {
 	return false
 }
 
-func newSLORule(s config.SLO, dashboard string) (*rule, error) {
+func newSLORule(s config.SLO, dashboard string) *rule {
 	r := &rule{kind: alerts.KindThreshold, name: s.Name, metric: s.Metric, service: s.Service, minTurn: s.MinTurn, variant: s.Variant, labels: s.Labels,
 		notifiers: s.Notifiers, runbook: s.RunbookURL.Reveal(), dashboard: s.DashboardURL.Reveal(), forDur: time.Duration(s.For), keep: time.Duration(s.KeepFiringFor),
 		sloCfg: s, instances: map[string]*instance{}}
@@ -95,11 +95,7 @@ func newSLORule(s config.SLO, dashboard string) (*rule, error) {
 	}
 	switch s.Kind {
 	case config.SLOBurnRate:
-		g, err := goodWhen(s.GoodWhen)
-		if err != nil {
-			return nil, fmt.Errorf("slo %s: %w", s.Name, err)
-		}
-		r.kind, r.good, r.pairs = alerts.KindBurnRate, g, burnPairs(s.BurnRates)
+		r.kind, r.good, r.pairs = alerts.KindBurnRate, goodWhen(s.GoodWhen), burnPairs(s.BurnRates)
 		r.fineW, r.fineS, r.coarsW, r.coarsS = slo.Resolutions(r.pairs, time.Duration(s.Period))
 	default:
 		r.th = slo.Threshold{MinSamples: int64(s.MinSamples), Hysteresis: s.Hysteresis, OnMean: s.Decision == config.DecisionMean}
@@ -110,7 +106,7 @@ func newSLORule(s config.SLO, dashboard string) (*rule, error) {
 		}
 		r.fineW, r.fineS = slo.ThresholdWidth(time.Duration(s.Window)), time.Duration(s.Window)
 	}
-	return r, nil
+	return r
 }
 
 func newDriftRule(d config.DriftDetector, cfg config.Drift, dashboard string) *rule {

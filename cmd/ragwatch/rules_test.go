@@ -121,7 +121,11 @@ func TestBaselineFromJSONL(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Drift.BaselineFile = outPath
-	if _, err := engine.New(engine.Options{Config: c}); err != nil {
+	pinned, err := drift.LoadBaseline(c.Drift.BaselineFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.New(engine.Options{Config: c, Baseline: pinned}); err != nil {
 		t.Fatal(err)
 	}
 	errb.Reset()

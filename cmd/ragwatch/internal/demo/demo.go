@@ -19,7 +19,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 
-	"github.com/ragwatch/ragwatch/alerts/engine"
+	"github.com/ragwatch/ragwatch/alerts/comparison"
 	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/internal/synth"
 )
@@ -64,7 +64,7 @@ type Summary struct {
 	DegradedFrom time.Duration
 	DegradedTo   time.Duration
 	// Comparisons are the online comparisons' last states (GET /api/v1/comparisons).
-	Comparisons []engine.ComparisonStatus
+	Comparisons []comparison.Status
 }
 
 type scoreStat struct {

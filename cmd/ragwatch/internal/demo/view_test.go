@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragwatch/ragwatch/alerts/engine"
+	"github.com/ragwatch/ragwatch/alerts/comparison"
 	"github.com/ragwatch/ragwatch/internal/synth"
 )
 
@@ -45,14 +45,14 @@ func TestSummaryListsComparisons(t *testing.T) {
 	lo, hi := -0.687, -0.323
 	var b bytes.Buffer
 	printSummary(&b, Summary{Requests: 900,
-		Comparisons: []engine.ComparisonStatus{
+		Comparisons: []comparison.Status{
 			{Comparison: "prompt-v2-canary", Candidate: CanaryVariant, Baseline: BaselineVariant, Metric: "faithfulness",
 				State: "candidate_worse", Delta: -0.505, Lower: &lo, Upper: &hi, CandidateN: 38, BaselineN: 114,
 				WorstTraceIDs: []string{"ec99", "5820"}},
 			{Comparison: "prompt-v2-canary", Candidate: CanaryVariant, Baseline: BaselineVariant, Metric: "citation_precision",
 				State: "collecting", CandidateN: 1, BaselineN: 3, WorstTraceIDs: []string{}},
 		},
-		Alerts: []AlertEvent{{Rule: "prompt-v2-canary", Kind: engine.KindComparison, Severity: "ticket", FiredAt: 19 * time.Second,
+		Alerts: []AlertEvent{{Rule: "prompt-v2-canary", Kind: comparison.KindComparison, Severity: "ticket", FiredAt: 19 * time.Second,
 			Worst: []string{"ec99", "5820"}}},
 	})
 	for _, want := range []string{

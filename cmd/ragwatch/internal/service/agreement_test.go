@@ -74,8 +74,8 @@ alerting:
 	if testutil.Series(t, a.Registry, "ragwatch_judge_agreement", map[string]string{"metric": "faithfulness", "judge": "builtin", "statistic": "mae"}) == nil {
 		t.Fatal("no MAE for three pairs")
 	}
-	// A label after its record went by: the engine pairs it with the scores it kept.
-	if err := a.Alerts.ConsumeLabel(ctx, record.Label{TraceID: fmt.Sprintf("%032x", 1), Service: "chat",
+	// A label after its record went by: the tracker pairs it with the scores it kept.
+	if err := a.Labels.ConsumeLabel(ctx, record.Label{TraceID: fmt.Sprintf("%032x", 1), Service: "chat",
 		Values: map[string]float64{"answer_relevancy": 1}}); err != nil {
 		t.Fatal(err)
 	}

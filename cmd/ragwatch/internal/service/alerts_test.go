@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -115,5 +117,27 @@ notifiers:
 	out := b.Alerts.Evaluate(ctx)
 	if len(out) != 1 || !out[0].Firing() || !out[0].StartsAt.Equal(now.Add(-time.Minute)) || out[0].N != 10 {
 		t.Fatalf("after restart: %+v", out)
+	}
+}
+
+// TestDriftBaselineFileReadAtWiring: drift.baseline_file is read when the alert engine is
+// wired; a file that cannot be read stops New with the key's file named, and nothing starts.
+func TestDriftBaselineFileReadAtWiring(t *testing.T) {
+	cfg := testConfig(t)
+	missing := filepath.Join(t.TempDir(), "baseline.json")
+	cfg.Drift.BaselineFile = missing
+	a, err := service.New(cfg, nil)
+	if err == nil {
+		_ = a.Shutdown(context.Background())
+		t.Fatal("New accepted a drift.baseline_file that does not exist")
+	}
+	if !strings.Contains(err.Error(), "build alert engine: read drift baseline: open "+missing) {
+		t.Fatalf("error = %v", err)
+	}
+	if err := os.WriteFile(missing, []byte(`{"version": 2}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := service.New(cfg, nil); err == nil || !strings.Contains(err.Error(), "unsupported version 2") {
+		t.Fatalf("New with a baseline of another version: %v", err)
 	}
 }

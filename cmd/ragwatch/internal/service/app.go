@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/ragwatch/ragwatch/alerts/engine"
+	"github.com/ragwatch/ragwatch/alerts/judgeagreement"
 	"github.com/ragwatch/ragwatch/alerts/notify"
 	"github.com/ragwatch/ragwatch/collector/assemble"
 	"github.com/ragwatch/ragwatch/collector/join"
@@ -99,6 +100,8 @@ var parts = []part{
 	// are delivered and its state saved.
 	{"notifiers", ModeRun, (*builder).notifiers},
 	{"alert engine", ModeRun, (*builder).alertEngine},
+	// Human labels paired with judge scores; it feeds the agreement SLOs of the engine.
+	{"judge agreement", ModeRun, (*builder).judgeAgreement},
 	// Scores from worker pods, and through its loopback from in-process workers, into the
 	// alert engine and the ring behind GET /api/v1/scores; it stops after the workers.
 	{"scores subscription", ModeRun, (*builder).scoresSubscription},
@@ -147,7 +150,10 @@ type App struct {
 	Signals *signals.Signals
 	// Alerts evaluates SLOs and drift; it is a record, feedback and score consumer (add it to
 	// the score fan-out) and serves GET /api/v1/alerts. Notify delivers its alerts.
-	Alerts    *engine.Engine
+	Alerts *engine.Engine
+	// Agreement pairs human labels with judge scores (a record, label and score consumer) and
+	// feeds the statistics to Alerts' SLOs on agreement_<statistic>_<metric>.
+	Agreement *judgeagreement.Tracker
 	Notify    *notify.Dispatcher
 	Assembler *assemble.Assembler
 	// Sampler samples records to the JetStream scoring queue and, unless scoring.workers is

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/ragwatch/ragwatch/alerts/drift"
 	"github.com/ragwatch/ragwatch/alerts/engine"
 	"github.com/ragwatch/ragwatch/alerts/notify"
 	"github.com/ragwatch/ragwatch/collector/assemble"
@@ -164,9 +165,16 @@ func (b *builder) alertEngine() (lifecycle, error) {
 		b.NATS.Store().Watch("alerts", kvStream(bucket))
 		store = engine.KVStore{KV: kv}
 	}
+	var baseline *drift.Baseline // the pinned drift reference, read once here
+	if file := b.cfg.Drift.BaselineFile; file != "" {
+		var err error
+		if baseline, err = drift.LoadBaseline(file); err != nil {
+			return lifecycle{}, fmt.Errorf("build alert engine: %w", err)
+		}
+	}
 	e, err := engine.New(engine.Options{
 		Config: b.cfg, Registerer: b.Registry, Logger: b.logger("alerts"), Now: b.o.now,
-		Sink: b.Notify, Services: b.Services, Store: store,
+		Sink: b.Notify, Services: b.Services, Store: store, Baseline: baseline,
 	})
 	if err != nil {
 		return lifecycle{}, fmt.Errorf("build alert engine: %w", err)
@@ -187,7 +195,7 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 	b.recentIn = redactRecent(b.recent, r) // API output: explanations and previews redacted
 	var sub *nats.Subscription
 	conn, cfg := b.NATS, b.cfg
-	next := score.Fanout{b.Alerts, b.recentIn}
+	next := score.Fanout{b.Alerts, b.Agreement, b.recentIn}
 	if b.cfg.Export.Enabled {
 		o := export.Options{MaxRecords: b.cfg.Export.MaxRecords, MaxBytes: b.cfg.Export.MaxBytes}
 		if r != nil {
@@ -291,6 +299,7 @@ func (b *builder) join() (lifecycle, error) {
 	b.Records = record.Fanout{
 		b.Signals,       // online signals: Prometheus, statsd, OTLP metrics
 		b.Alerts,        // signal SLOs and drift
+		b.Agreement,     // labels riding on the record wait for its scores
 		b.Sampler.Stage, // sampling for scoring
 	}
 	if b.cfg.Scoring.Recent.IncludeContent {
@@ -309,7 +318,7 @@ func (b *builder) join() (lifecycle, error) {
 	}
 	// Labels joined after their record, or never joined: one record.LabelConsumer per line.
 	b.Labels = labelFanout{
-		b.Alerts, // pairs late labels with their record's scores: judge agreement
+		b.Agreement, // pairs late labels with their record's scores: judge agreement
 	}
 	// Shadow pairs once both halves arrived: one record.PairConsumer per line.
 	b.Pairs = pairFanout{

@@ -204,6 +204,7 @@ func (a *App) reloadLocked() (*ReloadResult, error) {
 		}
 		return nil, rejected(err)
 	}
+	a.Agreement.Update(agreementSettings(next.Alerting))
 	a.Sampler.Decider.Update(next.Sampling)
 	a.Sampler.Budget.Update(next.Sampling.Budget)
 	a.Sampler.Pairs.Update(next.Comparisons)

@@ -143,7 +143,7 @@ func TestWorkerLifecycle(t *testing.T) {
 	if err := run.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	wantRun := []string{"nats", "memory guard", "signals", "notifiers", "alert engine", "scores subscription",
+	wantRun := []string{"nats", "memory guard", "signals", "notifiers", "alert engine", "judge agreement", "scores subscription",
 		"sampler", "join", "assembler", "http", "otlp receivers", "nats subscribers"}
 	if got := service.ComponentNames(run); !slices.Equal(got, wantRun) {
 		t.Fatalf("run's components = %q, want %q", got, wantRun)

@@ -1,8 +1,10 @@
-package engine
+package diagnosis
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,9 +13,7 @@ import (
 	"github.com/ragwatch/ragwatch/alerts/diagnose"
 	"github.com/ragwatch/ragwatch/alerts/internal/ring"
 	"github.com/ragwatch/ragwatch/alerts/slo"
-	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/labels"
-	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
 
@@ -35,24 +35,39 @@ const maxDiagVariants = 16
 // variant of it.
 type diagKey struct{ service, variant string }
 
-// diagnoser keeps, per service label (and per variant of it, up to maxDiagVariants), the weighted statistics of the metrics the patterns of
-// alerts/diagnose read, and the findings of the last evaluation. All of it is guarded by the
-// engine's mu. The state is not persisted: after a restart the diagnosis says "none" until a
-// window of new values has come in.
-type diagnoser struct {
+// Settings is the `alerting.diagnosis` section, converted once when the engine is built.
+type Settings struct {
+	Thresholds diagnose.Thresholds
+	// Window is how far back the statistics reach; 0 takes diagnose.DefaultThresholds and
+	// 15 minutes.
+	Window time.Duration
+}
+
+// Diagnoser keeps, per service label (and per variant of it, up to maxDiagVariants), the
+// weighted statistics of the metrics the patterns of alerts/diagnose read, and the findings of
+// the last Diagnose. The state is not persisted: after a restart the diagnosis says "none"
+// until a window of new values has come in.
+//
+// Locking: mu guards everything below it. The alert engine calls Record and Scores before
+// taking its own lock, and For with it held; the Diagnoser calls nothing back.
+type Diagnoser struct {
+	services *labels.ServiceSet
+
+	mu       sync.Mutex
 	th       diagnose.Thresholds
 	window   time.Duration
 	width    time.Duration
-	services map[diagKey]*ring.Ring[diagBucket]
-	variants map[string]int // per service, the variants in services
+	windows  map[diagKey]*ring.Ring[diagBucket]
+	variants map[string]int // per service, the variants in windows
 	findings map[diagKey][]diagnose.Finding
 	gauge    *prometheus.GaugeVec
 }
 
-func newDiagnoser(c config.Diagnosis, reg prometheus.Registerer) (*diagnoser, error) {
-	d := &diagnoser{
-		th:     diagnose.Thresholds{Low: c.Low, High: c.High, MinSamples: int64(c.MinSamples), Drop: c.Drop},
-		window: time.Duration(c.Window), services: map[diagKey]*ring.Ring[diagBucket]{},
+// New builds a Diagnoser whose service labels are those of services (the process's one set).
+func New(s Settings, services *labels.ServiceSet, reg prometheus.Registerer) (*Diagnoser, error) {
+	d := &Diagnoser{services: services,
+		th:     s.Thresholds,
+		window: s.Window, windows: map[diagKey]*ring.Ring[diagBucket]{},
 		variants: map[string]int{}, findings: map[diagKey][]diagnose.Finding{},
 		gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: alerts.MetricDiagnosis,
 			Help: "1 when a service's metric pairs show the diagnosis pattern (alerts/diagnose), else 0."}, []string{"service", "pattern"}),
@@ -63,29 +78,29 @@ func newDiagnoser(c config.Diagnosis, reg prometheus.Registerer) (*diagnoser, er
 	}
 	d.width = max(time.Second, d.window/diagBuckets)
 	if err := reg.Register(d.gauge); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("diagnosis metrics: %w", err)
 	}
 	return d, nil
 }
 
 // buckets returns the buckets at now of service and, when it has one, of its variant (nil
 // when the service keeps maxDiagVariants others already).
-func (d *diagnoser) buckets(service, variant string, now time.Time) (svc, v *diagBucket) {
+func (d *Diagnoser) buckets(service, variant string, now time.Time) (svc, v *diagBucket) {
 	svc = d.bucket(diagKey{service: service}, now)
 	if variant != "" {
 		k := diagKey{service, variant}
-		if _, ok := d.services[k]; ok || d.variants[service] < maxDiagVariants {
+		if _, ok := d.windows[k]; ok || d.variants[service] < maxDiagVariants {
 			v = d.bucket(k, now)
 		}
 	}
 	return svc, v
 }
 
-func (d *diagnoser) bucket(key diagKey, now time.Time) *diagBucket {
-	r, ok := d.services[key]
+func (d *Diagnoser) bucket(key diagKey, now time.Time) *diagBucket {
+	r, ok := d.windows[key]
 	if !ok {
 		r = ring.New[diagBucket](d.width, d.window)
-		d.services[key] = r
+		d.windows[key] = r
 		if key.variant != "" {
 			d.variants[key.service]++
 		}
@@ -97,26 +112,24 @@ func (d *diagnoser) bucket(key diagKey, now time.Time) *diagBucket {
 	return b
 }
 
-// diagRecord feeds a record's top retrieval score, weighted by the traffic the record stands
-// for (1/p of upstream sampling). Called with e.mu held.
-func (e *Engine) diagRecord(r *record.Record, svc *serviceLabel, now time.Time) {
-	top, _, n := r.ScoreStats()
-	if n == 0 {
-		return
-	}
-	sb, v := e.diag.buckets(e.labelOf(svc), r.Variant, now)
+// Record feeds a record's top retrieval score (record.ScoreStats), weighted by the traffic the
+// record stands for (1/p of upstream sampling), under service's label value.
+func (d *Diagnoser) Record(service, variant string, top, weight float64, now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	sb, v := d.buckets(service, variant, now)
 	for _, b := range []*diagBucket{sb, v} {
 		if b != nil {
 			m := b.Means[diagnose.RetrievalScoreTop]
-			m.Add(top, r.UpstreamWeight())
+			m.Add(top, weight)
 			b.Means[diagnose.RetrievalScoreTop] = m
 		}
 	}
 }
 
-// diagScores feeds the scores the patterns read; the scores of one request (same service and
-// trace) in one batch also feed the pairs' joint moments. Called with e.mu held.
-func (e *Engine) diagScores(results []score.Result, now time.Time) {
+// Scores feeds the scores the patterns read; the scores of one request (same service and
+// trace) in one batch also feed the pairs' joint moments.
+func (d *Diagnoser) Scores(results []score.Result, now time.Time) {
 	type key struct{ service, variant, trace string }
 	type val struct{ x, w float64 }
 	byReq := map[key]map[string]val{}
@@ -135,8 +148,13 @@ func (e *Engine) diagScores(results []score.Result, now time.Time) {
 		}
 		byReq[k][res.Metric] = val{res.Value, w}
 	}
+	if len(byReq) == 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for k, vals := range byReq {
-		svc, v := e.diag.buckets(e.services.LabelAt(k.service, now), k.variant, now)
+		svc, v := d.buckets(d.services.LabelAt(k.service, now), k.variant, now)
 		names := slices.Sorted(maps.Keys(vals))
 		for _, b := range []*diagBucket{svc, v} {
 			if b == nil {
@@ -157,13 +175,13 @@ func (e *Engine) diagScores(results []score.Result, now time.Time) {
 	}
 }
 
-// diagnoseAll recomputes every service's findings at now and sets ragwatch_diagnosis. A
+// Diagnose recomputes every service's findings at now and sets ragwatch_diagnosis. A
 // service with nothing in the window, or whose label the shared set evicted, is dropped.
-// Called with e.mu held.
-func (e *Engine) diagnoseAll(now time.Time) {
-	d := e.diag
+func (d *Diagnoser) Diagnose(now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	clear(d.findings)
-	for key, r := range d.services {
+	for key, r := range d.windows {
 		service, variant := key.service, key.variant
 		w := diagnose.Window{Means: map[string]slo.Sums{}, Older: map[string]slo.Sums{},
 			Newer: map[string]slo.Sums{}, Pairs: map[string]diagnose.Moments{}}
@@ -194,8 +212,8 @@ func (e *Engine) diagnoseAll(now time.Time) {
 		}
 		half(hi-n+1, hi-n/2, w.Older)
 		half(hi-n/2+1, hi, w.Newer)
-		if !seen || (service != labels.Other && !e.services.Admitted(service)) {
-			delete(d.services, key)
+		if !seen || (service != labels.Other && !d.services.Admitted(service)) {
+			delete(d.windows, key)
 			if variant != "" {
 				if d.variants[service]--; d.variants[service] <= 0 {
 					delete(d.variants, service)
@@ -212,18 +230,24 @@ func (e *Engine) diagnoseAll(now time.Time) {
 		}
 		for _, p := range diagnose.Patterns {
 			on := slices.ContainsFunc(found, func(f diagnose.Finding) bool { return f.Pattern == p })
-			d.gauge.WithLabelValues(service, p).Set(b2f(on))
+			v := 0.0
+			if on {
+				v = 1
+			}
+			d.gauge.WithLabelValues(service, p).Set(v)
 		}
 	}
 }
 
-// diagnosisFor is the diagnosis an alert on metric for service carries: the variant's own when
-// the alert is about one (an SLO filtered on it, a comparison's candidate) and its metric pairs
-// show a pattern, else the service's. Called with e.mu held.
-func (e *Engine) diagnosisFor(service, variant, metric string) *alerts.Diagnosis {
-	f := diagnose.Pick(e.diag.findings[diagKey{service: service}], metric)
+// For is the diagnosis an alert on metric for service carries, as of the last Diagnose: the
+// variant's own when the alert is about one (an SLO filtered on it, a comparison's candidate)
+// and its metric pairs show a pattern, else the service's.
+func (d *Diagnoser) For(service, variant, metric string) *alerts.Diagnosis {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f := diagnose.Pick(d.findings[diagKey{service: service}], metric)
 	if variant != "" {
-		if vf := diagnose.Pick(e.diag.findings[diagKey{service, variant}], metric); vf.Pattern != diagnose.None {
+		if vf := diagnose.Pick(d.findings[diagKey{service, variant}], metric); vf.Pattern != diagnose.None {
 			f = vf
 		}
 	}

@@ -1,0 +1,610 @@
+package judgeagreement
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragwatch/ragwatch/internal/agreement"
+	"github.com/ragwatch/ragwatch/internal/hexid"
+	"github.com/ragwatch/ragwatch/internal/offheap"
+	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/score"
+)
+
+// Agreement metric names.
+const (
+	MetricJudgeAgreement      = "ragwatch_judge_agreement"       // gauge {metric,judge,statistic}
+	MetricJudgeAgreementBound = "ragwatch_judge_agreement_bound" // gauge {metric,judge,statistic,bound=lower|upper}
+	MetricJudgeAgreementPairs = "ragwatch_judge_agreement_pairs" // gauge {metric,judge}
+	MetricLabelsUnpaired      = "ragwatch_labels_unpaired_total" // counter {reason}
+)
+
+// Metric is the metric name an SLO watches to alert on a statistic of a judge's agreement
+// with people on metric: agreement_spearman_faithfulness, agreement_mae_faithfulness,
+// agreement_kappa_faithfulness. Every judge scoring the metric feeds it.
+func Metric(statistic, metric string) string {
+	return "agreement_" + statistic + "_" + metric
+}
+
+// Settings is the `alerting.agreement` section, converted once when the process is wired.
+type Settings struct {
+	Window     time.Duration // pairs older than this leave a series
+	MinSamples int           // pairs a series needs before its statistics are exported and fed
+	MaxPairs   int           // newest pairs kept per series
+	MaxRecords int           // scored records remembered for labels that come later (read once by New)
+	MaxSeries  int           // (metric, judge) series
+	// PruneEvery is how often Start's loop drops pairs older than Window
+	// (alerting.evaluation_interval).
+	PruneEvery time.Duration
+}
+
+// Sink receives each statistic of a series once the series holds MinSamples pairs: the alert
+// engine, whose SLOs on Metric(statistic, metric) it feeds. It is called without the
+// Tracker's lock held.
+type Sink interface {
+	ObserveAgreement(metric string, v float64, now time.Time)
+}
+
+// Options builds a Tracker; Registerer, Now and Sink may be nil.
+type Options struct {
+	Settings   Settings
+	Registerer prometheus.Registerer
+	// Now is the clock (time.Now when nil).
+	Now  func() time.Time
+	Sink Sink
+}
+
+// judges are the `judge` label values: the backends that produce scores (score.Result.Scorer).
+// Anything else (a result from outside the process) is "other".
+var judges = map[string]bool{"builtin": true, "openai": true, "anthropic": true, "nli": true, "retrieval": true}
+
+func judgeLabel(scorer string) string {
+	if judges[scorer] {
+		return scorer
+	}
+	return "other"
+}
+
+// The agreement state remembers every scored record until max_records newer ones push it out,
+// labelled or not, for labels that may come later. Almost none are ever labelled, so what it
+// keeps of each is small and held outside the Go heap, where the garbage collector's heap goal
+// (about twice the live heap) does not double it in resident memory: a fixed slot of ids and
+// scores (heldRecord, no pointers, 112 bytes) and its index cells, ≈ 138 bytes a record in all
+// (BenchmarkAgreementMemory). What does not fit a slot lives in small maps by slot: the human
+// values of labelled records, and scores past a slot's room or without a shared metric and
+// scorer pair.
+
+// heldScores is how many scores a slot holds; a record's further scores go to
+// Tracker.more. The builtin scorer and the RAGAS-style judges give fewer.
+const heldScores = 8
+
+// recordKey identifies a record: its trace id and span id as bytes. An id in OTLP's lowercase
+// hex form is kept decoded; any other as its hash (maphash with the state's own seeds: 128 bits
+// of a trace id, 64 of a span id), which only another id with the same hash would match. The
+// ids themselves are never needed back.
+type recordKey struct {
+	trace [16]byte
+	span  [8]byte
+	form  uint8 // keyUsed | keySpan | keyTraceHashed | keySpanHashed
+}
+
+const (
+	keyUsed        uint8 = 1 << iota // the slot holds a record
+	keySpan                          // the record was named with a span id
+	keyTraceHashed                   // trace holds a hash of the trace id
+	keySpanHashed                    // span holds a hash of the span id
+)
+
+// traceOf is the key of the record's trace, without its span: a label naming only the trace
+// joins the trace's latest record named with a span (Tracker.byTrace).
+func (k recordKey) traceOf() recordKey {
+	return recordKey{trace: k.trace, form: keyUsed | k.form&keyTraceHashed}
+}
+
+// heldRecord is one record's slot: its key and the scores it came with, each as the index + 1
+// of its metric and scorer pair in Tracker.judges.
+type heldRecord struct {
+	key    recordKey
+	n      uint8 // scores in ids and values
+	ids    [heldScores]uint16
+	values [heldScores]float64
+}
+
+// heldScore is a score kept outside a slot (Tracker.more).
+type heldScore struct {
+	metricScorer
+	value float64
+}
+
+// metricScorer names a score: its metric and the scorer that gave it.
+type metricScorer struct{ metric, scorer string }
+
+type seriesKey struct{ metric, judge string }
+
+// labelled is what a record's labels left: the human values by metric, and the metrics already
+// paired with a score.
+type labelled struct {
+	human  map[string]float64
+	paired map[string]bool
+}
+
+// maxInterned bounds the shared metric and scorer pairs (Tracker.judges); a score of
+// another pair is kept with its own names in Tracker.more.
+const maxInterned = 1024
+
+// Tracker pairs human labels with the scores of the same record and metric and exports, per
+// metric and judge, their agreement. It implements record.Consumer (labels riding on a
+// record), record.LabelConsumer and score.Consumer.
+//
+// Locking: mu guards everything below it; the Sink is called after mu is released.
+type Tracker struct {
+	now  func() time.Time
+	sink Sink
+
+	stateMu sync.Mutex // serialises Start and Shutdown
+	stop    chan struct{}
+	done    chan struct{}
+
+	mu   sync.Mutex
+	cfg  Settings
+	mem  *offheap.Array[heldRecord]
+	recs []heldRecord // mem's slots: a ring of cfg.MaxRecords, recs[next] the oldest
+	next int
+	// index finds a record's slot (byKey) and a trace's latest record named with a span id
+	// (byTrace, keyed by recordKey.traceOf), outside the Go heap too.
+	index  [2]*offheap.Index
+	more   map[int32][]heldScore
+	labels map[int32]*labelled
+	seeds  [2]maphash.Seed // for ids not in hex form, and the index
+	series map[seriesKey]*agreement.Window
+	// judges holds one copy of each metric and scorer pair the slots name, by id − 1: the
+	// results arrive decoded, each with its own copy of every string.
+	judges   []metricScorer
+	judgeIDs map[metricScorer]uint16
+
+	value, bound, pairs *prometheus.GaugeVec
+	unpaired            *prometheus.CounterVec
+}
+
+var (
+	_ record.Consumer      = (*Tracker)(nil)
+	_ record.LabelConsumer = (*Tracker)(nil)
+	_ score.Consumer       = (*Tracker)(nil)
+)
+
+// New builds a Tracker; nothing runs until Start.
+func New(o Options) (*Tracker, error) {
+	cfg := o.Settings
+	if cfg.MaxRecords <= 0 {
+		cfg.MaxRecords = 1
+	}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	a := &Tracker{now: o.Now, sink: o.Sink, cfg: cfg, mem: offheap.New[heldRecord](cfg.MaxRecords),
+		index: [2]*offheap.Index{offheap.NewIndex(cfg.MaxRecords), offheap.NewIndex(cfg.MaxRecords)}, more: map[int32][]heldScore{},
+		labels: map[int32]*labelled{}, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		series: map[seriesKey]*agreement.Window{}, judgeIDs: map[metricScorer]uint16{},
+		value: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricJudgeAgreement,
+			Help: "Agreement of a judge's scores with human labels over alerting.agreement.window: mae (lower is better), spearman, kappa (at 0.5)."},
+			[]string{"metric", "judge", "statistic"}),
+		bound: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricJudgeAgreementBound,
+			Help: "95% confidence bound of ragwatch_judge_agreement."}, []string{"metric", "judge", "statistic", "bound"}),
+		pairs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricJudgeAgreementPairs,
+			Help: "Pairs of a human label and a judge's score in the agreement window."}, []string{"metric", "judge"}),
+		unpaired: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricLabelsUnpaired,
+			Help: "Human label values never paired with a score: evicted (alerting.agreement.max_records), series_limit (max_series), invalid."},
+			[]string{"reason"}),
+	}
+	a.recs = a.mem.Slice()
+	for _, r := range []string{"evicted", "series_limit", "invalid"} {
+		a.unpaired.WithLabelValues(r)
+	}
+	for _, c := range []prometheus.Collector{a.value, a.bound, a.pairs, a.unpaired} {
+		if err := o.Registerer.Register(c); err != nil {
+			return nil, fmt.Errorf("judge agreement metrics: %w", err)
+		}
+	}
+	return a, nil
+}
+
+// offHeapBytes is the memory of the slots and the index, outside the Go heap (reserved: the
+// kernel adds its pages as they are first used).
+func (a *Tracker) offHeapBytes() int {
+	return len(a.recs)*int(unsafe.Sizeof(heldRecord{})) + a.index[byKey].Bytes() + a.index[byTrace].Bytes()
+}
+
+// The indexes of Tracker.index.
+const (
+	byKey   = iota // a record's key → its slot
+	byTrace        // recordKey.traceOf → the slot of the trace's latest record named with a span id
+)
+
+// indexKey is slot i's key in index ix.
+func (a *Tracker) indexKey(ix int, i uint32) recordKey {
+	if ix == byTrace {
+		return a.recs[i].key.traceOf()
+	}
+	return a.recs[i].key
+}
+
+func (a *Tracker) hash(k recordKey) uint64 {
+	return maphash.Comparable(a.seeds[1], k)
+}
+
+// find returns the slot k names in index ix and its cell, or -1 and the empty cell where k
+// would go.
+func (a *Tracker) find(ix int, k recordKey) (slot int32, cell uint64) {
+	i, cell := a.index[ix].Find(a.hash(k), func(s uint32) bool { return a.indexKey(ix, s) == k })
+	return int32(i), cell
+}
+
+// unindex empties cell c of index ix.
+func (a *Tracker) unindex(ix int, c uint64) {
+	a.index[ix].Delete(c, func(s uint32) uint64 { return a.hash(a.indexKey(ix, s)) })
+}
+
+// key returns the key of the record traceID names with spanID (none: "").
+func (a *Tracker) key(traceID, spanID string) recordKey {
+	k := recordKey{form: keyUsed}
+	if !hexid.Decode(k.trace[:], traceID) {
+		k.form |= keyTraceHashed
+		h1, h2 := maphash.String(a.seeds[0], traceID), maphash.String(a.seeds[1], traceID)
+		binary.LittleEndian.PutUint64(k.trace[:8], h1)
+		binary.LittleEndian.PutUint64(k.trace[8:], h2)
+	}
+	if spanID != "" {
+		k.form |= keySpan
+		if !hexid.Decode(k.span[:], spanID) {
+			k.form |= keySpanHashed
+			binary.LittleEndian.PutUint64(k.span[:], maphash.String(a.seeds[0], spanID))
+		}
+	}
+	return k
+}
+
+// judgeID returns the id of the shared pair of metric and scorer (judges index + 1), adding it
+// while fewer than maxInterned are held, else 0.
+func (a *Tracker) judgeID(metric, scorer string) uint16 {
+	if id, ok := a.judgeIDs[metricScorer{metric, scorer}]; ok {
+		return id
+	}
+	if len(a.judges) >= maxInterned {
+		return 0
+	}
+	ms := metricScorer{strings.Clone(metric), strings.Clone(scorer)}
+	a.judges = append(a.judges, ms)
+	id := uint16(len(a.judges))
+	a.judgeIDs[ms] = id
+	return id
+}
+
+// entry returns the slot of a record, taking the oldest slot (and forgetting its record) for
+// one not held.
+func (a *Tracker) entry(traceID, spanID string) int32 {
+	k := a.key(traceID, spanID)
+	if spanID == "" {
+		if i, _ := a.find(byTrace, k.traceOf()); i >= 0 {
+			return i // a label naming only the trace joins its latest record
+		}
+	}
+	if i, _ := a.find(byKey, k); i >= 0 {
+		return i
+	}
+	i := int32(a.next)
+	a.next = (a.next + 1) % len(a.recs)
+	a.forget(i)
+	a.recs[i] = heldRecord{key: k}
+	_, c := a.find(byKey, k)
+	a.index[byKey].Set(c, uint32(i))
+	if spanID != "" {
+		// The trace's latest record from now on: in place of an earlier one's cell.
+		_, c := a.find(byTrace, k.traceOf())
+		a.index[byTrace].Set(c, uint32(i))
+	}
+	return i
+}
+
+// forget empties slot i, counting the label values it held that never met a score.
+func (a *Tracker) forget(i int32) {
+	r := &a.recs[i]
+	if r.key.form&keyUsed == 0 {
+		return
+	}
+	if l := a.labels[i]; l != nil {
+		if n := len(l.human) - len(l.paired); n > 0 {
+			a.unpaired.WithLabelValues("evicted").Add(float64(n))
+		}
+		delete(a.labels, i)
+	}
+	delete(a.more, i)
+	if j, c := a.find(byKey, r.key); j == i {
+		a.unindex(byKey, c)
+	}
+	if j, c := a.find(byTrace, r.key.traceOf()); j == i {
+		a.unindex(byTrace, c)
+	}
+	*r = heldRecord{}
+}
+
+// setScore keeps v as slot i's score of metric (by scorer), in place of an earlier one.
+func (a *Tracker) setScore(i int32, metric, scorer string, v float64) {
+	r := &a.recs[i]
+	id := a.judgeID(metric, scorer)
+	for j := range int(r.n) {
+		if a.judges[r.ids[j]-1].metric != metric {
+			continue
+		}
+		if id != 0 {
+			r.ids[j], r.values[j] = id, v
+			return
+		}
+		// The new pair is not shared: the score moves out of the slot.
+		copy(r.ids[j:r.n], r.ids[j+1:r.n])
+		copy(r.values[j:r.n], r.values[j+1:r.n])
+		r.n--
+		break
+	}
+	more := a.more[i]
+	h := heldScore{metricScorer{metric, scorer}, v}
+	if id != 0 {
+		h.metricScorer = a.judges[id-1]
+	}
+	for j := range more {
+		if more[j].metric == metric {
+			more[j] = h
+			return
+		}
+	}
+	if id != 0 && r.n < heldScores {
+		r.ids[r.n], r.values[r.n] = id, v
+		r.n++
+		return
+	}
+	a.more[i] = append(more, h)
+}
+
+// score returns slot i's score of metric and the scorer that gave it.
+func (a *Tracker) score(i int32, metric string) (v float64, scorer string, ok bool) {
+	r := &a.recs[i]
+	for j := range int(r.n) {
+		if ms := a.judges[r.ids[j]-1]; ms.metric == metric {
+			return r.values[j], ms.scorer, true
+		}
+	}
+	for _, h := range a.more[i] {
+		if h.metric == metric {
+			return h.value, h.scorer, true
+		}
+	}
+	return 0, "", false
+}
+
+// observation is one statistic for the Sink.
+type observation struct {
+	metric string
+	value  float64
+}
+
+// ConsumeRecord implements record.Consumer: the labels a record carries wait (bounded) for its
+// scores.
+func (a *Tracker) ConsumeRecord(_ context.Context, r *record.Record) error {
+	if r.Labels == nil || len(r.Labels.Values) == 0 || r.TraceID == "" {
+		return nil
+	}
+	now := a.now()
+	a.mu.Lock()
+	out := a.noteLabel(r.TraceID, r.SpanID, r.Labels.Values, now, nil)
+	a.mu.Unlock()
+	a.send(out, now)
+	return nil
+}
+
+// ConsumeLabel implements record.LabelConsumer: a label that arrived after its record is paired
+// with the scores kept for that record, or waits (bounded) for them.
+func (a *Tracker) ConsumeLabel(_ context.Context, l record.Label) error {
+	if len(l.Values) == 0 || l.TraceID == "" {
+		return nil
+	}
+	now := a.now()
+	a.mu.Lock()
+	out := a.noteLabel(l.TraceID, l.SpanID, l.Values, now, nil)
+	a.mu.Unlock()
+	a.send(out, now)
+	return nil
+}
+
+// ConsumeScores implements score.Consumer: results are remembered by record and paired with
+// the labels already known.
+func (a *Tracker) ConsumeScores(_ context.Context, results []score.Result) error {
+	now := a.now()
+	a.mu.Lock()
+	out := a.noteScores(results, now, nil)
+	a.mu.Unlock()
+	a.send(out, now)
+	return nil
+}
+
+// send hands the statistics to the Sink, without mu held.
+func (a *Tracker) send(out []observation, now time.Time) {
+	if a.sink == nil {
+		return
+	}
+	for _, o := range out {
+		a.sink.ObserveAgreement(o.metric, o.value, now)
+	}
+}
+
+// noteLabel remembers a label's values and pairs those whose scores are known, appending the
+// statistics for the Sink to out. Called with a.mu held.
+func (a *Tracker) noteLabel(traceID, spanID string, values map[string]float64, now time.Time, out []observation) []observation {
+	i := a.entry(traceID, spanID)
+	l := a.labels[i]
+	if l == nil {
+		l = &labelled{human: make(map[string]float64, len(values))}
+		a.labels[i] = l
+	}
+	for m, v := range values {
+		if math.IsNaN(v) || v < 0 || v > 1 {
+			a.unpaired.WithLabelValues("invalid").Inc()
+			continue
+		}
+		l.human[m] = v
+	}
+	return a.pair(i, l, now, out)
+}
+
+// noteScores remembers results by record and pairs those whose labels are known. Called with
+// a.mu held.
+func (a *Tracker) noteScores(results []score.Result, now time.Time, out []observation) []observation {
+	for k := range results {
+		res := &results[k]
+		if res.TraceID == "" || math.IsNaN(res.Value) {
+			continue
+		}
+		i := a.entry(res.TraceID, res.SpanID)
+		a.setScore(i, res.Metric, res.Scorer, res.Value)
+		if l := a.labels[i]; l != nil {
+			if _, ok := l.human[res.Metric]; ok {
+				out = a.pair(i, l, now, out)
+			}
+		}
+	}
+	return out
+}
+
+// pair adds a pair for every metric of slot i with both a human value (l) and a score, once,
+// and updates that series' statistics. Called with a.mu held.
+func (a *Tracker) pair(i int32, l *labelled, now time.Time, out []observation) []observation {
+	for m, h := range l.human {
+		if l.paired[m] {
+			continue
+		}
+		v, scorer, ok := a.score(i, m)
+		if !ok {
+			continue
+		}
+		if l.paired == nil {
+			l.paired = map[string]bool{}
+		}
+		l.paired[m] = true
+		k := seriesKey{metric: m, judge: judgeLabel(scorer)}
+		w := a.series[k]
+		if w == nil {
+			if len(a.series) >= a.cfg.MaxSeries {
+				a.unpaired.WithLabelValues("series_limit").Inc()
+				continue
+			}
+			w = &agreement.Window{Age: a.cfg.Window, Max: a.cfg.MaxPairs}
+			a.series[k] = w
+		}
+		w.Add(agreement.Pair{Human: h, Judge: v, Time: now})
+		out = a.update(k, w, out)
+	}
+	return out
+}
+
+// update exports a series' statistics and, once it holds min_samples pairs, appends each for
+// the Sink (the SLOs on agreement_<statistic>_<metric>). Called with a.mu held.
+func (a *Tracker) update(k seriesKey, w *agreement.Window, out []observation) []observation {
+	a.pairs.WithLabelValues(k.metric, k.judge).Set(float64(w.Len()))
+	if w.Len() < a.cfg.MinSamples {
+		return out
+	}
+	for _, st := range agreement.Statistics {
+		est := agreement.Compute(st, w.Pairs())
+		if !est.OK {
+			continue
+		}
+		a.value.WithLabelValues(k.metric, k.judge, st).Set(est.Value)
+		a.bound.WithLabelValues(k.metric, k.judge, st, "lower").Set(est.Lower)
+		a.bound.WithLabelValues(k.metric, k.judge, st, "upper").Set(est.Upper)
+		out = append(out, observation{Metric(st, k.metric), est.Value})
+	}
+	return out
+}
+
+// Prune drops pairs older than the window from every series and refreshes the pair counts;
+// Start's loop runs it every Settings.PruneEvery.
+func (a *Tracker) Prune(now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, w := range a.series {
+		w.Prune(now)
+		a.pairs.WithLabelValues(k.metric, k.judge).Set(float64(w.Len()))
+	}
+}
+
+// Update applies a reloaded alerting.agreement: window, max_pairs, min_samples and max_series
+// apply at once (to the pairs already held too); max_records and the prune interval are read
+// once by New.
+func (a *Tracker) Update(c Settings) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c.MaxRecords, c.PruneEvery = a.cfg.MaxRecords, a.cfg.PruneEvery
+	a.cfg = c
+	for _, w := range a.series {
+		w.Age, w.Max = c.Window, c.MaxPairs
+	}
+}
+
+// Start starts the loop that prunes old pairs. It returns at once.
+func (a *Tracker) Start(context.Context) error {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	if a.stop != nil {
+		return errors.New("judge agreement already started")
+	}
+	every := a.cfg.PruneEvery
+	if every <= 0 {
+		every = time.Minute
+	}
+	a.stop, a.done = make(chan struct{}), make(chan struct{})
+	go a.loop(every, a.stop, a.done)
+	return nil
+}
+
+func (a *Tracker) loop(every time.Duration, stop, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			a.Prune(a.now())
+		}
+	}
+}
+
+// Shutdown stops the loop. It is idempotent and safe without Start.
+func (a *Tracker) Shutdown(ctx context.Context) error {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	if a.stop == nil {
+		return nil
+	}
+	done := a.done
+	close(a.stop)
+	a.stop, a.done = nil, nil
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
