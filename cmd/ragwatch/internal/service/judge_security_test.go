@@ -2,13 +2,8 @@ package service_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,20 +17,7 @@ import (
 // hold redaction markers for the built-in detectors and for a custom pattern from the config,
 // counted per detector, and none of the data.
 func TestJudgeNeverSeesPersonalData(t *testing.T) {
-	var mu sync.Mutex
-	var prompts []string
-	judge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		prompts = append(prompts, string(b))
-		mu.Unlock()
-		content, _ := json.Marshal(`{"reasoning":"fine","score":4}`)
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1700000000,"model":"judge-1",
-"choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],
-"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`, content)
-	}))
-	defer judge.Close()
+	judge := service.NewFakeJudge(t, func(string) string { return `{"reasoning":"fine","score":4}` })
 	t.Setenv("S1_JUDGE_KEY", "sk-test")
 	cfg, err := config.Parse([]byte(`
 receivers: {otlp: {grpc: {endpoint: ""}, http: {endpoint: ""}}}
@@ -75,13 +57,9 @@ redaction:
 		t.Fatalf("POST = %d", resp.StatusCode)
 	}
 	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "the judge call", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(prompts) > 0
+		return len(judge.Sent()) > 0
 	})
-	mu.Lock()
-	sent := strings.Join(prompts, "\n")
-	mu.Unlock()
+	sent := strings.Join(judge.Sent(), "\n")
 	for _, p := range []string{"jane.doe@example.com", "TCK-20261129", "4111-1111-1111-1111", "DE89370400440532013000"} {
 		if strings.Contains(sent, p) {
 			t.Errorf("the judge received %q", p)

@@ -3,14 +3,12 @@ package service_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
@@ -34,24 +32,12 @@ judges:
 // results carry its version, and a reload that changes its criteria changes the version of the
 // results that follow.
 func TestJudgeEndToEndAndReload(t *testing.T) {
-	var mu sync.Mutex
-	var prompts []string
-	judge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		prompts = append(prompts, string(b))
-		mu.Unlock()
-		reply := `{"reasoning":"fine","score":4}`
-		if strings.Contains(string(b), "Write the evaluation steps") {
-			reply = `{"steps":["Read the ANSWER.","Pick the score."]}`
+	judge := service.NewFakeJudge(t, func(body string) string {
+		if strings.Contains(body, "Write the evaluation steps") {
+			return `{"steps":["Read the ANSWER.","Pick the score."]}`
 		}
-		content, _ := json.Marshal(reply)
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1700000000,"model":"judge-1",
-"choices":[{"index":0,"message":{"role":"assistant","content":%s},"logprobs":null,"finish_reason":"stop"}],
-"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`, content)
-	}))
-	defer judge.Close()
+		return `{"reasoning":"fine","score":4}`
+	})
 	e := startReloadEnv(t, fmt.Sprintf(judgesServiceConfig, judge.URL, "whether the ANSWER is polite"))
 	v1 := e.app.Judges.Versions()["judge_tone"]
 	if v1 == "" {
@@ -119,8 +105,7 @@ func TestJudgeEndToEndAndReload(t *testing.T) {
 	if got := versions()["abab0000000000000000000000000002"]; got != v2 {
 		t.Fatalf("second result version %q, want %q", got, v2)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	prompts := judge.Sent()
 	// Steps once per version, one rating per record.
 	var steps, ratings int
 	for _, p := range prompts {

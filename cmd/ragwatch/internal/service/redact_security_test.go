@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -166,25 +165,14 @@ func TestIssue46FormatsNeverLeaveTheProcess(t *testing.T) {
 		parts = append(parts, f.text)
 	}
 	pii := strings.Join(parts, "; ")
-	var mu sync.Mutex
-	var prompts []string
-	judge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		prompts = append(prompts, string(b))
-		mu.Unlock()
+	judge := NewFakeJudge(t, func(string) string {
 		// The judge quotes the answer in its reasoning, as judges do: the explanation goes
 		// to NATS, the scores API and the export.
 		var decoded string
 		_ = json.Unmarshal([]byte(`"`+pii+`"`), &decoded)
 		verdict, _ := json.Marshal(map[string]any{"reasoning": "it says " + decoded, "score": 4})
-		content, _ := json.Marshal(string(verdict))
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1700000000,"model":"judge-1",
-"choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],
-"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`, content)
-	}))
-	defer judge.Close()
+		return string(verdict)
+	})
 	t.Setenv("I46_JUDGE_KEY", "sk-test")
 	cfg, err := config.Parse([]byte(`
 receivers: {otlp: {grpc: {endpoint: ""}, http: {endpoint: ""}}}
@@ -236,13 +224,9 @@ scoring:
 	var scores, export string
 	testutil.Eventually(t, 15*time.Second, 20*time.Millisecond, "the judge call, the score and the export", func() bool {
 		scores, export = get("/api/v1/scores"), get("/api/v1/export")
-		mu.Lock()
-		defer mu.Unlock()
-		return len(prompts) > 0 && strings.Contains(scores, "explanation") && strings.Contains(export, "abab0000000000000000000000000046")
+		return len(judge.Sent()) > 0 && strings.Contains(scores, "explanation") && strings.Contains(export, "abab0000000000000000000000000046")
 	})
-	mu.Lock()
-	sent := strings.Join(prompts, "\n")
-	mu.Unlock()
+	sent := strings.Join(judge.Sent(), "\n")
 	for _, id := range []string{"maria.rossi@azienda.it", "3331234567"} {
 		if strings.Contains(export, id) {
 			t.Errorf("GET /api/v1/export carries the user or session id %q:\n%s", id, export)
