@@ -110,13 +110,3 @@ func trimEmailStart(b []byte, a, e int) int {
 	}
 	return a
 }
-
-func containsWord(b []byte, w string) bool {
-	n := len(w)
-	for i := 0; i+n <= len(b); i++ {
-		if string(b[i:i+n]) == w {
-			return true
-		}
-	}
-	return false
-}
