@@ -1,6 +1,10 @@
 package listen
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ragwatch/ragwatch/internal/memlimit"
+)
 
 // What the caps are derived from.
 const (
@@ -45,6 +49,12 @@ type Caps struct {
 	FDReserve uint64
 	// By says which limit set PerListener: "memory", "fds" or "default".
 	By string
+}
+
+// ProcessBudget is this process's budget: the Go memory limit and the soft fd limit. The
+// listeners of the service and the embedded NATS server's client port take their caps from it.
+func ProcessBudget() Budget {
+	return Budget{MemoryLimit: memlimit.GoMemLimit(), FDLimit: FDLimit()}
 }
 
 // Caps derives the per-listener cap.

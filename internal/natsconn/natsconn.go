@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/listen"
 )
 
 // Conn is the shared NATS connection. NC and JS are safe for concurrent use.
@@ -390,8 +391,12 @@ func startEmbedded(cfg config.NATS, onError func(string), logger *slog.Logger) (
 		// within its volume.
 		JetStreamMaxStore: cfg.Embedded.MaxStore,
 		MaxPayload:        int32(cfg.MaxPayload),
-		NoSigs:            true,
-		NoLog:             false,
+		// The client port is a listener like the HTTP and OTLP ones: a flood of connections
+		// to it (authenticated or not: nats-server counts them from the accept) takes at
+		// most one listener's share of the memory and fds, not the store's reserve.
+		MaxConn: listen.ProcessBudget().Caps().PerListener,
+		NoSigs:  true,
+		NoLog:   false,
 		// Two accounts: the app's reaches ragwatch's only through the ingest subjects
 		// (serverAccounts says why).
 		Accounts: []*server.Account{ownAcc, appAcc},

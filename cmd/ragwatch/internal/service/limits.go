@@ -20,7 +20,7 @@ import (
 // once, when the first listener is built.
 func (b *builder) listenLimits() (listen.Limits, *listen.Metrics) {
 	if b.listenMetrics == nil {
-		caps := listen.Budget{MemoryLimit: memlimit.GoMemLimit(), FDLimit: listen.FDLimit()}.Caps()
+		caps := listen.ProcessBudget().Caps()
 		b.logger("listen").Info("listener limits",
 			"max_connections_per_listener", caps.PerListener, "derived_from", caps.By,
 			"memory_limit_bytes", caps.MemoryLimit, "fd_limit", caps.FDLimit, "fd_reserve", caps.FDReserve,
