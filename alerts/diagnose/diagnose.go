@@ -191,12 +191,10 @@ func cutoffs(means map[string]slo.Sums, family string) []string {
 }
 
 // Pick chooses the finding to attach to an alert on metric: the first whose pair includes the
-// metric (or, for a retrieval-score alert, the retrieval shift), else the first; with no
-// finding, the None finding.
+// metric (or, for a retrieval-score alert, the retrieval shift). When no finding is about the
+// metric the diagnosis is None, and its explanation names the patterns the service shows on
+// other metrics: an alert is never given a diagnosis that is not about it.
 func Pick(findings []Finding, metric string) Finding {
-	if len(findings) == 0 {
-		return Finding{Pattern: None, Explanation: Explanations[None], Numbers: []Number{}}
-	}
 	for _, f := range findings {
 		for _, m := range f.Metrics {
 			if m == metric || (m == RetrievalScoreTop && strings.HasPrefix(metric, "retrieval_score")) {
@@ -204,5 +202,14 @@ func Pick(findings []Finding, metric string) Finding {
 			}
 		}
 	}
-	return findings[0]
+	none := Finding{Pattern: None, Explanation: Explanations[None], Numbers: []Number{}}
+	if len(findings) == 0 {
+		return none
+	}
+	other := make([]string, 0, len(findings))
+	for _, f := range findings {
+		other = append(other, f.Pattern+" ("+strings.Join(f.Metrics, ", ")+")")
+	}
+	none.Explanation = "no known pattern involves " + metric + "; the service shows " + strings.Join(other, "; ") + " on other metrics"
+	return none
 }

@@ -154,10 +154,28 @@ func TestPick(t *testing.T) {
 	}
 	for metric, want := range map[string]string{
 		score.CitationPrecision: RetrievalShift, "retrieval_score_mean": RetrievalShift,
-		score.AnswerRelevancy: Hallucination, "latency_seconds": Hallucination,
+		score.AnswerRelevancy: Hallucination, "latency_seconds": None,
 	} {
 		if got := Pick(fs, metric).Pattern; got != want {
 			t.Errorf("Pick(%s) = %s, want %s", metric, got, want)
 		}
+	}
+}
+
+// An alert on a metric no finding involves is not given another metric's pattern (a
+// citation-precision alert labelled hallucination was): its diagnosis is None and says what the
+// service shows elsewhere.
+func TestPickIsAboutTheAlertsMetric(t *testing.T) {
+	fs := []Finding{{Pattern: Hallucination, Metrics: []string{score.Faithfulness, score.AnswerRelevancy}}}
+	f := Pick(fs, score.CitationPrecision)
+	if f.Pattern != None {
+		t.Fatalf("Pick(citation_precision) = %s, want none: the only finding is about faithfulness", f.Pattern)
+	}
+	want := "no known pattern involves citation_precision; the service shows hallucination (faithfulness, answer_relevancy) on other metrics"
+	if f.Explanation != want {
+		t.Errorf("explanation = %q, want %q", f.Explanation, want)
+	}
+	if f.Numbers == nil {
+		t.Error("numbers = nil, want an empty list (the API writes [])")
 	}
 }
