@@ -36,7 +36,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	concurrency := fs.Int("concurrency", 4, "records scored at once")
 	noHistory := fs.Bool("no-history", false, "score records as if they had no conversation history (turns still bucket them)")
 	pairs := fs.Bool("pairwise", false, "judge pairs instead: each line {\"pair_id\", \"a\": <record>, \"b\": <record>} (docs/pairwise.md)")
-	minWinRate := fs.Float64("min-win-rate", -1, "with --pairwise: fail when the upper bound of b's 95% win-rate interval is below this")
+	minWinRate := fs.Float64("min-win-rate", -1, "with --pairwise: pass only when the lower bound of b's 95% win-rate interval is at or above this (b shown to win at least this often)")
+	notWorse := fs.Float64("not-worse-than", -1, "with --pairwise: fail only when the upper bound of b's 95% win-rate interval is below this (b not shown to win less often)")
 	judge := fs.String("judge", "", "with --pairwise: builtin, openai or anthropic (default pairs.judge)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -49,10 +50,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail("--input is required")
 	}
 	if *pairs {
-		return runEvalPairs(ctx, cfgPath, *input, *output, *judge, *minWinRate, *concurrency, stdout, stderr)
+		return runEvalPairs(ctx, cfgPath, *input, *output, *judge, pairGate{*minWinRate, *notWorse}, *concurrency, stdout, stderr)
 	}
-	if *minWinRate != -1 || *judge != "" {
-		return fail("--min-win-rate and --judge need --pairwise")
+	if *minWinRate != -1 || *notWorse != -1 || *judge != "" {
+		return fail("--min-win-rate, --not-worse-than and --judge need --pairwise")
 	}
 	if *maxDrop < 0 || *maxDrop > 1 {
 		return fail("--max-drop must be between 0 and 1, got %v", *maxDrop)

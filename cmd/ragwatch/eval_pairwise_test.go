@@ -32,7 +32,7 @@ func TestEvalPairwiseLinesAndGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	output := filepath.Join(dir, "out.jsonl")
-	code, out, errOut := runEvalCmd("--pairwise", "--input", input, "--output", output, "--min-win-rate", "0.8")
+	code, out, errOut := runEvalCmd("--pairwise", "--input", input, "--output", output, "--not-worse-than", "0.8")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -66,10 +66,21 @@ func TestEvalPairwiseLinesAndGate(t *testing.T) {
 		}
 	}
 
-	// The upper bound 0.8747 is below 0.9: the gate fails.
-	code, out, _ = runEvalCmd("--pairwise", "--input", input, "--min-win-rate", "0.9")
-	if code != 1 || !strings.Contains(out, "FAIL b's win rate: upper bound 0.8747 is below --min-win-rate 0.9000") {
+	// The upper bound 0.8747 is below 0.9: b is shown to win less often than that.
+	code, out, _ = runEvalCmd("--pairwise", "--input", input, "--not-worse-than", "0.9")
+	if code != 1 || !strings.Contains(out, "FAIL b's win rate: upper bound 0.8747 is below --not-worse-than 0.9000") {
 		t.Fatalf("exit %d\n%s", code, out)
+	}
+	// A deploy gate passes only what it can show: a win rate of 0.5 whose interval reaches
+	// 0.8747 does not show b winning 0.6 of the time, so --min-win-rate 0.6 fails on the lower
+	// bound (it passed on the upper bound before).
+	code, out, _ = runEvalCmd("--pairwise", "--input", input, "--min-win-rate", "0.6")
+	if code != 1 || !strings.Contains(out, "FAIL b's win rate: lower bound 0.1253 is below --min-win-rate 0.6000") || strings.Contains(out, "PASS") {
+		t.Fatalf("--min-win-rate 0.6 on a 0.5 win rate: exit %d\n%s", code, out)
+	}
+	code, out, _ = runEvalCmd("--pairwise", "--input", input, "--min-win-rate", "0.1")
+	if code != 0 || !strings.HasSuffix(out, "PASS\n") {
+		t.Fatalf("--min-win-rate 0.1 under the lower bound 0.1253: exit %d\n%s", code, out)
 	}
 }
 
@@ -101,6 +112,9 @@ func TestEvalPairwiseBadLines(t *testing.T) {
 		t.Fatalf("stdout:\n%s", out)
 	}
 	if code, _, errOut := runEvalCmd("--input", input, "--min-win-rate", "0.5"); code != 2 || !strings.Contains(errOut, "need --pairwise") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runEvalCmd("--pairwise", "--input", input, "--not-worse-than", "1.5"); code != 2 || !strings.Contains(errOut, "--not-worse-than must be between 0 and 1, got 1.5") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
