@@ -56,14 +56,27 @@ type comparison struct {
 type experiment struct {
 	started time.Time
 	metrics map[string]*armPair
-	machine lifecycle.Machine
-	last    *alerts.Alert
 }
 
+// armPair is one metric of an experiment: the two arms' sums, the candidate's worst samples,
+// and the metric's own alert — each worse metric of a candidate is its own alert, so every
+// one reaches on-call with its interval.
 type armPair struct {
 	baseline, candidate slo.Sums
 	worst               slo.Worst
 	result              compare.Result
+	machine             lifecycle.Machine
+	last                *alerts.Alert
+}
+
+// firing reports whether some metric of the experiment has a firing alert.
+func (ex *experiment) firing() bool {
+	for _, p := range ex.metrics {
+		if p.machine.Firing() {
+			return true
+		}
+	}
+	return false
 }
 
 // New builds the Set of the `comparisons:` section; maxArms bounds the candidates per
@@ -107,8 +120,10 @@ func (c *Set) Update(defs []config.Comparison, maxArms int, dashboard, traceTmpl
 			cp.cfg = d
 			for _, bySvc := range cp.arms {
 				for _, ex := range bySvc {
-					if ex.last != nil {
-						ex.last.Notifiers = d.Notifiers
+					for _, p := range ex.metrics {
+						if p.last != nil {
+							p.last.Notifiers = d.Notifiers
+						}
 					}
 				}
 			}
@@ -194,7 +209,7 @@ func (cp *comparison) experiment(service, candidate string, now time.Time, maxAr
 		if len(bySvc) >= maxArms {
 			return nil
 		}
-		ex = &experiment{started: now, metrics: map[string]*armPair{}, machine: lifecycle.Machine{Phase: lifecycle.Inactive}}
+		ex = &experiment{started: now, metrics: map[string]*armPair{}}
 		bySvc[candidate] = ex
 	}
 	return ex
@@ -203,15 +218,16 @@ func (cp *comparison) experiment(service, candidate string, now time.Time, maxAr
 func (ex *experiment) pair(metric string) *armPair {
 	p := ex.metrics[metric]
 	if p == nil {
-		p = &armPair{}
+		p = &armPair{machine: lifecycle.Machine{Phase: lifecycle.Inactive}}
 		ex.metrics[metric] = p
 	}
 	return p
 }
 
 // Evaluate tests every experiment, updates the gauges and returns the alerts that fire or
-// resolve now (firing alerts are returned on every evaluation, as SLO alerts are); diagnosis
-// gives each firing alert its diagnosis.
+// resolve now (firing alerts are returned on every evaluation, as SLO alerts are): one alert
+// per comparison, service, candidate and worse metric. diagnosis gives each firing alert the
+// diagnosis of its own metric.
 func (c *Set) Evaluate(now time.Time, diagnosis func(service, variant, metric string) *alerts.Diagnosis) []alerts.Alert {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -220,33 +236,33 @@ func (c *Set) Evaluate(now time.Time, diagnosis func(service, variant, metric st
 		for _, service := range slices.Sorted(maps.Keys(cp.arms)) {
 			for _, cand := range slices.Sorted(maps.Keys(cp.arms[service])) {
 				ex := cp.arms[service][cand]
-				if w := time.Duration(cp.cfg.Window); w > 0 && now.Sub(ex.started) >= w && !ex.machine.Firing() {
-					// A new window is a new experiment: the sequence is valid within each.
-					ex.started, ex.metrics = now, map[string]*armPair{}
+				if w := time.Duration(cp.cfg.Window); w > 0 && now.Sub(ex.started) >= w && !ex.firing() {
+					// A new window is a new experiment: the sequence is valid within each. The
+					// metrics' alerts (none firing) stay listed until their retention ends.
+					ex.started = now
+					for _, p := range ex.metrics {
+						*p = armPair{machine: p.machine, last: p.last}
+					}
 				}
-				worse := ""
-				for _, m := range cp.cfg.Metrics {
+				for _, m := range slices.Compact(slices.Sorted(slices.Values(cp.cfg.Metrics))) {
 					p := ex.pair(m)
 					p.result = compare.Evaluate(p.baseline, p.candidate, cp.opts)
 					c.export(cp, service, cand, m, p.result)
-					if p.result.State == compare.CandidateWorse && worse == "" {
-						worse = m
+					worse := p.result.State == compare.CandidateWorse
+					tr := p.machine.Step(now, worse, !worse, 0, 0)
+					switch {
+					case p.machine.Firing():
+						a := c.alert(cp, service, cand, m, ex, now)
+						a.Status, a.StartsAt = alerts.StatusFiring, p.machine.FiringSince
+						a.Diagnosis = diagnosis(service, cand, m) // the candidate's metric pairs, else the service's
+						p.last = &a
+						out = append(out, a)
+					case tr == lifecycle.Resolved && p.last != nil:
+						a := *p.last
+						a.Status, a.EndsAt = alerts.StatusResolved, now
+						p.last = &a
+						out = append(out, a)
 					}
-				}
-				recovered := worse == ""
-				tr := ex.machine.Step(now, worse != "", recovered, 0, 0)
-				switch {
-				case ex.machine.Firing():
-					a := c.alert(cp, service, cand, worse, ex, now)
-					a.Status, a.StartsAt = alerts.StatusFiring, ex.machine.FiringSince
-					a.Diagnosis = diagnosis(service, cand, worse) // the candidate's metric pairs, else the service's
-					ex.last = &a
-					out = append(out, a)
-				case tr == lifecycle.Resolved && ex.last != nil:
-					a := *ex.last
-					a.Status, a.EndsAt = alerts.StatusResolved, now
-					ex.last = &a
-					out = append(out, a)
 				}
 			}
 		}
@@ -312,8 +328,10 @@ func (c *Set) Alerts(now time.Time, retention time.Duration) []alerts.Alert {
 	for _, cp := range c.defs {
 		for _, bySvc := range cp.arms {
 			for _, ex := range bySvc {
-				if cp, ok := lifecycle.Listed(ex.last, ex.machine.Firing(), now, retention); ok {
-					out = append(out, cp)
+				for _, p := range ex.metrics {
+					if a, ok := lifecycle.Listed(p.last, p.machine.Firing(), now, retention); ok {
+						out = append(out, a)
+					}
 				}
 			}
 		}

@@ -14,8 +14,12 @@ import (
 // A comparison's experiments survive restarts in the alert engine's store, one key per
 // comparison: "comparison.<name in base64url>" (Key). They are restored only into a comparison
 // whose test is defined the same way (definition): the sequence's guarantee holds for one
-// definition. The JSON form is the persisted format of the ragwatch_alerts bucket: it must not
-// change (alerts/engine TestAlertStateWireFormat).
+// definition. The JSON form is the persisted format of the ragwatch_alerts bucket; a change is
+// a new Version that still reads the old ones (alerts/engine TestAlertStateWireFormat).
+//
+// Version 1 kept one alert a candidate (its first worse metric), in the experiment's machine
+// and last; version 2 keeps each metric's alert with the metric. A version 1 alert is restored
+// onto the metric it names.
 
 // Saved is one comparison's saved state.
 type Saved struct {
@@ -27,15 +31,22 @@ type Saved struct {
 type savedExperiment struct {
 	Started time.Time            `json:"started"`
 	Metrics map[string]savedPair `json:"metrics"`
-	Machine lifecycle.Machine    `json:"machine"`
-	Last    *alerts.Alert        `json:"last,omitempty"`
+	// Machine and Last: version 1 only.
+	Machine *lifecycle.Machine `json:"machine,omitempty"`
+	Last    *alerts.Alert      `json:"last,omitempty"`
 }
 
 type savedPair struct {
 	Baseline  slo.Sums  `json:"baseline"`
 	Candidate slo.Sums  `json:"candidate"`
 	Worst     slo.Worst `json:"worst"`
+	// Machine and Last are the metric's alert (version 2); nil while it never left inactive.
+	Machine *lifecycle.Machine `json:"machine,omitempty"`
+	Last    *alerts.Alert      `json:"last,omitempty"`
 }
+
+// SavedVersion is the version Snapshot writes; Restore reads it and every earlier one.
+const SavedVersion = 2
 
 // Key is the store key of a comparison's state.
 func Key(name string) string {
@@ -59,13 +70,18 @@ func (c *Set) Snapshot() map[string]Saved {
 	defer c.mu.Unlock()
 	out := make(map[string]Saved, len(c.defs))
 	for _, cp := range c.defs {
-		s := Saved{Version: 1, Definition: cp.definition(), Arms: map[string]map[string]savedExperiment{}}
+		s := Saved{Version: SavedVersion, Definition: cp.definition(), Arms: map[string]map[string]savedExperiment{}}
 		for service, bySvc := range cp.arms {
 			s.Arms[service] = map[string]savedExperiment{}
 			for cand, ex := range bySvc {
-				se := savedExperiment{Started: ex.started, Metrics: map[string]savedPair{}, Machine: ex.machine, Last: ex.last}
+				se := savedExperiment{Started: ex.started, Metrics: map[string]savedPair{}}
 				for m, p := range ex.metrics {
-					se.Metrics[m] = savedPair{Baseline: p.baseline, Candidate: p.candidate, Worst: p.worst}
+					sp := savedPair{Baseline: p.baseline, Candidate: p.candidate, Worst: p.worst, Last: p.last}
+					if p.machine.Phase != lifecycle.Inactive || p.last != nil {
+						mc := p.machine
+						sp.Machine = &mc
+					}
+					se.Metrics[m] = sp
 				}
 				s.Arms[service][cand] = se
 			}
@@ -107,22 +123,37 @@ func (c *Set) Restore(name string, s Saved) error {
 	for service, bySvc := range s.Arms {
 		arms[service] = map[string]*experiment{}
 		for cand, se := range bySvc {
-			ex := &experiment{started: se.Started, metrics: map[string]*armPair{}, machine: se.Machine, last: se.Last}
-			if ex.machine.Phase == "" {
-				ex.machine.Phase = lifecycle.Inactive
-			}
-			if ex.last != nil {
-				ex.last.Notifiers = cp.cfg.Notifiers
-			}
+			ex := &experiment{started: se.Started, metrics: map[string]*armPair{}}
 			for m, p := range se.Metrics {
 				if len(p.Worst) > slo.MaxEvidence {
 					p.Worst = p.Worst[:slo.MaxEvidence]
 				}
-				ex.metrics[m] = &armPair{baseline: p.Baseline, candidate: p.Candidate, worst: p.Worst}
+				ap := ex.pair(m)
+				ap.baseline, ap.candidate, ap.worst = p.Baseline, p.Candidate, p.Worst
+				restoreAlert(ap, p.Machine, p.Last, cp)
+			}
+			// Version 1: the one alert of the candidate goes to the metric it names. A
+			// pending machine without an alert is dropped (comparisons fire without a hold).
+			if se.Last != nil && se.Last.Metric != "" {
+				restoreAlert(ex.pair(se.Last.Metric), se.Machine, se.Last, cp)
 			}
 			arms[service][cand] = ex
 		}
 	}
 	cp.arms = arms
 	return nil
+}
+
+// restoreAlert puts a saved metric alert back onto p.
+func restoreAlert(p *armPair, m *lifecycle.Machine, last *alerts.Alert, cp *comparison) {
+	if m != nil {
+		p.machine = *m
+	}
+	if p.machine.Phase == "" {
+		p.machine.Phase = lifecycle.Inactive
+	}
+	p.last = last
+	if p.last != nil {
+		p.last.Notifiers = cp.cfg.Notifiers
+	}
 }

@@ -84,7 +84,7 @@ func (e *Engine) loadComparisons(ctx context.Context) []error {
 			continue
 		}
 		var s comparison.Saved
-		if err := json.Unmarshal(data, &s); err != nil || s.Version != 1 {
+		if err := json.Unmarshal(data, &s); err != nil || s.Version < 1 || s.Version > comparison.SavedVersion {
 			e.logger.Warn("dropping unreadable comparison state", "key", key, "error", err)
 			continue
 		}

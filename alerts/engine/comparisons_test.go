@@ -293,3 +293,57 @@ func TestComparisonRestartKeepsState(t *testing.T) {
 		t.Fatalf("another definition restored: %+v", st)
 	}
 }
+
+// TestComparisonAlertsEveryWorseMetric: a candidate worse on faithfulness and on citation
+// precision, and equal on answer relevancy, fires one alert per worse metric — each with its
+// own delta and interval — and none for the equal metric (one alert naming only the first
+// worse metric fired before).
+func TestComparisonAlertsEveryWorseMetric(t *testing.T) {
+	cfg := strings.Replace(comparisonCfg, "metrics: [faithfulness]", "metrics: [faithfulness, citation_precision, answer_relevancy]", 1)
+	h := newHarness(t, cfg, nil)
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(2, 2))
+	for i := range 400 {
+		var res []score.Result
+		for _, arm := range []struct {
+			variant string
+			faith   float64
+			cite    float64
+		}{{"stable", 0.7, 0.8}, {"canary", 0.45, 0.5}} {
+			id := fmt.Sprintf("%s%d", arm.variant, i)
+			res = append(res,
+				score.Result{TraceID: id, Service: "search", Variant: arm.variant, Metric: "faithfulness", Value: arm.faith + 0.3*r.Float64(), Weight: 1},
+				score.Result{TraceID: id, Service: "search", Variant: arm.variant, Metric: "citation_precision", Value: arm.cite + 0.2*r.Float64(), Weight: 1},
+				score.Result{TraceID: id, Service: "search", Variant: arm.variant, Metric: "answer_relevancy", Value: 0.7 + 0.3*r.Float64(), Weight: 1})
+		}
+		if err := h.e.ConsumeScores(ctx, res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := h.e.Evaluate(ctx)
+	byMetric := map[string]alerts.Alert{}
+	for _, a := range got {
+		byMetric[a.Metric] = a
+	}
+	if len(got) != 2 || len(byMetric) != 2 {
+		t.Fatalf("%d alerts, want one for faithfulness and one for citation_precision: %+v", len(got), got)
+	}
+	for m, want := range map[string]float64{"faithfulness": -0.25, "citation_precision": -0.3} {
+		a, ok := byMetric[m]
+		if !ok {
+			t.Fatalf("no alert for %s", m)
+		}
+		if a.Labels["metric"] != m || a.Value > want+0.05 || a.Value < want-0.05 || a.Interval == nil || a.Interval.Upper >= -0.05 {
+			t.Errorf("%s alert: labels %v delta %v interval %+v, want delta ≈ %v", m, a.Labels, a.Value, a.Interval, want)
+		}
+		if !strings.Contains(a.Summary, m+" of canary is worse") {
+			t.Errorf("%s alert summary %q", m, a.Summary)
+		}
+	}
+	if byMetric["faithfulness"].Fingerprint == byMetric["citation_precision"].Fingerprint {
+		t.Error("the two alerts share a fingerprint")
+	}
+	if list := h.e.Alerts(); len(list) != 2 {
+		t.Errorf("Alerts() lists %d, want 2", len(list))
+	}
+}

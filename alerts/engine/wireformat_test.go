@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,9 +126,32 @@ func TestAlertStateWireFormat(t *testing.T) {
 	}
 	for _, k := range keys {
 		got, _ := store.Load(context.Background(), k)
+		if strings.HasPrefix(k, "comparison.") {
+			// Comparisons moved to one alert per metric (format version 2): the version 1
+			// alert is kept on the metric it names, checked by reloading what was written.
+			if !strings.HasPrefix(string(got), `{"version":2,`) {
+				t.Errorf("%s written back as %s, want version 2", k, got)
+			}
+			continue
+		}
 		if string(got) != saved[k] {
 			t.Errorf("%s written back differently:\n got %s\nwant %s", k, got, saved[k])
 		}
+	}
+	h2 := newHarness(t, wireCfg, store)
+	h2.clk.Add(40 * time.Minute)
+	if err := h2.e.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var again []alerts.Alert
+	for _, a := range h2.e.Alerts() {
+		if a.Name == comparison.NameComparison {
+			again = append(again, a)
+		}
+	}
+	if len(again) != 1 || again[0].Fingerprint != "ac868a14b73db6f7" || again[0].Metric != "faithfulness" ||
+		!again[0].StartsAt.Equal(time.Date(2026, 3, 1, 12, 6, 0, 0, time.UTC)) {
+		t.Errorf("comparison alert after the version 2 round trip: %+v", again)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ragwatch/ragwatch/alerts"
+	"github.com/ragwatch/ragwatch/alerts/comparison"
 	"github.com/ragwatch/ragwatch/alerts/slo"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/reqsignal"
@@ -72,7 +73,7 @@ func forDur(d model.Duration) string {
 	return dur(d)
 }
 
-// Generate builds the rule file for the config's SLOs and drift detectors.
+// Generate builds the rule file for the config's SLOs, drift detectors and comparisons.
 func Generate(c *config.Config) (*File, error) {
 	if err := config.CheckAlertRefs(c); err != nil {
 		return nil, err
@@ -104,8 +105,43 @@ func Generate(c *config.Config) (*File, error) {
 		}
 		f.Groups = append(f.Groups, g)
 	}
+	if len(c.Comparisons) > 0 {
+		f.Groups = append(f.Groups, comparisonGroup(c.Comparisons, c.Alerting.DashboardURL.Reveal()))
+	}
 	f.Groups = append(f.Groups, storeGroup())
 	return f, nil
+}
+
+// comparisonGroup alerts, per comparison, service, candidate and metric, while some replica's
+// always-valid test says the candidate is worse than the baseline (ragwatch_comparison_state):
+// the in-process engine's RagwatchCandidateWorse, one alert per worse metric. The value is the
+// estimated difference, candidate minus baseline (ragwatch_comparison_delta); the interval is
+// each replica's own, on its dashboard and in GET /api/v1/comparisons.
+func comparisonGroup(defs []config.Comparison, dashboard string) Group {
+	g := Group{Name: "ragwatch-comparisons"}
+	for _, d := range defs {
+		by := "comparison, service, candidate, metric"
+		worse := fmt.Sprintf(`max by (%s) (%s{comparison=%q,state="candidate_worse"}) == 1`, by, comparison.MetricComparisonState, d.Name)
+		pick := "min"
+		side := "below"
+		if d.LowerIsBetter {
+			pick, side = "max", "above"
+		}
+		// The worst replica's estimate: the lowest delta, or the highest when lower is better.
+		delta := fmt.Sprintf(`%s by (%s) (%s{comparison=%q,bound="estimate"})`, pick, by, comparison.MetricComparisonDelta, d.Name)
+		labels := withLabels(d.Labels, d.Severity, "comparison", d.Name)
+		labels["baseline"] = d.Baseline
+		g.Rules = append(g.Rules, Rule{
+			Alert:  comparison.NameComparison,
+			Expr:   delta + " and on (" + by + ") (" + worse + ")",
+			Labels: labels,
+			Annotations: annotations(
+				fmt.Sprintf(`Comparison %s: {{ $labels.metric }} of {{ $labels.candidate }} is worse than %s for {{ $labels.service }} (delta {{ $value | printf "%%.4g" }}, margin %s)`, d.Name, d.Baseline, prom(d.Margin)),
+				fmt.Sprintf(`The always-valid %s%% confidence sequence of the candidate's weighted mean minus the baseline's lies entirely %s the margin on at least one replica.`, prom(100*(1-d.Alpha)), side),
+				d.RunbookURL.Reveal(), first(d.DashboardURL.Reveal(), dashboard)),
+		})
+	}
+	return g
 }
 
 // NameStoreWriteFailing is the alert of a replica whose embedded NATS store cannot write.

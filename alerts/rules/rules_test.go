@@ -295,3 +295,71 @@ func TestStoreWriteFailingRuleIsAlwaysThere(t *testing.T) {
 		t.Fatalf("store rule = %+v", r)
 	}
 }
+
+// TestComparisonRules: `ragwatch rules` emits RagwatchCandidateWorse per comparison, firing in
+// Prometheus' own engine once per (service, candidate, metric) that some replica's test calls
+// candidate_worse, valued at the worst replica's delta; a metric still inconclusive does not fire.
+func TestComparisonRules(t *testing.T) {
+	bin := promtool(t)
+	c, err := config.Parse([]byte(`
+comparisons:
+  - {name: prompt-v2, metrics: [faithfulness, citation_precision], baseline: stable, margin: 0.05, severity: page, labels: {team: rag}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Generate(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Plain(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var series strings.Builder
+	add := func(name, labels, values string) {
+		series.WriteString("      - series: '" + name + "{comparison=\"prompt-v2\",service=\"search\",candidate=\"canary\"," + labels + "}'\n        values: '" + values + "'\n")
+	}
+	for _, inst := range []string{"a", "b"} {
+		l := `instance="` + inst + `",metric=`
+		// faithfulness: candidate_worse on replica a from minute 10, never on b.
+		worse, est := "0x10 1x20", "-0.02x10 -0.3x20"
+		if inst == "b" {
+			worse, est = "0x30", "-0.1x30"
+		}
+		add("ragwatch_comparison_state", l+`"faithfulness",state="candidate_worse"`, worse)
+		add("ragwatch_comparison_delta", l+`"faithfulness",bound="estimate"`, est)
+		// citation_precision: inconclusive everywhere.
+		add("ragwatch_comparison_state", l+`"citation_precision",state="candidate_worse"`, "0x30")
+		add("ragwatch_comparison_delta", l+`"citation_precision",bound="estimate"`, "-0.04x30")
+	}
+	test := `rule_files: [rules.yaml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+` + series.String() + `    alert_rule_test:
+      - eval_time: 5m
+        alertname: RagwatchCandidateWorse
+        exp_alerts: []
+      - eval_time: 20m
+        alertname: RagwatchCandidateWorse
+        exp_alerts:
+          - exp_labels: {alertname: RagwatchCandidateWorse, comparison: prompt-v2, baseline: stable, service: search, candidate: canary, metric: faithfulness, severity: page, team: rag}
+            exp_annotations:
+              summary: 'Comparison prompt-v2: faithfulness of canary is worse than stable for search (delta -0.3, margin 0.05)'
+              description: 'The always-valid 95% confidence sequence of the candidate''s weighted mean minus the baseline''s lies entirely below the margin on at least one replica.'
+`
+	if err := os.WriteFile(filepath.Join(dir, "test.yaml"), []byte(test), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "test", "rules", "test.yaml")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s\nrules:\n%s", err, out, b)
+	}
+}
