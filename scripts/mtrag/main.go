@@ -5,16 +5,24 @@
 //
 //	go run ./scripts/mtrag < ../shared/data/mtrag/responses-10.jsonl > /tmp/mtrag.jsonl
 //	go run ./cmd/ragwatch eval --input /tmp/mtrag.jsonl [--no-history]
+//
+// With -resolution it prints instead, per turn, MTRAG's Multi-Turn label (Follow-up,
+// Clarification) and whether the built-in scorer resolves the question against its history
+// (builtin.ResolveQuestion), then the counts (docs/conversations.md, "Measured on MTRAG").
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/sampler/scorers/builtin"
 )
 
 type turn struct {
@@ -31,10 +39,17 @@ type turn struct {
 	Targets     []struct{ Text string } `json:"targets"`
 	Predictions []struct{ Text string } `json:"predictions"`
 	Answerable  []string                `json:"answerability"`
+	MultiTurn   []string                `json:"Multi-Turn"`
 }
 
 func main() {
-	if err := convert(os.Stdin, os.Stdout); err != nil {
+	resolution := flag.Bool("resolution", false, "print which questions the built-in scorer resolves against their history")
+	flag.Parse()
+	run := convert
+	if *resolution {
+		run = resolutions
+	}
+	if err := run(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "mtrag:", err)
 		os.Exit(1)
 	}
@@ -68,8 +83,14 @@ func convert(in io.Reader, out io.Writer) error {
 		if len(t.Targets) > 0 {
 			r.Reference = t.Targets[0].Text
 		}
+		if len(t.Answerable) > 0 || len(t.MultiTurn) > 0 {
+			r.Attributes = map[string]string{}
+		}
 		if len(t.Answerable) > 0 {
-			r.Attributes = map[string]string{"answerability": t.Answerable[0]}
+			r.Attributes["answerability"] = t.Answerable[0]
+		}
+		if len(t.MultiTurn) > 0 {
+			r.Attributes["multi_turn"] = strings.Join(t.MultiTurn, ",")
 		}
 		if err := enc.Encode(&r); err != nil {
 			return err
@@ -103,4 +124,39 @@ func nanToNull(b []byte) []byte {
 		out = append(out, c)
 	}
 	return out
+}
+
+// resolutions prints, per turn, its Multi-Turn label and whether builtin.ResolveQuestion
+// resolves it, then how many labelled and unlabelled turns were resolved.
+func resolutions(in io.Reader, out io.Writer) error {
+	var recs bytes.Buffer
+	if err := convert(in, &recs); err != nil {
+		return err
+	}
+	type count struct{ n, resolved int }
+	byLabel := map[bool]*count{true: {}, false: {}}
+	fmt.Fprintf(out, "%-5s %-15s %-9s %s\n", "turn", "multi-turn", "resolved", "question")
+	dec := json.NewDecoder(&recs)
+	for {
+		var r record.Record
+		if err := dec.Decode(&r); err == io.EOF {
+			break
+		} else if err != nil {
+			return err
+		}
+		_, resolved := builtin.ResolveQuestion(r.Query, r.History)
+		label := r.Attributes["multi_turn"]
+		c := byLabel[label != ""]
+		c.n++
+		if resolved {
+			c.resolved++
+		}
+		if label == "" {
+			label = "-"
+		}
+		fmt.Fprintf(out, "%-5d %-15s %-9v %s\n", r.Turn, label, resolved, r.Query)
+	}
+	fmt.Fprintf(out, "resolved: %d of %d labelled Follow-up/Clarification, %d of %d others\n",
+		byLabel[true].resolved, byLabel[true].n, byLabel[false].resolved, byLabel[false].n)
+	return nil
 }

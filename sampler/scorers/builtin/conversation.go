@@ -15,7 +15,9 @@ import (
 //
 // The rule: a question is resolved when it has fewer than minContentTerms content words ("And
 // Enterprise?"), or holds a pronoun that refers back (it, they, them, he, she, those, the
-// other, the former ...), or opens a follow-up ("and", "what about", "how about"). It is then prefixed with the previous user message of the history,
+// other, the former ...; "that" or "this" after a restating verb or at the end: "say that
+// shorter", "why is that?"), or opens a follow-up ("and", "what about", "how about"). It is
+// then prefixed with the previous user message of the history,
 // and, when that message is itself short or anaphoric, with the one before it too, up to
 // maxResolveTurns messages. A question that stands alone is left as it is.
 
@@ -29,7 +31,7 @@ const (
 
 // anaphors are the words that refer back to an earlier turn. "this", "that" and "same" are not
 // among them: they are mostly determiners and relatives ("this week", "the coach that won",
-// "the same team"), and a question that is only "and that?" has too few content words anyway.
+// "the same team"); refersBack catches "this" and "that" where they are pronouns.
 var anaphors = set("it", "its", "they", "them", "their", "theirs", "these", "those",
 	"he", "she", "him", "her", "his", "hers", "former", "latter")
 
@@ -37,6 +39,33 @@ var anaphors = set("it", "its", "they", "them", "their", "theirs", "these", "tho
 var anaphoricPhrases = []string{"the other", "that one", "this one", "the first one", "the second one", "the last one"}
 
 var followUpOpeners = []string{"and ", "what about ", "how about ", "what of ", "also ", "but "}
+
+// restating are the verbs of a request about an earlier answer; "that" or "this" right after
+// one is the thing said before ("can you say that shorter?", "explain this again", "what does
+// that mean"), not a determiner.
+var restating = set("say", "explain", "repeat", "rephrase", "reword", "summarize", "summarise",
+	"clarify", "expand", "elaborate", "simplify", "translate", "shorten", "rewrite", "put")
+
+// refersBack reports "that"/"this" used as a pronoun: after a restating verb, before "mean"
+// ("what does that mean"), or as the question's last word ("why is that?").
+func refersBack(ws []string) bool {
+	for i, w := range ws {
+		if w != "that" && w != "this" {
+			continue
+		}
+		if i == len(ws)-1 || (i > 0 && restating[ws[i-1]]) ||
+			(i+1 < len(ws) && (ws[i+1] == "mean" || ws[i+1] == "means")) {
+			return true
+		}
+	}
+	return false
+}
+
+// formWords ask for a form of the answer ("can you say that shorter", "explain it more
+// simply"), not for content: answer relevancy does not look for them in the answer.
+var formWords = set("you", "say", "explain", "repeat", "rephrase", "reword", "clarify", "expand",
+	"elaborate", "simplify", "translate", "shorten", "rewrite", "shorter", "simpler", "simply",
+	"again", "detail", "detailed", "please", "plain", "english")
 
 // ResolveQuestion returns query resolved against history (oldest first) by the rule above, and
 // whether it was resolved.
@@ -79,10 +108,14 @@ func needsContext(q string) bool {
 			return true
 		}
 	}
-	for _, w := range words(q) {
+	ws := words(q)
+	for _, w := range ws {
 		if anaphors[w] {
 			return true
 		}
+	}
+	if refersBack(ws) {
+		return true
 	}
 	content := 0
 	for t := range eachToken(q) {

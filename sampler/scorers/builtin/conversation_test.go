@@ -23,6 +23,15 @@ func TestResolveQuestion(t *testing.T) {
 		{"follow-up opener", "And for annual billing with discounts included?", hist, "How much does the Pro plan cost per month? \nAnd for annual billing with discounts included?", true},
 		{"stands alone", "How much does the Enterprise plan cost per month?", hist, "How much does the Enterprise plan cost per month?", false},
 		{"no history", "what about the other one?", nil, "what about the other one?", false},
+		// "that" and "this" as pronouns: after a restating verb, or last.
+		{"say that shorter", "can you say that shorter?", hist, "How much does the Pro plan cost per month? \ncan you say that shorter?", true},
+		{"what does that mean", "What does that mean for my team's invoices?", hist, "How much does the Pro plan cost per month? \nWhat does that mean for my team's invoices?", true},
+		{"why is that", "Why is that?", hist, "How much does the Pro plan cost per month? \nWhy is that?", true},
+		{"ends on this", "How do I cancel this?", hist, "How much does the Pro plan cost per month? \nHow do I cancel this?", true},
+		// As determiners and relatives they stand alone (MTRAG's turn 1 and the like).
+		{"this week", "where do the arizona cardinals play this week", hist, "where do the arizona cardinals play this week", false},
+		{"relative that", "Which coach was it that won the 2019 championship game?", nil, "Which coach was it that won the 2019 championship game?", false},
+		{"that as determiner", "Does that plan include phone support on weekends?", hist, "Does that plan include phone support on weekends?", false},
 		// The previous question leans on the one before: both are taken.
 		{"chained", "and that?", []record.Message{u("Which plans include SSO support?"), a("Enterprise."), u("How much is it?"), a("$50.")},
 			"Which plans include SSO support? \nHow much is it? \nand that?", true},
@@ -58,6 +67,17 @@ func TestScoreConversationAndRefusals(t *testing.T) {
 			map[string]float64{score.AnswerRelevancy: 0.338587615198}},
 		{"later turn answered off the point", record.Record{Query: "what about the other one?", History: hist, Answer: "Enterprise includes SSO.", Documents: plans},
 			map[string]float64{score.AnswerRelevancy: 0.169293807599}},
+		// docs/conversations.md's example: a clarification answered from the history, with no
+		// retrieval. Unresolved, "can you say that shorter" asks for nothing but a form: not
+		// scored (it scored 0 before "that" resolved it). Resolved,
+		// it is judged as the question it refers to, answered the same way (its form words
+		// "you", "say" and "shorter" are not looked for): 1 of pro, plan, cost, as below.
+		{"clarification without the history", record.Record{Query: "can you say that shorter?", Answer: "Pro is $20 a month."},
+			map[string]float64{}},
+		{"clarification", record.Record{Query: "can you say that shorter?", History: hist, Answer: "Pro is $20 a month."},
+			map[string]float64{score.AnswerRelevancy: 1.0 / 3}},
+		{"the question it refers to", record.Record{Query: "How much does the Pro plan cost?", Answer: "Pro is $20 a month."},
+			map[string]float64{score.AnswerRelevancy: 1.0 / 3}},
 		{"correct refusal", record.Record{Query: "Does the Pro plan include phone support?", Answer: "The documents do not say.", Documents: plans},
 			map[string]float64{score.AnswerRelevancy: 1, score.RefusalCorrect: 1}},
 		{"unwarranted refusal", record.Record{Query: "How much does the Enterprise plan cost per month?", Answer: "I couldn't find that.", Documents: plans},

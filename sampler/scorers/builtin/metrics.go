@@ -192,7 +192,7 @@ func (j *judge) answerRelevancy(query, answer string) (float64, string, bool) {
 	seen := map[string]bool{}
 	ix := j.index()
 	for t := range eachToken(query) {
-		if (t.stop && !t.num) || t.meta || seen[t.stem] {
+		if (t.stop && !t.num) || t.meta || formWords[t.norm] || seen[t.stem] {
 			continue
 		}
 		seen[t.stem] = true
