@@ -20,6 +20,20 @@ const (
 	RefusalCorrect = "refusal_correct"
 )
 
+// ClaimMetric reports whether metric judges the claims an answer makes and the citations
+// behind them: faithfulness, citation precision and citation recall. An answer that declines
+// for lack of information (text.IsRefusal) makes no claim, so every scorer — the builtin, the
+// LLM judges and NLI — leaves these unscored for it (no result, no error; no mean or SLO counts
+// it) and judges the refusal by RefusalCorrect alone: 1 for a correct refusal, 0 for an
+// unwarranted one (docs/metrics.md, "Refusals").
+func ClaimMetric(metric string) bool {
+	switch metric {
+	case Faithfulness, CitationPrecision, CitationRecall:
+		return true
+	}
+	return false
+}
+
 // Rubric metrics, scored only by an LLM judge following a written rubric.
 const (
 	RubricRelevance       = "rubric_relevance"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/internal/text"
 )
 
 // Name is the scorer name in results.
@@ -99,8 +100,9 @@ func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, e
 	}
 	now := s.now()
 	out := make([]score.Result, 0, len(s.metrics)) // one array: a Result is large
+	refusal := text.IsRefusal(r.Answer)
 	add := func(metric string, f func() (float64, string, bool)) {
-		if !s.metrics[metric] {
+		if !s.metrics[metric] || (refusal && score.ClaimMetric(metric)) {
 			return
 		}
 		v, why, ok := f()

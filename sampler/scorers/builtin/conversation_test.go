@@ -104,3 +104,50 @@ func TestScoreConversationAndRefusals(t *testing.T) {
 		})
 	}
 }
+
+// A refusal makes no claim: every metric that judges claims and citations is left unscored
+// (score.ClaimMetric), and refusal_correct says whether declining was right. Before, a correct
+// refusal scored faithfulness ≈ 0.09 and citation_recall 0, dragging those SLOs down on the
+// behaviour a team wants. A turn that retrieved nothing gets no citation metric either.
+func TestRefusalsAndEmptyRetrievalsGetNoClaimMetrics(t *testing.T) {
+	plans := docs("The Pro plan costs $20 per month.", "The Enterprise plan costs $50 per month and includes SSO.")
+	sc := New(Options{})
+	tests := []struct {
+		name string
+		r    record.Record
+		want map[string]float64 // the metrics scored, with their value (-1: any value)
+	}{
+		{"correct refusal", record.Record{Query: "Does the Pro plan include phone support?", Answer: "I couldn't find that in the documents.", Documents: plans},
+			map[string]float64{score.AnswerRelevancy: 1, score.RefusalCorrect: 1, score.ContextPrecision: -1}},
+		{"unwarranted refusal", record.Record{Query: "How much does the Enterprise plan cost per month?", Answer: "I don't know.", Documents: plans},
+			map[string]float64{score.AnswerRelevancy: 0, score.RefusalCorrect: 0, score.ContextPrecision: -1}},
+		{"answer with nothing retrieved", record.Record{Query: "How much does the Enterprise plan cost per month?", Answer: "Enterprise costs $50 per month."},
+			map[string]float64{score.AnswerRelevancy: -1}},
+		{"answer that cites nothing", record.Record{Query: "How much does the Enterprise plan cost per month?", Answer: "Enterprise costs $50 per month.", Documents: plans},
+			map[string]float64{score.AnswerRelevancy: -1, score.Faithfulness: -1, score.CitationRecall: 0, score.ContextPrecision: -1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := sc.Score(context.Background(), &tt.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]float64{}
+			for _, x := range res {
+				got[x.Metric] = x.Value
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("scored %v, want the metrics %v", got, tt.want)
+			}
+			for m, w := range tt.want {
+				v, ok := got[m]
+				if !ok {
+					t.Fatalf("%s not scored: %v", m, got)
+				}
+				if w >= 0 {
+					near(t, m, v, w)
+				}
+			}
+		})
+	}
+}

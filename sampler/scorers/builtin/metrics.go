@@ -437,6 +437,9 @@ func CitationRecall(answer string, citations []record.Citation, docs []record.Do
 }
 
 func (j *judge) citationRecall(answer string, citations []record.Citation) (float64, string, bool) {
+	if len(j.docs) == 0 {
+		return 0, "", false // nothing retrieved, nothing to cite: not scored (docs/conversations.md)
+	}
 	if len(citations) == 0 {
 		// No citation supports anything: every claim is uncited.
 		if n := len(j.claims(answer)); n > 0 {

@@ -220,6 +220,9 @@ func (u *call) notAsked() error {
 }
 
 func (s *Scorer) scoreMetric(ctx context.Context, m string, r *record.Record, u *call, st *recordState) (verdict, error) {
+	if score.ClaimMetric(m) && st.conv.isRefusal(r) {
+		return verdict{skip: true}, nil // a refusal makes no claim: refusal_correct judges it
+	}
 	switch m {
 	case score.Faithfulness, score.CitationPrecision, score.CitationRecall:
 	default: // metrics of the question: a later turn's is judged as rewritten to stand alone

@@ -142,8 +142,8 @@ func (s *Scorer) Name() string { return "nli" }
 
 // Score implements score.Scorer.
 func (s *Scorer) Score(ctx context.Context, r *record.Record) ([]score.Result, error) {
-	if strings.TrimSpace(r.Answer) == "" || len(r.Documents) == 0 {
-		return nil, nil
+	if strings.TrimSpace(r.Answer) == "" || len(r.Documents) == 0 || text.IsRefusal(r.Answer) {
+		return nil, nil // every metric here is a claim metric (score.ClaimMetric)
 	}
 	var out []score.Result
 	var failed score.Failure

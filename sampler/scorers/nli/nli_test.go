@@ -148,6 +148,25 @@ func TestScores(t *testing.T) {
 	}
 }
 
+// A refusal makes no claim (score.ClaimMetric): no faithfulness, no citation metric, and the
+// model server is not asked.
+func TestRefusalIsNotScored(t *testing.T) {
+	srv := newTEI(t)
+	s, err := New(Config{URL: srv.URL, BatchSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rec()
+	r.Answer = "I couldn't find the opening hours in the documents [1]."
+	res, err := s.Score(context.Background(), r)
+	if err != nil || len(res) != 0 {
+		t.Fatalf("results %+v, err %v; want none", res, err)
+	}
+	if len(srv.bodies) != 0 {
+		t.Fatalf("%d requests to the model server, want 0", len(srv.bodies))
+	}
+}
+
 func TestThreshold(t *testing.T) {
 	srv := newTEI(t)
 	s, err := New(Config{URL: srv.URL + "/", Threshold: 0.95, Metrics: []string{"faithfulness"}})

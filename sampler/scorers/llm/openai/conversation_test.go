@@ -120,7 +120,9 @@ func TestFirstTurnAsksNoRewrite(t *testing.T) {
 }
 
 // A refusal: answer relevancy asks whether the documents answer the question, and
-// refusal_correct follows the verdict; with nothing retrieved nothing is asked.
+// refusal_correct follows the verdict; with nothing retrieved nothing is asked. Faithfulness
+// and the citation metrics, configured too, are neither asked nor scored: a refusal makes no
+// claim (score.ClaimMetric), as with the builtin scorer.
 func TestRefusalRelevancyAndRefusalCorrect(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -142,9 +144,12 @@ func TestRefusalRelevancyAndRefusalCorrect(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t)
 			srv.chat = tc.script
-			sc := conversationScorer(t, srv, []string{score.AnswerRelevancy})
+			sc := conversationScorer(t, srv, []string{score.AnswerRelevancy, score.Faithfulness, score.CitationPrecision, score.CitationRecall})
 			r := thirdTurn()
-			r.Answer, r.Documents = "I couldn't find anything about SSO in the documents.", tc.docs
+			r.Answer, r.Documents = "I couldn't find anything about SSO in the documents [1].", tc.docs
+			if len(tc.docs) > 0 {
+				r.Citations = []record.Citation{{Text: r.Answer, DocumentIDs: []string{tc.docs[0].ID}}}
+			}
 			res, err := sc.Score(context.Background(), r)
 			if err != nil {
 				t.Fatal(err)
