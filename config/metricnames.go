@@ -20,7 +20,7 @@ var DeprecatedMetrics = reqsignal.Deprecated()
 
 // MetricSources list the metric names a configuration produces, one function per kind of
 // producer: scorers, signals, custom judges, and agreement with human labels.
-var MetricSources = []func(c *Config) []string{scorerMetrics, signalMetrics, judgeMetrics, agreementMetrics}
+var MetricSources = []func(c *Config) []string{scorerMetrics, signalMetrics, judgeMetrics, agreementMetrics, pairMetrics}
 
 // ProducibleMetrics lists every metric name the configuration can produce: its scorers'
 // metrics (the enabled ones, retrieval metrics at the configured k), the signals and what
@@ -72,6 +72,10 @@ func judgeMetrics(c *Config) []string {
 	}
 	return out
 }
+
+// pairMetrics is the outcome of judged shadow pairs (pairs.judge is always set): the win rate
+// an SLO can watch, with `variant` naming the candidate.
+func pairMetrics(*Config) []string { return []string{score.PairwiseWinRate} }
 
 // AgreementStatistics name the statistics of a judge's agreement with human labels; the SLO
 // metric agreement_<statistic>_<metric> watches one (docs/judges.md).

@@ -38,6 +38,9 @@ func TestMetricNamesMustBeProducible(t *testing.T) {
 		"slos:\n  - {name: a, metric: ndcg@5, alert_below: 0.7}\n",
 		"slos:\n  - {name: a, metric: retrieval_score_mean, alert_below: 0.7}\n",
 		"drift:\n  detectors:\n    - {name: d, signal: retrieval_score}\n",
+		// A losing canary's pairwise win rate, and a judge's agreement with people, can page.
+		"slos:\n  - {name: a, metric: pairwise_win_rate, variant: canary, alert_below: 0.45}\n",
+		"slos:\n  - {name: a, metric: agreement_spearman_faithfulness, alert_below: 0.5}\n",
 	} {
 		if _, err := Parse([]byte(ok)); err != nil {
 			t.Errorf("%s: %v", ok, err)

@@ -20,6 +20,13 @@ const (
 	RefusalCorrect = "refusal_correct"
 )
 
+// PairwiseWinRate is one judged shadow pair's outcome from the candidate's side: 1 the
+// candidate won, 0.5 a tie (or the two position orders disagreed), 0 it lost; weighted 1/p of
+// the pair's sampling. Its weighted mean is the win rate ragwatch_pairwise_win_rate estimates,
+// so an SLO on it (`variant` naming the candidate) pages on a losing canary. The result names
+// the candidate's record (trace, span, service, variant).
+const PairwiseWinRate = "pairwise_win_rate"
+
 // ClaimMetric reports whether metric judges the claims an answer makes and the citations
 // behind them: faithfulness, citation precision and citation recall. An answer that declines
 // for lack of information (text.IsRefusal) makes no claim, so every scorer — the builtin, the

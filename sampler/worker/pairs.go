@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/sampler/pairwise"
 	"github.com/ragwatch/ragwatch/sampler/queue"
 )
 
@@ -46,6 +47,19 @@ func (p *Pool) handlePair(ctx context.Context, msg jetstream.Msg, delivered uint
 	}
 	p.m.attempts.WithLabelValues(PairScorer, outcome).Inc()
 	if err == nil {
+		// The outcome as a score of the candidate's record, for SLOs on the win rate; handed
+		// on before the pair is counted and acked, so a failure retries the whole pair.
+		b := &job.B
+		res := []score.Result{{TraceID: b.TraceID, SpanID: b.SpanID, Service: b.Service, Variant: b.Variant,
+			Metric: score.PairwiseWinRate, Value: pairwise.Credit(v.Outcome), Weight: 1 / job.Probability,
+			Scorer: PairScorer, Model: v.Model, Explanation: v.Outcome + " against " + job.A.Variant + " (trace " + job.A.TraceID + ")",
+			Time: time.Now(), Turn: b.Turn}}
+		if err := p.sink.ConsumeScores(ctx, res); err != nil {
+			delay := p.backoff(delivered)
+			p.opts.Logger.Warn("hand on a judged pair's outcome; will retry", "trace_id", job.A.TraceID, "retry_in", delay, "err", err)
+			_ = msg.NakWithDelay(delay)
+			return
+		}
 		p.opts.Pairwise.Record(job.Comparison, v.Outcome, 1/job.Probability)
 		if err := msg.Ack(); err != nil { // not confirmed, as a scored record's (handle)
 			p.opts.Logger.Warn("ack judged pair", "trace_id", job.A.TraceID, "err", err)

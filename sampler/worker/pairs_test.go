@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/pairwise"
 	"github.com/ragwatch/ragwatch/sampler/queue"
@@ -52,7 +53,8 @@ func TestPairJobRetriedThenCounted(t *testing.T) {
 	judge := &flakyJudge{fails: 2}
 	opts := testOptions(reg)
 	opts.PairJudge = judge
-	pool := New(js, rt, nil, nil, opts)
+	results := newTally()
+	pool := New(js, rt, nil, results, opts)
 	if err := pool.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +82,14 @@ func TestPairJobRetriedThenCounted(t *testing.T) {
 	// Weight 1/0.25 = 4: one win, effective n 1.
 	if r := pool.opts.Pairwise.Rates(); len(r) != 1 || r[0].Estimate != 1 || r[0].EffectiveN != 1 {
 		t.Fatalf("rates %+v", r)
+	}
+	// The win is handed on once, as the candidate's pairwise_win_rate score, for SLOs.
+	results.mu.Lock()
+	got := append([]score.Result(nil), results.all...)
+	results.mu.Unlock()
+	if len(got) != 1 || got[0].Metric != score.PairwiseWinRate || got[0].Value != 1 || got[0].Weight != 4 ||
+		got[0].TraceID != "0000000000000000000000000000000b" || got[0].Variant != "v2" || got[0].Scorer != PairScorer {
+		t.Fatalf("results handed on: %+v", got)
 	}
 	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, "stream empty", func() bool { return streamMsgs(js, rt.Queue.Stream) == 0 })
 	// Acked once judged: not redelivered, judged again or dead-lettered.

@@ -13,12 +13,18 @@ import (
 )
 
 // TestPairwiseWiring hands App.Pairs (what the shadow-pair join feeds) a pair: the in-process
-// workers judge it with pairs.judge and the outcome shows on /metrics and GET /api/v1/pairwise.
+// workers judge it with pairs.judge and the outcome shows on /metrics and GET /api/v1/pairwise,
+// and reaches an SLO on the candidate's pairwise_win_rate as one sample of value 1.
 func TestPairwiseWiring(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Sampling.Rate = 1
 	cfg.Comparisons = []config.Comparison{{Name: "rerank", Baseline: "v1", Candidate: "v2", Metrics: []string{"faithfulness"},
 		Margin: 0.02, Alpha: 0.05, MinSamples: 100, Severity: "ticket"}}
+	slos, err := config.Parse([]byte("slos:\n  - {name: v2-wins, metric: pairwise_win_rate, variant: v2, alert_below: 0.45, min_samples: 20}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.SLOs = slos.SLOs
 	e := startEnv(t, cfg)
 	if e.app.Pairs == nil {
 		t.Fatal("App.Pairs is nil in run mode")
@@ -33,6 +39,10 @@ func TestPairwiseWiring(t *testing.T) {
 	}
 	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, "pair judged", func() bool {
 		return scrape(t, e.base)[`ragwatch_pairwise_total{comparison="rerank",outcome="win"}`] == 1
+	})
+	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, "the win in the SLO", func() bool {
+		m := scrape(t, e.base)
+		return m[`ragwatch_slo_samples_total{service="shop",slo="v2-wins"}`] == 1 && m[`ragwatch_slo_weighted_value_total{service="shop",slo="v2-wins"}`] == 1
 	})
 	resp, err := http.Get(e.base + "/api/v1/pairwise")
 	if err != nil {
