@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/tlsauth"
 )
@@ -235,7 +234,7 @@ func TestMeshRequestWithConfiguredToken(t *testing.T) {
 	if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := tlsauth.NewTokens(config.BearerAuth{TokenFile: file})
+	tok, err := tlsauth.NewTokens(tlsauth.BearerAuth{TokenFile: file})
 	if err != nil {
 		t.Fatal(err)
 	}
