@@ -31,8 +31,8 @@ const (
 // DefaultMaxBodyBytes bounds a POST /api/v1/records body when Settings.MaxBodyBytes is zero.
 const DefaultMaxBodyBytes = 8 << 20
 
-// MaxSmallBodyBytes bounds a POST /api/v1/feedback or /api/v1/labels body.
-const MaxSmallBodyBytes = 1 << 20
+// maxSmallBodyBytes bounds a POST /api/v1/feedback or /api/v1/labels body.
+const maxSmallBodyBytes = 1 << 20
 
 // Settings configures the intake. A nil consumer leaves its endpoint out.
 type Settings struct {
@@ -89,13 +89,13 @@ func New(set Settings) (*Intake, error) {
 // (it answers 405 itself, in its JSON error form); feedback and labels take POST only.
 func (in *Intake) Mount(m Mounter) {
 	if in.set.Records != nil {
-		m.Mount(RecordsPath, in.RecordsHandler())
+		m.Mount(RecordsPath, in.recordsHandler())
 	}
 	if in.set.Feedback != nil {
-		m.Mount("POST "+FeedbackPath, in.FeedbackHandler())
+		m.Mount("POST "+FeedbackPath, in.feedbackHandler())
 	}
 	if in.set.Labels != nil {
-		m.Mount("POST "+LabelsPath, in.LabelsHandler())
+		m.Mount("POST "+LabelsPath, in.labelsHandler())
 	}
 }
 
@@ -104,11 +104,11 @@ type recordsAnswer struct {
 	Accepted int `json:"accepted"`
 }
 
-// RecordsHandler serves POST /api/v1/records: one record or a JSON array of records. It
+// recordsHandler serves POST /api/v1/records: one record or a JSON array of records. It
 // answers 202 with the number accepted; 400 (405, 413, 415) with every problem; 429 with
 // Retry-After when a stage downstream is overloaded; 500 when one failed. Errors use
 // httpapi.WriteError's form ({"error", "errors"}).
-func (in *Intake) RecordsHandler() http.Handler {
+func (in *Intake) recordsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		const rcv = ingest.ReceiverAPI
 		m := in.set.Metrics
@@ -155,24 +155,24 @@ func (in *Intake) RecordsHandler() http.Handler {
 	})
 }
 
-// Response is the JSON body of POST /api/v1/feedback and /api/v1/labels.
-type Response struct {
+// response is the JSON body of POST /api/v1/feedback and /api/v1/labels.
+type response struct {
 	Accepted int      `json:"accepted,omitempty"`
 	Error    string   `json:"error,omitempty"`
 	Reasons  []string `json:"reasons,omitempty"`
 }
 
-// FeedbackHandler serves POST /api/v1/feedback: one feedback or a JSON array of them
+// feedbackHandler serves POST /api/v1/feedback: one feedback or a JSON array of them
 // (record.DecodeFeedback). It answers 202 with the number accepted, or 400 (405, 413, 415)
 // with every reason.
-func (in *Intake) FeedbackHandler() http.Handler {
+func (in *Intake) feedbackHandler() http.Handler {
 	return itemsHandler(in, "feedback", record.DecodeFeedback, in.set.Feedback.ConsumeFeedback)
 }
 
-// LabelsHandler serves POST /api/v1/labels: one label or a JSON array of labels
+// labelsHandler serves POST /api/v1/labels: one label or a JSON array of labels
 // (record.DecodeLabels). It answers 202 with the number accepted, or 400 (405, 413, 415) with
 // every reason.
-func (in *Intake) LabelsHandler() http.Handler {
+func (in *Intake) labelsHandler() http.Handler {
 	return itemsHandler(in, "labels", record.DecodeLabels, in.set.Labels.ConsumeLabel)
 }
 
@@ -183,12 +183,12 @@ func (in *Intake) LabelsHandler() http.Handler {
 func itemsHandler[T any](in *Intake, what string, decode func([]byte) ([]T, error), consume func(context.Context, T) error) http.Handler {
 	reject := func(w http.ResponseWriter, code int, reason, msg string, reasons []string) {
 		in.set.Metrics.Rejected(ingest.ReceiverAPI, reason)
-		writeResponse(w, code, Response{Error: msg, Reasons: reasons})
+		writeResponse(w, code, response{Error: msg, Reasons: reasons})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			writeResponse(w, http.StatusMethodNotAllowed, Response{Error: "method not allowed; use POST"})
+			writeResponse(w, http.StatusMethodNotAllowed, response{Error: "method not allowed; use POST"})
 			return
 		}
 		if ct := r.Header.Get("Content-Type"); ct != "" {
@@ -198,7 +198,7 @@ func itemsHandler[T any](in *Intake, what string, decode func([]byte) ([]T, erro
 				return
 			}
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxSmallBodyBytes))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSmallBodyBytes))
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
@@ -218,13 +218,13 @@ func itemsHandler[T any](in *Intake, what string, decode func([]byte) ([]T, erro
 				in.log.Warn(what+" consumer failed", "err", err)
 			}
 		}
-		writeResponse(w, http.StatusAccepted, Response{Accepted: len(items)})
+		writeResponse(w, http.StatusAccepted, response{Accepted: len(items)})
 	})
 }
 
 // writeResponse answers like httpapi.WriteJSON, but with HTML escaping on: the form these two
 // endpoints have always answered in.
-func writeResponse(w http.ResponseWriter, code int, v Response) {
+func writeResponse(w http.ResponseWriter, code int, v response) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)

@@ -218,7 +218,7 @@ func post(t *testing.T, url, ct, body string) (int, string) {
 
 func TestFeedback(t *testing.T) {
 	h := start(t, 0)
-	srv := httptest.NewServer(h.in.FeedbackHandler())
+	srv := httptest.NewServer(h.in.feedbackHandler())
 	defer srv.Close()
 
 	code, body := post(t, srv.URL, "application/json", `[{"trace_id":"h1","thumbs":"down","time":"2026-11-29T12:00:00Z"},{"trace_id":"h2","score":0.25}]`)
@@ -245,7 +245,7 @@ func TestFeedback(t *testing.T) {
 	if code != http.StatusUnsupportedMediaType || body != `{"error":"Content-Type must be application/json"}` {
 		t.Fatalf("content type: %d %s", code, body)
 	}
-	code, body = post(t, srv.URL, "application/json", `{"trace_id":"x","comment":"`+strings.Repeat("a", MaxSmallBodyBytes)+`"}`)
+	code, body = post(t, srv.URL, "application/json", `{"trace_id":"x","comment":"`+strings.Repeat("a", maxSmallBodyBytes)+`"}`)
 	if code != http.StatusRequestEntityTooLarge || body != `{"error":"body larger than 1 MiB"}` {
 		t.Fatalf("too large: %d %s", code, body)
 	}
@@ -267,7 +267,7 @@ func TestFeedback(t *testing.T) {
 
 func TestLabels(t *testing.T) {
 	h := start(t, 0)
-	srv := httptest.NewServer(h.in.LabelsHandler())
+	srv := httptest.NewServer(h.in.labelsHandler())
 	defer srv.Close()
 	cases := []struct {
 		name, ct, body string
