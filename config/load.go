@@ -17,6 +17,8 @@ import (
 
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ragwatch/ragwatch/internal/fielderr"
 )
 
 // Validator is implemented by config structs that check their own fields. Errors should be
@@ -26,24 +28,12 @@ type Validator interface {
 }
 
 // FieldError is a problem with one key. Key is relative to the struct that reported it until
-// the walk makes it absolute.
-type FieldError struct {
-	Key  string
-	Line int
-	Msg  string
-}
-
-func (e *FieldError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("line %d: `%s` %s", e.Line, e.Key, e.Msg)
-	}
-	return fmt.Sprintf("`%s` %s", e.Key, e.Msg)
-}
+// the walk makes it absolute. It is fielderr.Error, so settings types outside config report
+// the same way.
+type FieldError = fielderr.Error
 
 // Invalid reports a problem with the key (relative to the validating struct).
-func Invalid(key, format string, args ...any) error {
-	return &FieldError{Key: key, Msg: fmt.Sprintf(format, args...)}
-}
+func Invalid(key, format string, args ...any) error { return fielderr.Invalid(key, format, args...) }
 
 // Load reads a config file. An empty path returns the defaults.
 func Load(path string) (*Config, error) {

@@ -16,7 +16,8 @@ const module = "github.com/ragwatch/ragwatch/"
 var stages = []string{"collector", "sampler", "alerts"}
 
 // TestLayout keeps the import graph the shape docs/architecture.md draws: no stage imports
-// another, nothing in internal/ imports a stage or the binary, and config imports no stage.
+// another, nothing in internal/ imports a stage, config or the binary, and config imports no
+// stage.
 // Only the product's own (non-test) imports count: a test may reach wherever it must.
 func TestLayout(t *testing.T) {
 	pkgs := productImports(t, "../..")
@@ -32,6 +33,8 @@ func TestLayout(t *testing.T) {
 				t.Errorf("%s imports %s: stages do not import each other; move what they share to internal/", pkg, imp)
 			case top == "internal" && (slices.Contains(stages, impTop) || impTop == "cmd"):
 				t.Errorf("%s imports %s: internal/ holds what every stage shares and imports no stage", pkg, imp)
+			case top == "internal" && impTop == "config":
+				t.Errorf("%s imports %s: internal/ imports nothing from config; a settings type lives with the code that uses it and config embeds it (natsconn.Config)", pkg, imp)
 			case top == "config" && slices.Contains(stages, impTop):
 				t.Errorf("%s imports %s: config is read by the stages, it does not import them", pkg, imp)
 			}

@@ -6,10 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -21,7 +18,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
@@ -657,78 +653,6 @@ func TestSessionExpiryAndEviction(t *testing.T) {
 	if r := s.gotRecords()[3]; r.Turn != 1 || r.History != nil {
 		t.Fatalf("after expiry: %+v", r)
 	}
-}
-
-func TestLabelsHTTP(t *testing.T) {
-	clk := testutil.NewClock(t0)
-	reg := prometheus.NewRegistry()
-	j, s := newFullJoin(t, nil, clk, reg, nil)
-	im := ingest.NewMetrics(reg)
-	srv := httptest.NewServer(j.LabelsHandler(im))
-	defer srv.Close()
-	must(t, j.ConsumeRecord(context.Background(), rec("t-seen")))
-	post := func(ct, body string) (int, string) {
-		t.Helper()
-		resp, err := http.Post(srv.URL, ct, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = resp.Body.Close() }()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, strings.TrimSpace(string(b))
-	}
-	cases := []struct {
-		name, ct, body string
-		code           int
-		resp           string
-	}{
-		{"one", "application/json", `{"trace_id":"t-seen","values":{"faithfulness":0.5},"labeler":"ann"}`, 202, `{"accepted":1}`},
-		{"array", "application/json; charset=utf-8", `[{"trace_id":"t-1","relevance":{"d1":2}},{"trace_id":"t-2","reference":"gold"}]`, 202, `{"accepted":2}`},
-		{"bad JSON", "application/json", `{"trace_id":`, 400, ""},
-		{"unknown key", "application/json", `{"trace_id":"t","score":1}`, 400, ""},
-		{"bad values", "application/json", `[{"trace_id":"t","values":{"faithfulness":2}},{"values":{"x":0.5}},{"trace_id":"t"}]`, 400,
-			`{"error":"invalid labels","reasons":["[0].values.faithfulness: must be between 0 and 1","[1].trace_id: is required","[2].label: needs at least one of values, relevance or reference"]}`},
-		{"content type", "text/plain", `{"trace_id":"t","reference":"x"}`, 415, `{"error":"Content-Type must be application/json"}`},
-	}
-	for _, tc := range cases {
-		code, body := post(tc.ct, tc.body)
-		if code != tc.code || (tc.resp != "" && body != tc.resp) {
-			t.Errorf("%s: %d %s, want %d %s", tc.name, code, body, tc.code, tc.resp)
-		}
-	}
-	if got := s.gotLabels(); len(got) != 1 || got[0].TraceID != "t-seen" || got[0].Labeler != "ann" || got[0].Service != "support-bot" {
-		t.Fatalf("late labels = %+v", got)
-	}
-	if j.Pending() != 2 {
-		t.Fatalf("pending = %d, want 2", j.Pending())
-	}
-	rej := func(reason string) float64 {
-		return testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "api", "reason": reason})
-	}
-	if rej("malformed") != 2 || rej("invalid") != 1 || rej("content_type") != 1 {
-		t.Fatalf("rejected malformed=%v invalid=%v content_type=%v", rej("malformed"), rej("invalid"), rej("content_type"))
-	}
-}
-
-func FuzzDecodeLabels(f *testing.F) {
-	f.Add([]byte(`{"trace_id":"abc","values":{"faithfulness":0.5}}`))
-	f.Add([]byte(`[{"trace_id":"a","relevance":{"d1":2},"reference":"r","labeler":"ann"}]`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		ls, err := DecodeLabels(data)
-		if err != nil {
-			return
-		}
-		for _, l := range ls {
-			if l.TraceID == "" || len(l.TraceID) > record.MaxIDLength || len(l.Service) > record.MaxIDLength || l.Validate() != nil {
-				t.Fatalf("decoded an invalid label %+v", l)
-			}
-			for _, v := range l.Values {
-				if v < 0 || v > 1 {
-					t.Fatalf("value %v out of range", v)
-				}
-			}
-		}
-	})
 }
 
 // TestInputsConcurrently runs every input from several goroutines with the KV writer running

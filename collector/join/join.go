@@ -489,7 +489,7 @@ func (j *Join) LabelWaiting(traceID [16]byte) bool {
 	return false
 }
 
-// ConsumeFeedback accepts feedback from NATS or the HTTP API (DecodeEvents validated it) or
+// ConsumeFeedback accepts feedback from NATS or the HTTP API (record.DecodeFeedback validated it) or
 // found in a trace (OTLP annotations, feedback spans). f must carry its TraceID; a zero Time
 // becomes now.
 func (j *Join) ConsumeFeedback(ctx context.Context, f record.Feedback) error {
@@ -503,7 +503,7 @@ func (j *Join) ConsumeFeedback(ctx context.Context, f record.Feedback) error {
 	return j.add(ctx, traceID, p)
 }
 
-// ConsumeLabel accepts a human label from NATS or the HTTP API (DecodeLabels validated it).
+// ConsumeLabel accepts a human label from NATS or the HTTP API (record.DecodeLabels validated it).
 // l must carry its TraceID; a zero Time becomes now. Before its record it waits and rides on
 // the record's Labels; after, it goes on to NextLabel naming the record.
 func (j *Join) ConsumeLabel(ctx context.Context, l record.Label) error {

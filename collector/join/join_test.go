@@ -335,61 +335,6 @@ func TestStatePersistsAcrossRestart(t *testing.T) {
 	}
 }
 
-func TestDecodeEvents(t *testing.T) {
-	good, err := DecodeEvents([]byte(`{"trace_id":"abc","thumbs":"up","comment":"nice","time":"2026-11-29T12:00:00Z"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []record.Feedback{{TraceID: "abc", Score: 1, Comment: "nice", Time: t0}}; !reflect.DeepEqual(good, want) {
-		t.Fatalf("got %+v", good)
-	}
-	scored, err := DecodeEvents([]byte(`[{"trace_id":"abc","span_id":"00f067aa0ba902b7","service":"web","score":-0.5},{"trace_id":"abc","thumbs":"down"}]`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []record.Feedback{{TraceID: "abc", SpanID: "00f067aa0ba902b7", Service: "web", Score: -0.5}, {TraceID: "abc", Score: -1}}; !reflect.DeepEqual(scored, want) {
-		t.Fatalf("got %+v", scored)
-	}
-	tests := []struct{ in, want string }{
-		{``, "empty body"},
-		{`[]`, "empty array"},
-		{`{"trace_id":`, "invalid JSON: unexpected EOF"},
-		{`{"trace_id":"a","thumbs":"up","stars":5}`, `invalid JSON: json: unknown field "stars"`},
-		{`{"thumbs":"up"}`, "trace_id: is required"},
-		{`{"trace_id":"a"}`, "score or thumbs: one of them is required"},
-		{`{"trace_id":"a","score":1,"thumbs":"up"}`, "score and thumbs: give only one of them"},
-		{`{"trace_id":"a","score":1.5}`, "score: must be between -1 and 1"},
-		{`{"trace_id":"a","thumbs":"sideways"}`, `thumbs: must be up or down, got "sideways"`},
-		{`[{"trace_id":"a","thumbs":"up"},{"score":2}]`, "[1].trace_id: is required\n[1].score: must be between -1 and 1"},
-		{`{"trace_id":"a","thumbs":"up"} {}`, "invalid JSON: trailing data after the value"},
-	}
-	for _, tt := range tests {
-		_, err := DecodeEvents([]byte(tt.in))
-		if err == nil || err.Error() != tt.want {
-			t.Errorf("DecodeEvents(%s) error = %v, want %s", tt.in, err, tt.want)
-		}
-	}
-}
-
-func FuzzDecodeEvents(f *testing.F) {
-	f.Add([]byte(`{"trace_id":"abc","thumbs":"up"}`))
-	f.Add([]byte(`[{"trace_id":"a","score":-1,"comment":"x"}]`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		evs, err := DecodeEvents(data)
-		if err != nil {
-			return
-		}
-		for _, e := range evs {
-			if e.TraceID == "" || len(e.TraceID) > record.MaxIDLength || len(e.Comment) > MaxCommentBytes {
-				t.Fatalf("decoded an invalid event %+v", e)
-			}
-			if s := e.Score; s < -1 || s > 1 {
-				t.Fatalf("score %v out of range", s)
-			}
-		}
-	})
-}
-
 // TestSidecarsShareTheBucket runs two joins on one bucket, as two sidecars of a fleet whose
 // feedback subject is shared: the record reaches one, its feedback the other. Feedback after
 // the record joins at once; feedback before it joins at the next sweep; each counted once.

@@ -1,12 +1,8 @@
 package join
 
 import (
-	"errors"
-	"fmt"
 	"maps"
-	"net/http"
 
-	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
@@ -48,52 +44,4 @@ func mergeLabels(base *record.Label, ps []pending) *record.Label {
 		}
 	}
 	return out
-}
-
-// DecodeLabels decodes the JSON form of labels (NATS `ragwatch.labels.>`, POST
-// /api/v1/labels): one record.Label or an array of them, strictly (unknown keys are errors),
-// validating each: trace_id is required, plus record.Label.Validate. Errors name the array
-// index.
-func DecodeLabels(data []byte) ([]record.Label, error) {
-	ls, err := decodeOneOrMany[record.Label](data)
-	if err != nil {
-		return nil, err
-	}
-	var errs []error
-	for i := range ls {
-		var lerrs []error
-		if ls[i].TraceID == "" {
-			lerrs = append(lerrs, errors.New("trace_id: is required"))
-		}
-		if len(ls[i].Service) > record.MaxIDLength {
-			lerrs = append(lerrs, fmt.Errorf("service: longer than %d bytes", record.MaxIDLength))
-		}
-		if err := ls[i].Validate(); err != nil {
-			lerrs = append(lerrs, unjoin(err)...)
-		}
-		errs = append(errs, atIndex(i, len(ls), errors.Join(lerrs...)))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return ls, nil
-}
-
-// LabelsHandler serves POST /api/v1/labels: one label or a JSON array of labels. It answers
-// 202 with the number accepted, or 400 (413, 415) with every reason; rejects are counted in
-// ragwatch_ingest_rejected_total{receiver="api"}. metrics may be nil.
-func (j *Join) LabelsHandler(metrics *ingest.Metrics) http.Handler {
-	return j.intakeHandler(metrics, "labels", func(r *http.Request, body []byte) (int, error) {
-		ls, err := DecodeLabels(body)
-		if err != nil {
-			return 0, err
-		}
-		for _, l := range ls {
-			if err := j.ConsumeLabel(r.Context(), l); err != nil {
-				// Validation passed; a downstream consumer failed. The label is recorded.
-				j.log.Warn("label consumer failed", "err", err)
-			}
-		}
-		return len(ls), nil
-	})
 }

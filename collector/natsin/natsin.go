@@ -20,7 +20,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
-	"github.com/ragwatch/ragwatch/collector/join"
 	"github.com/ragwatch/ragwatch/collector/otlp"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/ingest"
@@ -478,7 +477,7 @@ func (s *Subscriber) outcome(kind string, res result, info msgInfo) {
 func (s *Subscriber) handleRecords(ctx context.Context, data []byte, info msgInfo) result {
 	recs, err := record.DecodeJSONLimits(data, s.now(), s.s.MaxJSONDepth, s.s.MaxRecordsPerBatch)
 	if err != nil {
-		return result{reason: decodeReason(err), err: err}
+		return result{reason: ingest.DecodeReason(err), err: err}
 	}
 	var res result
 	var errs []error
@@ -528,11 +527,11 @@ func (s *Subscriber) handleOTLP(ctx context.Context, data []byte, info msgInfo) 
 }
 
 func (s *Subscriber) handleFeedback(ctx context.Context, data []byte, info msgInfo) result {
-	return handleEach(ctx, s, data, info, join.DecodeEvents, s.s.Feedback.ConsumeFeedback)
+	return handleEach(ctx, s, data, info, record.DecodeFeedback, s.s.Feedback.ConsumeFeedback)
 }
 
 func (s *Subscriber) handleLabels(ctx context.Context, data []byte, info msgInfo) result {
-	return handleEach(ctx, s, data, info, join.DecodeLabels, s.s.Labels.ConsumeLabel)
+	return handleEach(ctx, s, data, info, record.DecodeLabels, s.s.Labels.ConsumeLabel)
 }
 
 // handleEach decodes a message of items (feedback, labels) and hands each to consume; a
@@ -541,7 +540,7 @@ func handleEach[T any](ctx context.Context, s *Subscriber, data []byte, info msg
 	decode func([]byte) ([]T, error), consume func(context.Context, T) error) result {
 	items, err := decode(data)
 	if err != nil {
-		return result{reason: decodeReason(err), err: err}
+		return result{reason: ingest.DecodeReason(err), err: err}
 	}
 	key, dup := s.messageDup(ctx, info)
 	if dup {
@@ -584,18 +583,6 @@ func (s *Subscriber) markMessage(ctx context.Context, key string) {
 	if err := s.dedup.mark(ctx, key); err != nil {
 		s.log.Warn("write duplicate mark", "err", err)
 	}
-}
-
-// decodeReason tells undecodable input (malformed) from decodable but invalid input.
-func decodeReason(err error) string {
-	if record.IsLimit(err) {
-		return ingest.ReasonLimits
-	}
-	msg := err.Error()
-	if strings.HasPrefix(msg, "invalid JSON") || msg == "empty body" || msg == "empty array" {
-		return ingest.ReasonMalformed
-	}
-	return ingest.ReasonInvalid
 }
 
 func (s *Subscriber) droppedCount() float64 {

@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/tlsauth"
 )
@@ -127,15 +126,15 @@ type apiHarness struct {
 func startSplit(t *testing.T, tokens *tlsauth.Tokens) *apiHarness {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	sk := &sink{}
+	sk := &sink{m: ingest.NewMetrics(reg)}
 	s, err := New(Settings{
 		Endpoint: "127.0.0.1:0", APIEndpoint: "127.0.0.1:0",
-		Gatherer: reg, Records: sk, Metrics: ingest.NewMetrics(reg), Tokens: tokens,
-		Now: func() time.Time { return now },
+		Gatherer: reg, Metrics: sk.m, Tokens: tokens,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Mount(writesPath, sk)
 	h := &apiHarness{}
 	s.Mount("GET /api/v1/config", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		WriteJSON(w, 200, map[string]string{"secret_file": "/etc/ragwatch/key"})
@@ -196,7 +195,7 @@ func TestMeshRequestFrom127_0_0_6GetsNothing(t *testing.T) {
 		for _, c := range []struct{ method, path, body string }{
 			{"GET", "/api/v1/config", ""},
 			{"GET", "/debug/pprof/heap?debug=1", ""},
-			{"POST", RecordsPath, oneRecord},
+			{"POST", writesPath, oneRecord},
 			{"POST", "/api/v1/reload", "{}"},
 		} {
 			code, body := send(t, mesh, c.method, h.api+c.path, host, "application/json", c.body)
@@ -205,14 +204,14 @@ func TestMeshRequestFrom127_0_0_6GetsNothing(t *testing.T) {
 			}
 		}
 	}
-	if len(h.sink.recs) != 0 || h.reloads.Load() != 0 {
-		t.Errorf("a refused request changed something: %d records, %d reloads", len(h.sink.recs), h.reloads.Load())
+	if h.sink.writes() != 0 || h.reloads.Load() != 0 {
+		t.Errorf("a refused request changed something: %d records, %d reloads", h.sink.writes(), h.reloads.Load())
 	}
 	if got := rejected(t, h.reg, ingest.ReasonUnauthenticated); got != 8 {
 		t.Errorf("rejected{reason=unauthenticated} = %v, want 8", got)
 	}
 	// The app in the pod, from 127.0.0.1 to localhost, is served.
-	if code, body := send(t, http.DefaultClient, "POST", h.api+RecordsPath, "", "application/json", oneRecord); code != 202 {
+	if code, body := send(t, http.DefaultClient, "POST", h.api+writesPath, "", "application/json", oneRecord); code != 202 {
 		t.Errorf("app's POST = %d %q", code, body)
 	}
 	// A DNS-rebound page reaches 127.0.0.1 but names its own host: refused.
@@ -235,7 +234,7 @@ func TestMeshRequestWithConfiguredToken(t *testing.T) {
 	if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := tlsauth.NewTokens(config.BearerAuth{TokenFile: file})
+	tok, err := tlsauth.NewTokens(tlsauth.BearerAuth{TokenFile: file})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,9 +253,9 @@ func TestMeshRequestWithConfiguredToken(t *testing.T) {
 func TestWritesRequireJSONContentType(t *testing.T) {
 	h := startSplit(t, nil)
 	for _, c := range []struct{ path, contentType, body string }{
-		{RecordsPath, "text/plain;charset=UTF-8", oneRecord},
-		{RecordsPath, "", oneRecord},
-		{RecordsPath, "application/x-www-form-urlencoded", "a=b"},
+		{writesPath, "text/plain;charset=UTF-8", oneRecord},
+		{writesPath, "", oneRecord},
+		{writesPath, "application/x-www-form-urlencoded", "a=b"},
 		{"/api/v1/reload", "text/plain", ""},
 		{"/api/v1/reload", "", ""},
 	} {
@@ -269,8 +268,8 @@ func TestWritesRequireJSONContentType(t *testing.T) {
 			t.Errorf("POST %s as %q: rejected{reason=content_type} = %v, want %v", c.path, c.contentType, got, before+1)
 		}
 	}
-	if len(h.sink.recs) != 0 || h.reloads.Load() != 0 {
-		t.Errorf("a refused write changed something: %d records, %d reloads", len(h.sink.recs), h.reloads.Load())
+	if h.sink.writes() != 0 || h.reloads.Load() != 0 {
+		t.Errorf("a refused write changed something: %d records, %d reloads", h.sink.writes(), h.reloads.Load())
 	}
 	if code, _ := send(t, http.DefaultClient, "POST", h.api+"/api/v1/reload", "", "application/json; charset=utf-8", ""); code != 200 || h.reloads.Load() != 1 {
 		t.Errorf("JSON reload = %d", code)

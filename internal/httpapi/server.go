@@ -24,15 +24,8 @@ import (
 
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/listen"
-	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/tlsauth"
 )
-
-// DefaultMaxBodyBytes bounds a POST body when Settings.MaxBodyBytes is zero.
-const DefaultMaxBodyBytes = 8 << 20
-
-// RecordsPath is where apps without OpenTelemetry post records.
-const RecordsPath = "/api/v1/records"
 
 // Settings configures the server.
 type Settings struct {
@@ -44,15 +37,8 @@ type Settings struct {
 	APIEndpoint string
 	// Gatherer is served on /metrics (OpenMetrics when the scraper asks, so exemplars show).
 	Gatherer prometheus.Gatherer
-	// Records receives records posted to /api/v1/records; nil disables the endpoint.
-	Records record.Consumer
-	// Metrics counts rejected posts with receiver "api".
+	// Metrics counts requests the API's guards refuse, with receiver "api".
 	Metrics *ingest.Metrics
-	// MaxBodyBytes bounds a POST body; 0 means DefaultMaxBodyBytes.
-	MaxBodyBytes int64
-	// MaxJSONDepth and MaxRecordsPerBatch bound a POST /api/v1/records body before it is
-	// decoded; 0 takes record.DefaultMaxJSONDepth and record.DefaultMaxBatch.
-	MaxJSONDepth, MaxRecordsPerBatch int
 	// TLS serves HTTPS when set.
 	TLS *tls.Config
 	// Tokens, when set, guard every /api/ and /debug/ route. Without them those routes answer
@@ -70,7 +56,6 @@ type Settings struct {
 	Listen        listen.Limits
 	ListenMetrics *listen.Metrics
 	Logger        *slog.Logger
-	Now           func() time.Time
 }
 
 // Server serves ragwatch's HTTP endpoints.
@@ -103,12 +88,6 @@ func New(set Settings) (*Server, error) {
 	if set.Logger == nil {
 		set.Logger = slog.New(slog.DiscardHandler)
 	}
-	if set.Now == nil {
-		set.Now = time.Now
-	}
-	if set.MaxBodyBytes <= 0 {
-		set.MaxBodyBytes = DefaultMaxBodyBytes
-	}
 	if set.RefuseRetryAfter <= 0 {
 		set.RefuseRetryAfter = 5 * time.Second
 	}
@@ -133,9 +112,6 @@ func New(set Settings) (*Server, error) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	s.mux.HandleFunc("GET /readyz", s.serveReady)
-	if set.Records != nil {
-		s.Mount(RecordsPath, http.HandlerFunc(s.serveRecords))
-	}
 	// Go's profiler, for the memory and CPU figures of docs/performance.md and for users sizing
 	// a deployment. Guarded like the API: a heap profile shows content.
 	s.Mount("GET /debug/pprof/", http.HandlerFunc(pprof.Index))
@@ -188,9 +164,6 @@ func (s *Server) AddStatusCheck(name string, check func() error) {
 // Handler is the Endpoint listener's routes (with the API when APIEndpoint is ""), for tests
 // and for embedding.
 func (s *Server) Handler() http.Handler { return s.mux }
-
-// APIHandler is the API listener's routes.
-func (s *Server) APIHandler() http.Handler { return s.api }
 
 // Start listens and serves in the background; it returns once the listeners are bound.
 func (s *Server) Start(ctx context.Context) error {
@@ -355,56 +328,6 @@ func ReadJSONBody(w http.ResponseWriter, r *http.Request, limit int64, m *ingest
 		return nil, false
 	}
 	return body, true
-}
-
-// recordsAnswer is the 202 answer of POST /api/v1/records.
-type recordsAnswer struct {
-	Accepted int `json:"accepted"`
-}
-
-func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
-	const rcv = ingest.ReceiverAPI
-	body, ok := ReadJSONBody(w, r, s.set.MaxBodyBytes, s.set.Metrics, rcv)
-	if !ok {
-		return
-	}
-	recs, err := record.DecodeJSONLimits(body, s.set.Now(), s.set.MaxJSONDepth, s.set.MaxRecordsPerBatch)
-	if err != nil {
-		msg := err.Error()
-		reason, summary := ingest.ReasonInvalid, "invalid record"
-		switch {
-		case record.IsLimit(err):
-			reason, summary = ingest.ReasonLimits, "over a limit"
-		case strings.HasPrefix(msg, "invalid JSON") || strings.HasPrefix(msg, "empty "):
-			reason, summary = ingest.ReasonMalformed, "malformed JSON"
-		}
-		s.set.Metrics.Rejected(rcv, reason)
-		WriteError(w, http.StatusBadRequest, summary, strings.Split(msg, "\n")...)
-		return
-	}
-	// The request's context ends when the client goes away; the records are ours by now.
-	ctx := context.WithoutCancel(r.Context())
-	var errs []error
-	accepted := 0
-	for _, rec := range recs {
-		if err := s.set.Records.ConsumeRecord(ctx, rec); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		accepted++
-	}
-	if err := errors.Join(errs...); err != nil {
-		s.log.Warn("records from the API failed downstream", "failed", len(errs), "accepted", accepted, "err", err)
-		if errors.Is(err, ingest.ErrOverloaded) {
-			s.set.Metrics.Rejected(rcv, ingest.ReasonOverloaded)
-			w.Header().Set("Retry-After", "1")
-			WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("overloaded: %d of %d records accepted, retry the rest later", accepted, len(recs)))
-			return
-		}
-		WriteError(w, http.StatusInternalServerError, fmt.Sprintf("%d of %d records accepted", accepted, len(recs)), strings.Split(err.Error(), "\n")...)
-		return
-	}
-	WriteJSON(w, http.StatusAccepted, recordsAnswer{Accepted: accepted})
 }
 
 // jsonContent answers 415 (counted under receiver) unless the request says it is JSON. A

@@ -13,8 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/ragwatch/ragwatch/config"
 )
 
 // The way back for each reply-bearing app message (a service import's response map) costs the
@@ -24,7 +22,7 @@ import (
 // Each mode floods 200,000 such messages, prints the peak of pending responses (sampled while
 // flooding) and the heap, and requires them gone within two thresholds of the flood's end.
 func TestAttackUnansweredRepliesExpire(t *testing.T) {
-	for _, mode := range []string{config.NATSModeCore, config.NATSModeJetStream} {
+	for _, mode := range []string{ModeCore, ModeJetStream} {
 		t.Run(mode, func(t *testing.T) {
 			cfg := embeddedCfg(t)
 			cfg.Consume.Mode = mode
@@ -34,7 +32,7 @@ func TestAttackUnansweredRepliesExpire(t *testing.T) {
 			}
 			defer c.Close()
 			var got atomic.Int64
-			if mode == config.NATSModeJetStream {
+			if mode == ModeJetStream {
 				if _, err := c.JS.CreateStream(context.Background(), jetstream.StreamConfig{
 					Name: cfg.Consume.Stream, Subjects: appSubjects(cfg.Subjects), Storage: jetstream.MemoryStorage}); err != nil {
 					t.Fatal(err)
@@ -108,7 +106,7 @@ func TestAttackUnansweredRepliesExpire(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			t.Logf("%s: none pending %v after the flood began", mode, time.Since(start).Round(10*time.Millisecond))
-			if limit := int64(float64(n) / took.Seconds() * 2 * responseThreshold(mode).Seconds() * 1.5); peak.Load() > limit && mode == config.NATSModeCore {
+			if limit := int64(float64(n) / took.Seconds() * 2 * responseThreshold(mode).Seconds() * 1.5); peak.Load() > limit && mode == ModeCore {
 				t.Fatalf("%d responses pending at the peak, over 1.5 × rate × 2 thresholds = %d", peak.Load(), limit)
 			}
 		})

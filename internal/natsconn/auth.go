@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/secret"
 )
 
 // Credential is a user of the embedded server. File is where a generated password is kept
@@ -24,7 +24,7 @@ import (
 // subscribe to ("" for ragwatch, which may subscribe to anything).
 type Credential struct {
 	User     string
-	Password config.Secret
+	Password secret.Secret
 	File     string
 	Inbox    string
 }
@@ -56,7 +56,7 @@ const (
 // resolveUsers returns ragwatch's and the app's credentials: from password_env/password_file
 // when set, else generated at first start into the store dir (mode 0600) and read back on
 // later starts.
-func resolveUsers(cfg config.NATS, logger *slog.Logger) (own, app Credential, err error) {
+func resolveUsers(cfg Config, logger *slog.Logger) (own, app Credential, err error) {
 	u := cfg.Embedded.Users
 	if own, err = resolveUser(cfg.StoreDir, roleRagwatch, u.Ragwatch, logger); err != nil {
 		return Credential{}, Credential{}, err
@@ -71,14 +71,14 @@ func resolveUsers(cfg config.NATS, logger *slog.Logger) (own, app Credential, er
 	return own, app, nil
 }
 
-func resolveUser(storeDir, role string, u config.NATSUser, logger *slog.Logger) (Credential, error) {
+func resolveUser(storeDir, role string, u User, logger *slog.Logger) (Credential, error) {
 	key := "nats.embedded.users." + role
 	name := u.Name
 	if name == "" {
 		name = role
 	}
 	if u.PasswordEnv != "" || u.PasswordFile != "" {
-		pw, err := config.ReadSecret(u.PasswordEnv, u.PasswordFile)
+		pw, err := secret.Read(u.PasswordEnv, u.PasswordFile)
 		if err != nil {
 			return Credential{}, fmt.Errorf("`%s` password: %w", key, err)
 		}
@@ -102,7 +102,7 @@ func resolveUser(storeDir, role string, u config.NATSUser, logger *slog.Logger) 
 
 // loadOrGenerate reads the password in file, or creates the file (mode 0600, exclusive) with
 // a new random password. A file readable by others is narrowed to 0600.
-func loadOrGenerate(file string) (pw config.Secret, created bool, err error) {
+func loadOrGenerate(file string) (pw secret.Secret, created bool, err error) {
 	b, err := os.ReadFile(file)
 	switch {
 	case err == nil:
@@ -115,7 +115,7 @@ func loadOrGenerate(file string) (pw config.Secret, created bool, err error) {
 		if s == "" {
 			return "", false, fmt.Errorf("password file %s is empty; remove it to generate a new one", file)
 		}
-		return config.Secret(s), false, nil
+		return secret.Secret(s), false, nil
 	case !errors.Is(err, fs.ErrNotExist):
 		return "", false, fmt.Errorf("read password file %s: %w", file, err)
 	}
@@ -133,7 +133,7 @@ func loadOrGenerate(file string) (pw config.Secret, created bool, err error) {
 		_ = os.Remove(file)
 		return "", false, fmt.Errorf("write password file %s: %w", file, err)
 	}
-	return config.Secret(s), true, nil
+	return secret.Secret(s), true, nil
 }
 
 // AppAccount is the embedded server's account of the app user. ragwatch's own user, its
@@ -155,7 +155,7 @@ const AppAccount = "APP"
 //     messages/s to 76,000 pending (~26 MB); at 5s a sustained one would hold ~1.2 million
 //     (~400 MB).
 func responseThreshold(mode string) time.Duration {
-	if mode == config.NATSModeJetStream {
+	if mode == ModeJetStream {
 		return 5 * time.Second
 	}
 	return 250 * time.Millisecond
@@ -179,7 +179,7 @@ func responseThreshold(mode string) time.Duration {
 // unchanged ($JS.ACK.>, _R_.>) are refused by the server when a client publishes with them.
 //
 // ragwatch's own user goes to the global account: serverUsers leaves its Account nil.
-func serverAccounts(subjects config.NATSSubjects, mode string) (own, app *server.Account, err error) {
+func serverAccounts(subjects Subjects, mode string) (own, app *server.Account, err error) {
 	own, app = server.NewAccount(server.DEFAULT_GLOBAL_ACCOUNT), server.NewAccount(AppAccount)
 	for _, s := range appSubjects(subjects) {
 		if err := own.AddServiceExport(s, []*server.Account{app}); err != nil {
@@ -196,7 +196,7 @@ func serverAccounts(subjects config.NATSSubjects, mode string) (own, app *server
 }
 
 // appSubjects are the enabled ingest subjects, the ones the app may publish on.
-func appSubjects(subjects config.NATSSubjects) []string {
+func appSubjects(subjects Subjects) []string {
 	var out []string
 	for _, s := range []string{subjects.Records, subjects.Feedback, subjects.OTLP, subjects.Labels} {
 		if s != "" {
@@ -216,7 +216,7 @@ func appSubjects(subjects config.NATSSubjects) []string {
 // gives a password away, and nats-server does not warn about plaintext passwords at start. The
 // minimum cost is enough: the hashes never leave the process, which holds its own password in
 // the clear for its client anyway, and every connect and start pays the cost.
-func serverUsers(subjects config.NATSSubjects, own, app Credential, appAcc *server.Account) ([]*server.User, error) {
+func serverUsers(subjects Subjects, own, app Credential, appAcc *server.Account) ([]*server.User, error) {
 	allow := appSubjects(subjects)
 	deny := []string{"$JS.>", "$KV.>", "$O.>", "$SYS.>", "_INBOX.>"}
 	if len(allow) == 0 {

@@ -14,11 +14,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
-func connectEmbedded(t *testing.T, cfg config.NATS, logger *slog.Logger) *Conn {
+func connectEmbedded(t *testing.T, cfg Config, logger *slog.Logger) *Conn {
 	t.Helper()
 	c, err := Connect(context.Background(), cfg, prometheus.NewRegistry(), logger)
 	if err != nil {
@@ -242,8 +241,8 @@ func TestConfiguredPasswords(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("RAGWATCH_TEST_NATS_PW", "own-secret-from-env")
-	cfg.Embedded.Users.App = config.NATSUser{Name: "support-bot", PasswordFile: appFile}
-	cfg.Embedded.Users.Ragwatch = config.NATSUser{Name: "rw", PasswordEnv: "RAGWATCH_TEST_NATS_PW"}
+	cfg.Embedded.Users.App = User{Name: "support-bot", PasswordFile: appFile}
+	cfg.Embedded.Users.Ragwatch = User{Name: "rw", PasswordEnv: "RAGWATCH_TEST_NATS_PW"}
 	c := connectEmbedded(t, cfg, nil)
 
 	app, err := nats.Connect(c.ClientURL(), nats.UserInfo("support-bot", "app-secret-from-file"))

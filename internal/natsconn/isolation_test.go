@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
@@ -27,8 +26,10 @@ import (
 // gets its acknowledgement.
 func TestAppReplyCannotReachRagwatchState(t *testing.T) {
 	cfg := embeddedCfg(t)
-	def := config.Default()
-	q := def.Scoring.Queue
+	// ragwatch's own state, as config's defaults name it (scoring.queue, alerting.state_bucket).
+	q := struct{ Stream, Subject, DeadLetterStream, DeadLetterSubject, ScoresSubjectPrefix string }{
+		"RAGWATCH_SCORING", "ragwatch.scoring.records", "RAGWATCH_SCORING_DEAD", "ragwatch.scoring.dead", "ragwatch.scores"}
+	const stateBucket = "ragwatch_alerts"
 	scores := q.ScoresSubjectPrefix + ".support-bot"
 	ctx := context.Background()
 
@@ -49,7 +50,7 @@ func TestAppReplyCannotReachRagwatchState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := c.KeyValue(ctx, def.Alerting.StateBucket, 0, 1<<20)
+	kv, err := c.KeyValue(ctx, stateBucket, 0, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestAppReplyCannotReachRagwatchState(t *testing.T) {
 	}
 	defer app.Close()
 	replies := []string{
-		"$KV." + def.Alerting.StateBucket + ".slo.support-bot",
+		"$KV." + stateBucket + ".slo.support-bot",
 		q.Subject,
 		q.DeadLetterSubject,
 		scores,
@@ -169,7 +170,7 @@ func TestAppReplyCannotReachRagwatchState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err = c.JS.KeyValue(ctx, def.Alerting.StateBucket)
+	kv, err = c.JS.KeyValue(ctx, stateBucket)
 	if err != nil {
 		t.Fatalf("alert-state bucket after a restart: %v", err)
 	}
@@ -246,7 +247,7 @@ func TestUnansweredAppRepliesExpire(t *testing.T) {
 	})
 
 	cfg = embeddedCfg(t)
-	cfg.Consume.Mode = config.NATSModeJetStream
+	cfg.Consume.Mode = ModeJetStream
 	c = connectEmbedded(t, cfg, nil)
 	if d, err := c.server.GlobalAccount().ServiceExportResponseThreshold(cfg.Subjects.Records); err != nil || d != 5*time.Second {
 		t.Fatalf("jetstream mode: response threshold %v, %v; want 5s", d, err)

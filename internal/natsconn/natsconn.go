@@ -21,8 +21,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/listen"
+	"github.com/ragwatch/ragwatch/internal/secret"
 )
 
 // Conn is the shared NATS connection. NC and JS are safe for concurrent use.
@@ -51,7 +51,7 @@ type Conn struct {
 // Connect starts the embedded server (no nats.url) or connects to the configured cluster. It
 // fails fast with a message naming the config key when the embedded port is taken, the store
 // dir is not writable or the cluster cannot be reached.
-func Connect(ctx context.Context, cfg config.NATS, reg prometheus.Registerer, logger *slog.Logger) (*Conn, error) {
+func Connect(ctx context.Context, cfg Config, reg prometheus.Registerer, logger *slog.Logger) (*Conn, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -294,7 +294,7 @@ func joinServers(s []string) string {
 	return out
 }
 
-func authOptions(cfg config.NATS) ([]nats.Option, error) {
+func authOptions(cfg Config) ([]nats.Option, error) {
 	var opts []nats.Option
 	if cfg.CredentialsFile != "" {
 		if _, err := os.Stat(cfg.CredentialsFile); err != nil {
@@ -303,14 +303,14 @@ func authOptions(cfg config.NATS) ([]nats.Option, error) {
 		opts = append(opts, nats.UserCredentials(cfg.CredentialsFile))
 	}
 	if cfg.TokenEnv != "" || cfg.TokenFile != "" {
-		tok, err := config.ReadSecret(cfg.TokenEnv, cfg.TokenFile)
+		tok, err := secret.Read(cfg.TokenEnv, cfg.TokenFile)
 		if err != nil {
 			return nil, fmt.Errorf("NATS token (`nats.token_env` / `nats.token_file`): %w", err)
 		}
 		opts = append(opts, nats.Token(tok.Reveal()))
 	}
 	if cfg.User != "" {
-		pw, err := config.ReadSecret(cfg.PasswordEnv, cfg.PasswordFile)
+		pw, err := secret.Read(cfg.PasswordEnv, cfg.PasswordFile)
 		if err != nil {
 			return nil, fmt.Errorf("NATS password (`nats.password_env` / `nats.password_file`): %w", err)
 		}
@@ -345,7 +345,7 @@ func authOptions(cfg config.NATS) ([]nats.Option, error) {
 // startEmbedded starts nats-server with JetStream in cfg.StoreDir, listening on
 // cfg.Embedded.Endpoint (port 0 or -1 picks a free port). The server requires a user and
 // password from every client: ragwatch's own and the app's (see resolveUsers).
-func startEmbedded(cfg config.NATS, onError func(string), logger *slog.Logger) (*server.Server, Credential, Credential, error) {
+func startEmbedded(cfg Config, onError func(string), logger *slog.Logger) (*server.Server, Credential, Credential, error) {
 	var own, app Credential
 	fail := func(err error) (*server.Server, Credential, Credential, error) {
 		return nil, Credential{}, Credential{}, err

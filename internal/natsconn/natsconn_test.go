@@ -19,14 +19,14 @@ import (
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
-	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/secret"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func embeddedCfg(t *testing.T) config.NATS {
-	cfg := config.Default().NATS
+func embeddedCfg(t *testing.T) Config {
+	cfg := DefaultConfig()
 	cfg.StoreDir = filepath.Join(t.TempDir(), "store")
 	cfg.Embedded.Endpoint = "127.0.0.1:-1"
 	return cfg
@@ -163,8 +163,8 @@ func TestExternalReconnect(t *testing.T) {
 	port := s1.Addr().(*net.TCPAddr).Port // s2 listens here again
 	t.Setenv("RAGWATCH_TEST_NATS_TOKEN", "s3cret")
 
-	cfg := config.Default().NATS
-	cfg.URL = config.SecretURL(s1.ClientURL())
+	cfg := DefaultConfig()
+	cfg.URL = secret.URL(s1.ClientURL())
 	cfg.TokenEnv = "RAGWATCH_TEST_NATS_TOKEN"
 	cfg.ReconnectWait = 10 * time.Millisecond
 	cfg.ReconnectMaxWait = 50 * time.Millisecond
@@ -227,8 +227,8 @@ func TestExternalReconnect(t *testing.T) {
 
 func TestExternalBadToken(t *testing.T) {
 	s := testutil.RunJetStream(t, testutil.Token("right"))
-	cfg := config.Default().NATS
-	cfg.URL = config.SecretURL(s.ClientURL())
+	cfg := DefaultConfig()
+	cfg.URL = secret.URL(s.ClientURL())
 	dir := t.TempDir()
 	tokFile := filepath.Join(dir, "token")
 	if err := os.WriteFile(tokFile, []byte("wrong\n"), 0o600); err != nil {
@@ -313,8 +313,8 @@ func TestIsStorageFull(t *testing.T) {
 // log in without putting the password in nats.url; a wrong one is refused.
 func TestExternalUserPassword(t *testing.T) {
 	s := testutil.RunJetStream(t, func(o *server.Options) { o.Username, o.Password = "sidecar", "s3cret-pw" })
-	cfg := config.Default().NATS
-	cfg.URL = config.SecretURL(s.ClientURL())
+	cfg := DefaultConfig()
+	cfg.URL = secret.URL(s.ClientURL())
 	cfg.User = "sidecar"
 	pwFile := filepath.Join(t.TempDir(), "password")
 	if err := os.WriteFile(pwFile, []byte("s3cret-pw\n"), 0o600); err != nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/secret"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
@@ -17,8 +17,8 @@ import (
 func TestConnectErrorHidesURLPassword(t *testing.T) {
 	addr := testutil.FreeAddr(t)
 	for _, url := range []string{"ragwatch:pw-s3cret@" + addr, "nats://ragwatch:pw-s3cret@" + addr} {
-		cfg := config.Default().NATS
-		cfg.URL = config.SecretURL(url)
+		cfg := DefaultConfig()
+		cfg.URL = secret.URL(url)
 		cfg.ConnectTimeout = 2 * time.Second
 		_, err := Connect(context.Background(), cfg, prometheus.NewRegistry(), nil)
 		if err == nil {

@@ -8,17 +8,13 @@ import (
 	"github.com/ragwatch/ragwatch/internal/text"
 )
 
-// ParseCitations extracts citations from an answer that did not carry them explicitly. A marker
-// is a bracketed list: `[1]`, `[2,3]` or `[2, 3]` are 1-based positions in docs; `[doc-id]` is
-// a document id. Each sentence (as internal/text splits them) holding markers gives one
-// citation: the sentence without its markers as the claim, and the cited document ids in order of first mention. Markers that
-// resolve to no document are ignored, so `[sic]` or a number past the list cite nothing.
-func ParseCitations(answer string, docs []Document) []Citation {
-	return parseCitations(answer, docs, true)
-}
-
-// parseCitations is ParseCitations; without claims, the citations hold their document ids only
-// (Text ""), as an elided record's do: only their count is read.
+// parseCitations extracts citations from an answer that did not carry them explicitly
+// (Record.Normalize). A marker is a bracketed list: `[1]`, `[2,3]` or `[2, 3]` are 1-based
+// positions in docs; `[doc-id]` is a document id. Each sentence (as internal/text splits them)
+// holding markers gives one citation: the sentence without its markers as the claim, and the
+// cited document ids in order of first mention. Markers that resolve to no document are
+// ignored, so `[sic]` or a number past the list cite nothing. Without claims, the citations
+// hold their document ids only (Text ""), as an elided record's do: only their count is read.
 func parseCitations(answer string, docs []Document, claims bool) []Citation {
 	markers := strings.Count(answer, "[")
 	if markers == 0 {

@@ -10,7 +10,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/text"
 )
 
-// The reference: ParseCitations as it was before its allocation-free rewrite. The rewrite must
+// The reference: parseCitations as it was before its allocation-free rewrite. The rewrite must
 // give the same citations for every answer. Both split sentences with internal/text, whose
 // rules its own tests pin; the reference checks the marker and claim handling.
 
@@ -112,9 +112,9 @@ func appendUniqueRef(ids []string, id string) []string {
 
 func checkSameCitations(t *testing.T, answer string, docs []Document) {
 	t.Helper()
-	got, want := ParseCitations(answer, docs), ParseCitationsRef(answer, docs)
+	got, want := citationsOf(answer, docs), ParseCitationsRef(answer, docs)
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("ParseCitations(%q)\n got %#v\nwant %#v", answer, got, want)
+		t.Fatalf("parseCitations(%q)\n got %#v\nwant %#v", answer, got, want)
 	}
 }
 

@@ -6,6 +6,11 @@ import (
 	"time"
 )
 
+// citationsOf is the citations Record.Normalize parses from an answer, with their claims.
+func citationsOf(answer string, docs []Document) []Citation {
+	return parseCitations(answer, docs, true)
+}
+
 func TestParseCitations(t *testing.T) {
 	docs := []Document{{ID: "d1"}, {ID: "d2"}, {ID: "faq-7"}}
 	cases := []struct {
@@ -51,9 +56,9 @@ func TestParseCitations(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := ParseCitations(c.answer, docs)
+			got := citationsOf(c.answer, docs)
 			if !reflect.DeepEqual(got, c.want) {
-				t.Errorf("ParseCitations(%q)\n got %#v\nwant %#v", c.answer, got, c.want)
+				t.Errorf("parseCitations(%q)\n got %#v\nwant %#v", c.answer, got, c.want)
 			}
 			// An elided record's: the same citations and ids, without their claims.
 			var idsOnly []Citation
@@ -73,12 +78,12 @@ func TestParseCitationsIDBeforePosition(t *testing.T) {
 	// A document whose id is a number is matched by id first: "[2]" is the document "2",
 	// not the second document.
 	docs := []Document{{ID: "2"}, {ID: "x"}}
-	got := ParseCitations("Numbered ids [2].", docs)
+	got := citationsOf("Numbered ids [2].", docs)
 	want := []Citation{{"Numbered ids.", []string{"2"}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %#v", got)
 	}
-	if got := ParseCitations("No documents [1].", nil); got != nil {
+	if got := citationsOf("No documents [1].", nil); got != nil {
 		t.Errorf("no documents: %#v", got)
 	}
 }
@@ -88,7 +93,7 @@ func FuzzParseCitations(f *testing.F) {
 	f.Add("[[[1]]] [,] [1,,2] .[1]")
 	docs := []Document{{ID: "d1"}, {ID: "d2"}, {ID: "faq-7"}}
 	f.Fuzz(func(t *testing.T, answer string) {
-		for _, c := range ParseCitations(answer, docs) {
+		for _, c := range citationsOf(answer, docs) {
 			if len(c.DocumentIDs) == 0 {
 				t.Fatalf("citation without documents: %#v", c)
 			}

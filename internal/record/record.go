@@ -354,25 +354,26 @@ func (r *Record) Validate() error {
 	return errors.Join(errs...)
 }
 
-// DecodeJSON decodes one record or a JSON array of records, validates each and fills parsed
-// citations and the time when absent. Errors name the array index.
+// DecodeJSON decodes one record or a JSON array of records (NATS `ragwatch.records.>`, POST
+// /api/v1/records), validates each and fills parsed citations and the time when absent.
+// Errors name the array index; see codec.go for their kinds.
 func DecodeJSON(data []byte, now time.Time) ([]*Record, error) {
 	data = trimSpace(data)
 	if len(data) == 0 {
-		return nil, errors.New("empty body")
+		return nil, malformed("empty body")
 	}
 	var recs []*Record
 	if data[0] == '[' {
 		if err := json.Unmarshal(data, &recs); err != nil {
-			return nil, fmt.Errorf("invalid JSON: %w", err)
+			return nil, invalidJSON(err)
 		}
 		if len(recs) == 0 {
-			return nil, errors.New("empty array")
+			return nil, malformed("empty array")
 		}
 	} else {
 		var r Record
 		if err := json.Unmarshal(data, &r); err != nil {
-			return nil, fmt.Errorf("invalid JSON: %w", err)
+			return nil, invalidJSON(err)
 		}
 		recs = []*Record{&r}
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
@@ -24,7 +23,7 @@ func TestTokensRotate(t *testing.T) {
 		}
 	}
 	write("old-token\n")
-	tok, err := NewTokens(config.BearerAuth{TokenFile: file})
+	tok, err := NewTokens(BearerAuth{TokenFile: file})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +73,7 @@ func TestServerConfigRotatesCertificate(t *testing.T) {
 		}
 	}
 	install(first)
-	sc, err := NewServerConfig(config.TLSServer{CertFile: certFile, KeyFile: keyFile}, "http/1.1")
+	sc, err := NewServerConfig(TLSServer{CertFile: certFile, KeyFile: keyFile}, "http/1.1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,21 +19,19 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-
-	"github.com/ragwatch/ragwatch/config"
 )
 
 // ServerTLS builds a server TLS config, or nil when TLS is not configured. With a client CA it
 // requires and verifies client certificates. protos are the ALPN protocols ("h2" for gRPC).
 // The files are read once; NewServerConfig gives a config that Prepare can read again.
-func ServerTLS(c config.TLSServer, protos ...string) (*tls.Config, error) {
+func ServerTLS(c TLSServer, protos ...string) (*tls.Config, error) {
 	if !c.Enabled() {
 		return nil, nil
 	}
 	return loadServerTLS(c, protos)
 }
 
-func loadServerTLS(c config.TLSServer, protos []string) (*tls.Config, error) {
+func loadServerTLS(c TLSServer, protos []string) (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("load TLS certificate %s: %w", c.CertFile, err)
@@ -61,14 +59,14 @@ func loadServerTLS(c config.TLSServer, protos []string) (*tls.Config, error) {
 // again while the listener runs (certificate rotation): every handshake takes the pair in
 // force, so a rotated certificate is served from the next connection on.
 type ServerConfig struct {
-	c      config.TLSServer
+	c      TLSServer
 	protos []string
 	cur    atomic.Pointer[tls.Config]
 	base   *tls.Config
 }
 
 // NewServerConfig reads the configured files; nil when TLS is not configured.
-func NewServerConfig(c config.TLSServer, protos ...string) (*ServerConfig, error) {
+func NewServerConfig(c TLSServer, protos ...string) (*ServerConfig, error) {
 	if !c.Enabled() {
 		return nil, nil
 	}
@@ -111,17 +109,17 @@ func (s *ServerConfig) Prepare() (commit func(), err error) {
 	return func() { s.cur.Store(next) }, nil
 }
 
-// Tokens is a set of accepted bearer tokens, read from config.BearerAuth and read again by
+// Tokens is a set of accepted bearer tokens, read from BearerAuth and read again by
 // Prepare (token rotation and revocation). A nil *Tokens accepts every request.
 type Tokens struct {
-	c config.BearerAuth
+	c BearerAuth
 	// sums are SHA-256 digests: comparing fixed-size digests in constant time leaks neither a
 	// token's content nor its length. Swapped whole, so a check sees the old set or the new.
 	sums atomic.Pointer[[][32]byte]
 }
 
 // NewTokens resolves the configured tokens; nil when auth is off.
-func NewTokens(c config.BearerAuth) (*Tokens, error) {
+func NewTokens(c BearerAuth) (*Tokens, error) {
 	if !c.Enabled() {
 		return nil, nil
 	}
@@ -134,7 +132,7 @@ func NewTokens(c config.BearerAuth) (*Tokens, error) {
 	return t, nil
 }
 
-func readTokens(c config.BearerAuth) ([][32]byte, error) {
+func readTokens(c BearerAuth) ([][32]byte, error) {
 	secrets, err := c.Tokens()
 	if err != nil {
 		return nil, err

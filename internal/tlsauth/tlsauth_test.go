@@ -15,13 +15,12 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
 func TestMutualTLS(t *testing.T) {
 	p := testutil.NewPKI(t)
-	tc, err := ServerTLS(config.TLSServer{CertFile: p.CertFile, KeyFile: p.KeyFile, ClientCAFile: p.CAFile})
+	tc, err := ServerTLS(TLSServer{CertFile: p.CertFile, KeyFile: p.KeyFile, ClientCAFile: p.CAFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,10 +53,10 @@ func TestMutualTLS(t *testing.T) {
 }
 
 func TestServerTLSErrors(t *testing.T) {
-	if tc, err := ServerTLS(config.TLSServer{}); tc != nil || err != nil {
+	if tc, err := ServerTLS(TLSServer{}); tc != nil || err != nil {
 		t.Fatalf("disabled TLS = %v, %v", tc, err)
 	}
-	_, err := ServerTLS(config.TLSServer{CertFile: "/nonexistent.pem", KeyFile: "/nonexistent-key.pem"})
+	_, err := ServerTLS(TLSServer{CertFile: "/nonexistent.pem", KeyFile: "/nonexistent-key.pem"})
 	if err == nil || !strings.Contains(err.Error(), "load TLS certificate /nonexistent.pem") {
 		t.Fatalf("err = %v", err)
 	}
@@ -68,7 +67,7 @@ func TestTokens(t *testing.T) {
 	if err := os.WriteFile(file, []byte("old-token\n  new-token \n\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := NewTokens(config.BearerAuth{TokenFile: file})
+	tok, err := NewTokens(BearerAuth{TokenFile: file})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,14 +87,14 @@ func TestTokens(t *testing.T) {
 		t.Error("nil tokens must accept")
 	}
 	t.Setenv("RW_TEST_TOKEN", "")
-	if _, err := NewTokens(config.BearerAuth{TokenEnv: "RW_TEST_TOKEN"}); err == nil || strings.Contains(err.Error(), "old-token") {
+	if _, err := NewTokens(BearerAuth{TokenEnv: "RW_TEST_TOKEN"}); err == nil || strings.Contains(err.Error(), "old-token") {
 		t.Errorf("empty env: err = %v", err)
 	}
 }
 
 func TestHTTPAndGRPCGuards(t *testing.T) {
 	t.Setenv("RW_TEST_TOKEN", "s3cret")
-	tok, err := NewTokens(config.BearerAuth{TokenEnv: "RW_TEST_TOKEN"})
+	tok, err := NewTokens(BearerAuth{TokenEnv: "RW_TEST_TOKEN"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/ragwatch/ragwatch/alerts/engine"
 	"github.com/ragwatch/ragwatch/alerts/notify"
 	"github.com/ragwatch/ragwatch/collector/assemble"
+	"github.com/ragwatch/ragwatch/collector/httpin"
 	"github.com/ragwatch/ragwatch/collector/join"
 	"github.com/ragwatch/ragwatch/collector/natsin"
 	"github.com/ragwatch/ragwatch/collector/otlp"
@@ -403,30 +404,20 @@ func (b *builder) http() (lifecycle, error) {
 	if err != nil {
 		return lifecycle{}, err
 	}
-	var records record.Consumer // POST /api/v1/records; a nil interface leaves it out
-	if b.Join != nil {
-		records = b.Join
-	}
-	in := b.cfg.Limits.Intake
 	bounds, counts := b.listenLimits()
 	srv, err := httpapi.New(httpapi.Settings{
 		Endpoint:    b.cfg.HTTP.Endpoint,
 		APIEndpoint: b.cfg.HTTP.APIEndpoint,
 		Gatherer:    b.Registry,
-		Records:     records,
 		Metrics:     b.Ingest,
 		TLS:         tlsConf,
 		Tokens:      tokens,
 		Refuse:      refuseFunc(b.guard),
 
-		RefuseRetryAfter:   memlimit.RetryAfter,
-		MaxBodyBytes:       in.MaxAPIBodyBytes,
-		MaxJSONDepth:       in.MaxJSONDepth,
-		MaxRecordsPerBatch: in.MaxRecordsPerBatch,
-		Listen:             bounds,
-		ListenMetrics:      counts,
-		Logger:             b.logger("http"),
-		Now:                b.o.now,
+		RefuseRetryAfter: memlimit.RetryAfter,
+		Listen:           bounds,
+		ListenMetrics:    counts,
+		Logger:           b.logger("http"),
 	})
 	if err != nil {
 		return lifecycle{}, fmt.Errorf("build HTTP server: %w", err)
@@ -470,6 +461,17 @@ func (b *builder) http() (lifecycle, error) {
 		})
 	}
 	if b.mode == ModeRun {
+		// The HTTP intake: records, feedback and labels into the join, as natsin hands them.
+		in := b.cfg.Limits.Intake
+		intake, err := httpin.New(httpin.Settings{
+			Records: b.Join, Feedback: b.Join, Labels: b.Join, Metrics: b.Ingest,
+			MaxBodyBytes: in.MaxAPIBodyBytes, MaxJSONDepth: in.MaxJSONDepth, MaxRecordsPerBatch: in.MaxRecordsPerBatch,
+			Logger: b.logger("http"), Now: b.o.now,
+		})
+		if err != nil {
+			return lifecycle{}, fmt.Errorf("build HTTP intake: %w", err)
+		}
+		intake.Mount(srv)
 		srv.Mount("GET /api/v1/alerts", b.Alerts.Handler())
 		srv.Mount("GET /api/v1/comparisons", b.Alerts.ComparisonsHandler())
 		srv.Mount("GET /api/v1/scores", b.recent.Handler())
@@ -477,8 +479,6 @@ func (b *builder) http() (lifecycle, error) {
 		if b.export != nil {
 			srv.Mount("GET /api/v1/export", b.export.Handler(b.o.now))
 		}
-		srv.Mount("POST /api/v1/feedback", b.Join.Handler(b.Ingest))
-		srv.Mount("POST /api/v1/labels", b.Join.LabelsHandler(b.Ingest))
 		if b.reload, err = newReloader(b.o.reload, b.o.now, b.Registry, b.logger("reload")); err != nil {
 			return lifecycle{}, err
 		}
