@@ -53,8 +53,9 @@ func diff(a, b []float64) []float64 {
 
 // trainPairs fits the pairwise model on the pairs of the RAGTruth development half (each pair
 // in both orders, so the model learns no position) and reports, on both halves, the share of
-// pairs where it prefers the faithful answer, next to today's rule (weakest quarter, margin
-// 0.05, ties half) and to comparing the learned faithfulness.
+// pairs where it prefers the faithful answer, next to the weakest quarter alone (margin 0.05,
+// ties half; the builtin judge's first criterion) and to comparing the learned faithfulness.
+// The builtin judge itself is measured by scorer-quality -pairwise.
 func trainPairs(w io.Writer, items []item, faith builtin.Logistic) builtin.Logistic {
 	var dev, held []item
 	for _, it := range items {
@@ -89,7 +90,7 @@ func trainPairs(w io.Writer, items []item, faith builtin.Logistic) builtin.Logis
 			learned += prefer(m.Logit(diff(p.hallucinated.x, p.faithful.x)), 0)
 		}
 		n := float64(len(s.pairs))
-		fmt.Fprintf(w, "%-26s %-34s %6d %7.3f\n", s.name, "today (weakest quarter, margin 0.05)", len(s.pairs), today/n)
+		fmt.Fprintf(w, "%-26s %-34s %6d %7.3f\n", s.name, "weakest quarter alone, margin 0.05", len(s.pairs), today/n)
 		fmt.Fprintf(w, "%-26s %-34s %6d %7.3f\n", s.name, "learned faithfulness, margin 0.05", len(s.pairs), viaFaith/n)
 		fmt.Fprintf(w, "%-26s %-34s %6d %7.3f\n", s.name, "pairwise model", len(s.pairs), learned/n)
 	}

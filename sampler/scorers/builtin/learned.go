@@ -59,6 +59,9 @@ var AnswerFeatureNames = []string{
 	"unsupported_novel", // share of claims below the threshold that hold a term the context lacks
 }
 
+// unsupportedNovel is the index of "unsupported_novel" in AnswerFeatureNames.
+const unsupportedNovel = 16
+
 // ClaimFeatureNames names the claim-level features of ClaimFeatures, in order: the inputs of
 // CitationModel.
 var ClaimFeatureNames = []string{
@@ -135,7 +138,7 @@ func answerRow(x []float64, ev []claimEvidence, supports []float64, threshold fl
 	x[12], x[13] = math.Log1p(n), math.Log1p(float64(terms))
 	x[14] = math.Log1p(float64(windows))
 	x[15] = math.Log(float64(terms+1) / float64(vocab+1))
-	x[16] = float64(novelUnsupported) / n
+	x[unsupportedNovel] = float64(novelUnsupported) / n
 }
 
 // evidence judges every claim of answer against the whole context and returns the answer-level

@@ -113,6 +113,9 @@ func TestAnswerFeatures(t *testing.T) {
 	if f["min_support"] != raw {
 		t.Errorf("min_support %v, want the weakest claim %v (three claims: the quarter is one)", f["min_support"], raw)
 	}
+	if AnswerFeatureNames[unsupportedNovel] != "unsupported_novel" {
+		t.Errorf("unsupportedNovel indexes %q", AnswerFeatureNames[unsupportedNovel])
+	}
 	if _, ok := AnswerFeatures("Sure!", d); ok {
 		t.Error("features of an answer without a claim")
 	}
