@@ -81,16 +81,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// labelled (hallucinated when it overlaps a labelled span) and scored on its own.
 	for i, st := range spanned {
 		var claims []quality.Example
-		var support, overlap []float64
+		var support, overlap, cite []float64
 		missing := 0
 		for _, e := range st.examples {
 			texts, sup := builtin.ClaimSupports(e.Answer, docs(e))
+			_, rows := builtin.ClaimFeatures(e.Answer, docs(e))
 			labelled, miss := quality.LabelClaims(e, texts)
 			missing += miss
 			for i, c := range labelled {
 				claims = append(claims, quality.Example{Answer: c.Text, Hallucinated: c.Hallucinated})
 				support = append(support, sup[i])
 				overlap = append(overlap, builtin.WordOverlap(c.Text, docs(e)))
+				cite = append(cite, builtin.CitationModel.Prob(rows[i]))
 			}
 		}
 		if i == 0 {
@@ -100,9 +102,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%-32s (%d claims not located in their answer: labelled by the answer)\n", st.name+"/claims", missing)
 		}
 		report(stdout, st.name+"/claims", claims, [2]row{{name: "builtin claim support", scores: support}, {name: "word overlap", scores: overlap}}, *threshold, *resamples)
-		acc, macro := decisionAgreement(claims, support, builtin.DefaultThreshold)
-		fmt.Fprintf(stdout, "%-32s %-22s accuracy %.3f macro-F1 %.3f   (citation decision \"the cited document supports the claim\": support >= %.2f)\n",
-			st.name+"/claims", "builtin citation", acc, macro, builtin.DefaultThreshold)
+		acc, macro := quality.DecisionAgreement(claims, support, builtin.DefaultThreshold)
+		fmt.Fprintf(stdout, "%-32s %-22s accuracy %.3f macro-F1 %.3f   (support >= %.2f, the citation decision before the learned model)\n",
+			st.name+"/claims", "support threshold", acc, macro, builtin.DefaultThreshold)
+		acc, macro = quality.DecisionAgreement(claims, cite, 0.5)
+		fmt.Fprintf(stdout, "%-32s %-22s accuracy %.3f macro-F1 %.3f   (citation decision \"the cited document supports the claim\": CitationModel >= 0.5)\n",
+			st.name+"/claims", "builtin citation", acc, macro)
 	}
 	return 0
 }
@@ -182,34 +187,4 @@ func hasSpans(sp quality.Split) bool {
 
 func docs(e quality.Example) []record.Document {
 	return []record.Document{{ID: "context", Content: e.Context}}
-}
-
-// decisionAgreement is the accuracy and macro-F1 (the mean of the F1 of "supported" and of
-// "not supported") of the decision score >= threshold against the labels.
-func decisionAgreement(ex []quality.Example, scores []float64, threshold float64) (accuracy, macroF1 float64) {
-	var tp, fp, fn, tn float64 // positive: supported (not hallucinated)
-	for i, e := range ex {
-		pred, pos := scores[i] >= threshold, !e.Hallucinated
-		switch {
-		case pred && pos:
-			tp++
-		case pred && !pos:
-			fp++
-		case !pred && pos:
-			fn++
-		default:
-			tn++
-		}
-	}
-	f1 := func(tp, fp, fn float64) float64 {
-		if 2*tp+fp+fn == 0 {
-			return 0
-		}
-		return 2 * tp / (2*tp + fp + fn)
-	}
-	n := tp + fp + fn + tn
-	if n == 0 {
-		return 0, 0
-	}
-	return (tp + tn) / n, (f1(tp, fp, fn) + f1(tn, fn, fp)) / 2
 }

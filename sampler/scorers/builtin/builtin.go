@@ -18,7 +18,8 @@ const Name = "builtin"
 // Options configure the builtin scorer. The zero value scores every metric at the default
 // threshold.
 type Options struct {
-	// Threshold is the support a claim needs to count as supported (0: DefaultThreshold).
+	// Threshold is the support a claim needs to count as supported (0: DefaultThreshold). The
+	// citation metrics decide by the learned CitationModel instead (docs/scorer-quality.md).
 	Threshold float64
 	// Metrics limits the metrics scored (nil: all of MetricNames). Unknown names are rejected
 	// by Validate and ignored by New.

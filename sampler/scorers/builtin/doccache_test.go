@@ -179,8 +179,8 @@ func TestReusedIndexIsAFreshIndex(t *testing.T) {
 				what := fmt.Sprintf("cache %v, pass %d, record %d %v", c != nil, pass, i, r)
 				sameIndex(t, what, got, want)
 				for _, claim := range claims {
-					gv, gwhy, gw := got.supportWindow(tokenize(claim), nil)
-					wv, wwhy, ww := want.supportWindow(tokenize(claim), nil)
+					gv, gwhy, gw := got.supportWindow(tokenize(claim), nil, nil)
+					wv, wwhy, ww := want.supportWindow(tokenize(claim), nil, nil)
 					if gv != wv || gwhy != wwhy || gw != ww {
 						t.Fatalf("%s: support of %q is %v %q window %d, want %v %q window %d", what, claim, gv, gwhy, gw, wv, wwhy, ww)
 					}

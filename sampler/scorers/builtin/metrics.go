@@ -148,11 +148,17 @@ func (j *judge) faithfulness(answer string) (float64, string, bool) {
 			reasons[why]++
 		}
 	}
-	why := fmt.Sprintf("%d/%d claims supported%s", supported, len(claims), reasonText(reasons))
-	if all > len(claims) {
-		why += fmt.Sprintf("; judged the first %d of %d claims", len(claims), all)
+	return weakestQuarter(supports), explainClaims(supported, len(claims), all, reasons), true
+}
+
+// explainClaims is faithfulness's explanation: supported of n claims judged (of all in the
+// text), and the most common reason a claim fell short.
+func explainClaims(supported, n, all int, reasons map[string]int) string {
+	why := fmt.Sprintf("%d/%d claims supported%s", supported, n, reasonText(reasons))
+	if all > n {
+		why += fmt.Sprintf("; judged the first %d of %d claims", n, all)
 	}
-	return weakestQuarter(supports), why, true
+	return why
 }
 
 // weakestQuarter is the mean of the lowest ⌈n/4⌉ of the n supports (n > 0); it sorts supports.
@@ -218,7 +224,7 @@ func (j *judge) answerRelevancy(query, answer string) (float64, string, bool) {
 	var grounded map[int32]bool // terms of the passages that support an answer claim
 	if hasDocContent(j.docs) {
 		for _, c := range j.claims(answer) {
-			if s, _, w := ix.supportWindow(j.tokens(c), nil); s >= j.threshold && w >= 0 {
+			if s, _, w := ix.supportWindow(j.tokens(c), nil, nil); s >= j.threshold && w >= 0 {
 				if grounded == nil {
 					grounded = map[int32]bool{}
 				}
@@ -363,7 +369,8 @@ func (j *judge) contextRecall(reference string) (float64, string, bool) {
 
 // CitationPrecision is, over every (claim, cited document) pair of the citations, the share of
 // citations that are precise (ALCE): the cited document alone supports the claim, or the claim is
-// supported by all its cited documents together but not without this one. A citation of an
+// supported by all its cited documents together but not without this one. "Supports" is the
+// learned citation decision (CitationModel, learned.go), not the support threshold. A citation of an
 // unknown document is imprecise. ok is false without citations or without document content.
 func CitationPrecision(citations []record.Citation, docs []record.Document) (value float64, explanation string, ok bool) {
 	j := newJudge(docs, DefaultThreshold)
@@ -384,7 +391,7 @@ func (j *judge) citationPrecision(citations []record.Citation) (float64, string,
 				cited[i] = true
 			}
 		}
-		all := -1.0
+		all := 0 // whether the cited documents together support the claim: 0 not known yet, 1 yes, -1 no
 		for _, id := range c.DocumentIDs {
 			total++
 			i, ok := j.byID[id]
@@ -392,17 +399,20 @@ func (j *judge) citationPrecision(citations []record.Citation) (float64, string,
 				unknown++
 				continue
 			}
-			if s, _ := j.support(claim, map[int]bool{i: true}); s >= j.threshold {
+			if j.citationSupports(claim, map[int]bool{i: true}) {
 				precise++
 				continue
 			}
 			if len(cited) < 2 {
 				continue
 			}
-			if all < 0 {
-				all, _ = j.support(claim, cited)
+			if all == 0 {
+				all = -1
+				if j.citationSupports(claim, cited) {
+					all = 1
+				}
 			}
-			if all < j.threshold {
+			if all < 0 {
 				continue
 			}
 			rest := make(map[int]bool, len(cited))
@@ -411,7 +421,7 @@ func (j *judge) citationPrecision(citations []record.Citation) (float64, string,
 					rest[k] = true
 				}
 			}
-			if s, _ := j.support(claim, rest); s < j.threshold {
+			if !j.citationSupports(claim, rest) {
 				precise++ // needed together with the others
 			}
 		}
@@ -427,7 +437,7 @@ func (j *judge) citationPrecision(citations []record.Citation) (float64, string,
 }
 
 // CitationRecall is the share of the answer's claims that have a citation whose cited documents,
-// together, support the claim (ALCE). A claim belongs to a citation when one's text contains the
+// together, support the claim (ALCE; "support" is the learned citation decision). A claim belongs to a citation when one's text contains the
 // other's. An answer that cites nothing scores 0 when it makes a claim (docs/metrics.md). ok is
 // false without claims, or with citations but no document content to check them against.
 func CitationRecall(answer string, citations []record.Citation, docs []record.Document) (value float64, explanation string, ok bool) {
@@ -476,7 +486,7 @@ func (j *judge) citationRecall(answer string, citations []record.Citation) (floa
 			uncited++
 			continue
 		}
-		if s, _ := j.support(claim, cited); s >= j.threshold {
+		if j.citationSupports(claim, cited) {
 			supported++
 		}
 	}

@@ -15,8 +15,8 @@ import (
 const DefaultPairMargin = 0.05
 
 // PairJudge is the builtin pairwise judge: it scores both answers with the builtin metrics and
-// decides by the first of faithfulness, citation precision and answer relevancy that both
-// answers have and that differs by more than Margin; the answer with the higher value wins,
+// decides by the first of faithfulness, citation precision, answer relevancy and grounded claims
+// (PairGroundedClaims) that both answers have and that differs by more than Margin; the answer with the higher value wins,
 // with confidence the difference. When none does, the pair is a tie. The rule is symmetric in
 // a and b, so it needs no position swap: it never reports Inconsistent.
 type PairJudge struct {
@@ -27,8 +27,15 @@ type PairJudge struct {
 
 var _ pairwise.Judge = PairJudge{}
 
-// PairCriteria are the metrics the builtin pairwise rule compares, in order.
-var PairCriteria = []string{score.Faithfulness, score.CitationPrecision, score.AnswerRelevancy}
+// PairGroundedClaims is the pairwise rule's last criterion, not a metric: the share of the
+// answer's claims that are supported or add no word the documents lack (1 − the answer feature
+// unsupported_novel). It breaks the ties of faithfulness: of two answers whose weakest claims are
+// about as well supported, the one with fewer unsupported claims adding new content wins
+// (docs/scorer-quality.md#pairwise-judge says how it was chosen).
+const PairGroundedClaims = "grounded_claims"
+
+// PairCriteria are what the builtin pairwise rule compares, in order.
+var PairCriteria = []string{score.Faithfulness, score.CitationPrecision, score.AnswerRelevancy, PairGroundedClaims}
 
 // Name implements pairwise.Judge.
 func (PairJudge) Name() string { return Name }
@@ -52,8 +59,9 @@ func (p PairJudge) JudgePair(ctx context.Context, a, b *record.Record) (pairwise
 	ja, jb := newJudge(a.Documents, threshold), newJudge(b.Documents, threshold)
 	values := func(j *judge, r *record.Record) map[string]float64 {
 		out := map[string]float64{}
-		if v, _, ok := j.faithfulness(r.Answer); ok {
-			out[score.Faithfulness] = v
+		if x, ok := j.evidence(r.Answer); ok {
+			out[score.Faithfulness] = x[0] // the raw weakest quarter, as Faithfulness
+			out[PairGroundedClaims] = 1 - x[unsupportedNovel]
 		}
 		if v, _, ok := j.citationPrecision(r.Citations); ok {
 			out[score.CitationPrecision] = v

@@ -33,6 +33,10 @@ func TestPairJudgeRule(t *testing.T) {
 		{"faithful baseline wins", rec(faithful), rec(invented), pairwise.WinnerA, pairwise.Loss, "faithfulness"},
 		{"same answer ties", rec(faithful), rec(faithful), pairwise.WinnerTie, pairwise.Tie, "no criterion"},
 		{"citation precision breaks a faithfulness tie", rec(faithful, badCite), rec(faithful, goodCite), pairwise.WinnerB, pairwise.Win, "citation_precision"},
+		// The weakest claims are the same (a wrong year), but b's second claim is the documents'
+		// while a's adds a word they lack.
+		{"grounded claims break a faithfulness tie", rec("The Eiffel Tower was completed in 1901. The tower is painted gold."),
+			rec("The Eiffel Tower was completed in 1901. The tower is made of iron."), pairwise.WinnerB, pairwise.Win, "grounded_claims"},
 		{"relevancy decides when nothing else differs", rec("The tower is made of wrought iron and receives about seven million visitors a year."),
 			rec("The Eiffel Tower is 330 metres tall. It was completed in 1889 for the World's Fair in Paris."), pairwise.WinnerB, pairwise.Win, "answer_relevancy"},
 	}

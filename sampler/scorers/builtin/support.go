@@ -412,12 +412,27 @@ type claimTerm struct {
 // negation the best window lacks (or the reverse) and an antonym in place of the claim's word
 // signal a contradiction.
 func (ix *index) support(toks []token, docs map[int]bool) (float64, string) {
-	v, why, _ := ix.supportWindow(toks, docs)
+	v, why, _ := ix.supportWindow(toks, docs, nil)
 	return v, why
 }
 
-// supportWindow is support, and the index of the claim's best window (-1: none).
-func (ix *index) supportWindow(toks []token, docs map[int]bool) (float64, string, int) {
+// claimEvidence is what supportWindow saw of one claim beyond its support: the inputs of the
+// learned models (learned.go). Counting them costs a few additions per claim term.
+type claimEvidence struct {
+	support        float64
+	window, global float64 // shares of the claim's term weight in its best window / the context
+	terms          int     // distinct content terms
+	novel          int     // of them, found nowhere in the context
+	missingNumbers int     // claim numbers found nowhere in the context
+	strayNumbers   int     // in the context but not in the best window
+	missingNames   int     // capitalised claim words found nowhere in the context
+	negation       bool    // claim and best window disagree on negation
+	antonyms       int     // claim words whose antonym, not the word, is in the best window
+}
+
+// supportWindow is support, and the index of the claim's best window (-1: none). When ev is
+// not nil it receives the evidence behind the support.
+func (ix *index) supportWindow(toks []token, docs map[int]bool, ev *claimEvidence) (float64, string, int) {
 	if ix.seen == nil {
 		ix.seen = map[string]bool{}
 	}
@@ -447,6 +462,9 @@ func (ix *index) supportWindow(toks []token, docs map[int]bool) (float64, string
 		terms = append(terms, ct)
 	}
 	if len(terms) == 0 {
+		if ev != nil {
+			*ev = claimEvidence{support: 1, window: 1, global: 1}
+		}
 		return 1, "", -1
 	}
 	total, global := 0.0, 0.0
@@ -478,6 +496,9 @@ func (ix *index) supportWindow(toks []token, docs map[int]bool) (float64, string
 		return true
 	})
 	if best < 0 {
+		if ev != nil {
+			*ev = claimEvidence{terms: len(terms), novel: len(terms)}
+		}
 		return 0, "no context", -1
 	}
 	win := &ix.windows[best]
@@ -488,22 +509,30 @@ func (ix *index) supportWindow(toks []token, docs map[int]bool) (float64, string
 			why = s
 		}
 	}
+	var e claimEvidence
 	for _, ct := range terms {
+		if ct.id < 0 {
+			e.novel++
+		}
 		switch {
 		case ct.num && ct.id < 0:
 			score *= missingNumber
 			note("number not in context")
+			e.missingNumbers++
 		case ct.num && !has(win.terms, ct.id):
 			score *= strayNumber
 			note("number not in best passage")
+			e.strayNumbers++
 		case ct.cap && ct.id < 0:
 			score *= missingEntity
 			note("name not in context")
+			e.missingNames++
 		}
 	}
 	if bestCov/total >= negationCover && claimNeg != win.neg {
 		score *= negationFactor
 		note("negation differs from passage")
+		e.negation = true
 	}
 	for _, h := range hints {
 		if id, ok := ix.vocab[h]; ok && has(win.terms, id) {
@@ -513,9 +542,14 @@ func (ix *index) supportWindow(toks []token, docs map[int]bool) (float64, string
 			if aid, ok := ix.vocab[a]; ok && has(win.terms, aid) {
 				score *= antonymFactor
 				note("contradicting word in passage")
+				e.antonyms++
 				break
 			}
 		}
+	}
+	if ev != nil {
+		e.support, e.window, e.global, e.terms = clamp01(score), bestCov/total, global/total, len(terms)
+		*ev = e
 	}
 	return clamp01(score), why, best
 }

@@ -349,3 +349,33 @@ func percentiles(v []float64) Interval {
 	at := func(q float64) float64 { return v[min(len(v)-1, int(q*float64(len(v))))] }
 	return Interval{Lo: at(0.025), Hi: at(0.975)}
 }
+
+// DecisionAgreement is the accuracy and macro-F1 (the mean of the F1 of "supported" and of
+// "not supported") of the decision score >= threshold against the labels.
+func DecisionAgreement(ex []Example, scores []float64, threshold float64) (accuracy, macroF1 float64) {
+	var tp, fp, fn, tn float64 // positive: supported (not hallucinated)
+	for i, e := range ex {
+		pred, pos := scores[i] >= threshold, !e.Hallucinated
+		switch {
+		case pred && pos:
+			tp++
+		case pred && !pos:
+			fp++
+		case !pred && pos:
+			fn++
+		default:
+			tn++
+		}
+	}
+	f1 := func(tp, fp, fn float64) float64 {
+		if 2*tp+fp+fn == 0 {
+			return 0
+		}
+		return 2 * tp / (2*tp + fp + fn)
+	}
+	n := tp + fp + fn + tn
+	if n == 0 {
+		return 0, 0
+	}
+	return (tp + tn) / n, (f1(tp, fp, fn) + f1(tn, fn, fp)) / 2
+}
