@@ -100,6 +100,7 @@ alerting:
   evaluation_interval: 1s
   trace_url_template: "http://tempo.example.internal/trace/{trace_id}"
   diagnosis: { window: 1m, min_samples: 10 }
+  agreement: { min_samples: 5 }
 `
 
 const prometheusConfig = `
@@ -254,6 +255,7 @@ func TestEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sent := traffic(ctx, t, s.otlpGRPC, gen, 30)
+	posted := features(ctx, s.ragwatch)
 
 	// Healthy traffic: every query of the shipped dashboard returns data once Prometheus has a
 	// few scrapes.
@@ -413,7 +415,7 @@ func TestEndToEnd(t *testing.T) {
 		return nil
 	})
 	cancel()
-	t.Logf("sent %d traces", <-sent)
+	t.Logf("sent %d traces, posted %d feature batches", <-sent, <-posted)
 }
 
 // TestDemoFiresAndResolvesBothAlerts runs `ragwatch demo --duration 90s` as a user would and

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/ragwatch/ragwatch/alerts"
+	"github.com/ragwatch/ragwatch/alerts/judgeagreement"
 	"github.com/ragwatch/ragwatch/internal/reqsignal"
 )
 
@@ -127,6 +129,26 @@ func rows() []row {
 				desc: "Mean score by metric and conversation turn (1, 2, 3-5, 6+): a falling line at later turns means follow-up questions are answered worse.",
 				queries: []Query{
 					q(`sum by (metric, turn_bucket) (rate(ragwatch_eval_score_by_turn_sum{`+sel+`}[$__rate_interval])) / sum by (metric, turn_bucket) (rate(ragwatch_eval_score_by_turn_count{`+sel+`}[$__rate_interval]))`, "{{metric}} turn {{turn_bucket}}")}},
+		}},
+		{"Diagnosis, judges and refusals", []spec{
+			{kind: "timeseries", title: "Diagnosis patterns", unit: "short", min: f(0), max: f(1),
+				desc: "1 while a service's metric pairs show the pattern (hallucination, context_ignored, ranking_noise, noisy_context, retrieval_shift): where the problem is, retrieval or generation (docs/alerts.md#diagnosis).",
+				queries: []Query{
+					q(`max by (service, pattern) (`+alerts.MetricDiagnosis+`{`+sel+`})`, "{{service}} {{pattern}}")}},
+			{kind: "timeseries", title: "Judge agreement with human labels", unit: "short",
+				desc: "Agreement of each judge with people on the same records: spearman and kappa (higher is better), mae (lower is better); exported once min_samples pairs exist (docs/judges.md).",
+				queries: []Query{
+					q(judgeagreement.MetricJudgeAgreement, "{{judge}} {{metric}} {{statistic}}"),
+					q(judgeagreement.MetricJudgeAgreementPairs, "{{judge}} {{metric}} pairs")}},
+			{kind: "timeseries", title: "Pairwise win rate", unit: "percentunit", min: f(0), max: f(1),
+				desc: "Share of shadow pairs the candidate won (ties count half), with its 95% interval: above 0.5 the candidate is better (docs/pairwise.md).",
+				queries: []Query{
+					q(`ragwatch_pairwise_win_rate`, "{{comparison}} {{bound}}")}},
+			{kind: "timeseries", title: "Refusals", unit: "percentunit", min: f(0), max: f(1),
+				desc: "Share of answers that decline for lack of information, and the share of scored refusals that were right (refusal_correct: the documents did not support an answer).",
+				queries: []Query{
+					q(`(sum(rate(`+reqsignal.MetricRefusals.Name+`{`+sel+`}[$__rate_interval])) or vector(0)) / sum(rate(`+requests+`{`+sel+`}[$__rate_interval]))`, "refusal share"),
+					q(`sum(rate(ragwatch_eval_score_weighted_sum_total{`+sel+`,metric="refusal_correct"}[$__rate_interval])) / sum(rate(ragwatch_eval_score_weight_total{`+sel+`,metric="refusal_correct"}[$__rate_interval]))`, "correct refusals")}},
 		}},
 		{"Alerts and error budgets", []spec{
 			{kind: "stat", title: "Alerts firing", unit: "short", queries: []Query{

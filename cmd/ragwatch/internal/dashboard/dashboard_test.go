@@ -63,8 +63,8 @@ func TestDashboardShape(t *testing.T) {
 			}
 		}
 	}
-	if rowsSeen != 9 {
-		t.Errorf("rows = %d, want 9", rowsSeen)
+	if rowsSeen != 10 {
+		t.Errorf("rows = %d, want 10", rowsSeen)
 	}
 	if n := len(Queries()); n < 25 {
 		t.Errorf("queries = %d, want at least 25", n)
