@@ -1,0 +1,196 @@
+package service_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"google.golang.org/grpc"
+
+	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
+	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/testutil"
+)
+
+// logsReceiver is a real OTLP logs endpoint (the pdata gRPC service) that keeps every record.
+type logsReceiver struct {
+	plogotlp.UnimplementedGRPCServer
+	mu   sync.Mutex
+	recs []plog.LogRecord
+}
+
+func newLogsReceiver(t *testing.T) (*logsReceiver, string) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &logsReceiver{}
+	srv := grpc.NewServer()
+	plogotlp.RegisterGRPCServer(srv, r)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return r, lis.Addr().String()
+}
+
+func (r *logsReceiver) Export(_ context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rls := req.Logs().ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		sls := rls.At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				c := plog.NewLogRecord()
+				lrs.At(k).CopyTo(c)
+				r.recs = append(r.recs, c)
+			}
+		}
+	}
+	return plogotlp.NewExportResponse(), nil
+}
+
+// seen lists each received event as "trace span metric scorer kind", sorted.
+func (r *logsReceiver) seen() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, l := range r.recs {
+		a := l.Attributes().AsRaw()
+		span := "-"
+		if !l.SpanID().IsEmpty() {
+			span = l.SpanID().String()
+		}
+		out = append(out, fmt.Sprintf("%s %s %s %s %v %s %v", l.EventName(), l.TraceID(), span,
+			a["gen_ai.evaluation.name"], a["ragwatch.evaluation.scorer"], a["ragwatch.evaluator.kind"], a["gen_ai.evaluation.score.value"]))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (r *logsReceiver) explanations() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, l := range r.recs {
+		if v, ok := l.Attributes().Get("gen_ai.evaluation.explanation"); ok {
+			out = append(out, v.Str())
+		}
+	}
+	return out
+}
+
+// TestEvaluationEvents runs the pipeline with evaluations.otlp set: every sampled record's
+// judge score and retrieval metric reach a real OTLP logs endpoint once, as
+// gen_ai.evaluation.result events on the record's trace and span, with explanations redacted by
+// the process's redactor; a human label that arrives after its record follows as a person's
+// judgement.
+func TestEvaluationEvents(t *testing.T) {
+	judge := service.NewFakeJudge(t, func(string) string {
+		v, _ := json.Marshal(map[string]any{"reasoning": "It answers the question.", "score": 4})
+		return string(v)
+	})
+	t.Setenv("EVX_JUDGE_KEY", "sk-test")
+	logs, addr := newLogsReceiver(t)
+	cfg, err := config.Parse([]byte(`
+receivers: {otlp: {grpc: {endpoint: ""}, http: {endpoint: ""}}}
+http: {endpoint: "127.0.0.1:0", api_endpoint: ""}
+sampling: {rate: 1}
+scoring:
+  workers: 2
+  backend: openai
+  metrics: [rubric_relevance, mrr]
+  openai: {base_url: "` + judge.URL + `/v1/", model: judge-1, api_key_env: EVX_JUDGE_KEY}
+evaluations:
+  otlp: {endpoint: "` + addr + `", insecure: true}
+  flush_interval: 50ms
+redaction:
+  # No explanation of today's scorers quotes the record; this pattern stands for content
+  # the redactor must catch in what the judge wrote.
+  patterns: [{name: order_number, regex: "score [0-9]"}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NATS.StoreDir = t.TempDir()
+	cfg.NATS.Embedded.Endpoint = "127.0.0.1:-1"
+	a, err := service.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = a.Shutdown(ctx)
+		}
+	}()
+	// Three records: two turns of one trace (each with its span id) and a trace of one turn.
+	recs := []*record.Record{
+		{TraceID: "aa000000000000000000000000000001", SpanID: "bb00000000000001", Turn: 1},
+		{TraceID: "aa000000000000000000000000000001", SpanID: "bb00000000000002", Turn: 2},
+		{TraceID: "aa000000000000000000000000000002"},
+	}
+	for _, r := range recs {
+		r.Service, r.Time, r.Query, r.Answer = "chat", time.Now(), "How do I get a refund?", "Write to jane.doe@example.com."
+		r.Documents = []record.Document{{ID: "a", Content: "Refunds: use the form."}, {ID: "b", Content: "Contact support."}}
+		r.Relevance = map[string]int{"b": 1} // mrr 0.5
+		if err := a.Records.ConsumeRecord(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want []string
+	for _, r := range recs {
+		span := r.SpanID
+		if span == "" {
+			span = "-"
+		}
+		want = append(want,
+			fmt.Sprintf("gen_ai.evaluation.result %s %s mrr retrieval code 0.5", r.TraceID, span),
+			fmt.Sprintf("gen_ai.evaluation.result %s %s rubric_relevance openai llm 0.75", r.TraceID, span))
+	}
+	testutil.CheckFor(t, 15*time.Second, 20*time.Millisecond, "each record's two scores", func() error {
+		if got := logs.seen(); len(got) < len(want) {
+			return fmt.Errorf("%d events: %q", len(got), got)
+		}
+		return nil
+	})
+	// A person corrects the judge on the second turn after its record passed the join.
+	if err := a.Labels.ConsumeLabel(ctx, record.Label{TraceID: recs[1].TraceID, SpanID: recs[1].SpanID, Service: "chat",
+		Values: map[string]float64{"rubric_relevance": 0.25}, Labeler: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, fmt.Sprintf("gen_ai.evaluation.result %s %s rubric_relevance human human 0.25", recs[1].TraceID, recs[1].SpanID))
+	sort.Strings(want)
+	// Shutdown sends what is queued.
+	stopped = true
+	if err := a.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := logs.seen(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant (each once):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	ex := logs.explanations()
+	sort.Strings(ex)
+	wantEx := []string{"2 documents, 1 relevant labels", "2 documents, 1 relevant labels", "2 documents, 1 relevant labels",
+		"judge [REDACTED:order_number] of 5", "judge [REDACTED:order_number] of 5", "judge [REDACTED:order_number] of 5"}
+	if strings.Join(ex, "|") != strings.Join(wantEx, "|") {
+		t.Errorf("explanations %q, want %q", ex, wantEx)
+	}
+	if got := testutil.Sum(t, a.Registry, "ragwatch_evaluation_exported_total", map[string]string{"destination": "otlp"}); got != float64(len(want)) {
+		t.Errorf("ragwatch_evaluation_exported_total = %v, want %d", got, len(want))
+	}
+}
