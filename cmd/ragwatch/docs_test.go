@@ -11,7 +11,8 @@ import (
 // TestConfigDocsLoad keeps the YAML examples of docs/configuration.md and the README loadable:
 // a renamed or removed key fails here instead of in a user's hands.
 func TestConfigDocsLoad(t *testing.T) {
-	for _, path := range []string{"../../docs/configuration.md", "../../README.md", "../../docs/variants.md"} {
+	for _, path := range []string{"../../docs/configuration.md", "../../README.md", "../../docs/variants.md",
+		"../../docs/evaluations-otlp.md", "../../docs/evaluations-langfuse.md", "../../docs/evaluations-phoenix.md"} {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
