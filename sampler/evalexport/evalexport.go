@@ -1,6 +1,7 @@
 package evalexport
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/truncate"
+	"github.com/ragwatch/ragwatch/sampler/pairwise"
 )
 
 // Kinds of evaluator, as Phoenix's annotator_kind names them (lower case here):
@@ -57,6 +59,41 @@ type Evaluation struct {
 	// Kind is KindLLM, KindCode or KindHuman.
 	Kind string
 	Time time.Time
+	// Comparison names the comparison of a pairwise verdict ("" for other evaluations).
+	Comparison string
+}
+
+// PairwiseName is the evaluation name of a shadow pair's verdict.
+const PairwiseName = "pairwise"
+
+// FromPairVerdict is the verdict on a shadow pair as two evaluations, one on each record, each
+// from its own side: label win, loss, tie or inconsistent, value 1, 0 or 0.5 (an inconsistent
+// verdict counts as a tie, as in ragwatch_pairwise_total).
+func FromPairVerdict(comparison string, a, b *record.Record, v pairwise.Verdict, weight float64, now time.Time) []Evaluation {
+	kind := KindCode
+	if v.Model != "" {
+		kind = KindLLM
+	}
+	mirror := map[string]string{pairwise.Win: pairwise.Loss, pairwise.Loss: pairwise.Win}
+	out := make([]Evaluation, 0, 2)
+	for _, side := range []struct {
+		r       *record.Record
+		outcome string
+	}{{b, v.Outcome}, {a, cmp.Or(mirror[v.Outcome], v.Outcome)}} {
+		value := 0.5
+		switch side.outcome {
+		case pairwise.Win:
+			value = 1
+		case pairwise.Loss:
+			value = 0
+		}
+		out = append(out, Evaluation{
+			TraceID: side.r.TraceID, SpanID: side.r.SpanID, Service: side.r.Service, Variant: side.r.Variant,
+			Name: PairwiseName, Value: value, Label: side.outcome, Explanation: v.Reasoning,
+			Scorer: v.Judge, Model: v.Model, Weight: weight, Kind: kind, Time: now, Comparison: comparison,
+		})
+	}
+	return out
 }
 
 // FromResult is the evaluation of a score result: an LLM judge's when it names a model.
@@ -269,6 +306,14 @@ func (e *Exporter) ConsumeLabel(_ context.Context, l record.Label) error {
 		e.offer(ev)
 	}
 	return nil
+}
+
+// ConsumePairVerdict implements worker.PairVerdictConsumer: a judged shadow pair, exported on
+// both records.
+func (e *Exporter) ConsumePairVerdict(_ context.Context, comparison string, a, b *record.Record, v pairwise.Verdict, weight float64) {
+	for _, ev := range FromPairVerdict(comparison, a, b, v, weight, e.set.Now()) {
+		e.offer(ev)
+	}
 }
 
 func (e *Exporter) offer(ev Evaluation) {

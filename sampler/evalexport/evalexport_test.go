@@ -33,6 +33,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/redact"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/testutil"
+	"github.com/ragwatch/ragwatch/sampler/pairwise"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -633,3 +634,30 @@ func TestSecretsMissing(t *testing.T) {
 }
 
 func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// TestPairVerdict: a shadow pair's verdict is one evaluation on each record, from its side.
+func TestPairVerdict(t *testing.T) {
+	d := &blocking{release: make(chan struct{})}
+	close(d.release)
+	e, _ := NewWith(Settings{Config: testConfig(), Now: func() time.Time { return at }}, d)
+	_ = e.Start(context.Background())
+	a := &record.Record{TraceID: trace1, SpanID: span1, Service: "shop", Variant: "v1"}
+	b := &record.Record{TraceID: trace2, Service: "shop", Variant: "v2"}
+	e.ConsumePairVerdict(context.Background(), "canary", a, b,
+		pairwise.Verdict{Winner: pairwise.WinnerB, Outcome: pairwise.Win, Reasoning: "B cites its source.", Judge: "openai", Model: "gpt-4o"}, 4)
+	e.ConsumePairVerdict(context.Background(), "canary", a, b, pairwise.Verdict{Outcome: pairwise.Inconsistent, Judge: "builtin"}, 4)
+	_ = e.Shutdown(context.Background())
+	want := []Evaluation{
+		{TraceID: trace2, Service: "shop", Variant: "v2", Name: "pairwise", Value: 1, Label: "win", Explanation: "B cites its source.",
+			Scorer: "openai", Model: "gpt-4o", Weight: 4, Kind: KindLLM, Time: at, Comparison: "canary"},
+		{TraceID: trace1, SpanID: span1, Service: "shop", Variant: "v1", Name: "pairwise", Value: 0, Label: "loss", Explanation: "B cites its source.",
+			Scorer: "openai", Model: "gpt-4o", Weight: 4, Kind: KindLLM, Time: at, Comparison: "canary"},
+		{TraceID: trace2, Service: "shop", Variant: "v2", Name: "pairwise", Value: 0.5, Label: "inconsistent",
+			Scorer: "builtin", Weight: 4, Kind: KindCode, Time: at, Comparison: "canary"},
+		{TraceID: trace1, SpanID: span1, Service: "shop", Variant: "v1", Name: "pairwise", Value: 0.5, Label: "inconsistent",
+			Scorer: "builtin", Weight: 4, Kind: KindCode, Time: at, Comparison: "canary"},
+	}
+	if diff := cmp.Diff(want, d.got); diff != "" {
+		t.Errorf("evaluations (-want +got):\n%s", diff)
+	}
+}

@@ -35,6 +35,7 @@ const (
 	AttrEvaluatorKind    = "ragwatch.evaluator.kind"
 	AttrService          = "ragwatch.service"
 	AttrVariant          = "ragwatch.variant"
+	AttrComparison       = "ragwatch.comparison"
 	instrumentationScope = "github.com/ragwatch/ragwatch/sampler/evalexport"
 )
 
@@ -170,7 +171,7 @@ func Event(ev *Evaluation) otellog.Record {
 	)
 	for _, kv := range []struct{ k, v string }{
 		{AttrModel, ev.Model}, {AttrMethod, ev.Method}, {AttrJudgeVersion, ev.JudgeVersion},
-		{AttrService, ev.Service}, {AttrVariant, ev.Variant},
+		{AttrService, ev.Service}, {AttrVariant, ev.Variant}, {AttrComparison, ev.Comparison},
 	} {
 		if kv.v != "" {
 			attrs = append(attrs, attribute.String(kv.k, kv.v))

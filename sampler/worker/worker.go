@@ -68,12 +68,26 @@ type Pool struct {
 	qm      *queue.Metrics
 	models  *labels.ServiceSet
 
+	// pairVerdict, when set, receives each judged pair (OnPairVerdict).
+	pairVerdict PairVerdictConsumer
+
 	mu      sync.Mutex // guards cancel, started, stopped
 	cancel  context.CancelFunc
 	started bool
 	stopped bool
 	wg      sync.WaitGroup
 }
+
+// PairVerdictConsumer receives the verdict on a shadow pair the pool judged: a is the
+// baseline, b the candidate, weight 1/p of the pair's sampling. It must not block or keep the
+// records.
+type PairVerdictConsumer interface {
+	ConsumePairVerdict(ctx context.Context, comparison string, a, b *record.Record, v pairwise.Verdict, weight float64)
+}
+
+// OnPairVerdict hands each pair verdict to c as well as to the pairwise recorder (the
+// evaluation export). Call it before Start.
+func (p *Pool) OnPairVerdict(c PairVerdictConsumer) { p.pairVerdict = c }
 
 // New returns a pool of cfg.Workers workers running scorers on each record and handing the
 // results to sink (typically score.Fanout{queue.NewScorePublisher(...), ...}).

@@ -287,6 +287,9 @@ func (b *builder) sampler() (lifecycle, error) {
 	b.NATS.Store().Watch("scoring", q.Stream)
 	b.NATS.Store().Watch("dead_letter", q.DeadLetterStream)
 	samp.Publisher.Health = b.NATS.Store() // drops at once (storage_full) while the stream cannot write
+	if b.EvalExport != nil && samp.Pool != nil {
+		samp.Pool.OnPairVerdict(b.EvalExport) // shadow pairs' verdicts, on both records
+	}
 	b.Sampler = samp
 	return lifecycle{start: samp.Start, shutdown: samp.Shutdown}, nil
 }
@@ -323,6 +326,9 @@ func (b *builder) scoringWorkers() (lifecycle, error) {
 			Now:        b.o.now,
 			PairJudge:  pj,
 		})
+	if b.EvalExport != nil {
+		pool.OnPairVerdict(b.EvalExport)
+	}
 	b.Workers = pool
 	return lifecycle{start: pool.Start, shutdown: pool.Shutdown}, nil
 }

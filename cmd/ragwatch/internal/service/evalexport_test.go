@@ -194,3 +194,43 @@ redaction:
 		t.Errorf("ragwatch_evaluation_exported_total = %v, want %d", got, len(want))
 	}
 }
+
+// TestPairwiseEvaluationEvents: the verdict on a shadow pair the in-process workers judged is
+// exported on both records, each from its side.
+func TestPairwiseEvaluationEvents(t *testing.T) {
+	logs, addr := newLogsReceiver(t)
+	cfg := testConfig(t)
+	cfg.Sampling.Rate = 1
+	cfg.Comparisons = []config.Comparison{{Name: "rerank", Baseline: "v1", Candidate: "v2", Metrics: []string{"faithfulness"},
+		Margin: 0.02, Alpha: 0.05, MinSamples: 100, Severity: "ticket"}}
+	cfg.Evaluations.OTLP.Endpoint, cfg.Evaluations.OTLP.Insecure = config.SecretURL(addr), true
+	cfg.Evaluations.FlushInterval = 20 * time.Millisecond
+	e := startEnv(t, cfg)
+	docs := []record.Document{{ID: "d1", Content: "The Eiffel Tower is 330 metres tall. It was completed in 1889."}}
+	base := &record.Record{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Service: "shop", Variant: "v1", PairID: "p1",
+		Query: "How tall is the Eiffel Tower?", Documents: docs, Answer: "The Eiffel Tower is 330 metres tall. Napoleon painted it gold in 1650."}
+	cand := &record.Record{TraceID: "5bf92f3577b34da6a3ce929d0e0e4737", Service: "shop", Variant: "v2", PairID: "p1",
+		Query: "How tall is the Eiffel Tower?", Documents: docs, Answer: "The Eiffel Tower is 330 metres tall."}
+	if err := e.app.Pairs.ConsumePair(context.Background(), cand, base); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"gen_ai.evaluation.result 4bf92f3577b34da6a3ce929d0e0e4736 - pairwise builtin code 0",
+		"gen_ai.evaluation.result 5bf92f3577b34da6a3ce929d0e0e4737 - pairwise builtin code 1",
+	}
+	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, "the verdict on both records", func() error {
+		if got := logs.seen(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			return fmt.Errorf("events %q, want %q", got, want)
+		}
+		return nil
+	})
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	for _, l := range logs.recs {
+		lbl, _ := l.Attributes().Get("gen_ai.evaluation.score.label")
+		cmpName, _ := l.Attributes().Get("ragwatch.comparison")
+		if want := map[bool]string{true: "win", false: "loss"}[l.TraceID().String() == cand.TraceID]; lbl.Str() != want || cmpName.Str() != "rerank" {
+			t.Errorf("trace %s: label %q comparison %q, want %q rerank", l.TraceID(), lbl.Str(), cmpName.Str(), want)
+		}
+	}
+}
