@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -232,5 +233,80 @@ func TestPairwiseEvaluationEvents(t *testing.T) {
 		if want := map[bool]string{true: "win", false: "loss"}[l.TraceID().String() == cand.TraceID]; lbl.Str() != want || cmpName.Str() != "rerank" {
 			t.Errorf("trace %s: label %q comparison %q, want %q rerank", l.TraceID(), lbl.Str(), cmpName.Str(), want)
 		}
+	}
+}
+
+// TestEvaluationEventsFromWorkerPods: a sidecar that leaves scoring to a `ragwatch worker`
+// pod on a shared cluster, both with the export on. The pod exports what it scored; the
+// sidecar hears the pod's results on ragwatch.scores.> (its alerts and ring take them) but
+// does not export them again: each score leaves once.
+func TestEvaluationEventsFromWorkerPods(t *testing.T) {
+	ns := testutil.RunJetStream(t)
+	podLogs, podAddr := newLogsReceiver(t)
+	carLogs, carAddr := newLogsReceiver(t)
+	exportTo := func(cfg *config.Config, addr string) {
+		cfg.Evaluations.OTLP.Endpoint, cfg.Evaluations.OTLP.Insecure = config.SecretURL(addr), true
+		cfg.Evaluations.FlushInterval = 20 * time.Millisecond
+	}
+	wcfg := workerConfig(ns.ClientURL())
+	wcfg.Scoring.Metrics = []string{"faithfulness"}
+	exportTo(wcfg, podAddr)
+	pod, err := service.NewWorker(wcfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := pod.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = pod.Shutdown(ctx) }()
+
+	cfg := testConfig(t)
+	cfg.NATS.URL = config.SecretURL(ns.ClientURL())
+	cfg.Sampling.Rate = 1
+	cfg.Scoring.Workers = 0 // the pod scores
+	cfg.Scoring.Metrics = []string{"faithfulness"}
+	exportTo(cfg, carAddr)
+	car := startEnv(t, cfg)
+	var want []string
+	for i := 1; i <= 3; i++ {
+		r := &record.Record{TraceID: fmt.Sprintf("cc%030x", i), Service: "chat", Time: time.Now(), Query: "How do I get a refund?",
+			Answer: "Use the refund form.", Documents: []record.Document{{ID: "a", Content: "Refunds: use the refund form."}}}
+		if err := car.app.Records.ConsumeRecord(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, r.TraceID)
+	}
+	traces := func(l *logsReceiver) []string {
+		var out []string
+		for _, s := range l.seen() {
+			out = append(out, strings.Fields(s)[1])
+		}
+		return out
+	}
+	testutil.CheckFor(t, 15*time.Second, 20*time.Millisecond, "the pod's events", func() error {
+		if got := traces(podLogs); strings.Join(got, ",") != strings.Join(want, ",") {
+			return fmt.Errorf("pod exported %q, want %q", got, want)
+		}
+		return nil
+	})
+	// The sidecar heard them: its ring holds the pod's results.
+	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, "the sidecar's ring", func() error {
+		resp, err := http.Get(car.base + "/api/v1/scores?limit=100")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var body struct{ Scores []json.RawMessage }
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || len(body.Scores) < 3 {
+			return fmt.Errorf("the sidecar's ring holds %d results (%v)", len(body.Scores), err)
+		}
+		return nil
+	})
+	if err := car.app.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := carLogs.seen(); len(got) != 0 {
+		t.Errorf("the sidecar exported worker pods' results again: %q", got)
 	}
 }
