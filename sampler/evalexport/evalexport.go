@@ -441,15 +441,33 @@ func (e *Exporter) send(q *destQueue, batch []Evaluation) {
 		return
 	}
 	if err := q.dest.Send(e.ctx, batch); err != nil {
+		failed := len(batch)
+		var pe *PartialError
+		if errors.As(err, &pe) && pe.Failed >= 0 && pe.Failed < failed {
+			failed = pe.Failed
+		}
 		q.failures.Inc()
-		q.failed.Add(float64(len(batch)))
-		// The error names the destination's host and status, never a key or the content.
-		e.set.Logger.Warn("evaluation export failed; batch dropped", "destination", q.dest.Name(),
-			"evaluations", len(batch), "err", err)
+		q.failed.Add(float64(failed))
+		q.exported.Add(float64(len(batch) - failed))
+		// The error names the destination and the status, never a key or the content.
+		e.set.Logger.Warn("evaluation export failed; evaluations dropped", "destination", q.dest.Name(),
+			"evaluations", failed, "of", len(batch), "err", err)
 		return
 	}
 	q.exported.Add(float64(len(batch)))
 }
+
+// PartialError is what a Destination returns when only Failed evaluations of a batch were
+// not taken (the others were).
+type PartialError struct {
+	Failed int
+	Err    error
+}
+
+func (e *PartialError) Error() string {
+	return fmt.Sprintf("%d evaluations failed: %v", e.Failed, e.Err)
+}
+func (e *PartialError) Unwrap() error { return e.Err }
 
 // traceID decodes an OTLP trace id (32 lowercase hex digits, not all zero). Records from
 // the API may carry any id; no trace backend can place those.

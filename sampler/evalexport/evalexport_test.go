@@ -661,3 +661,35 @@ func TestPairVerdict(t *testing.T) {
 		t.Errorf("evaluations (-want +got):\n%s", diff)
 	}
 }
+
+// TestLangfusePartial: a score Langfuse refuses does not take the rest of the batch with it,
+// and the counters say how many were created.
+func TestLangfusePartial(t *testing.T) {
+	q := &requests{status: []int{200, 400, 200}}
+	srv := httptest.NewServer(q.handler())
+	defer srv.Close()
+	t.Setenv("LF_PUBLIC", "pk")
+	t.Setenv("LF_SECRET", "sk")
+	c := testConfig()
+	c.Langfuse = config.EvaluationsLangfuse{URL: config.SecretURL(srv.URL), PublicKeyEnv: "LF_PUBLIC", SecretKeyEnv: "LF_SECRET"}
+	m, reg := metrics(t)
+	e, err := New(Settings{Config: c, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = e.Start(context.Background())
+	_ = e.ConsumeScores(context.Background(), results())
+	_ = e.Shutdown(context.Background())
+	lbl := map[string]string{"destination": "langfuse"}
+	if got := testutil.Sum(t, reg, "ragwatch_evaluation_exported_total", lbl); got != 2 {
+		t.Errorf("exported = %v, want 2", got)
+	}
+	if got := testutil.Sum(t, reg, "ragwatch_evaluation_export_dropped_total", map[string]string{"destination": "langfuse", "reason": ReasonExportFailed}); got != 1 {
+		t.Errorf("export_failed = %v, want 1", got)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if got := decode[LangfuseScore](t, q.bodies[LangfuseScoresPath]); len(got) != 2 || got[0].Name != "faithfulness" || got[1].Name != "ndcg@10" {
+		t.Errorf("created %+v", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -61,17 +62,26 @@ func NewLangfuse(c config.Evaluations, m *Metrics) (*Langfuse, error) {
 // Name implements Destination.
 func (l *Langfuse) Name() string { return "langfuse" }
 
-// Send implements Destination. The batch fails as a whole at the first score Langfuse does
-// not take after retries; those before it were created.
+// Send implements Destination: one request per score. A score Langfuse refuses (4xx) does not
+// stop the others; once one has used up its retries (Langfuse unreachable or overloaded), the
+// rest of the batch is not tried. Either way the error counts what was not created.
 func (l *Langfuse) Send(ctx context.Context, batch []Evaluation) error {
+	var errs []error
 	for i := range batch {
 		body, err := json.Marshal(l.score(&batch[i]))
-		if err != nil {
-			return fmt.Errorf("langfuse: encode score: %w", err)
+		if err == nil {
+			err = l.post.post(ctx, l.url, body)
 		}
-		if err := l.post.post(ctx, l.url, body); err != nil {
-			return err
+		if err == nil {
+			continue
 		}
+		errs = append(errs, err)
+		if !errors.Is(err, errPermanent) {
+			return &PartialError{Failed: len(errs) + len(batch) - i - 1, Err: errors.Join(errs...)}
+		}
+	}
+	if len(errs) > 0 {
+		return &PartialError{Failed: len(errs), Err: errors.Join(errs...)}
 	}
 	return nil
 }
