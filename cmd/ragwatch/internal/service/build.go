@@ -288,7 +288,8 @@ func (b *builder) sampler() (lifecycle, error) {
 	b.NATS.Store().Watch("dead_letter", q.DeadLetterStream)
 	samp.Publisher.Health = b.NATS.Store() // drops at once (storage_full) while the stream cannot write
 	if b.EvalExport != nil && samp.Pool != nil {
-		samp.Pool.OnPairVerdict(b.EvalExport) // shadow pairs' verdicts, on both records
+		samp.Pool.OnPairVerdict(b.EvalExport)  // shadow pairs' verdicts, on both records
+		samp.Pool.OnRecordLabels(b.EvalExport) // labels that came before their record
 	}
 	b.Sampler = samp
 	return lifecycle{start: samp.Start, shutdown: samp.Shutdown}, nil
@@ -328,6 +329,7 @@ func (b *builder) scoringWorkers() (lifecycle, error) {
 		})
 	if b.EvalExport != nil {
 		pool.OnPairVerdict(b.EvalExport)
+		pool.OnRecordLabels(b.EvalExport)
 	}
 	b.Workers = pool
 	return lifecycle{start: pool.Start, shutdown: pool.Shutdown}, nil

@@ -94,8 +94,8 @@ func (r *logsReceiver) explanations() []string {
 // TestEvaluationEvents runs the pipeline with evaluations.otlp set: every sampled record's
 // judge score and retrieval metric reach a real OTLP logs endpoint once, as
 // gen_ai.evaluation.result events on the record's trace and span, with explanations redacted by
-// the process's redactor; a human label that arrives after its record follows as a person's
-// judgement.
+// the process's redactor; human labels, one that rode on its record into scoring and one that
+// arrives after its record, follow as a person's judgement.
 func TestEvaluationEvents(t *testing.T) {
 	judge := service.NewFakeJudge(t, func(string) string {
 		v, _ := json.Marshal(map[string]any{"reasoning": "It answers the question.", "score": 4})
@@ -149,6 +149,9 @@ redaction:
 		r.Service, r.Time, r.Query, r.Answer = "chat", time.Now(), "How do I get a refund?", "Write to jane.doe@example.com."
 		r.Documents = []record.Document{{ID: "a", Content: "Refunds: use the form."}, {ID: "b", Content: "Contact support."}}
 		r.Relevance = map[string]int{"b": 1} // mrr 0.5
+		if r.SpanID == "" { // a label that came before its record rides on it into scoring
+			r.Labels = &record.Label{Values: map[string]float64{"rubric_relevance": 1}, Labeler: "bo"}
+		}
 		if err := a.Records.ConsumeRecord(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -163,6 +166,7 @@ redaction:
 			fmt.Sprintf("gen_ai.evaluation.result %s %s mrr retrieval code 0.5", r.TraceID, span),
 			fmt.Sprintf("gen_ai.evaluation.result %s %s rubric_relevance openai llm 0.75", r.TraceID, span))
 	}
+	want = append(want, fmt.Sprintf("gen_ai.evaluation.result %s - rubric_relevance human human 1", recs[2].TraceID))
 	testutil.CheckFor(t, 15*time.Second, 20*time.Millisecond, "each record's two scores", func() error {
 		if got := logs.seen(); len(got) < len(want) {
 			return fmt.Errorf("%d events: %q", len(got), got)
