@@ -224,8 +224,9 @@ type Settings struct {
 }
 
 // Exporter hands evaluations to its destinations without blocking: a score.Consumer (the
-// results this process scored) and a record.LabelConsumer (labels that arrived after their
-// record). Start starts one goroutine per destination; Shutdown sends what is queued (within
+// results this process scored), a record.LabelConsumer (human labels: those the join hands on
+// after their record, and those a scored record carried) and a consumer of shadow pairs'
+// verdicts (ConsumePairVerdict). Start starts one goroutine per destination; Shutdown sends what is queued (within
 // its context) and stops them. Safe for concurrent use.
 type Exporter struct {
 	set    Settings
@@ -299,8 +300,8 @@ func (e *Exporter) ConsumeScores(_ context.Context, results []score.Result) erro
 	return nil
 }
 
-// ConsumeLabel implements record.LabelConsumer: each value of a label that arrived after its
-// record is exported as a person's judgement of that metric, next to the judge's score.
+// ConsumeLabel implements record.LabelConsumer: each value of a label is exported as a
+// person's judgement of that metric on the labelled record, next to the judge's score.
 func (e *Exporter) ConsumeLabel(_ context.Context, l record.Label) error {
 	for _, ev := range FromLabel(&l, e.set.Now()) {
 		e.offer(ev)
