@@ -262,6 +262,7 @@ func TestEvaluationEventsThroughCollector(t *testing.T) {
 		return nil
 	})
 	got := readEvents(t, events)
+	t.Logf("%d records assembled, %d scores, %d events in the Collector's file", records, len(scores), len(got))
 	count := map[string]int{}
 	redacted := regexp.MustCompile(`\[REDACTED:claim_count\]`)
 	leaked := regexp.MustCompile(`[0-9]+/[0-9]+ claims`)
