@@ -41,6 +41,9 @@ type Config struct {
 
 	// Export keeps recent records for GET /api/v1/export (export.go).
 	Export Export `yaml:"export"`
+	// Evaluations sends score results to trace backends: OTLP events, Langfuse, Phoenix
+	// (evaluations.go).
+	Evaluations Evaluations `yaml:"evaluations"`
 
 	// Limits holds memory_limit_mib and the limits section (limits.go).
 	Limits Limits `yaml:",inline"`
@@ -89,9 +92,10 @@ func Default() *Config {
 		Drift:        defaultDrift(),
 		Alerting:     defaultAlerting(),
 
-		Redaction: defaultRedaction(),
-		Export:    defaultExport(),
-		Limits:    defaultLimits(),
+		Redaction:   defaultRedaction(),
+		Export:      defaultExport(),
+		Evaluations: defaultEvaluations(),
+		Limits:      defaultLimits(),
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 func TestHideConfigSecrets(t *testing.T) {
 	secrets := []string{"hdr-TOKEN-1", "natspass2", "judgepass3", "JUDGEPATH4", "anthkey5", "nlipass6",
 		"SLACKTOKEN7", "hooktoken8", "ampass9", "PDPATH10", "rbtoken11", "dashtoken12", "driftpass13", "dashtoken14",
-		"tracetoken15", "dashtoken16", "otlppass17"}
+		"tracetoken15", "dashtoken16", "otlppass17", "evalhdr19", "evalpass20", "lfpass21", "pxpass22"}
 	c, err := Parse([]byte(`
 exporters:
   otlp:
@@ -45,6 +45,10 @@ drift:
   detectors:
     - {name: scores-ks, signal: retrieval_score, method: ks, buckets: [0, 0.5, 1],
        runbook_url: "https://u:driftpass13@runbooks.example/drift", dashboard_url: "https://grafana.example/d/y?auth_token=dashtoken14"}
+evaluations:
+  otlp: {endpoint: "https://u:evalpass20@otel-collector:4318/v1/logs", protocol: http, headers: {api-key: evalhdr19}}
+  langfuse: {url: "https://u:lfpass21@langfuse.example", public_key_env: LF_PUBLIC, secret_key_file: /run/secrets/lf}
+  phoenix: {url: "https://phoenix.example/?key=pxpass22"}
 alerting:
   trace_url_template: "https://tempo.example/t/{trace_id}?auth=tracetoken15"
   dashboard_url: "https://grafana.example/d/z?auth_token=dashtoken16"

@@ -61,6 +61,9 @@ func (p *Pool) handlePair(ctx context.Context, msg jetstream.Msg, delivered uint
 			return
 		}
 		p.opts.Pairwise.Record(job.Comparison, v.Outcome, 1/job.Probability)
+		if p.pairVerdict != nil {
+			p.pairVerdict.ConsumePairVerdict(ctx, job.Comparison, &job.A, &job.B, v, 1/job.Probability)
+		}
 		if err := msg.Ack(); err != nil { // not confirmed, as a scored record's (handle)
 			p.opts.Logger.Warn("ack judged pair", "trace_id", job.A.TraceID, "err", err)
 		}

@@ -68,12 +68,33 @@ type Pool struct {
 	qm      *queue.Metrics
 	models  *labels.ServiceSet
 
+	// pairVerdict, when set, receives each judged pair (OnPairVerdict); labels, the human
+	// labels of each scored record (OnRecordLabels).
+	pairVerdict PairVerdictConsumer
+	labels      record.LabelConsumer
+
 	mu      sync.Mutex // guards cancel, started, stopped
 	cancel  context.CancelFunc
 	started bool
 	stopped bool
 	wg      sync.WaitGroup
 }
+
+// PairVerdictConsumer receives the verdict on a shadow pair the pool judged: a is the
+// baseline, b the candidate, weight 1/p of the pair's sampling. It must not block or keep the
+// records.
+type PairVerdictConsumer interface {
+	ConsumePairVerdict(ctx context.Context, comparison string, a, b *record.Record, v pairwise.Verdict, weight float64)
+}
+
+// OnPairVerdict hands each pair verdict to c as well as to the pairwise recorder (the
+// evaluation export). Call it before Start.
+func (p *Pool) OnPairVerdict(c PairVerdictConsumer) { p.pairVerdict = c }
+
+// OnRecordLabels hands c the human labels a record carried into scoring (they arrived before
+// it), naming the record, once its results were handed on: the evaluation export sends them
+// next to the scores. Call it before Start.
+func (p *Pool) OnRecordLabels(c record.LabelConsumer) { p.labels = c }
 
 // New returns a pool of cfg.Workers workers running scorers on each record and handing the
 // results to sink (typically score.Fanout{queue.NewScorePublisher(...), ...}).
@@ -439,6 +460,10 @@ func (p *Pool) handleRecords(ctx context.Context, msg jetstream.Msg, delivered u
 		if failure == nil {
 			if err := p.sink.ConsumeScores(ctx, results); err != nil {
 				failure = fmt.Errorf("hand on results: %w", err)
+			} else if rec.Labels != nil && p.labels != nil {
+				l := *rec.Labels
+				l.TraceID, l.SpanID, l.Service = rec.TraceID, rec.SpanID, rec.Service
+				_ = p.labels.ConsumeLabel(ctx, l) // a consumer that cannot take it counts it
 			}
 		}
 		if failure == nil {

@@ -1,7 +1,8 @@
 // Command otelcol is a minimal OpenTelemetry Collector, built from pinned
 // module-proxy versions, that the e2e tests put in front of ragwatch: the
 // OTLP receiver, the filter processor, and the otlp, debug, nop and
-// loadbalancing exporters — exactly what deploy/otelcol/*.yaml uses.
+// loadbalancing exporters — exactly what deploy/otelcol/*.yaml uses — plus the
+// file exporter, which the e2e test of evaluation events reads.
 //
 // It is its own Go module so that the product module never depends on the
 // Collector's (large) dependency tree.
@@ -24,6 +25,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/fileexporter"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor"
 )
@@ -46,6 +48,7 @@ func components() (otelcol.Factories, error) {
 		debugexporter.NewFactory(),
 		nopexporter.NewFactory(),
 		loadbalancingexporter.NewFactory(),
+		fileexporter.NewFactory(),
 	); err != nil {
 		return f, err
 	}

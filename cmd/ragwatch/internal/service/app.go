@@ -31,6 +31,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler"
+	"github.com/ragwatch/ragwatch/sampler/evalexport"
 	"github.com/ragwatch/ragwatch/sampler/scorers"
 	"github.com/ragwatch/ragwatch/sampler/worker"
 )
@@ -102,6 +103,10 @@ var parts = []part{
 	{"alert engine", ModeRun, (*builder).alertEngine},
 	// Human labels paired with judge scores; it feeds the agreement SLOs of the engine.
 	{"judge agreement", ModeRun, (*builder).judgeAgreement},
+	// Score results and late human labels out to trace backends (OTLP events, Langfuse,
+	// Phoenix): fed by the process that scored (the loopback, the worker's pool) and by the
+	// join's late labels, so it stops after all of them and sends what they queued.
+	{"evaluation export", ModeRun | ModeWorker, (*builder).evaluationExport},
 	// Scores from worker pods, and through its loopback from in-process workers, into the
 	// alert engine and the ring behind GET /api/v1/scores; it stops after the workers.
 	{"scores subscription", ModeRun, (*builder).scoresSubscription},
@@ -154,8 +159,11 @@ type App struct {
 	// Agreement pairs human labels with judge scores (a record, label and score consumer) and
 	// feeds the statistics to Alerts' SLOs on agreement_<statistic>_<metric>.
 	Agreement *judgeagreement.Tracker
-	Notify    *notify.Dispatcher
-	Assembler *assemble.Assembler
+	// EvalExport sends this process's score results and late human labels to the trace
+	// backends of the evaluations section; nil when none is set.
+	EvalExport *evalexport.Exporter
+	Notify     *notify.Dispatcher
+	Assembler  *assemble.Assembler
 	// Sampler samples records to the JetStream scoring queue and, unless scoring.workers is
 	// 0, scores them in process (docs/sampling.md).
 	Sampler *sampler.Runtime

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -30,6 +31,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler"
 	"github.com/ragwatch/ragwatch/sampler/decide"
+	"github.com/ragwatch/ragwatch/sampler/evalexport"
 	"github.com/ragwatch/ragwatch/sampler/export"
 	"github.com/ragwatch/ragwatch/sampler/pairwise"
 	"github.com/ragwatch/ragwatch/sampler/queue"
@@ -184,6 +186,33 @@ func (b *builder) alertEngine() (lifecycle, error) {
 	return lifecycle{start: e.Start, shutdown: e.Shutdown}, nil
 }
 
+// evaluationExport builds the exporter of the evaluations section (nil when no destination is
+// set). It takes the results this process scored, not those of the scores subscription: every
+// sidecar on a cluster hears every worker pod's results, and each must leave once.
+func (b *builder) evaluationExport() (lifecycle, error) {
+	m, err := evalexport.NewMetrics(b.Registry)
+	if err != nil {
+		return lifecycle{}, fmt.Errorf("register evaluation export metrics: %w", err)
+	}
+	r, err := b.redaction()
+	if err != nil {
+		return lifecycle{}, err
+	}
+	s := evalexport.Settings{Config: b.cfg.Evaluations, Metrics: m, Logger: b.logger("evalexport"), Now: b.o.now}
+	if r != nil {
+		s.Redact = r.String // explanations leave the process
+	}
+	e, err := evalexport.New(s)
+	if err != nil {
+		return lifecycle{}, err
+	}
+	if e == nil {
+		return lifecycle{}, nil
+	}
+	b.EvalExport = e
+	return lifecycle{start: e.Start, shutdown: e.Shutdown}, nil
+}
+
 // scoresSubscription feeds ragwatch.scores.<service> (worker pods' results, and in-process
 // workers' through its loopback) to the alert engine and to the ring behind GET
 // /api/v1/scores, so the ring shows worker pods' scores too.
@@ -211,7 +240,12 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 	checks := queue.ScoreChecks{Ingest: b.Ingest, MaxWeight: func() float64 { return b.Sampler.Decider.MaxWeight() }}
 	// This process's own results skip the round trip through NATS and JSON, with the same
 	// checks; those of worker pods and other processes arrive through the subscription.
-	b.scoresLoop = queue.NewLoopback(next, checks, reg, logger)
+	// Only this process's own go to the evaluation export.
+	own := next
+	if b.EvalExport != nil {
+		own = append(slices.Clip(next), b.EvalExport)
+	}
+	b.scoresLoop = queue.NewLoopback(own, checks, reg, logger)
 	checks.Loopback = b.scoresLoop
 	return lifecycle{
 		start: func(context.Context) error {
@@ -254,6 +288,10 @@ func (b *builder) sampler() (lifecycle, error) {
 	b.NATS.Store().Watch("scoring", q.Stream)
 	b.NATS.Store().Watch("dead_letter", q.DeadLetterStream)
 	samp.Publisher.Health = b.NATS.Store() // drops at once (storage_full) while the stream cannot write
+	if b.EvalExport != nil && samp.Pool != nil {
+		samp.Pool.OnPairVerdict(b.EvalExport)  // shadow pairs' verdicts, on both records
+		samp.Pool.OnRecordLabels(b.EvalExport) // labels that came before their record
+	}
 	b.Sampler = samp
 	return lifecycle{start: samp.Start, shutdown: samp.Shutdown}, nil
 }
@@ -275,8 +313,11 @@ func (b *builder) scoringWorkers() (lifecycle, error) {
 	if err != nil {
 		return lifecycle{}, err
 	}
-	pool := worker.New(b.NATS.JS, b.cfg.Scoring.ScoringRuntime, active,
-		score.Fanout{queue.NewScorePublisher(b.NATS.NC, b.cfg.Scoring.Queue.ScoresSubjectPrefix)},
+	sink := score.Fanout{queue.NewScorePublisher(b.NATS.NC, b.cfg.Scoring.Queue.ScoresSubjectPrefix)}
+	if b.EvalExport != nil {
+		sink = append(sink, b.EvalExport) // the pod that scored exports, once
+	}
+	pool := worker.New(b.NATS.JS, b.cfg.Scoring.ScoringRuntime, active, sink,
 		worker.Options{
 			Replicas:   b.NATS.Replicas,
 			Budget:     decide.NewBudget(b.cfg.Sampling.Budget, nil, b.Registry, logger),
@@ -287,6 +328,10 @@ func (b *builder) scoringWorkers() (lifecycle, error) {
 			Now:        b.o.now,
 			PairJudge:  pj,
 		})
+	if b.EvalExport != nil {
+		pool.OnPairVerdict(b.EvalExport)
+		pool.OnRecordLabels(b.EvalExport)
+	}
 	b.Workers = pool
 	return lifecycle{start: pool.Start, shutdown: pool.Shutdown}, nil
 }
@@ -320,6 +365,9 @@ func (b *builder) join() (lifecycle, error) {
 	// Labels joined after their record, or never joined: one record.LabelConsumer per line.
 	b.Labels = labelFanout{
 		b.Agreement, // pairs late labels with their record's scores: judge agreement
+	}
+	if b.EvalExport != nil {
+		b.Labels = append(b.Labels, b.EvalExport) // a person's correction, next to the judge's score
 	}
 	// Shadow pairs once both halves arrived: one record.PairConsumer per line.
 	b.Pairs = pairFanout{
