@@ -38,6 +38,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pairs := fs.Bool("pairwise", false, "judge pairs instead: each line {\"pair_id\", \"a\": <record>, \"b\": <record>} (docs/pairwise.md)")
 	minWinRate := fs.Float64("min-win-rate", -1, "with --pairwise: fail when the upper bound of b's 95% win-rate interval is below this")
 	judge := fs.String("judge", "", "with --pairwise: builtin, openai or anthropic (default pairs.judge)")
+	var tf trecFlags
+	fs.StringVar(&tf.qrels, "qrels", "", "evaluate a retrieval run instead: BEIR qrels (TSV with header query-id corpus-id score) or TREC qrels (docs/offline-eval.md)")
+	fs.StringVar(&tf.run, "run", "", "with --qrels: a TREC run (qid Q0 docid rank score tag) or BEIR results JSON {\"qid\": {\"docid\": score}}")
+	fs.StringVar(&tf.baselineRun, "baseline-run", "", "with --qrels: compare --run with this run query by query (t test, sign test, interval of the difference)")
+	fs.StringVar(&tf.k, "k", "1,5,10", "with --qrels: cut-offs of P, recall, ndcg_cut and success")
+	fs.BoolVar(&tf.complete, "complete", false, "with --qrels: trec_eval -c, average over every judged query (a query missing from the run scores 0)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -45,8 +51,18 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ragwatch eval: "+format+"\n", a...)
 		return 2
 	}
+	if tf.qrels != "" || tf.run != "" || tf.baselineRun != "" {
+		if *input != "" || *pairs {
+			return fail("--qrels evaluates a run: --input and --pairwise do not apply")
+		}
+		if *maxDrop < 0 || *maxDrop > 1 {
+			return fail("--max-drop must be between 0 and 1, got %v", *maxDrop)
+		}
+		tf.output, tf.gate, tf.baseline, tf.writeBaseline, tf.maxDrop = *output, *gatePath, *baseline, *writeBaseline, *maxDrop
+		return runEvalTREC(tf, stdout, stderr)
+	}
 	if *input == "" {
-		return fail("--input is required")
+		return fail("--input is required (or --qrels with --run)")
 	}
 	if *pairs {
 		return runEvalPairs(ctx, cfgPath, *input, *output, *judge, *minWinRate, *concurrency, stdout, stderr)
