@@ -41,6 +41,8 @@ type Config struct {
 
 	// Export keeps recent records for GET /api/v1/export (export.go).
 	Export Export `yaml:"export"`
+	// Golden is the judges' golden-set canary (golden.go).
+	Golden Golden `yaml:"golden"`
 
 	// Limits holds memory_limit_mib and the limits section (limits.go).
 	Limits Limits `yaml:",inline"`
@@ -91,6 +93,7 @@ func Default() *Config {
 
 		Redaction: defaultRedaction(),
 		Export:    defaultExport(),
+		Golden:    defaultGolden(),
 		Limits:    defaultLimits(),
 	}
 }
