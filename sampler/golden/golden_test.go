@@ -283,9 +283,9 @@ func TestCanaryKVAndVersionChange(t *testing.T) {
 func TestReadItemsErrors(t *testing.T) {
 	now := time.Unix(0, 0)
 	for in, want := range map[string]string{
-		`{"query":"q","answer":"a","labels":{"values":{"x":1}}}`:                                                         "g: line 1: trace_id is required: it names the item in alerts",
-		`{"trace_id":"a","query":"q","answer":"a"}`:                                                                      "g: line 1: labels.values is empty: a golden item needs human judgements",
-		`{"trace_id":"a","query":"q","answer":"a","labels":{"values":{"x":2}}}`:                                          "g: line 1: labels: values.x: must be between 0 and 1",
+		`{"query":"q","answer":"a","labels":{"values":{"x":1}}}`:                "g: line 1: trace_id is required: it names the item in alerts",
+		`{"trace_id":"a","query":"q","answer":"a"}`:                             "g: line 1: labels.values is empty: a golden item needs human judgements",
+		`{"trace_id":"a","query":"q","answer":"a","labels":{"values":{"x":2}}}`: "g: line 1: labels: values.x: must be between 0 and 1",
 		"{\"trace_id\":\"a\",\"query\":\"q\",\"labels\":{\"values\":{\"x\":1}}}\n{\"trace_id\":\"a\",\"query\":\"q\",\"labels\":{\"values\":{\"x\":1}}}": `g: line 2: trace_id "a" is also on line 1`,
 		"\n\n{nope": "g: line 3: invalid JSON: invalid character 'n' looking for beginning of object key string",
 		"\n":        "g: no items",
