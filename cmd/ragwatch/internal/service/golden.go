@@ -8,13 +8,10 @@ import (
 	"sync"
 
 	"github.com/ragwatch/ragwatch/alerts"
+	"github.com/ragwatch/ragwatch/alerts/rules"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/sampler/golden"
 )
-
-// NameJudgeDrift is the alert of a judge whose answers on the golden set moved, or whose
-// agreement with the people fell (docs/offline-eval.md).
-const NameJudgeDrift = "RagwatchJudgeDrift"
 
 // golden builds the judges' golden-set canary (golden.file): the in-process scorers re-judge
 // the set on a schedule and when a judge's definition or model changes, the cost is charged to
@@ -133,8 +130,8 @@ func (g *goldenAlerts) consume(ctx context.Context, rep golden.Report) {
 // judgeDriftAlert names the judge, the metric, why, and the items that changed (golden item
 // ids: the operator's names for records of the golden file, not user traffic).
 func judgeDriftAlert(rep golden.Report, s golden.Series) alerts.Alert {
-	labels := map[string]string{"alertname": NameJudgeDrift, "severity": "warning", "judge": s.Judge, "metric": s.Metric}
-	a := alerts.Alert{Fingerprint: alerts.Fingerprint(labels), Name: NameJudgeDrift, Kind: "judge_drift",
+	labels := map[string]string{"alertname": rules.NameJudgeDrift, "severity": "warning", "judge": s.Judge, "metric": s.Metric}
+	a := alerts.Alert{Fingerprint: alerts.Fingerprint(labels), Name: rules.NameJudgeDrift, Kind: "judge_drift",
 		Rule: "golden", Severity: "warning", Status: alerts.StatusFiring, Labels: labels, Metric: s.Metric,
 		Value: s.Agreement, N: int64(s.N), StartsAt: rep.Time, Evidence: []alerts.Evidence{}, Comparator: "<"}
 	if s.Defined {
