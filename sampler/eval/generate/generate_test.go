@@ -38,3 +38,24 @@ func TestDocuments(t *testing.T) {
 		t.Fatalf("docs %q, want %q", strings.Join(got, " "), want)
 	}
 }
+
+func FuzzDocuments(f *testing.F) {
+	f.Add([]byte(`{"trace_id":"a","documents":[{"id":"d1","content":"x"},{"id":"d2","content":"X!"}]}` + "\n"))
+	f.Add([]byte("{\n[1]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		docs, _, err := Documents(strings.NewReader(string(data)), 64)
+		if err != nil {
+			t.Fatal(err) // a strings.Reader never fails
+		}
+		ids := map[string]bool{}
+		for _, d := range docs {
+			if ids[d.ID] || d.ID == "" {
+				t.Fatalf("document %q twice or without an id", d.ID)
+			}
+			ids[d.ID] = true
+			if len(d.Content) > 64 {
+				t.Fatalf("content of %d bytes past the cut", len(d.Content))
+			}
+		}
+	})
+}
