@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register("eval", "score a JSONL of records offline; gate on a baseline (CI)", runEval)
+	register("eval", "score a JSONL of records, or a retrieval run against qrels, offline; gate on a baseline (CI)", runEval)
 }
 
 // runEval scores records offline with the configured scorers. Exit codes: 0 scored (and the
