@@ -217,22 +217,24 @@ func (c *Canary) versionsChanged(last *State) bool {
 	return false
 }
 
-// previous is the last run's state: the one this process saw, else the store's.
+// previous is the last run's state: the store's, read at every check so that replicas sharing
+// the bucket see one another's runs and judge the set about once per interval between them;
+// this process's own last run when the store cannot be read.
 func (c *Canary) previous(ctx context.Context) (*State, error) {
-	c.mu.Lock()
-	last := c.last
-	c.mu.Unlock()
-	if last != nil {
+	last, err := c.s.Store.Load(ctx)
+	if err == nil && last != nil {
+		c.mu.Lock()
+		c.last = last
+		c.mu.Unlock()
 		return last, nil
 	}
-	last, err := c.s.Store.Load(ctx)
-	if err != nil || last == nil {
-		return nil, err
-	}
 	c.mu.Lock()
-	c.last = last
+	cached := c.last
 	c.mu.Unlock()
-	return last, nil
+	if cached != nil {
+		return cached, nil
+	}
+	return nil, err
 }
 
 // Run judges every item with every scorer, compares with the people and the previous run,

@@ -300,3 +300,34 @@ func TestReadItemsErrors(t *testing.T) {
 		t.Errorf("max: %v", err)
 	}
 }
+
+// Two replicas on one store: once either has run, the other sees the run and is not due.
+func TestCanaryReplicasShareTheSchedule(t *testing.T) {
+	judge := newFakeJudge(t, agreeing)
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	store := &MemoryStore{}
+	s := Settings{Items: items(t), Scorers: judgeScorers(t, judge.URL), Store: store, Now: clock.Now, Interval: time.Hour}
+	a, _ := New(s)
+	b, _ := New(s)
+	ctx := context.Background()
+	if a.due(ctx) != ReasonFirst || b.due(ctx) != ReasonFirst {
+		t.Fatal("both replicas should be due before any run")
+	}
+	if _, err := a.Run(ctx, ReasonFirst); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.due(ctx); got != "" {
+		t.Fatalf("replica b is due (%q) right after a ran", got)
+	}
+	clock.Add(time.Hour)
+	if got := b.due(ctx); got != ReasonSchedule {
+		t.Fatalf("replica b after the interval: %q", got)
+	}
+	// a runs the next round first: b, which saw the earlier run, must see this one too.
+	if _, err := a.Run(ctx, ReasonSchedule); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.due(ctx); got != "" {
+		t.Fatalf("replica b is due (%q) right after a's second run", got)
+	}
+}
