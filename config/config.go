@@ -44,6 +44,8 @@ type Config struct {
 	// Evaluations sends score results to trace backends: OTLP events, Langfuse, Phoenix
 	// (evaluations.go).
 	Evaluations Evaluations `yaml:"evaluations"`
+	// Golden is the judges' golden-set canary (golden.go).
+	Golden Golden `yaml:"golden"`
 
 	// Limits holds memory_limit_mib and the limits section (limits.go).
 	Limits Limits `yaml:",inline"`
@@ -95,6 +97,7 @@ func Default() *Config {
 		Redaction:   defaultRedaction(),
 		Export:      defaultExport(),
 		Evaluations: defaultEvaluations(),
+		Golden:      defaultGolden(),
 		Limits:      defaultLimits(),
 	}
 }

@@ -74,6 +74,8 @@ type ScoringEngine struct {
 	Overrides map[string]string `yaml:"overrides"`
 	// Recent is the in-memory ring behind GET /api/v1/scores.
 	Recent RecentScores `yaml:"recent"`
+	// BERTScore adds bertscore_precision, _recall and _f1 (bertscore.go).
+	BERTScore BERTScore `yaml:"bertscore"`
 }
 
 // LLMBackend configures one LLM judge backend (OpenAI-compatible or Anthropic).
@@ -120,6 +122,7 @@ func defaultScoringEngine() ScoringEngine {
 		OpenAI:     defaultLLMBackend(),
 		Anthropic:  defaultLLMBackend(),
 		NLI:        NLI{Threshold: 0.7, Timeout: 10 * time.Second},
+		BERTScore:  defaultBERTScore(),
 		RetrievalK: []int{1, 3, 5, 10},
 		Recent:     RecentScores{Size: 1000},
 	}
@@ -219,6 +222,9 @@ func (s ScoringEngine) Validate() error {
 	backends := []string{BackendBuiltin, BackendOpenAI, BackendAnthropic}
 	if !slices.Contains(backends, s.Backend) {
 		errs = append(errs, Invalid("backend", "must be builtin, openai or anthropic, got %q", s.Backend))
+	}
+	if s.BERTScore.Enabled && s.BERTScore.URL.Reveal() == "" && s.OpenAI.EmbeddingsModel == "" {
+		errs = append(errs, Invalid("bertscore.enabled", "needs bertscore.url (a text-embeddings-inference server) or openai.embeddings_model"))
 	}
 	used := map[string]bool{}
 	for i, m := range s.Metrics {

@@ -20,6 +20,7 @@ func TestScoringDefaults(t *testing.T) {
 		NLI:        NLI{Threshold: 0.7, Timeout: 10 * time.Second},
 		RetrievalK: []int{1, 3, 5, 10},
 		Recent:     RecentScores{Size: 1000},
+		BERTScore:  BERTScore{Timeout: 30 * time.Second, MaxIDFTokens: 1 << 18},
 	}
 	if !reflect.DeepEqual(c.Scoring.ScoringEngine, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c.Scoring.ScoringEngine, want)

@@ -16,7 +16,7 @@ import (
 func TestHideConfigSecrets(t *testing.T) {
 	secrets := []string{"hdr-TOKEN-1", "natspass2", "judgepass3", "JUDGEPATH4", "anthkey5", "nlipass6",
 		"SLACKTOKEN7", "hooktoken8", "ampass9", "PDPATH10", "rbtoken11", "dashtoken12", "driftpass13", "dashtoken14",
-		"tracetoken15", "dashtoken16", "otlppass17", "evalhdr19", "evalpass20", "lfpass21", "pxpass22"}
+		"tracetoken15", "dashtoken16", "otlppass17", "evalhdr19", "evalpass20", "lfpass21", "pxpass22", "teipass18"}
 	c, err := Parse([]byte(`
 exporters:
   otlp:
@@ -30,6 +30,7 @@ scoring:
   openai: {model: judge-model, api_key_env: OPENAI_KEY, base_url: "https://u:judgepass3@judge.example.com/v1/JUDGEPATH4"}
   anthropic: {model: claude-model, api_key_file: /run/secrets/anthropic, base_url: "https://anthropic.example.com/?key=anthkey5"}
   nli: {backend: http, url: "http://nli:nlipass6@nli.internal:8080"}
+  bertscore: {url: "http://tei:teipass18@tei.internal:8080"}
 notifiers:
   - {name: chat, type: slack, url: "https://hooks.slack.com/services/T0/B0/SLACKTOKEN7"}
   - {name: hook, type: webhook, url: "https://hooks.example.com/ragwatch?token=hooktoken8", secret_env: HOOK_HMAC}

@@ -28,6 +28,9 @@ func (c *Config) StorageCaps() []StorageCap {
 	if c.Alerting.StateBucket != "" {
 		caps = append(caps, StorageCap{"KV_" + c.Alerting.StateBucket, "alerting.state_max_bytes", c.Alerting.StateMaxBytes})
 	}
+	if c.Golden.File != "" {
+		caps = append(caps, StorageCap{"KV_" + c.Golden.Bucket, "golden.max_bytes", c.Golden.MaxBytes})
+	}
 	if n := c.NATS.Consume; n.Mode == NATSModeJetStream {
 		if n.CreateStream {
 			caps = append(caps, StorageCap{n.Stream, "nats.consume.stream_max_bytes", n.StreamMaxBytes})

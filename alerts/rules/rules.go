@@ -109,6 +109,9 @@ func Generate(c *config.Config) (*File, error) {
 		f.Groups = append(f.Groups, comparisonGroup(c.Comparisons, c.Alerting.DashboardURL.Reveal()))
 	}
 	f.Groups = append(f.Groups, storeGroup())
+	if c.Golden.File != "" {
+		f.Groups = append(f.Groups, goldenGroup())
+	}
 	return f, nil
 }
 
@@ -142,6 +145,24 @@ func comparisonGroup(defs []config.Comparison, dashboard string) Group {
 		})
 	}
 	return g
+}
+
+// NameJudgeDrift is the alert of a judge whose golden-set answers moved or whose agreement
+// with the people fell (sampler/golden); the service sends it from the run that found it.
+const NameJudgeDrift = "RagwatchJudgeDrift"
+
+// goldenGroup alerts on ragwatch_golden_drift, set by each replica's last golden run: the same
+// alert as the in-process one, for a fleet whose notifications go through Alertmanager.
+func goldenGroup() Group {
+	return Group{Name: "ragwatch-golden", Rules: []Rule{{
+		Alert:  NameJudgeDrift,
+		Expr:   `max by (judge, metric) (ragwatch_golden_drift) > 0`,
+		Labels: map[string]string{"severity": "warning"},
+		Annotations: annotations(
+			`Judge {{ $labels.judge }} drifted on {{ $labels.metric }} (golden set)`,
+			`The last run of the golden set found the judge's agreement with the human judgements fell, or its answers on the same items moved beyond golden.tolerance (ragwatch_golden_agreement, ragwatch_golden_items_changed). The in-process alert names the items; see docs/offline-eval.md.`,
+			"", ""),
+	}}}
 }
 
 // NameStoreWriteFailing is the alert of a replica whose embedded NATS store cannot write.

@@ -363,3 +363,27 @@ tests:
 		t.Fatalf("promtool test rules: %v\n%s\nrules:\n%s", err, out, b)
 	}
 }
+
+// With a golden set configured the fleet gets RagwatchJudgeDrift from each replica's drift
+// gauge; without one there is no such group.
+func TestJudgeDriftRuleWithGoldenSet(t *testing.T) {
+	c := config.Default()
+	f, err := Generate(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range f.Groups {
+		if g.Name == "ragwatch-golden" {
+			t.Fatal("a golden group without golden.file")
+		}
+	}
+	c.Golden.File = "golden.jsonl"
+	if f, err = Generate(c); err != nil {
+		t.Fatal(err)
+	}
+	g := f.Groups[len(f.Groups)-1]
+	if g.Name != "ragwatch-golden" || len(g.Rules) != 1 || g.Rules[0].Alert != NameJudgeDrift ||
+		g.Rules[0].Expr != `max by (judge, metric) (ragwatch_golden_drift) > 0` || g.Rules[0].Labels["severity"] != "warning" {
+		t.Fatalf("golden group %+v", g)
+	}
+}

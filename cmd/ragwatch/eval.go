@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register("eval", "score a JSONL of records offline; gate on a baseline (CI)", runEval)
+	register("eval", "score a JSONL of records, or a retrieval run against qrels, offline; gate on a baseline (CI)", runEval)
 }
 
 // runEval scores records offline with the configured scorers. Exit codes: 0 scored (and the
@@ -39,6 +39,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	minWinRate := fs.Float64("min-win-rate", -1, "with --pairwise: pass only when the lower bound of b's 95% win-rate interval is at or above this (b shown to win at least this often)")
 	notWorse := fs.Float64("not-worse-than", -1, "with --pairwise: fail only when the upper bound of b's 95% win-rate interval is below this (b not shown to win less often)")
 	judge := fs.String("judge", "", "with --pairwise: builtin, openai or anthropic (default pairs.judge)")
+	var tf trecFlags
+	fs.StringVar(&tf.qrels, "qrels", "", "evaluate a retrieval run instead: BEIR qrels (TSV with header query-id corpus-id score) or TREC qrels (docs/offline-eval.md)")
+	fs.StringVar(&tf.run, "run", "", "with --qrels: a TREC run (qid Q0 docid rank score tag) or BEIR results JSON {\"qid\": {\"docid\": score}}")
+	fs.StringVar(&tf.baselineRun, "baseline-run", "", "with --qrels: compare --run with this run query by query (t test, sign test, interval of the difference)")
+	fs.StringVar(&tf.k, "k", "1,5,10", "with --qrels: cut-offs of P, recall, ndcg_cut and success")
+	fs.BoolVar(&tf.complete, "complete", false, "with --qrels: trec_eval -c, average over every judged query (a query missing from the run scores 0)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -46,8 +52,18 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ragwatch eval: "+format+"\n", a...)
 		return 2
 	}
+	if tf.qrels != "" || tf.run != "" || tf.baselineRun != "" {
+		if *input != "" || *pairs {
+			return fail("--qrels evaluates a run: --input and --pairwise do not apply")
+		}
+		if *maxDrop < 0 || *maxDrop > 1 {
+			return fail("--max-drop must be between 0 and 1, got %v", *maxDrop)
+		}
+		tf.output, tf.gate, tf.baseline, tf.writeBaseline, tf.maxDrop = *output, *gatePath, *baseline, *writeBaseline, *maxDrop
+		return runEvalTREC(tf, stdout, stderr)
+	}
 	if *input == "" {
-		return fail("--input is required")
+		return fail("--input is required (or --qrels with --run)")
 	}
 	if *pairs {
 		return runEvalPairs(ctx, cfgPath, *input, *output, *judge, pairGate{*minWinRate, *notWorse}, *concurrency, stdout, stderr)

@@ -16,7 +16,7 @@ var scored = map[string]bool{
 	Faithfulness: true, AnswerRelevancy: true, ContextPrecision: true, ContextRecall: true,
 	CitationPrecision: true, CitationRecall: true, AnswerSimilarity: true, RefusalCorrect: true,
 	RubricRelevance: true, RubricCompleteness: true, RubricAccuracy: true, RubricCitationQuality: true,
-	MRR: true, PairwiseWinRate: true,
+	MRR: true, PairwiseWinRate: true, BERTScorePrecision: true, BERTScoreRecall: true, BERTScoreF1: true,
 }
 
 // KnownMetric reports whether some scorer can produce a result named metric: a metric above,

@@ -18,6 +18,10 @@ const (
 	// the retrieved context does not support an answer (a correct refusal), 0 when it does (an
 	// unwarranted refusal). Whichever scorer scores answer_relevancy scores it.
 	RefusalCorrect = "refusal_correct"
+	// BERTScore of the answer against the reference (sampler/scorers/bertscore).
+	BERTScorePrecision = "bertscore_precision"
+	BERTScoreRecall    = "bertscore_recall"
+	BERTScoreF1        = "bertscore_f1"
 )
 
 // PairwiseWinRate is one judged shadow pair's outcome from the candidate's side: 1 the

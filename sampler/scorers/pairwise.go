@@ -19,6 +19,20 @@ import (
 // (ragwatch_scoring_cost_usd_total, _tokens_total) and charged to the budget. WithRedact
 // applies as in Build.
 func BuildPairJudge(cfg config.Scoring, backend string, logger *slog.Logger, opts ...Option) (pairwise.Judge, error) {
+	if backend == "" || backend == config.BackendBuiltin {
+		return builtin.PairJudge{}, nil
+	}
+	j, err := BuildLLMJudge(cfg, backend, logger, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("pairs.judge: %w", err)
+	}
+	return llm.NewPairJudge(j, 0, 0), nil
+}
+
+// BuildLLMJudge returns the structured-call client of an LLM backend of the scoring section
+// (openai or anthropic): its key read through config.ReadSecret, its timeouts, retries,
+// concurrency and prices, and WithRedact's redactor on every prompt.
+func BuildLLMJudge(cfg config.Scoring, backend string, logger *slog.Logger, opts ...Option) (*llm.Judge, error) {
 	var bo buildOptions
 	for _, o := range opts {
 		o(&bo)
@@ -32,8 +46,6 @@ func BuildPairJudge(cfg config.Scoring, backend string, logger *slog.Logger, opt
 			Pricing: llm.Pricing{InputPerMTok: b.InputCostPerMTok, OutputPerMTok: b.OutputCostPerMTok}}
 	}
 	switch backend {
-	case "", config.BackendBuiltin:
-		return builtin.PairJudge{}, nil
 	case config.BackendOpenAI:
 		b := cfg.OpenAI
 		key, err := config.ReadSecret(b.APIKeyEnv, b.APIKeyFile)
@@ -41,7 +53,7 @@ func BuildPairJudge(cfg config.Scoring, backend string, logger *slog.Logger, opt
 			return nil, fmt.Errorf("scoring.openai api key: %w", err)
 		}
 		be := openai.New(openai.Config{BaseURL: b.BaseURL.Reveal(), Model: b.Model, APIKey: key, HTTPClient: judgeClient(b.MaxConcurrency)})
-		return llm.NewPairJudge(llm.NewJudge(be, judgeOpts(b)), 0, 0), nil
+		return llm.NewJudge(be, judgeOpts(b)), nil
 	case config.BackendAnthropic:
 		b := cfg.Anthropic
 		key, err := config.ReadSecret(b.APIKeyEnv, b.APIKeyFile)
@@ -52,7 +64,7 @@ func BuildPairJudge(cfg config.Scoring, backend string, logger *slog.Logger, opt
 			return nil, fmt.Errorf("scoring.anthropic needs api_key_env or api_key_file")
 		}
 		be := anthropic.New(anthropic.Config{BaseURL: b.BaseURL.Reveal(), Model: b.Model, APIKey: key, HTTPClient: judgeClient(b.MaxConcurrency)})
-		return llm.NewPairJudge(llm.NewJudge(be, judgeOpts(b)), 0, 0), nil
+		return llm.NewJudge(be, judgeOpts(b)), nil
 	}
-	return nil, fmt.Errorf("pairs.judge: unknown judge %q (builtin, openai, anthropic)", backend)
+	return nil, fmt.Errorf("unknown judge %q (builtin, openai, anthropic)", backend)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/score"
+	"github.com/ragwatch/ragwatch/sampler/scorers/bertscore"
 	"github.com/ragwatch/ragwatch/sampler/scorers/builtin"
 	"github.com/ragwatch/ragwatch/sampler/scorers/llm"
 	"github.com/ragwatch/ragwatch/sampler/scorers/llm/anthropic"
@@ -120,6 +121,14 @@ func Build(cfg config.Scoring, reg prometheus.Registerer, logger *slog.Logger, o
 		logger.Info("scorer ready", "backend", backend, "metrics", strings.Join(ms, ","))
 		out = append(out, sc)
 	}
+	if cfg.BERTScore.Enabled {
+		bs, err := buildBERTScore(cfg.ScoringEngine, bo.redact)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bs)
+		logger.Info("scorer ready", "backend", "bertscore", "token_embeddings", cfg.BERTScore.URL.Reveal() != "")
+	}
 	if rs := Retrieval(cfg.ScoringEngine); rs != nil {
 		out = append(out, rs)
 		logger.Info("scorer ready", "backend", "retrieval", "k", fmt.Sprint(cfg.RetrievalK))
@@ -158,6 +167,32 @@ func buildOpenAI(b config.LLMBackend, metrics []string, judges []llm.JudgeDef, o
 	be := openai.New(openai.Config{BaseURL: b.BaseURL.Reveal(), Model: b.Model, APIKey: key,
 		EmbeddingsModel: b.EmbeddingsModel, HTTPClient: judgeClient(b.MaxConcurrency)})
 	return llm.NewScorer(llm.NewJudge(be, o), llm.ScorerOptions{Metrics: metrics, OnlyJudges: len(metrics) == 0, Judges: judges, Embedder: be.Embedder()})
+}
+
+// buildBERTScore scores BERTScore with the token embeddings of scoring.bertscore.url, or else
+// the sentence embeddings of scoring.openai.embeddings_model.
+func buildBERTScore(cfg config.ScoringEngine, redact func(string) string) (score.Scorer, error) {
+	b := cfg.BERTScore
+	o := bertscore.Options{Redact: redact, Baseline: bertscore.Baseline{Precision: b.Baseline.Precision, Recall: b.Baseline.Recall, F1: b.Baseline.F1}}
+	if u := b.URL.Reveal(); u != "" {
+		o.Tokens = bertscore.TEI{URL: u, Client: &http.Client{Timeout: b.Timeout}}
+		if b.IDF {
+			o.IDF = bertscore.NewIDF(b.MaxIDFTokens)
+		}
+	} else if cfg.OpenAI.EmbeddingsModel != "" {
+		key, err := config.ReadSecret(cfg.OpenAI.APIKeyEnv, cfg.OpenAI.APIKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("scoring.openai api key: %w", err)
+		}
+		be := openai.New(openai.Config{BaseURL: cfg.OpenAI.BaseURL.Reveal(), Model: cfg.OpenAI.Model, APIKey: key,
+			EmbeddingsModel: cfg.OpenAI.EmbeddingsModel, HTTPClient: &http.Client{Timeout: b.Timeout}})
+		o.Sentences, o.Model = be.Embedder(), cfg.OpenAI.EmbeddingsModel
+	}
+	bs, err := bertscore.New(o)
+	if err != nil {
+		return nil, fmt.Errorf("scoring.bertscore: %w", err)
+	}
+	return bs, nil
 }
 
 func buildAnthropic(b config.LLMBackend, metrics []string, judges []llm.JudgeDef, opts func(config.LLMBackend) (llm.JudgeOptions, error)) (score.Scorer, error) {

@@ -101,6 +101,24 @@ func NDCG(ranked []string, qrels map[string]int, k int) (v float64, ok bool) {
 	return dcg / ideal, true
 }
 
+// AveragePrecision is trec_eval's map for one query: the precision at the rank of each relevant
+// document returned, summed and divided by every relevant labelled document (unreturned ones
+// count 0). ok is false when no labelled document is relevant; trec_eval then reports 0.
+func AveragePrecision(ranked []string, qrels map[string]int) (v float64, ok bool) {
+	total := countRelevant(qrels)
+	if total == 0 {
+		return 0, false
+	}
+	found, sum := 0, 0.0
+	for i, id := range ranked {
+		if relevant(qrels[id]) {
+			found++
+			sum += float64(found) / float64(i+1)
+		}
+	}
+	return sum / float64(total), true
+}
+
 func countRelevant(qrels map[string]int) int {
 	n := 0
 	for _, g := range qrels {

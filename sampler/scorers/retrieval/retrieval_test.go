@@ -193,3 +193,16 @@ func TestScorer(t *testing.T) {
 		t.Fatalf("record without labels: %v %v", none, err)
 	}
 }
+
+// TestAveragePrecision: labels d1=3 d3=1 d4=2 relevant (3), ranking d2 d1 x d4 d5 retrieves d1 at
+// rank 2 and d4 at rank 4: (1/2 + 2/4) / 3, d3 unretrieved counting 0 (trec_eval's map).
+func TestAveragePrecision(t *testing.T) {
+	qrels := map[string]int{"d1": 3, "d2": 0, "d3": 1, "d4": 2, "d5": -1}
+	v, ok := AveragePrecision([]string{"d2", "d1", "x", "d4", "d5"}, qrels)
+	if !ok || math.Abs(v-(0.5+0.5)/3) > 1e-12 {
+		t.Fatalf("AP = %v, %v; want 1/3", v, ok)
+	}
+	if v, ok := AveragePrecision([]string{"a"}, map[string]int{"a": 0}); ok || v != 0 {
+		t.Fatalf("no relevant label: %v, %v; want 0, false", v, ok)
+	}
+}

@@ -32,6 +32,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler"
 	"github.com/ragwatch/ragwatch/sampler/evalexport"
+	"github.com/ragwatch/ragwatch/sampler/golden"
 	"github.com/ragwatch/ragwatch/sampler/scorers"
 	"github.com/ragwatch/ragwatch/sampler/worker"
 )
@@ -112,6 +113,8 @@ var parts = []part{
 	{"scores subscription", ModeRun, (*builder).scoresSubscription},
 	// Sampling to the JetStream queue and, unless scoring.workers is 0, scoring in process.
 	{"sampler", ModeRun, (*builder).sampler},
+	// The judges' golden-set canary: the in-process scorers re-judge a labelled set.
+	{"golden", ModeRun, (*builder).golden},
 	// The worker's scoring: the same pool, pulling from the queue the sidecars feed.
 	{"scoring workers", ModeWorker, (*builder).scoringWorkers},
 	// The record fan-out's front: feedback and labels joined to their record once, shadow
@@ -170,6 +173,8 @@ type App struct {
 	// Judges are the LLM scorers of the configured judges (the `judges` section), which a
 	// reload changes; empty when no scorer runs in this process.
 	Judges *scorers.JudgeSet
+	// Golden is the judges' golden-set canary (golden.file); nil without one.
+	Golden *golden.Canary
 	// Workers is `ragwatch worker`'s scoring pool (nil in run mode, where Sampler.Pool is the
 	// in-process one).
 	Workers *worker.Pool

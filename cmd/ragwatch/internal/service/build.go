@@ -69,6 +69,9 @@ type builder struct {
 	// scoresLoop hands this process's own results to the scores subscription's consumer
 	// (queue.Loopback); the sampler's publisher marks them, the subscription skips them.
 	scoresLoop *queue.Loopback
+	// active are the scorers the in-process workers run (nil when scoring.workers is 0); the
+	// golden-set canary judges with them.
+	active []score.Scorer
 }
 
 func (b *builder) logger(component string) *slog.Logger { return b.log.With("component", component) }
@@ -283,6 +286,7 @@ func (b *builder) sampler() (lifecycle, error) {
 	if b.scoresLoop != nil {
 		ropts = append(ropts, sampler.WithScoresLoopback(b.scoresLoop))
 	}
+	b.active = active
 	samp := sampler.NewRuntime(b.cfg, b.NATS.JS, b.NATS.Replicas, active, nil, b.Services, b.Registry, b.logger("sampler"), ropts...)
 	q := b.cfg.Scoring.Queue
 	b.NATS.Store().Watch("scoring", q.Stream)

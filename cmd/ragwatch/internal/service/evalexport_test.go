@@ -149,7 +149,7 @@ redaction:
 		r.Service, r.Time, r.Query, r.Answer = "chat", time.Now(), "How do I get a refund?", "Write to jane.doe@example.com."
 		r.Documents = []record.Document{{ID: "a", Content: "Refunds: use the form."}, {ID: "b", Content: "Contact support."}}
 		r.Relevance = map[string]int{"b": 1} // mrr 0.5
-		if r.SpanID == "" { // a label that came before its record rides on it into scoring
+		if r.SpanID == "" {                  // a label that came before its record rides on it into scoring
 			r.Labels = &record.Label{Values: map[string]float64{"rubric_relevance": 1}, Labeler: "bo"}
 		}
 		if err := a.Records.ConsumeRecord(ctx, r); err != nil {

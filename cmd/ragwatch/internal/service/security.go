@@ -212,3 +212,13 @@ func OfflineJudgeOptions(cfg *config.Config) ([]scorers.Option, error) {
 	}
 	return append(JudgeRedaction(r), scorers.WithJudges(cfg.Judges, nil)), nil
 }
+
+// OfflineRedactor is the redaction section of cfg as one function, for the offline commands
+// that write user content out (`ragwatch generate`); nil when redaction is off.
+func OfflineRedactor(cfg *config.Config) (func(string) string, error) {
+	r, err := buildRedactor(cfg, nil)
+	if err != nil || r == nil {
+		return nil, err
+	}
+	return r.String, nil
+}

@@ -144,7 +144,7 @@ func TestWorkerLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantRun := []string{"nats", "memory guard", "signals", "notifiers", "alert engine", "judge agreement", "evaluation export", "scores subscription",
-		"sampler", "join", "assembler", "http", "otlp receivers", "nats subscribers"}
+		"sampler", "golden", "join", "assembler", "http", "otlp receivers", "nats subscribers"}
 	if got := service.ComponentNames(run); !slices.Equal(got, wantRun) {
 		t.Fatalf("run's components = %q, want %q", got, wantRun)
 	}
