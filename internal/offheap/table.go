@@ -8,8 +8,8 @@ import (
 	"unsafe"
 )
 
-// MaxEntries bounds a Table: an entry's id + 1 and a probe distance of at least 7 bits share
-// one 32-bit index cell.
+// MaxEntries bounds a Table: an entry's id + 1 and a probe distance of 7 bits share one 32-bit
+// index cell.
 const MaxEntries = 1 << 24
 
 // MaxLanes bounds the lanes of a Table.
@@ -33,9 +33,10 @@ const MaxLanes = 8
 // and must not choose their probe sequences.
 //
 // The index is Robin Hood linear probing over a power of two of 4-byte cells, each holding an
-// entry's id + 1 in its low bits and its distance from its home cell above, at a load of at most
-// 7/8: a lookup compares keys only for cells that share its home, and a removal shifts the
-// following cells back without hashing (no tombstones). The slab reserves every entry up front
+// entry's id + 1, a few bits of its key's hash and its distance from its home cell, filled up to
+// a Load: a lookup reads an entry only for cells that share its home and hash bits, and a
+// removal shifts the following cells back without hashing (no tombstones). The slab reserves
+// every entry up front
 // (the kernel adds pages as ids are first used); the index grows by doubling.
 //
 // A Table is not safe for concurrent use.
@@ -47,12 +48,18 @@ type Table[K comparable, V any] struct {
 	n       int // entries in arrival order, all lanes
 	indexed int // entries the index finds
 
-	cellMem *Array[uint32]
-	cells   []uint32
-	mask    uint64
-	idxBits uint
-	maxDist uint32
-	seeds   [2]maphash.Seed
+	// cells is the index: each cell holds an entry's id + 1 in its low idxBits bits, tagBits of
+	// its key's hash above (so a probe reads an entry only when they match), and its distance
+	// from its home cell at the top.
+	cellMem   *Array[uint32]
+	cells     []uint32
+	mask      uint64
+	idxBits   uint
+	tagBits   uint
+	distShift uint
+	maxDist   uint32
+	load      Load
+	seeds     [2]maphash.Seed
 }
 
 type lane struct {
@@ -74,16 +81,30 @@ const (
 	indexedFlag = 1 << idBits
 	laneShift   = idBits + 1
 	minCells    = 64
+	distBits    = 7 // a probe distance of up to 127 cells; the bits left over hold the tag
+)
+
+// Load is how full a table's index may get before it doubles.
+type Load uint8
+
+const (
+	// LoadHalf: at most half the cells in use (2 to 4 cells, 8 to 16 bytes, per entry); most
+	// probes end at their first cell. For tables where lookups that miss are common.
+	LoadHalf Load = 0
+	// LoadDense: at most 7/8 of the cells in use (4.6 to 9 bytes per entry); probes run longer.
+	// For large tables where memory counts more than a few nanoseconds a lookup.
+	LoadDense Load = 3
 )
 
 // NewTable returns an empty table with one lane for each limit, holding at most limits[l]
-// entries in lane l (each at least 0; all together at most MaxEntries, later lanes cut first).
-func NewTable[K comparable, V any](limits ...int) *Table[K, V] {
+// entries in lane l (each at least 0; all together at most MaxEntries, later lanes cut first),
+// its index growing up to load.
+func NewTable[K comparable, V any](load Load, limits ...int) *Table[K, V] {
 	checkKey(reflect.TypeFor[K]())
 	if len(limits) == 0 || len(limits) > MaxLanes {
 		panic(fmt.Sprintf("offheap: %d lanes, want 1 to %d", len(limits), MaxLanes))
 	}
-	t := &Table[K, V]{lanes: make([]lane, len(limits)), seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+	t := &Table[K, V]{load: load, lanes: make([]lane, len(limits)), seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 	total := 0
 	for l, n := range limits {
 		n = min(max(n, 0), MaxEntries-total)
@@ -94,7 +115,9 @@ func NewTable[K comparable, V any](limits ...int) *Table[K, V] {
 	t.mem = New[entry[K, V]](total)
 	t.ents = t.mem.Slice()[:0]
 	t.idxBits = uint(bits.Len32(uint32(total)))
-	t.maxDist = 1<<(32-t.idxBits) - 1
+	t.tagBits = 32 - t.idxBits - min(32-t.idxBits, distBits)
+	t.distShift = t.idxBits + t.tagBits
+	t.maxDist = 1<<(32-t.distShift) - 1
 	return t
 }
 
@@ -209,15 +232,18 @@ func (t *Table[K, V]) Find(l int, k K) int {
 	if t.lanes[l].n == 0 || t.indexed == 0 {
 		return -1
 	}
-	pos := t.Hash(l, &k) & t.mask
+	h := t.Hash(l, &k)
+	pos := h & t.mask
 	idMask := uint32(1)<<t.idxBits - 1
+	want := t.tag(h) << t.idxBits // the cell's low bits but the id
+	lowMask := uint32(1)<<t.distShift - 1
 	for d := uint32(0); ; d++ {
 		c := t.cells[pos]
-		cd := c >> t.idxBits
+		cd := c >> t.distShift
 		if c == 0 || cd < d {
 			return -1
 		}
-		if cd == d {
+		if cd == d && c&lowMask&^idMask == want {
 			i := c&idMask - 1
 			if e := &t.ents[i]; e.key == k && int(e.prev>>laneShift) == l {
 				return int(i)
@@ -248,7 +274,7 @@ func (t *Table[K, V]) Add(l int, k K, v V) int {
 	t.n++
 	t.lanes[l].n++
 	t.indexed++
-	if uint64(t.indexed) > uint64(len(t.cells))/8*7 || !t.place(i) {
+	if uint64(t.indexed) > uint64(len(t.cells))>>1+uint64(t.load)*uint64(len(t.cells))>>3 || !t.place(i) {
 		t.rebuild(max(2*len(t.cells), minCells))
 	}
 	return int(i)
@@ -292,6 +318,14 @@ func (t *Table[K, V]) Free() {
 	t.ents, t.cells = nil, nil
 }
 
+// tag is the bits of hash h a cell keeps: the top ones (the home cell comes from the bottom).
+func (t *Table[K, V]) tag(h uint64) uint32 {
+	if t.tagBits == 0 {
+		return 0
+	}
+	return uint32(h >> (64 - t.tagBits))
+}
+
 // cellOf returns the index cell holding entry i.
 func (t *Table[K, V]) cellOf(i uint32) uint64 {
 	e := &t.ents[i]
@@ -310,11 +344,11 @@ func (t *Table[K, V]) unplace(i uint32) {
 	for {
 		next := (pos + 1) & t.mask
 		c := t.cells[next]
-		if c>>t.idxBits == 0 { // empty, or at its home
+		if c>>t.distShift == 0 { // empty, or at its home
 			t.cells[pos] = 0
 			return
 		}
-		t.cells[pos] = c - 1<<t.idxBits
+		t.cells[pos] = c - 1<<t.distShift
 		pos = next
 	}
 }
@@ -323,17 +357,18 @@ func (t *Table[K, V]) unplace(i uint32) {
 // home, leaving some cell (maybe i's) out: the caller rebuilds the index then.
 func (t *Table[K, V]) place(i uint32) bool {
 	e := &t.ents[i]
-	pos := t.Hash(int(e.prev>>laneShift), &e.key) & t.mask
-	cur, d := i+1, uint32(0)
+	h := t.Hash(int(e.prev>>laneShift), &e.key)
+	pos := h & t.mask
+	cur, d := t.tag(h)<<t.idxBits|(i+1), uint32(0)
 	for {
 		c := t.cells[pos]
 		if c == 0 {
-			t.cells[pos] = d<<t.idxBits | cur
+			t.cells[pos] = d<<t.distShift | cur
 			return true
 		}
-		if cd := c >> t.idxBits; cd < d { // Robin Hood: the poorer probe takes the cell
-			t.cells[pos] = d<<t.idxBits | cur
-			cur, d = c&(uint32(1)<<t.idxBits-1), cd
+		if cd := c >> t.distShift; cd < d { // Robin Hood: the poorer probe takes the cell
+			t.cells[pos] = d<<t.distShift | cur
+			cur, d = c&(uint32(1)<<t.distShift-1), cd
 		}
 		pos = (pos + 1) & t.mask
 		if d++; d > t.maxDist {

@@ -68,8 +68,11 @@ func checkTable(t *testing.T, tab *Table[testKey, testVal], order [][]testKey, i
 			t.Fatalf("cell %d holds unindexed entry %d", pos, i)
 		}
 		home := tab.Hash(tab.Lane(int(i)), tab.Key(int(i))) & tab.mask
-		if want := (uint64(pos) - home) & tab.mask; uint64(c>>tab.idxBits) != want {
-			t.Fatalf("cell %d: distance %d, want %d", pos, c>>tab.idxBits, want)
+		if want := (uint64(pos) - home) & tab.mask; uint64(c>>tab.distShift) != want {
+			t.Fatalf("cell %d: distance %d, want %d", pos, c>>tab.distShift, want)
+		}
+		if tag := c >> tab.idxBits & (1<<tab.tagBits - 1); tag != tab.tag(tab.Hash(tab.Lane(int(i)), tab.Key(int(i)))) {
+			t.Fatalf("cell %d: tag %#x", pos, tag)
 		}
 	}
 	if cells != indexed {
@@ -84,10 +87,12 @@ func TestTableMatchesModel(t *testing.T) {
 	for _, tc := range []struct {
 		limits  []int
 		maxDist uint32
-	}{{[]int{1, 1}, 0}, {[]int{7, 3}, 0}, {[]int{300, 100}, 0}, {[]int{300, 100}, 1}, {[]int{3000, 10}, 0}} {
-		t.Run(fmt.Sprintf("%v,maxDist=%d", tc.limits, tc.maxDist), func(t *testing.T) {
+		load    Load
+	}{{[]int{1, 1}, 0, LoadHalf}, {[]int{7, 3}, 0, LoadDense}, {[]int{300, 100}, 0, LoadHalf}, {[]int{300, 100}, 1, LoadDense},
+		{[]int{3000, 10}, 0, LoadDense}, {[]int{3000, 10}, 0, LoadHalf}} {
+		t.Run(fmt.Sprintf("%v,maxDist=%d,load=%d", tc.limits, tc.maxDist, tc.load), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.limits[0]), 7))
-			tab := NewTable[testKey, testVal](tc.limits...)
+			tab := NewTable[testKey, testVal](tc.load, tc.limits...)
 			if tc.maxDist > 0 {
 				tab.maxDist = tc.maxDist
 			}
@@ -152,7 +157,7 @@ func TestTableMatchesModel(t *testing.T) {
 // one keeps the others found; keys forced into probe runs of at most one cell (maxDist 1) make
 // the index grow until every key is found.
 func TestTableCollisions(t *testing.T) {
-	tab := NewTable[testKey, testVal](5, 5, 5, 5, 5, 5, 5, 5)
+	tab := NewTable[testKey, testVal](LoadHalf, 5, 5, 5, 5, 5, 5, 5, 5)
 	var k testKey
 	for l := range MaxLanes {
 		id := tab.Add(l, k, testVal{n: int64(l)})
@@ -174,7 +179,7 @@ func TestTableCollisions(t *testing.T) {
 			t.Fatalf("after a removal, lane %d: Find = %d", l, id)
 		}
 	}
-	tab2 := NewTable[testKey, testVal](200)
+	tab2 := NewTable[testKey, testVal](LoadHalf, 200)
 	tab2.maxDist = 1
 	for i := range 200 {
 		tab2.Add(0, testKey{byte(i), byte(i >> 8)}, testVal{n: int64(i)})
@@ -192,7 +197,7 @@ func TestTableCollisions(t *testing.T) {
 // TestTableEvictsOldestByCapacityAndAge: at the bound the caller removes Oldest, which is the
 // first added unless touched since; entries carrying an expiry leave oldest first.
 func TestTableEvictsOldestByCapacityAndAge(t *testing.T) {
-	tab := NewTable[testKey, testVal](3)
+	tab := NewTable[testKey, testVal](LoadHalf, 3)
 	for i := range 3 {
 		tab.Add(0, testKey{byte(i)}, testVal{n: int64(10 * i)}) // n: expiry
 	}
@@ -230,7 +235,7 @@ func TestTableEvictsOldestByCapacityAndAge(t *testing.T) {
 // TestTableReusesIDs: removed ids come back newest-freed first, and the slab never grows past
 // the highest id used.
 func TestTableReusesIDs(t *testing.T) {
-	tab := NewTable[testKey, testVal](10)
+	tab := NewTable[testKey, testVal](LoadHalf, 10)
 	for i := range 10 {
 		tab.Add(0, testKey{byte(i)}, testVal{})
 	}
@@ -249,7 +254,7 @@ func TestTableReusesIDs(t *testing.T) {
 
 // TestTableBytes: the memory the table reports is its slab entries in use and its cells.
 func TestTableBytes(t *testing.T) {
-	tab := NewTable[testKey, testVal](1000)
+	tab := NewTable[testKey, testVal](LoadDense, 1000)
 	if tab.EntryBytes() != int(unsafe.Sizeof(entry[testKey, testVal]{})) || tab.EntryBytes() != 16+16+8 {
 		t.Fatalf("entry is %d bytes, want 40", tab.EntryBytes())
 	}
@@ -259,13 +264,21 @@ func TestTableBytes(t *testing.T) {
 	for i := range 100 {
 		tab.Add(0, testKey{byte(i)}, testVal{})
 	}
-	// 100 entries at a load of at most 7/8: 128 cells.
+	// 100 entries at a load of at most 7/8 (LoadDense): 128 cells.
 	if got, want := tab.Bytes(), 100*40+128*4; got != want || len(tab.cells) != 128 {
 		t.Fatalf("Bytes = %d with %d cells, want %d", got, len(tab.cells), want)
 	}
 	tab.Remove(50)
 	if got := tab.Bytes(); got != 100*40+128*4 {
 		t.Fatalf("after a removal Bytes = %d: the slab in use does not shrink", got)
+	}
+	half := NewTable[testKey, testVal](LoadHalf, 1000)
+	for i := range 100 {
+		half.Add(0, testKey{byte(i)}, testVal{})
+	}
+	// At a load of at most 1/2: 256 cells.
+	if got, want := half.Bytes(), 100*40+256*4; got != want {
+		t.Fatalf("LoadHalf: Bytes = %d, want %d", got, want)
 	}
 }
 
@@ -276,11 +289,11 @@ func TestTableRefusesUnhashableKeys(t *testing.T) {
 			NewTable[struct {
 				a uint8
 				b uint32
-			}, int](1)
+			}, int](LoadHalf, 1)
 		},
-		"float":   func() { NewTable[float64, int](1) },
-		"pointer": func() { NewTable[*int, int](1) },
-		"lanes":   func() { NewTable[testKey, int]() },
+		"float":   func() { NewTable[float64, int](LoadHalf, 1) },
+		"pointer": func() { NewTable[*int, int](LoadHalf, 1) },
+		"lanes":   func() { NewTable[testKey, int](LoadHalf) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -295,18 +308,18 @@ func TestTableRefusesUnhashableKeys(t *testing.T) {
 		a [3]byte
 		b uint8
 		c uint32
-	}, int](1).Free() // no padding: fine
+	}, int](LoadHalf, 1).Free() // no padding: fine
 }
 
 func TestTableSums(t *testing.T) {
-	tab := NewTable[testKey, testVal](1)
+	tab := NewTable[testKey, testVal](LoadHalf, 1)
 	if tab.Sum64("ab", "/", "c") != tab.Sum64("ab/c") || tab.Sum64("a") == tab.Sum64("b") {
 		t.Fatal("Sum64 is not the hash of the concatenation")
 	}
 	if tab.Sum128("x") != tab.Sum128("x") || tab.Sum128("x") == tab.Sum128("y") {
 		t.Fatal("Sum128 not a function of its input")
 	}
-	other := NewTable[testKey, testVal](1)
+	other := NewTable[testKey, testVal](LoadHalf, 1)
 	if other.Sum128("x") == tab.Sum128("x") {
 		t.Fatal("two tables share a seed")
 	}
@@ -318,7 +331,7 @@ func FuzzTable(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 200, 201, 202, 100, 101})
 	f.Add([]byte("the quick brown fox jumps over the lazy dog"))
 	f.Fuzz(func(t *testing.T, prog []byte) {
-		tab := NewTable[testKey, testVal](4, 2)
+		tab := NewTable[testKey, testVal](LoadHalf, 4, 2)
 		tab.maxDist = 2
 		order, ids := make([][]testKey, 2), make([][]int, 2)
 		live := []map[testKey]int{{}, {}}
