@@ -15,18 +15,23 @@ const MaxEntries = 1 << 24
 // MaxLanes bounds the lanes of a Table.
 const MaxLanes = 8
 
-// Table is a bounded keyed table outside the Go heap: a slab of entries (a key, a value, and
-// their links in arrival order), an open-addressing index from key to entry, and a free list,
-// so that an entry's id (its place in the slab) is stable while it lives and reused after.
-// Callers keep whatever an entry cannot hold (strings, pointers) in their own maps or slices
-// by id.
+// Table is a bounded keyed table outside the Go heap: a slab of entries (a key and a value),
+// their arrival order, and an open-addressing index from key to entry, so that an entry's id
+// (its place in the slab) is stable while it lives and reused after. Callers keep whatever an
+// entry cannot hold (strings, pointers) in their own maps or slices by id.
 //
-// Entries belong to lanes, each with its own bound and arrival order (oldest first): a key is
-// looked up within its lane, so equal keys of different lanes are different entries. Nothing is
-// evicted behind the caller's back: when Full(lane), the caller removes Oldest(lane) (and what
-// it keeps by its id) before it adds. An entry may be Unindexed: Find no longer finds it, but
-// it keeps its place in arrival order and counts towards its lane's bound until removed, for
-// callers that age out a key's superseded entries in order.
+// A table made by NewTable has lanes, each with its own bound and arrival order (oldest first):
+// a key is looked up within its lane, so equal keys of different lanes are different entries.
+// Any entry may be removed, and Touch makes one the newest again; freed ids are reused. Its
+// order costs 8 bytes an entry of links, beside the slab.
+//
+// A table made by NewRing has one lane whose order is the slab itself, a ring: entries leave
+// oldest first only (Remove of another panics), no Touch, and nothing beyond the entries.
+//
+// Nothing is evicted behind the caller's back: when Full(lane), the caller removes
+// Oldest(lane) (and what it keeps by its id) before it adds. An entry may be Unindexed: Find no
+// longer finds it, but it keeps its place in arrival order and counts towards its lane's bound
+// until removed, for callers that age out a key's superseded entries in order.
 //
 // K and V must hold no pointers; K must also have no padding and no floating-point fields,
 // because keys are hashed by their bytes. The hash is seeded per table: keys come from outside
@@ -36,17 +41,23 @@ const MaxLanes = 8
 // entry's id + 1, a few bits of its key's hash and its distance from its home cell, filled up to
 // a Load: a lookup reads an entry only for cells that share its home and hash bits, and a
 // removal shifts the following cells back without hashing (no tombstones). The slab reserves
-// every entry up front
-// (the kernel adds pages as ids are first used); the index grows by doubling.
+// every entry up front (the kernel adds pages as ids are first used); the index grows by
+// doubling.
 //
 // A Table is not safe for concurrent use.
 type Table[K comparable, V any] struct {
-	mem     *Array[entry[K, V]]
-	ents    []entry[K, V] // mem's entries up to the highest id ever used; capacity: the bound
-	free    uint32        // first free id + 1; the free list is linked through entry.next
-	lanes   []lane
-	n       int // entries in arrival order, all lanes
-	indexed int // entries the index finds
+	mem   *Array[entry[K, V]]
+	ents  []entry[K, V] // mem's entries up to the highest id ever used; capacity: the bound
+	lanes []lane
+	n     int // entries in arrival order, all lanes
+	// indexed counts the entries the index finds.
+	indexed int
+
+	// Linked tables (NewTable): the order, lane and indexed flag of each entry, and the free
+	// list. Rings leave these nil and keep their order in lanes[0]: head is the oldest id.
+	linkMem *Array[link]
+	links   []link
+	free    uint32 // first free id + 1; the free list is linked through link.next
 
 	// cells is the index: each cell holds an entry's id + 1 in its low idxBits bits, tagBits of
 	// its key's hash above (so a probe reads an entry only when they match), and its distance
@@ -63,17 +74,19 @@ type Table[K comparable, V any] struct {
 }
 
 type lane struct {
-	head, tail uint32 // oldest and newest id + 1
+	head, tail uint32 // linked: oldest and newest id + 1; ring: head is the oldest id
 	n, limit   int
 }
 
-// entry is one slot of the slab. prev packs the id + 1 of the entry before (idBits bits), the
-// indexed flag and the lane; next is the id + 1 of the entry after, or of the next free one.
 type entry[K, V any] struct {
-	key        K
-	val        V
-	prev, next uint32
+	key K
+	val V
 }
+
+// link is a linked table's order of one entry. prev packs the id + 1 of the entry before
+// (idBits bits), the indexed flag and the lane; next is the id + 1 of the entry after, or of
+// the next free one.
+type link struct{ prev, next uint32 }
 
 const (
 	idBits      = 25 // holds MaxEntries (id + 1)
@@ -96,14 +109,27 @@ const (
 	LoadDense Load = 3
 )
 
-// NewTable returns an empty table with one lane for each limit, holding at most limits[l]
-// entries in lane l (each at least 0; all together at most MaxEntries, later lanes cut first),
-// its index growing up to load.
+// NewTable returns an empty linked table with one lane for each limit, holding at most
+// limits[l] entries in lane l (each at least 0; all together at most MaxEntries, later lanes
+// cut first), its index growing up to load.
 func NewTable[K comparable, V any](load Load, limits ...int) *Table[K, V] {
-	checkKey(reflect.TypeFor[K]())
 	if len(limits) == 0 || len(limits) > MaxLanes {
 		panic(fmt.Sprintf("offheap: %d lanes, want 1 to %d", len(limits), MaxLanes))
 	}
+	t := newTable[K, V](load, limits)
+	t.linkMem = New[link](t.Cap())
+	t.links = t.linkMem.Slice()
+	return t
+}
+
+// NewRing returns an empty ring of at most limit entries (at most MaxEntries), its index
+// growing up to load.
+func NewRing[K comparable, V any](load Load, limit int) *Table[K, V] {
+	return newTable[K, V](load, []int{limit})
+}
+
+func newTable[K comparable, V any](load Load, limits []int) *Table[K, V] {
+	checkKey(reflect.TypeFor[K]())
 	t := &Table[K, V]{load: load, lanes: make([]lane, len(limits)), seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 	total := 0
 	for l, n := range limits {
@@ -164,20 +190,22 @@ func (t *Table[K, V]) Total() int { return t.n }
 // Indexed is the number of entries Find can find.
 func (t *Table[K, V]) Indexed() int { return t.indexed }
 
-// Limit is lane l's bound.
-func (t *Table[K, V]) Limit(l int) int { return t.lanes[l].limit }
-
 // Full reports whether adding to lane l needs its oldest entry removed first.
 func (t *Table[K, V]) Full(l int) bool { return t.lanes[l].n >= t.lanes[l].limit }
 
-// Bytes is the memory of the entries and index cells in use, outside the Go heap: the slab up
-// to the highest id used, and the index.
-func (t *Table[K, V]) Bytes() int {
-	return len(t.ents)*int(unsafe.Sizeof(entry[K, V]{})) + 4*len(t.cells)
-}
+// Bytes is the memory in use outside the Go heap: the entries (and a linked table's links) up
+// to the highest id used, and the index cells.
+func (t *Table[K, V]) Bytes() int { return len(t.ents)*t.EntryBytes() + 4*len(t.cells) }
 
-// EntryBytes is what one entry takes in the slab, without its index cells.
-func (t *Table[K, V]) EntryBytes() int { return int(unsafe.Sizeof(entry[K, V]{})) }
+// EntryBytes is what one entry takes, without its index cells: its slot, and its links in a
+// linked table.
+func (t *Table[K, V]) EntryBytes() int {
+	n := int(unsafe.Sizeof(entry[K, V]{}))
+	if t.links != nil {
+		n += int(unsafe.Sizeof(link{}))
+	}
+	return n
+}
 
 // Key returns entry id's key.
 func (t *Table[K, V]) Key(id int) *K { return &t.ents[id].key }
@@ -186,16 +214,43 @@ func (t *Table[K, V]) Key(id int) *K { return &t.ents[id].key }
 func (t *Table[K, V]) Val(id int) *V { return &t.ents[id].val }
 
 // Lane returns the lane of entry id.
-func (t *Table[K, V]) Lane(id int) int { return int(t.ents[id].prev >> laneShift) }
+func (t *Table[K, V]) Lane(id int) int {
+	if t.links == nil {
+		return 0
+	}
+	return int(t.links[id].prev >> laneShift)
+}
 
 // IsIndexed reports whether Find finds entry id (it was not Unindexed).
-func (t *Table[K, V]) IsIndexed(id int) bool { return t.ents[id].prev&indexedFlag != 0 }
+func (t *Table[K, V]) IsIndexed(id int) bool {
+	if t.links == nil {
+		return t.cellOf(uint32(id)) >= 0
+	}
+	return t.links[id].prev&indexedFlag != 0
+}
 
 // Oldest returns the oldest entry of lane l, or -1.
-func (t *Table[K, V]) Oldest(l int) int { return int(t.lanes[l].head) - 1 }
+func (t *Table[K, V]) Oldest(l int) int {
+	if t.links == nil {
+		if t.lanes[0].n == 0 {
+			return -1
+		}
+		return int(t.lanes[0].head)
+	}
+	return int(t.lanes[l].head) - 1
+}
 
 // Newer returns the entry after id in its lane's arrival order, or -1.
-func (t *Table[K, V]) Newer(id int) int { return int(t.ents[id].next) - 1 }
+func (t *Table[K, V]) Newer(id int) int {
+	if t.links == nil {
+		r := &t.lanes[0]
+		if (id-int(r.head)+r.limit)%r.limit+1 >= r.n {
+			return -1
+		}
+		return (id + 1) % r.limit
+	}
+	return int(t.links[id].next) - 1
+}
 
 // Hash is the table's seeded hash of key k in lane l.
 func (t *Table[K, V]) Hash(l int, k *K) uint64 {
@@ -229,7 +284,7 @@ func (t *Table[K, V]) Sum128(s string) (sum [16]byte) {
 
 // Find returns the indexed entry of lane l with key k, or -1.
 func (t *Table[K, V]) Find(l int, k K) int {
-	if t.lanes[l].n == 0 || t.indexed == 0 {
+	if t.indexed == 0 {
 		return -1
 	}
 	h := t.Hash(l, &k)
@@ -245,7 +300,7 @@ func (t *Table[K, V]) Find(l int, k K) int {
 		}
 		if cd == d && c&lowMask&^idMask == want {
 			i := c&idMask - 1
-			if e := &t.ents[i]; e.key == k && int(e.prev>>laneShift) == l {
+			if t.ents[i].key == k && (t.links == nil || int(t.links[i].prev>>laneShift) == l) {
 				return int(i)
 			}
 		}
@@ -256,26 +311,37 @@ func (t *Table[K, V]) Find(l int, k K) int {
 // Add puts key k with value v into lane l as its newest entry and returns its id. The key must
 // not be indexed in the lane already, and the lane must not be Full.
 func (t *Table[K, V]) Add(l int, k K, v V) int {
-	if t.Full(l) {
+	ln := &t.lanes[l]
+	if ln.n >= ln.limit {
 		panic("offheap: Add to a full lane")
 	}
 	var i uint32
-	if t.free != 0 {
+	switch {
+	case t.links == nil: // the slot after the newest
+		i = uint32((int(ln.head) + ln.n) % ln.limit)
+		if int(i) >= len(t.ents) {
+			t.ents = t.ents[:i+1]
+		}
+	case t.free != 0:
 		i = t.free - 1
-		t.free = t.ents[i].next
-	} else {
+		t.free = t.links[i].next
+	default:
 		// No free entry means fewer than the bound were ever used: the slab has room.
 		i = uint32(len(t.ents))
 		t.ents = t.ents[:i+1]
 	}
-	e := &t.ents[i]
-	e.key, e.val, e.prev, e.next = k, v, uint32(l)<<laneShift|indexedFlag, 0
-	t.link(i)
+	t.ents[i] = entry[K, V]{k, v}
+	if t.links != nil {
+		t.links[i].prev = uint32(l)<<laneShift | indexedFlag
+		t.link(i)
+	}
 	t.n++
-	t.lanes[l].n++
+	ln.n++
 	t.indexed++
-	if uint64(t.indexed) > uint64(len(t.cells))>>1+uint64(t.load)*uint64(len(t.cells))>>3 || !t.place(i) {
-		t.rebuild(max(2*len(t.cells), minCells))
+	if uint64(t.indexed) > uint64(len(t.cells))>>1+uint64(t.load)*uint64(len(t.cells))>>3 {
+		t.rebuild(max(2*len(t.cells), minCells), i+1)
+	} else if out := t.place(i); out != 0 {
+		t.rebuild(2*len(t.cells), out)
 	}
 	return int(i)
 }
@@ -283,28 +349,49 @@ func (t *Table[K, V]) Add(l int, k K, v V) int {
 // Unindex takes entry id out of the index; it keeps its place in arrival order and in its
 // lane's count until Remove.
 func (t *Table[K, V]) Unindex(id int) {
-	e := &t.ents[id]
-	if e.prev&indexedFlag == 0 {
+	if t.links != nil && t.links[id].prev&indexedFlag == 0 {
 		return
 	}
-	t.unplace(uint32(id))
-	e.prev &^= indexedFlag
+	pos := t.cellOf(uint32(id))
+	if pos < 0 {
+		return // a ring's entry, unindexed already
+	}
+	t.unplace(uint64(pos))
+	if t.links != nil {
+		t.links[id].prev &^= indexedFlag
+	}
 	t.indexed--
 }
 
-// Remove forgets entry id; its id is reused by a later Add.
+// Remove forgets entry id; its id is reused by a later Add. In a ring only the oldest entry
+// may be removed.
 func (t *Table[K, V]) Remove(id int) {
 	t.Unindex(id)
 	i := uint32(id)
+	if t.links == nil {
+		r := &t.lanes[0]
+		if r.n == 0 || i != r.head {
+			panic("offheap: a ring removes its oldest entry only")
+		}
+		r.head = (r.head + 1) % uint32(r.limit)
+		r.n--
+		t.n--
+		t.ents[i] = entry[K, V]{}
+		return
+	}
 	t.unlink(i)
-	t.lanes[t.ents[i].prev>>laneShift].n--
+	t.lanes[t.links[i].prev>>laneShift].n--
 	t.n--
-	t.ents[i] = entry[K, V]{next: t.free}
+	t.ents[i] = entry[K, V]{}
+	t.links[i] = link{next: t.free}
 	t.free = i + 1
 }
 
-// Touch makes entry id the newest of its lane.
+// Touch makes entry id the newest of its lane. Rings have no Touch.
 func (t *Table[K, V]) Touch(id int) {
+	if t.links == nil {
+		panic("offheap: Touch on a ring")
+	}
 	t.unlink(uint32(id))
 	t.link(uint32(id))
 }
@@ -312,10 +399,13 @@ func (t *Table[K, V]) Touch(id int) {
 // Free returns the table's memory at once; the table must not be used afterwards.
 func (t *Table[K, V]) Free() {
 	t.mem.Free()
+	if t.linkMem != nil {
+		t.linkMem.Free()
+	}
 	if t.cellMem != nil {
 		t.cellMem.Free()
 	}
-	t.ents, t.cells = nil, nil
+	t.ents, t.links, t.cells = nil, nil, nil
 }
 
 // tag is the bits of hash h a cell keeps: the top ones (the home cell comes from the bottom).
@@ -326,21 +416,28 @@ func (t *Table[K, V]) tag(h uint64) uint32 {
 	return uint32(h >> (64 - t.tagBits))
 }
 
-// cellOf returns the index cell holding entry i.
-func (t *Table[K, V]) cellOf(i uint32) uint64 {
-	e := &t.ents[i]
-	pos := t.Hash(int(e.prev>>laneShift), &e.key) & t.mask
+// cellOf returns the index cell holding entry i, or -1 when none does.
+func (t *Table[K, V]) cellOf(i uint32) int64 {
+	if len(t.cells) == 0 {
+		return -1
+	}
+	pos := t.Hash(t.Lane(int(i)), &t.ents[i].key) & t.mask
 	idMask := uint32(1)<<t.idxBits - 1
-	for t.cells[pos]&idMask != i+1 {
+	for d := uint32(0); ; d++ {
+		c := t.cells[pos]
+		if c == 0 || c>>t.distShift < d {
+			return -1
+		}
+		if c&idMask == i+1 {
+			return int64(pos)
+		}
 		pos = (pos + 1) & t.mask
 	}
-	return pos
 }
 
-// unplace empties entry i's cell and shifts the cells after it back by one, up to an empty
-// cell or one at its home.
-func (t *Table[K, V]) unplace(i uint32) {
-	pos := t.cellOf(i)
+// unplace empties cell pos and shifts the cells after it back by one, up to an empty cell or
+// one at its home.
+func (t *Table[K, V]) unplace(pos uint64) {
 	for {
 		next := (pos + 1) & t.mask
 		c := t.cells[next]
@@ -353,18 +450,18 @@ func (t *Table[K, V]) unplace(i uint32) {
 	}
 }
 
-// place puts entry i's cell into the index; false when a cell would land too far from its
-// home, leaving some cell (maybe i's) out: the caller rebuilds the index then.
-func (t *Table[K, V]) place(i uint32) bool {
-	e := &t.ents[i]
-	h := t.Hash(int(e.prev>>laneShift), &e.key)
+// place puts entry i's cell into the index. It returns 0, or, when a cell would land too far
+// from its home, the id + 1 of the entry whose cell it left out (maybe i's): the caller
+// rebuilds the index then.
+func (t *Table[K, V]) place(i uint32) uint32 {
+	h := t.Hash(t.Lane(int(i)), &t.ents[i].key)
 	pos := h & t.mask
 	cur, d := t.tag(h)<<t.idxBits|(i+1), uint32(0)
 	for {
 		c := t.cells[pos]
 		if c == 0 {
 			t.cells[pos] = d<<t.distShift | cur
-			return true
+			return 0
 		}
 		if cd := c >> t.distShift; cd < d { // Robin Hood: the poorer probe takes the cell
 			t.cells[pos] = d<<t.distShift | cur
@@ -372,13 +469,22 @@ func (t *Table[K, V]) place(i uint32) bool {
 		}
 		pos = (pos + 1) & t.mask
 		if d++; d > t.maxDist {
-			return false
+			return cur & (uint32(1)<<t.idxBits - 1)
 		}
 	}
 }
 
-// rebuild indexes every indexed entry again into at least size cells (a power of two).
-func (t *Table[K, V]) rebuild(size int) {
+// rebuild indexes the entries of the cells again, with entry out − 1 (left out of them), into
+// at least size cells (a power of two).
+func (t *Table[K, V]) rebuild(size int, out uint32) {
+	idMask := uint32(1)<<t.idxBits - 1
+	ids := make([]uint32, 0, t.indexed)
+	for _, c := range t.cells {
+		if c != 0 {
+			ids = append(ids, c&idMask-1)
+		}
+	}
+	ids = append(ids, out-1)
 	for {
 		old := t.cellMem
 		t.cellMem = New[uint32](size)
@@ -388,11 +494,10 @@ func (t *Table[K, V]) rebuild(size int) {
 		}
 		t.mask = uint64(size - 1)
 		ok := true
-		for l := range t.lanes {
-			for i := t.lanes[l].head; i != 0 && ok; i = t.ents[i-1].next {
-				if t.ents[i-1].prev&indexedFlag != 0 {
-					ok = t.place(i - 1)
-				}
+		for _, i := range ids {
+			if t.place(i) != 0 {
+				ok = false
+				break
 			}
 		}
 		if ok {
@@ -403,11 +508,11 @@ func (t *Table[K, V]) rebuild(size int) {
 }
 
 func (t *Table[K, V]) link(i uint32) {
-	e := &t.ents[i]
+	e := &t.links[i]
 	ln := &t.lanes[e.prev>>laneShift]
 	e.prev, e.next = e.prev&^idMask|ln.tail, 0
 	if ln.tail != 0 {
-		t.ents[ln.tail-1].next = i + 1
+		t.links[ln.tail-1].next = i + 1
 	} else {
 		ln.head = i + 1
 	}
@@ -415,17 +520,16 @@ func (t *Table[K, V]) link(i uint32) {
 }
 
 func (t *Table[K, V]) unlink(i uint32) {
-	e := &t.ents[i]
+	e := &t.links[i]
 	ln := &t.lanes[e.prev>>laneShift]
 	prev := e.prev & idMask
 	if prev != 0 {
-		p := &t.ents[prev-1]
-		p.next = e.next
+		t.links[prev-1].next = e.next
 	} else {
 		ln.head = e.next
 	}
 	if e.next != 0 {
-		n := &t.ents[e.next-1]
+		n := &t.links[e.next-1]
 		n.prev = n.prev&^idMask | prev
 	} else {
 		ln.tail = prev

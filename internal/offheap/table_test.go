@@ -255,7 +255,7 @@ func TestTableReusesIDs(t *testing.T) {
 // TestTableBytes: the memory the table reports is its slab entries in use and its cells.
 func TestTableBytes(t *testing.T) {
 	tab := NewTable[testKey, testVal](LoadDense, 1000)
-	if tab.EntryBytes() != int(unsafe.Sizeof(entry[testKey, testVal]{})) || tab.EntryBytes() != 16+16+8 {
+	if tab.EntryBytes() != int(unsafe.Sizeof(entry[testKey, testVal]{})+unsafe.Sizeof(link{})) || tab.EntryBytes() != 16+16+8 {
 		t.Fatalf("entry is %d bytes, want 40", tab.EntryBytes())
 	}
 	if tab.Bytes() != 0 {
@@ -279,6 +279,17 @@ func TestTableBytes(t *testing.T) {
 	// At a load of at most 1/2: 256 cells.
 	if got, want := half.Bytes(), 100*40+256*4; got != want {
 		t.Fatalf("LoadHalf: Bytes = %d, want %d", got, want)
+	}
+	// A ring has no links: 32 bytes an entry. Its slab in use stops at the bound.
+	ring := NewRing[testKey, testVal](LoadHalf, 50)
+	for i := range 100 {
+		if ring.Full(0) {
+			ring.Remove(ring.Oldest(0))
+		}
+		ring.Add(0, testKey{byte(i)}, testVal{})
+	}
+	if got, want := ring.Bytes(), 50*32+128*4; got != want || ring.EntryBytes() != 32 {
+		t.Fatalf("ring: Bytes = %d, want %d", got, want)
 	}
 }
 
@@ -371,5 +382,93 @@ func FuzzTable(f *testing.F) {
 			}
 			checkTable(t, tab, order, ids, live, nil)
 		}
+	})
+}
+
+// TestRingMatchesModel: a ring is a FIFO of its bound: ids in order, oldest removed first,
+// unindexed entries keeping their place.
+func TestRingMatchesModel(t *testing.T) {
+	for _, limit := range []int{1, 2, 7, 100, 1000} {
+		for _, load := range []Load{LoadHalf, LoadDense} {
+			rng := rand.New(rand.NewPCG(uint64(limit), 3))
+			runRing(t, NewRing[testKey, testVal](load, limit), func() byte { return byte(rng.IntN(256)) }, 30*limit+100, limit < 20)
+		}
+	}
+}
+
+// runRing runs a program of next() bytes against ring and a model, checking each step when
+// every is set (else at the end).
+func runRing(t *testing.T, ring *Table[testKey, testVal], next func() byte, steps int, every bool) {
+	t.Helper()
+	var order []testKey
+	var ids []int
+	live := map[testKey]int{}
+	for range steps {
+		b := next()
+		k := testKey{b & 31, b >> 7}
+		id, ok := live[k]
+		if got := ring.Find(0, k); ok && got != id || !ok && got >= 0 {
+			t.Fatalf("Find(%x) = %d, want %d (%v)", k[:2], got, id, ok)
+		}
+		switch {
+		case !ok && b&64 == 0:
+			if ring.Full(0) {
+				old := ring.Oldest(0)
+				if old != ids[0] {
+					t.Fatalf("oldest %d, want %d", old, ids[0])
+				}
+				if live[order[0]] == old {
+					delete(live, order[0])
+				}
+				ring.Remove(old)
+				order, ids = order[1:], ids[1:]
+			}
+			id := ring.Add(0, k, testVal{tag: 0})
+			ring.Val(id).n = int64(id) * 7
+			if len(ids) > 0 && id != (ids[len(ids)-1]+1)%ring.Cap() {
+				t.Fatalf("ring id %d after %d", id, ids[len(ids)-1])
+			}
+			order, ids = append(order, k), append(ids, id)
+			live[k] = id
+		case ok && b&64 != 0:
+			ring.Unindex(id)
+			delete(live, k)
+			if ring.IsIndexed(id) {
+				t.Fatalf("entry %d unindexed but IsIndexed", id)
+			}
+		case len(ids) > 0 && b&32 != 0:
+			old := ring.Oldest(0)
+			if live[order[0]] == old {
+				delete(live, order[0])
+			}
+			ring.Remove(old)
+			order, ids = order[1:], ids[1:]
+		}
+		if every {
+			checkTable(t, ring, [][]testKey{order}, [][]int{ids}, []map[testKey]int{live}, nil)
+		}
+	}
+	checkTable(t, ring, [][]testKey{order}, [][]int{ids}, []map[testKey]int{live}, nil)
+	if len(ids) > 0 {
+		func() {
+			defer func() {
+				if recover() == nil && len(ids) > 1 {
+					t.Fatal("a ring removed an entry that was not its oldest")
+				}
+			}()
+			ring.Remove(ids[len(ids)-1])
+		}()
+	}
+}
+
+// FuzzRing runs a program read from the input against a ring of 5 and a model, with probes of
+// at most 2 cells so that the index rebuilds often.
+func FuzzRing(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 200, 201, 202, 100, 101, 64, 65, 96})
+	f.Fuzz(func(t *testing.T, prog []byte) {
+		ring := NewRing[testKey, testVal](LoadDense, 5)
+		ring.maxDist = 2
+		i := 0
+		runRing(t, ring, func() byte { i++; return prog[i-1] }, len(prog), true)
 	})
 }
