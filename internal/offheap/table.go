@@ -71,7 +71,12 @@ type Table[K comparable, V any] struct {
 	maxDist   uint32
 	load      Load
 	seeds     [2]maphash.Seed
+	hashed    bool // K is Hashed: keys are their own hash
 }
+
+// Hashed is a key that is already a seeded hash: the table's own Sum64 of what the caller
+// keys by. The index uses it as it is instead of hashing it again.
+type Hashed uint64
 
 type lane struct {
 	head, tail uint32 // linked: oldest and newest id + 1; ring: head is the oldest id
@@ -130,7 +135,8 @@ func NewRing[K comparable, V any](load Load, limit int) *Table[K, V] {
 
 func newTable[K comparable, V any](load Load, limits []int) *Table[K, V] {
 	checkKey(reflect.TypeFor[K]())
-	t := &Table[K, V]{load: load, lanes: make([]lane, len(limits)), seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+	t := &Table[K, V]{load: load, lanes: make([]lane, len(limits)), seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		hashed: reflect.TypeFor[K]() == reflect.TypeFor[Hashed]()}
 	total := 0
 	for l, n := range limits {
 		n = min(max(n, 0), MaxEntries-total)
@@ -254,22 +260,25 @@ func (t *Table[K, V]) Newer(id int) int {
 
 // Hash is the table's seeded hash of key k in lane l.
 func (t *Table[K, V]) Hash(l int, k *K) uint64 {
+	if t.hashed {
+		return *(*uint64)(unsafe.Pointer(k)) + uint64(l)*0x9e3779b97f4a7c15
+	}
 	b := unsafe.Slice((*byte)(unsafe.Pointer(k)), unsafe.Sizeof(*k))
 	return maphash.Bytes(t.seeds[0], b) + uint64(l)*0x9e3779b97f4a7c15
 }
 
 // Sum64 is a seeded 64-bit hash of the strings' concatenation, built without concatenating
-// them: for keys that are strings, kept as their hash.
-func (t *Table[K, V]) Sum64(parts ...string) uint64 {
+// them: for keys that are strings, kept as their Hashed hash.
+func (t *Table[K, V]) Sum64(parts ...string) Hashed {
 	if len(parts) == 1 {
-		return maphash.String(t.seeds[1], parts[0])
+		return Hashed(maphash.String(t.seeds[1], parts[0]))
 	}
 	var h maphash.Hash
 	h.SetSeed(t.seeds[1])
 	for _, p := range parts {
 		h.WriteString(p)
 	}
-	return h.Sum64()
+	return Hashed(h.Sum64())
 }
 
 // Sum128 is a seeded 128-bit hash of s (two independent 64-bit hashes): for string keys kept

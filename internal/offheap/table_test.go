@@ -327,6 +327,19 @@ func TestTableSums(t *testing.T) {
 	if tab.Sum64("ab", "/", "c") != tab.Sum64("ab/c") || tab.Sum64("a") == tab.Sum64("b") {
 		t.Fatal("Sum64 is not the hash of the concatenation")
 	}
+	// A Hashed key is its own hash: its home cell comes from its bits as they are.
+	h := NewRing[Hashed, testVal](LoadHalf, 100)
+	if k := tab.Sum64("x"); h.Hash(0, &k) != uint64(k) || h.Hash(1, &k) != uint64(k)+0x9e3779b97f4a7c15 {
+		t.Fatal("a Hashed key was hashed again")
+	}
+	for i := range 100 {
+		h.Add(0, Hashed(i<<20), testVal{n: int64(i)}) // all at home cell 0: one probe run
+	}
+	for i := range 100 {
+		if id := h.Find(0, Hashed(i<<20)); id != i {
+			t.Fatalf("Hashed key %d: Find = %d", i, id)
+		}
+	}
 	if tab.Sum128("x") != tab.Sum128("x") || tab.Sum128("x") == tab.Sum128("y") {
 		t.Fatal("Sum128 not a function of its input")
 	}
