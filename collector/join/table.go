@@ -2,7 +2,6 @@ package join
 
 import (
 	"math"
-	"strings"
 	"time"
 
 	"github.com/ragwatch/ragwatch/internal/hexid"
@@ -33,11 +32,7 @@ type table struct {
 	rawIDs map[uint32]string // by slot index: trace ids not in OTLP's hex form (flagRawID)
 	extra  map[uint32]*extra // by slot index
 
-	svcNames  []string // interned services by id-1; refs counts the slots naming each
-	svcRefs   []int
-	svcByName map[string]uint32
-	svcFree   []uint32
-	lastSvc   uint32 // the id of the last service interned: records mostly repeat it
+	svc offheap.Strings // the services the slots name, one reference by each
 }
 
 // slot is what the table keeps of a key beside its id ([16]byte: the trace id decoded from hex,
@@ -111,7 +106,7 @@ func newTable(maxEntries int) *table { return newTableNS([numNS]int{nsTrace: max
 // dense: the join holds many keys, and most lookups find theirs.
 func newTableNS(limits [numNS]int) *table {
 	return &table{tab: offheap.NewTable[[16]byte, slot](offheap.LoadDense, limits[:]...),
-		rawIDs: map[uint32]string{}, extra: map[uint32]*extra{}, svcByName: map[string]uint32{}}
+		rawIDs: map[uint32]string{}, extra: map[uint32]*extra{}}
 }
 
 // offHeapBytes is the memory of the slots and index cells in use, outside the Go heap.
@@ -189,7 +184,7 @@ func (t *table) add(k traceKey, traceID string, expires int64) int {
 // remove forgets slot i. Its extra, if any, is dropped: callers take what they need first.
 func (t *table) remove(i int) {
 	s := t.tab.Val(i)
-	t.svcUnref(s.svc())
+	t.svc.Unref(s.svc())
 	if s.flags()&flagRawID != 0 {
 		delete(t.rawIDs, uint32(i))
 	}
@@ -239,11 +234,11 @@ func (t *table) pendingOf(i int) []pending {
 func (t *table) setSeen(i int, traceID, service, spanID string) {
 	s := t.tab.Val(i)
 	s.setFlags(s.flags()&flagRawID | flagSeen)
-	if id := t.svcRef(service); id != s.svc() {
-		t.svcUnref(s.svc())
+	if id := t.svc.Ref(service); id != s.svc() {
+		t.svc.Unref(s.svc())
 		s.setSvc(id)
 	} else {
-		t.svcUnref(id) // the slot already held a reference
+		t.svc.Unref(id) // the slot already held a reference
 	}
 	x := t.extra[uint32(i)]
 	if x != nil {
@@ -266,9 +261,7 @@ func (t *table) seen(i int) (ok bool, service, spanID string) {
 	if s.flags()&flagSeen == 0 {
 		return false, "", ""
 	}
-	if id := s.svc(); id != 0 {
-		service = t.svcNames[id-1]
-	}
+	service = t.svc.Name(s.svc())
 	if s.flags()&flagSpan != 0 {
 		spanID = hexid.Encode(s.span[:])
 	}
@@ -276,46 +269,4 @@ func (t *table) seen(i int) (ok bool, service, spanID string) {
 		spanID = x.spanID
 	}
 	return true, service, spanID
-}
-
-// svcRef returns the id of the interned service name, adding a reference.
-func (t *table) svcRef(name string) uint32 {
-	if name == "" {
-		return 0
-	}
-	id := t.lastSvc
-	if id == 0 || t.svcNames[id-1] != name {
-		id = t.svcByName[name]
-		if id == 0 {
-			name = strings.Clone(name) // not a slice of a larger buffer the record may hold
-			if n := len(t.svcFree); n > 0 {
-				id = t.svcFree[n-1]
-				t.svcFree = t.svcFree[:n-1]
-				t.svcNames[id-1] = name
-			} else {
-				t.svcNames = append(t.svcNames, name)
-				t.svcRefs = append(t.svcRefs, 0)
-				id = uint32(len(t.svcNames))
-			}
-			t.svcByName[name] = id
-		}
-		t.lastSvc = id
-	}
-	t.svcRefs[id-1]++
-	return id
-}
-
-func (t *table) svcUnref(id uint32) {
-	if id == 0 {
-		return
-	}
-	if t.svcRefs[id-1]--; t.svcRefs[id-1] > 0 {
-		return
-	}
-	delete(t.svcByName, t.svcNames[id-1])
-	t.svcNames[id-1] = ""
-	t.svcFree = append(t.svcFree, id)
-	if t.lastSvc == id {
-		t.lastSvc = 0
-	}
 }

@@ -201,22 +201,23 @@ func TestTableInternsServices(t *testing.T) {
 	}
 	tab.setSeen(tab.find("c"), "c", "search", "")
 	tab.setSeen(tab.find("c"), "c", "search", "") // the same record again
-	if len(tab.svcByName) != 2 || tab.svcRefs[tab.svcByName["support-bot"]-1] != 2 || tab.svcRefs[tab.svcByName["search"]-1] != 1 {
-		t.Fatalf("services %v refs %v", tab.svcByName, tab.svcRefs)
+	a, c := tab.slot(tab.find("a")).svc(), tab.slot(tab.find("c")).svc()
+	if tab.svc.Len() != 2 || tab.slot(tab.find("b")).svc() != a || a == c || tab.svc.Name(c) != "search" {
+		t.Fatalf("%d services, ids %d %d", tab.svc.Len(), a, c)
 	}
 	tab.remove(tab.find("c"))
 	tab.remove(tab.find("a"))
-	if len(tab.svcByName) != 1 || tab.svcByName["support-bot"] == 0 {
-		t.Fatalf("services %v refs %v", tab.svcByName, tab.svcRefs)
+	if tab.svc.Len() != 1 || tab.svc.Name(a) != "support-bot" {
+		t.Fatalf("%d services", tab.svc.Len())
 	}
 	tab.remove(tab.find("b"))
-	if len(tab.svcByName) != 0 || len(tab.svcFree) != 2 || len(tab.extra) != 0 || len(tab.rawIDs) != 0 {
-		t.Fatalf("services %v free %v extra %d raw %d", tab.svcByName, tab.svcFree, len(tab.extra), len(tab.rawIDs))
+	if tab.svc.Len() != 0 || len(tab.extra) != 0 || len(tab.rawIDs) != 0 {
+		t.Fatalf("services %d extra %d raw %d", tab.svc.Len(), len(tab.extra), len(tab.rawIDs))
 	}
 	i := tab.add(tab.key("d"), "d", 0)
 	tab.setSeen(i, "d", "billing", "")
-	if _, service, _ := tab.seen(i); service != "billing" || len(tab.svcNames) != 2 {
-		t.Fatalf("service %q, names %v", service, tab.svcNames)
+	if _, service, _ := tab.seen(i); service != "billing" || tab.slot(i).svc() > 2 {
+		t.Fatalf("service %q, id %d: a freed id is reused", service, tab.slot(i).svc())
 	}
 }
 
