@@ -484,35 +484,31 @@ func (t *Table[K, V]) place(i uint32) uint32 {
 }
 
 // rebuild indexes the entries of the cells again, with entry out − 1 (left out of them), into
-// at least size cells (a power of two).
+// at least size cells (a power of two). The old cells stay until the new ones hold every entry.
 func (t *Table[K, V]) rebuild(size int, out uint32) {
 	idMask := uint32(1)<<t.idxBits - 1
-	ids := make([]uint32, 0, t.indexed)
-	for _, c := range t.cells {
-		if c != 0 {
-			ids = append(ids, c&idMask-1)
-		}
-	}
-	ids = append(ids, out-1)
+	oldMem, old := t.cellMem, t.cells
 	for {
-		old := t.cellMem
 		t.cellMem = New[uint32](size)
 		t.cells = t.cellMem.Slice()
-		if old != nil {
-			old.Free() // nothing refers to the old cells any more
-		}
 		t.mask = uint64(size - 1)
-		ok := true
-		for _, i := range ids {
-			if t.place(i) != 0 {
-				ok = false
+		ok := t.place(out-1) == 0
+		for _, c := range old {
+			if !ok {
 				break
+			}
+			if c != 0 {
+				ok = t.place(c&idMask-1) == 0
 			}
 		}
 		if ok {
-			return
+			break
 		}
+		t.cellMem.Free()
 		size *= 2
+	}
+	if oldMem != nil {
+		oldMem.Free() // nothing refers to the old cells any more
 	}
 }
 
