@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/ragwatch/ragwatch/internal/record"
 )
@@ -99,8 +98,8 @@ func (m *model) stats() (live, content int, bytes int64) {
 	return live, content, m.bytes()
 }
 
-// The ring behaves as the model through random puts, lookups, markings and time steps that make
-// it grow (64 → 128 → 150 slots), wrap, replace keys and evict by count, bytes and age.
+// The table behaves as the model through random puts, lookups, markings and time steps that
+// fill it, replace keys and evict by count, bytes and age.
 func TestRecentMatchesModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	keys := make([]*record.Record, 400)
@@ -150,8 +149,8 @@ func TestRecentMatchesModel(t *testing.T) {
 				if c.len() != live || gc != content || gb != bytes {
 					t.Fatalf("op %d: %d entries, %d with content, %d bytes; model %d, %d, %d", op, c.len(), gc, gb, live, content, bytes)
 				}
-				if c.n > bounds.max || len(c.slots) > bounds.max {
-					t.Fatalf("op %d: %d slots in a ring of %d, max_records %d", op, c.n, len(c.slots), bounds.max)
+				if c.tab.Total() > bounds.max || c.tab.Cap() != bounds.max {
+					t.Fatalf("op %d: %d slots in a table of %d, max_records %d", op, c.tab.Total(), c.tab.Cap(), bounds.max)
 				}
 			}
 		})
@@ -168,10 +167,12 @@ func TestRecentHashCollisionWithContent(t *testing.T) {
 	if e, ok := c.get(a, now); !ok || e.rec.Query != "a" {
 		t.Fatalf("get(a) = %+v, %v", e, ok)
 	}
-	i, cell := c.find(c.hash(a)) // as if a hashed like b
-	c.unindex(cell)
-	c.slots[i].hash = c.hash(b)
-	c.add(i)
+	// As if a hashed like b: a's entry and record under b's hash.
+	i := c.tab.Find(0, c.hash(a))
+	rec, s := c.recs[i], *c.tab.Val(i)
+	c.tab.Remove(i)
+	j := c.tab.Add(0, c.hash(b), s)
+	c.recs[i], c.recs[j] = nil, rec
 	if e, ok := c.get(b, now); ok {
 		t.Fatalf("get(b) found a's entry %+v", e)
 	}
@@ -208,7 +209,7 @@ func BenchmarkRecentEntryMemory(b *testing.B) {
 		}
 		after.read()
 		held = float64(after.heap-before.heap) / n
-		off = float64(len(c.slots)*int(unsafe.Sizeof(slot{}))+c.index.Bytes()) / n
+		off = float64(c.tab.Bytes()) / n
 		if c.len() != n {
 			b.Fatal(c.len())
 		}

@@ -5,12 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"math"
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -78,9 +76,9 @@ func judgeLabel(scorer string) string {
 // The agreement state remembers every scored record until max_records newer ones push it out,
 // labelled or not, for labels that may come later. Almost none are ever labelled, so what it
 // keeps of each is small and held outside the Go heap, where the garbage collector's heap goal
-// (about twice the live heap) does not double it in resident memory: a fixed slot of ids and
-// scores (heldRecord, no pointers, 112 bytes) and its index cells, ≈ 138 bytes a record in all
-// (BenchmarkAgreementMemory). What does not fit a slot lives in small maps by slot: the human
+// (about twice the live heap) does not double it in resident memory: a slot of an offheap.Table
+// ring holding the record's key and scores (recordKey and heldRecord, no pointers, 112 bytes)
+// and its index cells, ≈ 138 bytes a record in all (BenchmarkAgreementMemory). What does not fit a slot lives in small maps by slot: the human
 // values of labelled records, and scores past a slot's room or without a shared metric and
 // scorer pair.
 
@@ -89,9 +87,9 @@ func judgeLabel(scorer string) string {
 const heldScores = 8
 
 // recordKey identifies a record: its trace id and span id as bytes. An id in OTLP's lowercase
-// hex form is kept decoded; any other as its hash (maphash with the state's own seeds: 128 bits
-// of a trace id, 64 of a span id), which only another id with the same hash would match. The
-// ids themselves are never needed back.
+// hex form is kept decoded; any other as its hash (the table's seeded Sum128 of a trace id,
+// Sum64 of a span id), which only another id with the same hash would match. The ids
+// themselves are never needed back.
 type recordKey struct {
 	trace [16]byte
 	span  [8]byte
@@ -111,13 +109,21 @@ func (k recordKey) traceOf() recordKey {
 	return recordKey{trace: k.trace, form: keyUsed | k.form&keyTraceHashed}
 }
 
-// heldRecord is one record's slot: its key and the scores it came with, each as the index + 1
-// of its metric and scorer pair in Tracker.judges.
+// heldRecord is what a record's slot holds beside its key: the scores it came with, each as the
+// index + 1 of its metric and scorer pair in Tracker.judges (0: no score; the scores held come
+// first).
 type heldRecord struct {
-	key    recordKey
-	n      uint8 // scores in ids and values
 	ids    [heldScores]uint16
 	values [heldScores]float64
+}
+
+// count is the number of scores the slot holds.
+func (r *heldRecord) count() int {
+	n := 0
+	for n < heldScores && r.ids[n] != 0 {
+		n++
+	}
+	return n
 }
 
 // heldScore is a score kept outside a slot (Tracker.more).
@@ -155,18 +161,15 @@ type Tracker struct {
 	stop    chan struct{}
 	done    chan struct{}
 
-	mu   sync.Mutex
-	cfg  Settings
-	mem  *offheap.Array[heldRecord]
-	recs []heldRecord // mem's slots: a ring of cfg.MaxRecords, recs[next] the oldest
-	next int
-	// index finds a record's slot (byKey) and a trace's latest record named with a span id
-	// (byTrace, keyed by recordKey.traceOf), outside the Go heap too.
-	index  [2]*offheap.Index
-	more   map[int32][]heldScore
-	labels map[int32]*labelled
-	seeds  [2]maphash.Seed // for ids not in hex form, and the index
-	series map[seriesKey]*agreement.Window
+	mu  sync.Mutex
+	cfg Settings
+	// recs holds a slot for each of the last cfg.MaxRecords records, found by key; byTrace
+	// finds a trace's latest record named with a span id among them (by recordKey.traceOf).
+	recs    *offheap.Table[recordKey, heldRecord]
+	byTrace *offheap.Index
+	more    map[int32][]heldScore
+	labels  map[int32]*labelled
+	series  map[seriesKey]*agreement.Window
 	// judges holds one copy of each metric and scorer pair the slots name, by id − 1: the
 	// results arrive decoded, each with its own copy of every string.
 	judges   []metricScorer
@@ -194,9 +197,10 @@ func New(o Options) (*Tracker, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	a := &Tracker{now: o.Now, sink: o.Sink, cfg: cfg, mem: offheap.New[heldRecord](cfg.MaxRecords),
-		index: [2]*offheap.Index{offheap.NewIndex(cfg.MaxRecords), offheap.NewIndex(cfg.MaxRecords)}, more: map[int32][]heldScore{},
-		labels: map[int32]*labelled{}, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+	cfg.MaxRecords = min(cfg.MaxRecords, offheap.MaxEntries)
+	a := &Tracker{now: o.Now, sink: o.Sink, cfg: cfg,
+		recs: offheap.NewRing[recordKey, heldRecord](offheap.LoadHalf, cfg.MaxRecords), byTrace: offheap.NewIndex(cfg.MaxRecords),
+		more: map[int32][]heldScore{}, labels: map[int32]*labelled{},
 		series: map[seriesKey]*agreement.Window{}, judgeIDs: map[metricScorer]uint16{},
 		value: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricJudgeAgreement,
 			Help: "Agreement of a judge's scores with human labels over alerting.agreement.window: mae (lower is better), spearman, kappa (at 0.5)."},
@@ -209,7 +213,6 @@ func New(o Options) (*Tracker, error) {
 			Help: "Human label values never paired with a score: evicted (alerting.agreement.max_records), series_limit (max_series), invalid."},
 			[]string{"reason"}),
 	}
-	a.recs = a.mem.Slice()
 	for _, r := range []string{"evicted", "series_limit", "invalid"} {
 		a.unpaired.WithLabelValues(r)
 	}
@@ -221,40 +224,20 @@ func New(o Options) (*Tracker, error) {
 	return a, nil
 }
 
-// offHeapBytes is the memory of the slots and the index, outside the Go heap (reserved: the
-// kernel adds its pages as they are first used).
-func (a *Tracker) offHeapBytes() int {
-	return len(a.recs)*int(unsafe.Sizeof(heldRecord{})) + a.index[byKey].Bytes() + a.index[byTrace].Bytes()
-}
+// offHeapBytes is the memory of the slots and the indexes, outside the Go heap.
+func (a *Tracker) offHeapBytes() int { return a.recs.Bytes() + a.byTrace.Bytes() }
 
-// The indexes of Tracker.index.
-const (
-	byKey   = iota // a record's key → its slot
-	byTrace        // recordKey.traceOf → the slot of the trace's latest record named with a span id
-)
+// lookup returns the slot holding the record of key k, or -1.
+func (a *Tracker) lookup(k recordKey) int32 { return int32(a.recs.Find(0, k)) }
 
-// indexKey is slot i's key in index ix.
-func (a *Tracker) indexKey(ix int, i uint32) recordKey {
-	if ix == byTrace {
-		return a.recs[i].key.traceOf()
-	}
-	return a.recs[i].key
-}
-
-func (a *Tracker) hash(k recordKey) uint64 {
-	return maphash.Comparable(a.seeds[1], k)
-}
-
-// find returns the slot k names in index ix and its cell, or -1 and the empty cell where k
-// would go.
-func (a *Tracker) find(ix int, k recordKey) (slot int32, cell uint64) {
-	i, cell := a.index[ix].Find(a.hash(k), func(s uint32) bool { return a.indexKey(ix, s) == k })
+// findTrace returns the slot of the latest record named with a span id of the trace whose key
+// (recordKey.traceOf) is k, or -1, and its cell in byTrace.
+func (a *Tracker) findTrace(k recordKey) (slot int32, cell uint64) {
+	i, cell := a.byTrace.Find(a.recs.Hash(0, &k), func(s uint32) bool {
+		r := a.recs.Key(int(s))
+		return r.form&keySpan != 0 && r.traceOf() == k
+	})
 	return int32(i), cell
-}
-
-// unindex empties cell c of index ix.
-func (a *Tracker) unindex(ix int, c uint64) {
-	a.index[ix].Delete(c, func(s uint32) uint64 { return a.hash(a.indexKey(ix, s)) })
 }
 
 // key returns the key of the record traceID names with spanID (none: "").
@@ -262,15 +245,13 @@ func (a *Tracker) key(traceID, spanID string) recordKey {
 	k := recordKey{form: keyUsed}
 	if !hexid.Decode(k.trace[:], traceID) {
 		k.form |= keyTraceHashed
-		h1, h2 := maphash.String(a.seeds[0], traceID), maphash.String(a.seeds[1], traceID)
-		binary.LittleEndian.PutUint64(k.trace[:8], h1)
-		binary.LittleEndian.PutUint64(k.trace[8:], h2)
+		k.trace = a.recs.Sum128(traceID)
 	}
 	if spanID != "" {
 		k.form |= keySpan
 		if !hexid.Decode(k.span[:], spanID) {
 			k.form |= keySpanHashed
-			binary.LittleEndian.PutUint64(k.span[:], maphash.String(a.seeds[0], spanID))
+			binary.LittleEndian.PutUint64(k.span[:], uint64(a.recs.Sum64(spanID)))
 		}
 	}
 	return k
@@ -297,33 +278,27 @@ func (a *Tracker) judgeID(metric, scorer string) uint16 {
 func (a *Tracker) entry(traceID, spanID string) int32 {
 	k := a.key(traceID, spanID)
 	if spanID == "" {
-		if i, _ := a.find(byTrace, k.traceOf()); i >= 0 {
+		if i, _ := a.findTrace(k.traceOf()); i >= 0 {
 			return i // a label naming only the trace joins its latest record
 		}
 	}
-	if i, _ := a.find(byKey, k); i >= 0 {
+	if i := a.lookup(k); i >= 0 {
 		return i
 	}
-	i := int32(a.next)
-	a.next = (a.next + 1) % len(a.recs)
-	a.forget(i)
-	a.recs[i] = heldRecord{key: k}
-	_, c := a.find(byKey, k)
-	a.index[byKey].Set(c, uint32(i))
+	if a.recs.Full(0) {
+		a.forget(int32(a.recs.Oldest(0)))
+	}
+	i := int32(a.recs.Add(0, k, heldRecord{}))
 	if spanID != "" {
 		// The trace's latest record from now on: in place of an earlier one's cell.
-		_, c := a.find(byTrace, k.traceOf())
-		a.index[byTrace].Set(c, uint32(i))
+		_, c := a.findTrace(k.traceOf())
+		a.byTrace.Set(c, uint32(i))
 	}
 	return i
 }
 
-// forget empties slot i, counting the label values it held that never met a score.
+// forget drops the oldest slot, i, counting the label values it held that never met a score.
 func (a *Tracker) forget(i int32) {
-	r := &a.recs[i]
-	if r.key.form&keyUsed == 0 {
-		return
-	}
 	if l := a.labels[i]; l != nil {
 		if n := len(l.human) - len(l.paired); n > 0 {
 			a.unpaired.WithLabelValues("evicted").Add(float64(n))
@@ -331,20 +306,20 @@ func (a *Tracker) forget(i int32) {
 		delete(a.labels, i)
 	}
 	delete(a.more, i)
-	if j, c := a.find(byKey, r.key); j == i {
-		a.unindex(byKey, c)
+	if k := a.recs.Key(int(i)); k.form&keySpan != 0 {
+		if j, c := a.findTrace(k.traceOf()); j == i {
+			a.byTrace.Delete(c, func(s uint32) uint64 { k := a.recs.Key(int(s)).traceOf(); return a.recs.Hash(0, &k) })
+		}
 	}
-	if j, c := a.find(byTrace, r.key.traceOf()); j == i {
-		a.unindex(byTrace, c)
-	}
-	*r = heldRecord{}
+	a.recs.Remove(int(i))
 }
 
 // setScore keeps v as slot i's score of metric (by scorer), in place of an earlier one.
 func (a *Tracker) setScore(i int32, metric, scorer string, v float64) {
-	r := &a.recs[i]
+	r := a.recs.Val(int(i))
 	id := a.judgeID(metric, scorer)
-	for j := range int(r.n) {
+	n := r.count()
+	for j := range n {
 		if a.judges[r.ids[j]-1].metric != metric {
 			continue
 		}
@@ -353,9 +328,10 @@ func (a *Tracker) setScore(i int32, metric, scorer string, v float64) {
 			return
 		}
 		// The new pair is not shared: the score moves out of the slot.
-		copy(r.ids[j:r.n], r.ids[j+1:r.n])
-		copy(r.values[j:r.n], r.values[j+1:r.n])
-		r.n--
+		copy(r.ids[j:n], r.ids[j+1:n])
+		copy(r.values[j:n], r.values[j+1:n])
+		n--
+		r.ids[n], r.values[n] = 0, 0
 		break
 	}
 	more := a.more[i]
@@ -369,9 +345,8 @@ func (a *Tracker) setScore(i int32, metric, scorer string, v float64) {
 			return
 		}
 	}
-	if id != 0 && r.n < heldScores {
-		r.ids[r.n], r.values[r.n] = id, v
-		r.n++
+	if id != 0 && n < heldScores {
+		r.ids[n], r.values[n] = id, v
 		return
 	}
 	a.more[i] = append(more, h)
@@ -379,8 +354,8 @@ func (a *Tracker) setScore(i int32, metric, scorer string, v float64) {
 
 // score returns slot i's score of metric and the scorer that gave it.
 func (a *Tracker) score(i int32, metric string) (v float64, scorer string, ok bool) {
-	r := &a.recs[i]
-	for j := range int(r.n) {
+	r := a.recs.Val(int(i))
+	for j := range r.count() {
 		if ms := a.judges[r.ids[j]-1]; ms.metric == metric {
 			return r.values[j], ms.scorer, true
 		}

@@ -160,8 +160,27 @@ func TestAgreementReload(t *testing.T) {
 	}
 }
 
-// indexed counts the cells in use of index ix.
-func (a *Tracker) indexed(ix int) int { return a.index[ix].Len() }
+// The indexes a test looks into: the records' own, and byTrace.
+const (
+	byKey = iota
+	byTrace
+)
+
+// find returns the slot k names in index ix.
+func (a *Tracker) find(ix int, k recordKey) (int32, uint64) {
+	if ix == byTrace {
+		return a.findTrace(k)
+	}
+	return a.lookup(k), 0
+}
+
+// indexed counts the entries of index ix.
+func (a *Tracker) indexed(ix int) int {
+	if ix == byTrace {
+		return a.byTrace.Len()
+	}
+	return a.recs.Indexed()
+}
 
 // The index stays exact through any order of inserts and evictions: every held record is
 // found in its slot, every trace's latest record with a span id too, nothing else is indexed,
@@ -193,8 +212,8 @@ func TestAgreementIndexMatchesAMap(t *testing.T) {
 		}
 		slots[i] = r
 		latest := map[string]int32{}
-		for k := range a.recs { // the newest record of each trace with a span id, from the ring's order
-			j := int32((a.next + k) % len(a.recs))
+		for k := a.recs.Oldest(0); k >= 0; k = a.recs.Newer(k) { // the newest record of each trace with a span id, from the ring's order
+			j := int32(k)
 			if h, ok := slots[j]; ok && h.span != "" {
 				latest[h.trace] = j
 			}
@@ -267,8 +286,8 @@ func TestAgreementKeepsScoresCompact(t *testing.T) {
 	a.noteScores(results, time.Time{}, nil)
 	i, _ := a.find(byKey, a.key(trace, span))
 	ok := i >= 0
-	if !ok || a.recs[i].n != 6 || len(a.judges) != 6 || len(a.more) != 0 {
-		t.Fatalf("first record: slot %d (%v), %+v, %d pairs, %d beside", i, ok, a.recs[i], len(a.judges), len(a.more))
+	if !ok || a.recs.Val(int(i)).count() != 6 || len(a.judges) != 6 || len(a.more) != 0 {
+		t.Fatalf("first record: slot %d (%v), %+v, %d pairs, %d beside", i, ok, *a.recs.Val(int(i)), len(a.judges), len(a.more))
 	}
 	for k, m := range metrics {
 		if v, scorer, ok := a.score(i, m); !ok || v != float64(k)/10 || scorer != "builtin" {
@@ -276,8 +295,8 @@ func TestAgreementKeepsScoresCompact(t *testing.T) {
 		}
 	}
 	j, _ := a.find(byKey, a.key("c-1", "s"))
-	if j < 0 || j == i || a.recs[j].n != 1 || a.recs[j].ids[0] != a.recs[i].ids[0] || a.recs[j].key.form != keyUsed|keySpan|keyTraceHashed|keySpanHashed {
-		t.Fatalf("second record: slot %d %+v", j, a.recs[max(j, 0)])
+	if j < 0 || j == i || a.recs.Val(int(j)).count() != 1 || a.recs.Val(int(j)).ids[0] != a.recs.Val(int(i)).ids[0] || a.recs.Key(int(j)).form != keyUsed|keySpan|keyTraceHashed|keySpanHashed {
+		t.Fatalf("second record: slot %d %+v", j, *a.recs.Val(int(max(j, 0))))
 	}
 	if got, _ := a.find(byTrace, a.key(trace, "").traceOf()); got != i {
 		t.Errorf("byTrace = %d, want %d", got, i)
@@ -287,15 +306,15 @@ func TestAgreementKeepsScoresCompact(t *testing.T) {
 	}
 	// A later score of a metric replaces the earlier one.
 	a.noteScores([]score.Result{{TraceID: trace, SpanID: span, Metric: "faithfulness", Scorer: "openai", Value: 0.9}}, time.Time{}, nil)
-	if v, scorer, _ := a.score(i, "faithfulness"); v != 0.9 || scorer != "openai" || a.recs[i].n != 6 {
-		t.Errorf("replaced: %v %q, %d held", v, scorer, a.recs[i].n)
+	if v, scorer, _ := a.score(i, "faithfulness"); v != 0.9 || scorer != "openai" || a.recs.Val(int(i)).count() != 6 {
+		t.Errorf("replaced: %v %q, %d held", v, scorer, a.recs.Val(int(i)).count())
 	}
 	// Past a slot's room, beside it.
 	for k := range 4 {
 		a.noteScores([]score.Result{{TraceID: trace, SpanID: span, Metric: fmt.Sprint("extra", k), Scorer: "builtin", Value: 0.5}}, time.Time{}, nil)
 	}
-	if a.recs[i].n != heldScores || len(a.more[i]) != 2 {
-		t.Fatalf("past the slot's room: %d in the slot, %d beside", a.recs[i].n, len(a.more[i]))
+	if a.recs.Val(int(i)).count() != heldScores || len(a.more[i]) != 2 {
+		t.Fatalf("past the slot's room: %d in the slot, %d beside", a.recs.Val(int(i)).count(), len(a.more[i]))
 	}
 	if v, _, ok := a.score(i, "extra3"); !ok || v != 0.5 {
 		t.Errorf("extra3 beside the slot: %v %v", v, ok)
@@ -306,8 +325,8 @@ func TestAgreementKeepsScoresCompact(t *testing.T) {
 	}
 	a.noteScores([]score.Result{{TraceID: "d", Metric: "late", Scorer: "anthropic", Value: 0.75}}, time.Time{}, nil)
 	d, _ := a.find(byKey, a.key("d", ""))
-	if a.recs[d].n != 0 || len(a.more[d]) != 1 || a.more[d][0] != (heldScore{metricScorer{"late", "anthropic"}, 0.75}) || len(a.judges) != maxInterned {
-		t.Fatalf("past the bound: slot %+v, beside %+v, %d pairs", a.recs[d], a.more[d], len(a.judges))
+	if a.recs.Val(int(d)).count() != 0 || len(a.more[d]) != 1 || a.more[d][0] != (heldScore{metricScorer{"late", "anthropic"}, 0.75}) || len(a.judges) != maxInterned {
+		t.Fatalf("past the bound: slot %+v, beside %+v, %d pairs", *a.recs.Val(int(d)), a.more[d], len(a.judges))
 	}
 	a.noteLabel("d", "", map[string]float64{"late": 1}, time.Time{}, nil)
 	if l := a.labels[d]; l == nil || !l.paired["late"] || a.series[seriesKey{"late", "anthropic"}].Len() != 1 {
@@ -315,8 +334,8 @@ func TestAgreementKeepsScoresCompact(t *testing.T) {
 	}
 	// A slot's score replaced by one of a pair past the bound moves beside the slot.
 	a.noteScores([]score.Result{{TraceID: trace, SpanID: span, Metric: "answer_relevancy", Scorer: "late-judge", Value: 0.3}}, time.Time{}, nil)
-	if v, scorer, _ := a.score(i, "answer_relevancy"); v != 0.3 || scorer != "late-judge" || a.recs[i].n != heldScores-1 || len(a.more[i]) != 3 {
-		t.Errorf("moved beside the slot: %v %q, %d in the slot, %d beside", v, scorer, a.recs[i].n, len(a.more[i]))
+	if v, scorer, _ := a.score(i, "answer_relevancy"); v != 0.3 || scorer != "late-judge" || a.recs.Val(int(i)).count() != heldScores-1 || len(a.more[i]) != 3 {
+		t.Errorf("moved beside the slot: %v %q, %d in the slot, %d beside", v, scorer, a.recs.Val(int(i)).count(), len(a.more[i]))
 	}
 	if v, _, _ := a.score(i, "context_precision"); v != 0.2 { // the slot's other scores stay as they were
 		t.Errorf("context_precision after the move: %v", v)

@@ -48,14 +48,8 @@ func TestRecentSetModel(t *testing.T) {
 				t.Fatalf("n=%d: has(%x) = %v at the end", n, id, r.has(id))
 			}
 		}
-		used := 0
-		for _, c := range r.cells {
-			if c != 0 {
-				used++
-			}
-		}
-		if used != len(ids) {
-			t.Fatalf("n=%d: %d cells in use for %d ids", n, used, len(ids))
+		if r.tab.Indexed() != len(ids) || r.tab.Len(0) != len(ids) {
+			t.Fatalf("n=%d: %d ids indexed, %d held, want %d", n, r.tab.Indexed(), r.tab.Len(0), len(ids))
 		}
 	}
 }

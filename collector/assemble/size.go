@@ -4,13 +4,16 @@ import (
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/ragwatch/ragwatch/internal/offheap"
 )
 
 // Held-memory accounting (assembly.max_bytes, ragwatch_assembly_held_bytes). A held trace keeps
 // alive: its trace struct and map entry, its []Span backing array, each span's attribute, event
 // and link arrays, and the strings they point at (pdata allocates each decoded string on its
 // own, so a held string keeps exactly its own allocation). Each is counted as the Go allocator
-// rounds it: its size class, plus the 8-byte header of pointerful objects over 512 bytes.
+// rounds it (offheap.AllocBytes: its size class, plus the 8-byte header of pointerful objects
+// over 512 bytes).
 // TestHeldBytesMatchHeap holds thousands of traces and checks the total against the heap.
 
 var (
@@ -24,61 +27,10 @@ var (
 		int64(unsafe.Sizeof(pcommon.TraceID{})+unsafe.Sizeof(&trace{}))*5/3
 )
 
-// sizeClasses are the Go allocator's small size classes (internal/runtime/gc).
-var sizeClasses = [...]int64{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224,
-	240, 256, 288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024, 1152, 1280,
-	1408, 1536, 1792, 2048, 2304, 2688, 3072, 3200, 3456, 4096, 4864, 5376, 6144, 6528, 6784, 6912,
-	8192, 9472, 9728, 10240, 10880, 12288, 13568, 14336, 16384, 18432, 19072, 20480, 21760, 24576,
-	27264, 28672, 32768}
+// allocBytes and strBytes are the Go heap's size classes, which internal/offheap keeps.
+func allocBytes(n int64, pointers bool) int64 { return offheap.AllocBytes(n, pointers) }
 
-// classOf8 and classOf128 map a size to its class as the runtime does: by 8-byte steps up to
-// 1024 bytes, by 128-byte steps above.
-var classOf8, classOf128 = func() (c8 [1024/8 + 1]uint8, c128 [(32768-1024)/128 + 1]uint8) {
-	c := 0
-	for i := range c8 {
-		for sizeClasses[c] < int64(i*8) {
-			c++
-		}
-		c8[i] = uint8(c)
-	}
-	for i := range c128 {
-		for sizeClasses[c] < int64(1024+i*128) {
-			c++
-		}
-		c128[i] = uint8(c)
-	}
-	return c8, c128
-}()
-
-// allocBytes is the heap an allocation of n bytes takes.
-func allocBytes(n int64, pointers bool) int64 {
-	if n <= 0 {
-		return 0
-	}
-	if pointers && n > 512 {
-		n += 8 // malloc header
-	}
-	switch {
-	case n <= 1024:
-		return sizeClasses[classOf8[(n+7)/8]]
-	case n <= 32768:
-		return sizeClasses[classOf128[(n-1024+127)/128]]
-	}
-	return (n + 8191) &^ 8191
-}
-
-// strBytes is the heap a string of its own allocation takes. Strings under 16 bytes share the
-// allocator's 16-byte tiny blocks; one held keeps its whole block.
-func strBytes(s string) int64 {
-	switch n := int64(len(s)); {
-	case n == 0:
-		return 0
-	case n < 16:
-		return 16
-	default:
-		return allocBytes(n, false)
-	}
-}
+func strBytes(s string) int64 { return offheap.StringBytes(s) }
 
 // size is what a held span keeps alive: its slot in the trace's []Span, and everything its
 // fields point at.

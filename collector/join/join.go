@@ -529,7 +529,7 @@ func (j *Join) add(ctx context.Context, traceID string, p pending) error {
 	j.mu.Lock()
 	j.expireLocked(now)
 	i := j.tab.find(traceID)
-	if i >= 0 && j.tab.slots[i].flags()&flagSeen != 0 {
+	if i >= 0 && j.tab.slot(i).flags()&flagSeen != 0 {
 		return j.forwardLateUnlock(ctx, traceID, i, p)
 	}
 	async := j.async.Load()
@@ -543,7 +543,7 @@ func (j *Join) add(ctx context.Context, traceID string, p pending) error {
 		j.mu.Lock()
 		j.expireLocked(now)
 		i = j.tab.find(traceID)
-		if i >= 0 && j.tab.slots[i].flags()&flagSeen != 0 { // the record came meanwhile
+		if i >= 0 && j.tab.slot(i).flags()&flagSeen != 0 { // the record came meanwhile
 			return j.forwardLateUnlock(ctx, traceID, i, p)
 		}
 	}
@@ -657,16 +657,16 @@ func (j *Join) checkRemote(ctx context.Context, now time.Time) {
 	j.mu.Lock()
 	waiting := 0 // only traces with an extra can have feedback waiting: walk the order for them only
 	for i, x := range j.tab.extra {
-		if len(x.pending) > 0 && j.tab.slots[i].flags()&flagSeen == 0 {
+		if len(x.pending) > 0 && j.tab.slot(int(i)).flags()&flagSeen == 0 {
 			waiting++
 		}
 	}
-	for i := j.tab.oldest(); i >= 0 && len(ids) < min(waiting, maxRemoteChecks); i = int(j.tab.slots[i].next) - 1 {
-		if x := j.tab.ext(i, "", false); x != nil && len(x.pending) > 0 && j.tab.slots[i].flags()&flagSeen == 0 {
+	for i := j.tab.oldest(); i >= 0 && len(ids) < min(waiting, maxRemoteChecks); i = j.tab.next(i) {
+		if x := j.tab.ext(i, "", false); x != nil && len(x.pending) > 0 && j.tab.slot(i).flags()&flagSeen == 0 {
 			ids = append(ids, x.id)
 		}
 	}
-	for i := j.tab.oldestNS(nsPair); i >= 0 && len(pairs) < maxRemoteChecks; i = int(j.tab.slots[i].next) - 1 {
+	for i := j.tab.oldestNS(nsPair); i >= 0 && len(pairs) < maxRemoteChecks; i = j.tab.next(i) {
 		if x := j.tab.ext(i, "", false); x != nil && x.pair != nil && x.pair.first != nil {
 			pairs = append(pairs, x.id)
 		}
@@ -752,18 +752,18 @@ func (j *Join) expiry(ns uint8, now time.Time) int64 { return int64(now.Sub(j.ba
 
 // expiresAt is slot i's expiry as a time, for the KV bucket.
 func (j *Join) expiresAt(i int) time.Time {
-	return j.base.Add(time.Duration(j.tab.slots[i].expiresNS()))
+	return j.base.Add(time.Duration(j.tab.slot(i).expiresNS()))
 }
 
 // expireLocked drops expired entries of every namespace; what waited goes to j.late as
 // orphans.
 func (j *Join) expireLocked(now time.Time) {
-	if j.tab.n == 0 {
+	if j.tab.len() == 0 {
 		return
 	}
 	off := int64(now.Sub(j.base))
 	for ns := range numNS {
-		for i := j.tab.oldestNS(ns); i >= 0 && j.tab.slots[i].expiresNS() <= off; i = j.tab.oldestNS(ns) {
+		for i := j.tab.oldestNS(ns); i >= 0 && j.tab.slot(i).expiresNS() <= off; i = j.tab.oldestNS(ns) {
 			j.dropLocked(i, false)
 		}
 	}
@@ -774,7 +774,7 @@ func (j *Join) expireLocked(now time.Time) {
 // not orphan it twice). Traces without feedback simply expire from the bucket by its TTL, and
 // completed pairs stay there as the mark that ignores a third record.
 func (j *Join) dropLocked(i int, evicted bool) {
-	ns := j.tab.slots[i].ns()
+	ns := j.tab.ns(i)
 	if x := j.tab.ext(i, "", false); x != nil {
 		switch ns {
 		case nsTrace:
@@ -829,7 +829,7 @@ func (g heldGauges) Describe(ch chan<- *prometheus.Desc) {
 
 func (g heldGauges) Collect(ch chan<- prometheus.Metric) {
 	g.j.mu.Lock()
-	pending, tracked := g.j.pending, g.j.tab.count[nsTrace]
+	pending, tracked := g.j.pending, g.j.tab.countNS(nsTrace)
 	g.j.mu.Unlock()
 	for ji, name := range joinNames {
 		ch <- prometheus.MustNewConstMetric(g.pending, prometheus.GaugeValue, float64(pending[ji]), name)

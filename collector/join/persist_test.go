@@ -143,8 +143,8 @@ func TestLoadHoldsAtMostMaxEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = j.Shutdown(ctx) }()
-	if j.Pending() != maxEntries || j.tab.n != maxEntries {
-		t.Fatalf("loaded %d traces with %d pending, want %d", j.tab.n, j.Pending(), maxEntries)
+	if j.Pending() != maxEntries || j.tab.len() != maxEntries {
+		t.Fatalf("loaded %d traces with %d pending, want %d", j.tab.len(), j.Pending(), maxEntries)
 	}
 	for n := stored - maxEntries; n < stored; n++ {
 		if j.tab.find(fmt.Sprintf("trace-%d", n)) < 0 {

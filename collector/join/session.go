@@ -199,7 +199,7 @@ func (j *Join) flushSessions(ctx context.Context) {
 func (j *Join) writeAllSessions(ctx context.Context) {
 	j.mu.Lock()
 	var ids []string
-	for i := j.tab.oldestNS(nsSession); i >= 0; i = int(j.tab.slots[i].next) - 1 {
+	for i := j.tab.oldestNS(nsSession); i >= 0; i = j.tab.next(i) {
 		if x := j.tab.ext(i, "", false); x != nil {
 			ids = append(ids, x.id)
 		}

@@ -8,36 +8,33 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/ragwatch/ragwatch/internal/hexid"
 )
 
 func TestSlotSize(t *testing.T) {
 	// The per-trace cost: keep it in mind before adding a field.
-	if got := unsafe.Sizeof(slot{}); got != 40 {
-		t.Fatalf("slot is %d bytes, want 40", got)
+	if got := newTable(1).tab.EntryBytes(); got != 40 {
+		t.Fatalf("an entry is %d bytes, want 40", got)
 	}
 }
 
 // The packed fields keep their values whatever the others hold: the largest service id next
-// to every flag and the last namespace.
+// to every flag.
 func TestSlotPacking(t *testing.T) {
 	allFlags := flagSeen | flagRawID | flagSpan
-	for _, ns := range []uint8{nsTrace, nsPair, nsSession} {
-		for _, svc := range []uint32{0, 1, maxTableEntries} {
-			for _, f := range []uint8{0, flagSeen, allFlags} {
-				s := newSlot([16]byte{1}, ns, 0)
-				s.setSvc(svc)
-				s.setFlags(f)
-				if s.ns() != ns || s.svc() != svc || s.flags() != f {
-					t.Errorf("ns %d svc %d flags %#x: read back %d %d %#x", ns, svc, f, s.ns(), s.svc(), s.flags())
-				}
-				s.setSvc(0)
-				s.setFlags(allFlags)
-				if s.ns() != ns || s.svc() != 0 || s.flags() != allFlags {
-					t.Errorf("ns %d: after setting svc 0 and every flag: %d %d %#x", ns, s.ns(), s.svc(), s.flags())
-				}
+	for _, svc := range []uint32{0, 1, maxTableEntries} {
+		for _, f := range []uint8{0, flagSeen, allFlags} {
+			s := slot{expires: -1}
+			s.setSvc(svc)
+			s.setFlags(f)
+			if s.svc() != svc || s.flags() != f {
+				t.Errorf("svc %d flags %#x: read back %d %#x", svc, f, s.svc(), s.flags())
+			}
+			s.setSvc(0)
+			s.setFlags(allFlags)
+			if s.svc() != 0 || s.flags() != allFlags || s.expires != -1 {
+				t.Errorf("after setting svc 0 and every flag: %d %#x", s.svc(), s.flags())
 			}
 		}
 	}
@@ -71,14 +68,14 @@ func TestExpirySeconds(t *testing.T) {
 }
 
 // checkTable verifies the table against the model: every live trace found in its slot, the
-// arrival order, the count, each index cell's distance from its home, and absent ids absent.
+// arrival order, the count, and absent ids absent. (internal/offheap checks its index.)
 func checkTable(t *testing.T, tab *table, order []string, absent []string) {
 	t.Helper()
-	if tab.n != len(order) {
-		t.Fatalf("n = %d, want %d", tab.n, len(order))
+	if tab.len() != len(order) || tab.tab.Indexed() != len(order) {
+		t.Fatalf("len = %d, indexed %d, want %d", tab.len(), tab.tab.Indexed(), len(order))
 	}
 	var got []string
-	for i := tab.oldest(); i >= 0; i = int(tab.slots[i].next) - 1 {
+	for i := tab.oldest(); i >= 0; i = tab.next(i) {
 		got = append(got, idOf(tab, i))
 	}
 	if !slices.Equal(got, order) {
@@ -95,45 +92,24 @@ func checkTable(t *testing.T, tab *table, order []string, absent []string) {
 			t.Fatalf("find(%q) = %d, want absent", id, i)
 		}
 	}
-	idxMask := uint32(1)<<tab.idxBits - 1
-	cells := 0
-	for pos, c := range tab.cells {
-		if c == 0 {
-			continue
-		}
-		cells++
-		i := c&idxMask - 1
-		home := tab.hash(&tab.slots[i].id, tab.slots[i].ns()) & tab.mask
-		if want := (uint64(pos) - home) & tab.mask; uint64(c>>tab.idxBits) != want {
-			t.Fatalf("cell %d: distance %d, want %d", pos, c>>tab.idxBits, want)
-		}
-	}
-	if cells != tab.n {
-		t.Fatalf("%d cells for %d traces", cells, tab.n)
-	}
 }
 
 func idOf(tab *table, i int) string {
-	s := tab.slots[i]
-	if s.flags()&flagRawID != 0 {
+	if tab.slot(i).flags()&flagRawID != 0 {
 		return tab.rawIDs[uint32(i)]
 	}
-	return hexid.Encode(s.id[:])
+	return hexid.Encode(tab.tab.Key(i)[:])
 }
 
 // TestTableMatchesModel adds, refreshes and removes random traces (OTLP ids and others) and
 // checks the table against a plain ordered list after each step.
 func TestTableMatchesModel(t *testing.T) {
 	for _, tc := range []struct {
-		max     int
-		maxDist uint32 // 0: the table's own; small values force index rebuilds
-	}{{max: 1}, {max: 7}, {max: 300}, {max: 300, maxDist: 1}, {max: 5000}} {
-		t.Run(fmt.Sprintf("max=%d,maxDist=%d", tc.max, tc.maxDist), func(t *testing.T) {
+		max int
+	}{{max: 1}, {max: 7}, {max: 300}, {max: 5000}} {
+		t.Run(fmt.Sprintf("max=%d", tc.max), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.max), 7))
 			tab := newTable(tc.max)
-			if tc.maxDist > 0 {
-				tab.maxDist = tc.maxDist
-			}
 			var order []string
 			newID := func() string {
 				if rng.IntN(4) == 0 {
@@ -170,8 +146,8 @@ func TestTableMatchesModel(t *testing.T) {
 				}
 			}
 			checkTable(t, tab, order, nil)
-			if tc.max >= 300 && len(tab.slots) > tc.max {
-				t.Fatalf("%d slots for max %d", len(tab.slots), tc.max)
+			if tab.tab.Cap() != tc.max {
+				t.Fatalf("a slab of %d slots for max %d", tab.tab.Cap(), tc.max)
 			}
 		})
 	}
@@ -225,22 +201,23 @@ func TestTableInternsServices(t *testing.T) {
 	}
 	tab.setSeen(tab.find("c"), "c", "search", "")
 	tab.setSeen(tab.find("c"), "c", "search", "") // the same record again
-	if len(tab.svcByName) != 2 || tab.svcRefs[tab.svcByName["support-bot"]-1] != 2 || tab.svcRefs[tab.svcByName["search"]-1] != 1 {
-		t.Fatalf("services %v refs %v", tab.svcByName, tab.svcRefs)
+	a, c := tab.slot(tab.find("a")).svc(), tab.slot(tab.find("c")).svc()
+	if tab.svc.Len() != 2 || tab.slot(tab.find("b")).svc() != a || a == c || tab.svc.Name(c) != "search" {
+		t.Fatalf("%d services, ids %d %d", tab.svc.Len(), a, c)
 	}
 	tab.remove(tab.find("c"))
 	tab.remove(tab.find("a"))
-	if len(tab.svcByName) != 1 || tab.svcByName["support-bot"] == 0 {
-		t.Fatalf("services %v refs %v", tab.svcByName, tab.svcRefs)
+	if tab.svc.Len() != 1 || tab.svc.Name(a) != "support-bot" {
+		t.Fatalf("%d services", tab.svc.Len())
 	}
 	tab.remove(tab.find("b"))
-	if len(tab.svcByName) != 0 || len(tab.svcFree) != 2 || len(tab.extra) != 0 || len(tab.rawIDs) != 0 {
-		t.Fatalf("services %v free %v extra %d raw %d", tab.svcByName, tab.svcFree, len(tab.extra), len(tab.rawIDs))
+	if tab.svc.Len() != 0 || len(tab.extra) != 0 || len(tab.rawIDs) != 0 {
+		t.Fatalf("services %d extra %d raw %d", tab.svc.Len(), len(tab.extra), len(tab.rawIDs))
 	}
 	i := tab.add(tab.key("d"), "d", 0)
 	tab.setSeen(i, "d", "billing", "")
-	if _, service, _ := tab.seen(i); service != "billing" || len(tab.svcNames) != 2 {
-		t.Fatalf("service %q, names %v", service, tab.svcNames)
+	if _, service, _ := tab.seen(i); service != "billing" || tab.slot(i).svc() > 2 {
+		t.Fatalf("service %q, id %d: a freed id is reused", service, tab.slot(i).svc())
 	}
 }
 

@@ -2,8 +2,8 @@ package offheap
 
 import "math/bits"
 
-// Index finds slots of a table its caller keeps, by key: linear probing over a power of two of
-// 4-byte cells, at least twice the slots, each holding a slot number + 1 (0: empty), in an
+// Index finds entries of a table its caller keeps (a Table's, by a second key): linear probing
+// over a power of two of 4-byte cells, at least twice the slots, each holding a slot number + 1 (0: empty), in an
 // Array outside the Go heap. The keys stay in the caller's slots; the caller gives a key's
 // hash and says whether a slot holds the key. Deleting moves the cells after the emptied one
 // back (no tombstones), so lookups stay short however many keys came and went.
