@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler/decide"
 	"github.com/ragwatch/ragwatch/sampler/pairwise"
@@ -38,7 +38,7 @@ type Runtime struct {
 	// same stream. Pairwise counts the outcomes the in-process workers judge and serves
 	// GET /api/v1/pairwise.
 	Pairs    *PairStage
-	Pairwise *pairwise.Recorder
+	Pairwise *pairwise.WinRates
 
 	js       jetstream.JetStream
 	cfg      config.ScoringQueue
@@ -53,7 +53,7 @@ type Runtime struct {
 // nil) also receives every result in process (e.g. the /api/v1/scores ring). services bounds
 // the `service` label and should be the process's shared set.
 func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorers []score.Scorer, extra score.Consumer,
-	services *labels.ServiceSet, reg prometheus.Registerer, logger *slog.Logger, opts ...RuntimeOption) *Runtime {
+	services *cardinality.ServiceSet, reg prometheus.Registerer, logger *slog.Logger, opts ...RuntimeOption) *Runtime {
 	var ro runtimeOptions
 	for _, o := range opts {
 		o(&ro)
@@ -62,7 +62,7 @@ func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorer
 		logger = slog.Default()
 	}
 	if services == nil {
-		services = labels.NewServiceSet(50)
+		services = cardinality.NewServiceSet(50)
 	}
 	budget := decide.NewBudget(cfg.Sampling.Budget, nil, reg, logger)
 	d := decide.New(cfg.Sampling, budget, services, nil, reg)
@@ -73,7 +73,7 @@ func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorer
 		Budget:    budget,
 		Publisher: pub,
 		Pairs:     NewPairStage(cfg.Comparisons, d, budget, pub, reg),
-		Pairwise:  pairwise.NewRecorder(reg),
+		Pairwise:  pairwise.NewWinRates(reg),
 		js:        js, cfg: cfg.Scoring.Queue, replicas: replicas, logger: logger, reg: reg,
 	}
 	sink := score.Fanout{queue.NewScorePublisher(js.Conn(), cfg.Scoring.Queue.ScoresSubjectPrefix).WithLoopback(ro.loopback)}
@@ -81,7 +81,7 @@ func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorer
 		sink = append(sink, extra)
 	}
 	// One bounded set of variant labels for the scores of this process, in the stage and workers.
-	variants := labels.NewVariantSet(cfg.Variants.MaxValues, cfg.Signals.ServiceTTL, nil)
+	variants := cardinality.NewVariantSet(cfg.Variants.MaxValues, cfg.Signals.ServiceTTL, nil)
 	// The retrieval metrics run in the stage on every record with relevance labels, not on the
 	// sampled fraction the workers see.
 	if rs := scorersbuild.Retrieval(cfg.Scoring.ScoringEngine); rs != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/testutil"
@@ -57,7 +57,7 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	}
 	defer sub.Unsubscribe()
 
-	rt := NewRuntime(cfg, js, 1, []score.Scorer{fixedScorer{}}, nil, labels.NewServiceSet(10), reg, quiet)
+	rt := NewRuntime(cfg, js, 1, []score.Scorer{fixedScorer{}}, nil, cardinality.NewServiceSet(10), reg, quiet)
 	if err := rt.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestRuntimeBudgetFromWorkerPods(t *testing.T) {
 	cfg.Sampling.Budget.USDPerDay = 1
 	cfg.Scoring.Workers = 0 // worker pods score
 	quiet := slog.New(slog.DiscardHandler)
-	rt := NewRuntime(cfg, js, 1, nil, nil, labels.NewServiceSet(10), prometheus.NewRegistry(), quiet)
+	rt := NewRuntime(cfg, js, 1, nil, nil, cardinality.NewServiceSet(10), prometheus.NewRegistry(), quiet)
 	if rt.Pool != nil {
 		t.Fatal("a pool with scoring.workers 0")
 	}

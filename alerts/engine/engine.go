@@ -17,7 +17,7 @@ import (
 	"github.com/ragwatch/ragwatch/alerts/drift"
 	"github.com/ragwatch/ragwatch/alerts/judgeagreement"
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/reqsignal"
 	"github.com/ragwatch/ragwatch/internal/score"
@@ -48,7 +48,7 @@ type Options struct {
 	// Sink delivers alerts (the notify dispatcher).
 	Sink Sink
 	// Services bounds the service label; shared with the rest of the process when given.
-	Services *labels.ServiceSet
+	Services *cardinality.ServiceSet
 	// Baseline is the pinned drift reference (drift.baseline_file, read at wiring with
 	// drift.LoadBaseline); nil compares each detector with its trailing reference window.
 	Baseline *drift.Baseline
@@ -62,7 +62,7 @@ type Engine struct {
 	logger    *slog.Logger
 	store     Store
 	sink      Sink
-	services  *labels.ServiceSet
+	services  *cardinality.ServiceSet
 	baseline  *drift.Baseline
 	traceTmpl string
 	interval  time.Duration
@@ -119,7 +119,7 @@ func New(o Options) (*Engine, error) {
 		o.Now = time.Now
 	}
 	if o.Services == nil {
-		o.Services = labels.NewServiceSet(max(o.Config.Signals.MaxServices, 1))
+		o.Services = cardinality.NewServiceSet(max(o.Config.Signals.MaxServices, 1))
 	}
 	c := o.Config
 	m, err := newMetrics(o.Registerer)

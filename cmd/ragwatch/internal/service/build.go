@@ -32,7 +32,7 @@ import (
 	"github.com/ragwatch/ragwatch/sampler/export"
 	"github.com/ragwatch/ragwatch/sampler/pairwise"
 	"github.com/ragwatch/ragwatch/sampler/queue"
-	"github.com/ragwatch/ragwatch/sampler/ring"
+	"github.com/ragwatch/ragwatch/sampler/recentscores"
 	"github.com/ragwatch/ragwatch/sampler/scorers"
 	"github.com/ragwatch/ragwatch/sampler/worker"
 )
@@ -57,7 +57,7 @@ type builder struct {
 	redactorBuilt bool
 
 	// recent is the ring behind GET /api/v1/scores; recentIn redacts what enters it.
-	recent   *ring.Ring
+	recent   *recentscores.Ring
 	recentIn recentSink
 
 	// export keeps recent records and their scores, redacted, for GET /api/v1/export; nil
@@ -191,7 +191,7 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 	if err != nil {
 		return lifecycle{}, err
 	}
-	b.recent = ring.New(b.cfg.Scoring.Recent.Size, b.cfg.Scoring.Recent.IncludeContent)
+	b.recent = recentscores.New(b.cfg.Scoring.Recent.Size, b.cfg.Scoring.Recent.IncludeContent)
 	b.recentIn = redactRecent(b.recent, r) // API output: explanations and previews redacted
 	var sub *nats.Subscription
 	conn, cfg := b.NATS, b.cfg
