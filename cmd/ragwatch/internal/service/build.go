@@ -232,23 +232,22 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 // hand them to the scores subscription's consumer through its loopback, checked as the
 // subscription checks worker pods' results.
 func (b *builder) sampler() (lifecycle, error) {
-	var active []score.Scorer
-	var ropts []sampler.RuntimeOption
+	set := sampler.Settings{
+		Sampling: b.cfg.Sampling, Scoring: b.cfg.Scoring, Comparisons: b.cfg.Comparisons,
+		Variants: b.cfg.Variants, VariantTTL: b.cfg.Signals.ServiceTTL,
+		JS: b.NATS.JS, Replicas: b.NATS.Replicas, ScoresLoopback: b.scoresLoop,
+		Services: b.Services, Registerer: b.Registry, Logger: b.logger("sampler"),
+	}
 	if b.cfg.Scoring.Workers > 0 {
 		var err error
-		if active, err = b.scorers(); err != nil {
+		if set.Scorers, err = b.scorers(); err != nil {
 			return lifecycle{}, err
 		}
-		pj, err := b.pairJudge()
-		if err != nil {
+		if set.PairJudge, err = b.pairJudge(); err != nil {
 			return lifecycle{}, err
 		}
-		ropts = append(ropts, sampler.WithPairJudge(pj))
 	}
-	if b.scoresLoop != nil {
-		ropts = append(ropts, sampler.WithScoresLoopback(b.scoresLoop))
-	}
-	samp := sampler.NewRuntime(b.cfg, b.NATS.JS, b.NATS.Replicas, active, nil, b.Services, b.Registry, b.logger("sampler"), ropts...)
+	samp := sampler.NewRuntime(set)
 	q := b.cfg.Scoring.Queue
 	b.NATS.Store().Watch("scoring", q.Stream)
 	b.NATS.Store().Watch("dead_letter", q.DeadLetterStream)
