@@ -188,7 +188,7 @@ func TestDiagnosisFollowsTheServiceSet(t *testing.T) {
 	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	set := cardinality.NewServiceSetTTL(1, time.Minute, clk.Now)
-	e, err := New(Options{Config: parse(t, diagCfg), Registerer: reg, Now: clk.Now, Services: set})
+	e, err := New(Options{Sections: SectionsOf(parse(t, diagCfg)), Registerer: reg, Now: clk.Now, Services: set})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func TestEvictedServicesAreForgotten(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	store := &MemStore{}
 	set := cardinality.NewServiceSetTTL(50, time.Hour, clk.Now)
-	e, err := New(Options{Config: parse(t, thresholdCfg), Registerer: reg, Now: clk.Now, Store: store, Services: set})
+	e, err := New(Options{Sections: SectionsOf(parse(t, thresholdCfg)), Registerer: reg, Now: clk.Now, Store: store, Services: set})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -173,7 +173,7 @@ func (b *builder) alertEngine() (lifecycle, error) {
 		}
 	}
 	e, err := engine.New(engine.Options{
-		Config: b.cfg, Registerer: b.Registry, Logger: b.logger("alerts"), Now: b.o.now,
+		Sections: engine.SectionsOf(b.cfg), Registerer: b.Registry, Logger: b.logger("alerts"), Now: b.o.now,
 		Sink: b.Notify, Services: b.Services, Store: store, Baseline: baseline,
 	})
 	if err != nil {

@@ -52,7 +52,7 @@ func TestSignalsAndSLOsSeeTheSameValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	eng, err := engine.New(engine.Options{Config: cfg, Registerer: prometheus.NewRegistry(), Now: func() time.Time { return now },
+	eng, err := engine.New(engine.Options{Sections: engine.SectionsOf(cfg), Registerer: prometheus.NewRegistry(), Now: func() time.Time { return now },
 		Services: cardinality.NewServiceSet(n + 1)})
 	if err != nil {
 		t.Fatal(err)
