@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/sampler/decide"
 	"github.com/ragwatch/ragwatch/scripts/benchcpu"
@@ -46,7 +46,7 @@ func benchConfigs() []struct {
 func BenchmarkStageConsumeRecord(b *testing.B) {
 	for _, bc := range benchConfigs() {
 		b.Run(bc.name, func(b *testing.B) {
-			d := decide.New(bc.cfg, nil, labels.NewServiceSet(10), nil, prometheus.NewRegistry())
+			d := decide.New(bc.cfg, nil, cardinality.NewServiceSet(10), nil, prometheus.NewRegistry())
 			s := NewStage(d, discardOffers{}, bc.cfg.Recent, nil)
 			recs := make([]*record.Record, 4096)
 			for i := range recs {
@@ -77,7 +77,7 @@ func BenchmarkStageRecentMemory(b *testing.B) {
 			var held float64
 			var cached int
 			for i := 0; i < b.N; i++ {
-				d := decide.New(bc.cfg, nil, labels.NewServiceSet(10), nil, prometheus.NewRegistry())
+				d := decide.New(bc.cfg, nil, cardinality.NewServiceSet(10), nil, prometheus.NewRegistry())
 				var before, after runtimeMem
 				before.read()
 				s := NewStage(d, discardOffers{}, bc.cfg.Recent, nil)

@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/testutil"
@@ -102,7 +101,9 @@ func BenchmarkIngestWithJudge(b *testing.B) {
 				scorers = []score.Scorer{sc}
 			}
 			reg := prometheus.NewRegistry()
-			rt := NewRuntime(cfg, js, 1, scorers, nil, labels.NewServiceSet(10), reg, slog.New(slog.DiscardHandler))
+			set := settingsFor(cfg, js, reg, slog.New(slog.DiscardHandler))
+			set.Scorers = scorers
+			rt := NewRuntime(set)
 			if err := rt.Start(context.Background()); err != nil {
 				b.Fatal(err)
 			}

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/decide"
@@ -30,8 +29,9 @@ func TestPairsEndToEnd(t *testing.T) {
 	cfg.Scoring.Workers = 1
 	cfg.Comparisons = []config.Comparison{{Name: "rerank", Baseline: "v1", Candidate: "v2", Metrics: []string{"faithfulness"}}}
 	reg := prometheus.NewRegistry()
-	rt := NewRuntime(cfg, js, 1, nil, nil, labels.NewServiceSet(10), reg, slog.New(slog.DiscardHandler),
-		WithPairJudge(builtin.PairJudge{}))
+	set := settingsFor(cfg, js, reg, slog.New(slog.DiscardHandler))
+	set.PairJudge = builtin.PairJudge{}
+	rt := NewRuntime(set)
 	if err := rt.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler/decide"
 	"github.com/ragwatch/ragwatch/sampler/pairwise"
@@ -38,7 +38,7 @@ type Runtime struct {
 	// same stream. Pairwise counts the outcomes the in-process workers judge and serves
 	// GET /api/v1/pairwise.
 	Pairs    *PairStage
-	Pairwise *pairwise.Recorder
+	Pairwise *pairwise.WinRates
 
 	js       jetstream.JetStream
 	cfg      config.ScoringQueue
@@ -49,42 +49,69 @@ type Runtime struct {
 	budgetSub *nats.Subscription
 }
 
-// NewRuntime wires the sampler for cfg. scorers are what in-process workers run; extra (may be
-// nil) also receives every result in process (e.g. the /api/v1/scores ring). services bounds
-// the `service` label and should be the process's shared set.
-func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorers []score.Scorer, extra score.Consumer,
-	services *labels.ServiceSet, reg prometheus.Registerer, logger *slog.Logger, opts ...RuntimeOption) *Runtime {
-	var ro runtimeOptions
-	for _, o := range opts {
-		o(&ro)
-	}
+// Settings is what NewRuntime builds the sampler from, as every pipeline component takes
+// one struct (collector/signals, collector/join, ...): its config sections, the JetStream
+// context, the scorers, and the process's shared services and telemetry.
+type Settings struct {
+	Sampling    config.Sampling
+	Scoring     config.Scoring
+	Comparisons []config.Comparison
+	// Variants bounds the `variant` label of the scores (variants.max_values); VariantTTL
+	// (signals.service_ttl) frees the label of a variant not seen for that long.
+	Variants   config.Variants
+	VariantTTL time.Duration
+
+	JS       jetstream.JetStream
+	Replicas int // of the streams queue.Setup creates
+	// Scorers are what in-process workers run. Extra (may be nil) also receives every result
+	// in process (e.g. the /api/v1/scores ring).
+	Scorers []score.Scorer
+	Extra   score.Consumer
+	// PairJudge judges the pair jobs in-process workers take (pairs.judge); nil dead-letters
+	// them.
+	PairJudge pairwise.Judge
+	// ScoresLoopback, when set, hands the results this process publishes (its workers' and
+	// the stage's retrieval metrics) to the consumer of its own scores subscription directly
+	// (queue.Loopback): it must be the one that subscription was given.
+	ScoresLoopback *queue.Loopback
+
+	// Services bounds the `service` label and should be the process's shared set (nil: a set
+	// of 50).
+	Services   *cardinality.ServiceSet
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger // nil: slog.Default()
+}
+
+// NewRuntime wires the sampler.
+func NewRuntime(s Settings) *Runtime {
+	js, reg, logger, services := s.JS, s.Registerer, s.Logger, s.Services
 	if logger == nil {
 		logger = slog.Default()
 	}
 	if services == nil {
-		services = labels.NewServiceSet(50)
+		services = cardinality.NewServiceSet(50)
 	}
-	budget := decide.NewBudget(cfg.Sampling.Budget, nil, reg, logger)
-	d := decide.New(cfg.Sampling, budget, services, nil, reg)
-	pub := queue.NewPublisher(js, cfg.Scoring.Queue, cfg.Sampling.Buffer, reg, logger)
+	budget := decide.NewBudget(s.Sampling.Budget, nil, reg, logger)
+	d := decide.New(s.Sampling, budget, services, nil, reg)
+	pub := queue.NewPublisher(js, s.Scoring.Queue, s.Sampling.Buffer, reg, logger)
 	rt := &Runtime{
-		Stage:     NewStage(d, pub, cfg.Sampling.Recent, nil),
+		Stage:     NewStage(d, pub, s.Sampling.Recent, nil),
 		Decider:   d,
 		Budget:    budget,
 		Publisher: pub,
-		Pairs:     NewPairStage(cfg.Comparisons, d, budget, pub, reg),
-		Pairwise:  pairwise.NewRecorder(reg),
-		js:        js, cfg: cfg.Scoring.Queue, replicas: replicas, logger: logger, reg: reg,
+		Pairs:     NewPairStage(s.Comparisons, d, budget, pub, reg),
+		Pairwise:  pairwise.NewWinRates(reg),
+		js:        js, cfg: s.Scoring.Queue, replicas: s.Replicas, logger: logger, reg: reg,
 	}
-	sink := score.Fanout{queue.NewScorePublisher(js.Conn(), cfg.Scoring.Queue.ScoresSubjectPrefix).WithLoopback(ro.loopback)}
-	if extra != nil {
-		sink = append(sink, extra)
+	sink := score.Fanout{queue.NewScorePublisher(js.Conn(), s.Scoring.Queue.ScoresSubjectPrefix).WithLoopback(s.ScoresLoopback)}
+	if s.Extra != nil {
+		sink = append(sink, s.Extra)
 	}
 	// One bounded set of variant labels for the scores of this process, in the stage and workers.
-	variants := labels.NewVariantSet(cfg.Variants.MaxValues, cfg.Signals.ServiceTTL, nil)
+	variants := cardinality.NewVariantSet(s.Variants.MaxValues, s.VariantTTL, nil)
 	// The retrieval metrics run in the stage on every record with relevance labels, not on the
 	// sampled fraction the workers see.
-	if rs := scorersbuild.Retrieval(cfg.Scoring.ScoringEngine); rs != nil {
+	if rs := scorersbuild.Retrieval(s.Scoring.ScoringEngine); rs != nil {
 		if reg == nil {
 			reg = prometheus.NewRegistry()
 		}
@@ -100,36 +127,15 @@ func NewRuntime(cfg *config.Config, js jetstream.JetStream, replicas int, scorer
 		})
 		rt.Stage.ScoreAlways(rs, observed)
 	}
-	scorers = SampledScorers(scorers)
-	if cfg.Scoring.Workers > 0 {
-		rt.Pool = worker.New(js, cfg.Scoring.ScoringRuntime, scorers, sink, worker.Options{
-			Replicas: replicas, Budget: budget, Services: services, Registerer: reg, Logger: logger,
-			PairJudge: ro.pairJudge, Pairwise: rt.Pairwise,
+	scorers := SampledScorers(s.Scorers)
+	if s.Scoring.Workers > 0 {
+		rt.Pool = worker.New(js, s.Scoring.ScoringRuntime, scorers, sink, worker.Options{
+			Replicas: s.Replicas, Budget: budget, Services: services, Registerer: reg, Logger: logger,
+			PairJudge: s.PairJudge, Pairwise: rt.Pairwise,
 			Variants: variants,
 		})
 	}
 	return rt
-}
-
-// RuntimeOption adjusts NewRuntime.
-type RuntimeOption func(*runtimeOptions)
-
-type runtimeOptions struct {
-	pairJudge pairwise.Judge
-	loopback  *queue.Loopback
-}
-
-// WithScoresLoopback hands the results this process publishes (its workers' and the stage's
-// retrieval metrics) to the consumer of its own scores subscription directly
-// (queue.Loopback): l must be the one that subscription was given.
-func WithScoresLoopback(l *queue.Loopback) RuntimeOption {
-	return func(o *runtimeOptions) { o.loopback = l }
-}
-
-// WithPairJudge gives the in-process workers the judge of pair jobs (pairs.judge); without it
-// they dead-letter pair jobs.
-func WithPairJudge(j pairwise.Judge) RuntimeOption {
-	return func(o *runtimeOptions) { o.pairJudge = j }
 }
 
 // Start creates the queue (bounded by ctx) and starts the publisher and the workers.

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/testutil"
@@ -57,7 +58,9 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	}
 	defer sub.Unsubscribe()
 
-	rt := NewRuntime(cfg, js, 1, []score.Scorer{fixedScorer{}}, nil, labels.NewServiceSet(10), reg, quiet)
+	set := settingsFor(cfg, js, reg, quiet)
+	set.Scorers = []score.Scorer{fixedScorer{}}
+	rt := NewRuntime(set)
 	if err := rt.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +108,11 @@ func TestRuntimeEndToEnd(t *testing.T) {
 		naive += r.Value
 	}
 	naive /= float64(len(results))
-	est, _ := decide.HajekMean(results)
+	var weighted decide.WeightedMean
+	for _, r := range results {
+		weighted.AddResult(r)
+	}
+	est, _ := weighted.Mean()
 	// True mean: 0.2·0.3 + 0.8·0.9 = 0.78. Risky records are over-sampled 4x.
 	if est < 0.74 || est > 0.82 {
 		t.Fatalf("weighted mean %v, want about 0.78 (naive %v)", est, naive)
@@ -127,7 +134,7 @@ func TestRuntimeBudgetFromWorkerPods(t *testing.T) {
 	cfg.Sampling.Budget.USDPerDay = 1
 	cfg.Scoring.Workers = 0 // worker pods score
 	quiet := slog.New(slog.DiscardHandler)
-	rt := NewRuntime(cfg, js, 1, nil, nil, labels.NewServiceSet(10), prometheus.NewRegistry(), quiet)
+	rt := NewRuntime(settingsFor(cfg, js, prometheus.NewRegistry(), quiet))
 	if rt.Pool != nil {
 		t.Fatal("a pool with scoring.workers 0")
 	}
@@ -162,5 +169,15 @@ func TestRuntimeBudgetFromWorkerPods(t *testing.T) {
 	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, "the budget to see the second result", func() bool { return rt.Budget.Spent() >= 1.2 })
 	if d := rt.Decider.Decide(rec, decide.Ingest); d.Sample || d.Reason != decide.ReasonBudget {
 		t.Fatalf("budget spent: %+v", d)
+	}
+}
+
+// settingsFor is the Settings the service builds from cfg's sections, with one stream replica
+// and a service set of 10.
+func settingsFor(cfg *config.Config, js jetstream.JetStream, reg prometheus.Registerer, logger *slog.Logger) Settings {
+	return Settings{
+		Sampling: cfg.Sampling, Scoring: cfg.Scoring, Comparisons: cfg.Comparisons,
+		Variants: cfg.Variants, VariantTTL: cfg.Signals.ServiceTTL,
+		JS: js, Replicas: 1, Services: cardinality.NewServiceSet(10), Registerer: reg, Logger: logger,
 	}
 }

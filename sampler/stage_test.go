@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/decide"
@@ -51,7 +51,7 @@ func one() *float64 { v := 1.0; return &v }
 func newStage(t *testing.T, cfg config.Sampling, c *clock) (*Stage, *offers, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	d := decide.New(cfg, nil, labels.NewServiceSet(10), c.now, reg)
+	d := decide.New(cfg, nil, cardinality.NewServiceSet(10), c.now, reg)
 	o := &offers{}
 	return NewStage(d, o, cfg.Recent, c.now), o, reg
 }
@@ -237,7 +237,7 @@ func TestIngestionWithNATSStopped(t *testing.T) {
 	defer pub.Shutdown(context.Background())
 	cfg := config.Default().Sampling
 	cfg.Rate = 1
-	d := decide.New(cfg, nil, labels.NewServiceSet(10), nil, reg)
+	d := decide.New(cfg, nil, cardinality.NewServiceSet(10), nil, reg)
 	s := NewStage(d, pub, cfg.Recent, nil)
 
 	srv.Shutdown()
@@ -249,7 +249,7 @@ func TestIngestionWithNATSStopped(t *testing.T) {
 		ids[i] = fmt.Sprintf("%032x", i)
 	}
 	// Baseline: the same stage into an Offerer that accepts everything.
-	base := NewStage(decide.New(cfg, nil, labels.NewServiceSet(10), nil, prometheus.NewRegistry()), &offers{}, cfg.Recent, nil)
+	base := NewStage(decide.New(cfg, nil, cardinality.NewServiceSet(10), nil, prometheus.NewRegistry()), &offers{}, cfg.Recent, nil)
 	t0 := time.Now()
 	for i := 0; i < n; i++ {
 		_ = base.ConsumeRecord(context.Background(), &record.Record{TraceID: ids[n+i], Service: "chat", Query: "q"})
@@ -433,7 +433,7 @@ func TestCapSkippedRecordKeepsContent(t *testing.T) {
 func TestReloadAddingFeedbackRule(t *testing.T) {
 	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	reg := prometheus.NewRegistry()
-	d := decide.New(config.Default().Sampling, nil, labels.NewServiceSet(10), c.now, reg)
+	d := decide.New(config.Default().Sampling, nil, cardinality.NewServiceSet(10), c.now, reg)
 	o := &offers{}
 	s := NewStage(d, o, config.Default().Sampling.Recent, c.now)
 	ctx := context.Background()

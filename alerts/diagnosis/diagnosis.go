@@ -13,7 +13,7 @@ import (
 	"github.com/ragwatch/ragwatch/alerts/diagnose"
 	"github.com/ragwatch/ragwatch/alerts/internal/ring"
 	"github.com/ragwatch/ragwatch/alerts/slo"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
 
@@ -51,7 +51,7 @@ type Settings struct {
 // Locking: mu guards everything below it. The alert engine calls Record and Scores before
 // taking its own lock, and For with it held; the Diagnoser calls nothing back.
 type Diagnoser struct {
-	services *labels.ServiceSet
+	services *cardinality.ServiceSet
 
 	mu       sync.Mutex
 	th       diagnose.Thresholds
@@ -64,7 +64,7 @@ type Diagnoser struct {
 }
 
 // New builds a Diagnoser whose service labels are those of services (the process's one set).
-func New(s Settings, services *labels.ServiceSet, reg prometheus.Registerer) (*Diagnoser, error) {
+func New(s Settings, services *cardinality.ServiceSet, reg prometheus.Registerer) (*Diagnoser, error) {
 	d := &Diagnoser{services: services,
 		th:     s.Thresholds,
 		window: s.Window, windows: map[diagKey]*ring.Ring[diagBucket]{},
@@ -212,7 +212,7 @@ func (d *Diagnoser) Diagnose(now time.Time) {
 		}
 		half(hi-n+1, hi-n/2, w.Older)
 		half(hi-n/2+1, hi, w.Newer)
-		if !seen || (service != labels.Other && !d.services.Admitted(service)) {
+		if !seen || (service != cardinality.Other && !d.services.Admitted(service)) {
 			delete(d.windows, key)
 			if variant != "" {
 				if d.variants[service]--; d.variants[service] <= 0 {

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/alerts/diagnose"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/score"
 )
 
@@ -17,7 +17,7 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func newDiagnoser(t *testing.T) *Diagnoser {
 	t.Helper()
 	d, err := New(Settings{Thresholds: diagnose.Thresholds{Low: 0.6, High: 0.8, MinSamples: 20, Drop: 0.1}, Window: 10 * time.Minute},
-		labels.NewServiceSet(10), prometheus.NewRegistry())
+		cardinality.NewServiceSet(10), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 )
 
 // BaselineFromRecords builds a pinned drift baseline from records (e.g. a JSONL export of
-// known-good traffic).
-func BaselineFromRecords(cfg *config.Config, records iter.Seq[*record.Record], source string, now time.Time) *drift.Baseline {
-	b := drift.NewBuilder(driftDetectors(cfg.Drift.Detectors), source, now)
+// known-good traffic) for the detectors of cfg (`drift:`).
+func BaselineFromRecords(cfg config.Drift, records iter.Seq[*record.Record], source string, now time.Time) *drift.Baseline {
+	b := drift.NewBuilder(driftDetectors(cfg.Detectors), source, now)
 	for r := range records {
 		EachSignal(r, func(name string, v float64) { b.Add(name, r.Service, v, 1) })
 	}
@@ -23,8 +23,8 @@ func BaselineFromRecords(cfg *config.Config, records iter.Seq[*record.Record], s
 
 // BaselineFromState pins what a running ragwatch currently sees: it reads the persisted window
 // state from store and snapshots each detector's current window (drift.window) per service.
-func BaselineFromState(ctx context.Context, cfg *config.Config, store Store, source string, now time.Time) (*drift.Baseline, error) {
-	e, err := New(Options{Config: cfg, Store: store, Now: func() time.Time { return now }, Baseline: &drift.Baseline{}})
+func BaselineFromState(ctx context.Context, cfg Sections, store Store, source string, now time.Time) (*drift.Baseline, error) {
+	e, err := New(Options{Sections: cfg, Store: store, Now: func() time.Time { return now }, Baseline: &drift.Baseline{}})
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ slos:
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := New(Options{Config: c, Registerer: prometheus.NewRegistry()})
+	e, err := New(Options{Sections: SectionsOf(c), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func BenchmarkConsumeScores(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := New(Options{Config: c, Registerer: prometheus.NewRegistry()})
+	e, err := New(Options{Sections: SectionsOf(c), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func BenchmarkEvaluate(b *testing.B) {
 		b.Fatal(err)
 	}
 	clk := testutil.NewClock(t0)
-	e, err := New(Options{Config: c, Registerer: prometheus.NewRegistry(), Now: clk.Now})
+	e, err := New(Options{Sections: SectionsOf(c), Registerer: prometheus.NewRegistry(), Now: clk.Now})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -99,7 +99,7 @@ slos:
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Options{Config: c, Registerer: prometheus.NewRegistry()})
+	e, err := New(Options{Sections: SectionsOf(c), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

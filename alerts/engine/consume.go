@@ -105,7 +105,7 @@ func (e *Engine) ConsumeScores(_ context.Context, results []score.Result) error 
 	return errors.Join(errs...)
 }
 
-// serviceLabel is a service's name and, once asked for, its label value (labels.ServiceSet):
+// serviceLabel is a service's name and, once asked for, its label value (cardinality.ServiceSet):
 // the signals of one record ask the set once, not once each, at the engine's reading of the
 // clock for the record (now).
 type serviceLabel struct {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/alerts"
 	"github.com/ragwatch/ragwatch/alerts/diagnose"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/testutil"
@@ -187,8 +187,8 @@ func TestAlertWithoutPatternSaysSo(t *testing.T) {
 func TestDiagnosisFollowsTheServiceSet(t *testing.T) {
 	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
-	set := labels.NewServiceSetTTL(1, time.Minute, clk.Now)
-	e, err := New(Options{Config: parse(t, diagCfg), Registerer: reg, Now: clk.Now, Services: set})
+	set := cardinality.NewServiceSetTTL(1, time.Minute, clk.Now)
+	e, err := New(Options{Sections: SectionsOf(parse(t, diagCfg)), Registerer: reg, Now: clk.Now, Services: set})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,13 +209,13 @@ func TestDiagnosisFollowsTheServiceSet(t *testing.T) {
 	feed("a", 20)
 	feed("b", 20) // over the cap of 1: "other"
 	e.Evaluate(ctx)
-	if gauge("a") != 1 || gauge(labels.Other) != 1 {
-		t.Fatalf("gauges a %v, other %v; want 1, 1", gauge("a"), gauge(labels.Other))
+	if gauge("a") != 1 || gauge(cardinality.Other) != 1 {
+		t.Fatalf("gauges a %v, other %v; want 1, 1", gauge("a"), gauge(cardinality.Other))
 	}
 	clk.Add(2 * time.Minute)
 	feed("c", 1) // a has aged out: c takes its slot
 	e.Evaluate(ctx)
-	kept, other := diagServices(t, reg)["a"], diagServices(t, reg)[labels.Other]
+	kept, other := diagServices(t, reg)["a"], diagServices(t, reg)[cardinality.Other]
 	if kept || !other {
 		t.Fatalf("after eviction: a kept %v, other kept %v", kept, other)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/ragwatch/ragwatch/alerts/drift"
 	"github.com/ragwatch/ragwatch/alerts/judgeagreement"
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/reqsignal"
 	"github.com/ragwatch/ragwatch/internal/score"
@@ -35,10 +35,29 @@ type SinkFunc func(ctx context.Context, alerts []alerts.Alert)
 // Send calls f.
 func (f SinkFunc) Send(ctx context.Context, a []alerts.Alert) { f(ctx, a) }
 
-// Options builds an Engine. Config is required, and must be one config.Load (or config.Parse)
-// validated: New and Update do not check it again. The rest may be nil.
+// Sections is the engine's part of a config: each part of the engine takes its own section
+// from it (the rules SLOs and Drift, comparison.Set Comparisons, the diagnoser
+// Alerting.Diagnosis). It comes from a config that config.Load (or config.Parse) validated,
+// cross-section references included (config.CheckAlertRefs): New and Update trust it and do
+// not check it again.
+type Sections struct {
+	SLOs        []config.SLO
+	Drift       config.Drift
+	Alerting    config.Alerting
+	Comparisons []config.Comparison
+	// MaxVariants bounds the comparisons' variant labels (variants.max_values).
+	MaxVariants int
+}
+
+// SectionsOf takes the engine's sections out of a loaded config, once, at wiring.
+func SectionsOf(c *config.Config) Sections {
+	return Sections{SLOs: c.SLOs, Drift: c.Drift, Alerting: c.Alerting, Comparisons: c.Comparisons,
+		MaxVariants: c.Variants.MaxValues}
+}
+
+// Options builds an Engine. Sections is what it evaluates; the rest may be nil.
 type Options struct {
-	Config     *config.Config
+	Sections   Sections
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 	// Now is the clock (time.Now when nil).
@@ -48,7 +67,7 @@ type Options struct {
 	// Sink delivers alerts (the notify dispatcher).
 	Sink Sink
 	// Services bounds the service label; shared with the rest of the process when given.
-	Services *labels.ServiceSet
+	Services *cardinality.ServiceSet
 	// Baseline is the pinned drift reference (drift.baseline_file, read at wiring with
 	// drift.LoadBaseline); nil compares each detector with its trailing reference window.
 	Baseline *drift.Baseline
@@ -62,7 +81,7 @@ type Engine struct {
 	logger    *slog.Logger
 	store     Store
 	sink      Sink
-	services  *labels.ServiceSet
+	services  *cardinality.ServiceSet
 	baseline  *drift.Baseline
 	traceTmpl string
 	interval  time.Duration
@@ -104,11 +123,8 @@ var (
 	_ judgeagreement.Sink     = (*Engine)(nil)
 )
 
-// New builds the engine from cfg.SLOs, cfg.Drift and cfg.Alerting.
+// New builds the engine from o.Sections.
 func New(o Options) (*Engine, error) {
-	if o.Config == nil {
-		return nil, errors.New("alert engine: no config")
-	}
 	if o.Registerer == nil {
 		o.Registerer = prometheus.NewRegistry()
 	}
@@ -119,9 +135,9 @@ func New(o Options) (*Engine, error) {
 		o.Now = time.Now
 	}
 	if o.Services == nil {
-		o.Services = labels.NewServiceSet(max(o.Config.Signals.MaxServices, 1))
+		o.Services = cardinality.NewServiceSet(config.Default().Signals.MaxServices)
 	}
-	c := o.Config
+	c := o.Sections
 	m, err := newMetrics(o.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("alert engine metrics: %w", err)
@@ -133,7 +149,7 @@ func New(o Options) (*Engine, error) {
 	e := &Engine{diag: diag, now: o.Now, logger: o.Logger, store: o.Store, sink: o.Sink, services: o.Services, baseline: o.Baseline,
 		traceTmpl: c.Alerting.TraceURLTemplate.Reveal(), interval: c.Alerting.EvaluationInterval, saveEvery: c.Alerting.SaveInterval,
 		retention: time.Duration(c.Alerting.ResolvedRetention), m: m, byMetric: map[string][]*rule{}, stopOnce: &sync.Once{}}
-	if e.cmp, err = comparison.New(c.Comparisons, c.Variants.MaxValues, o.Registerer, c.Alerting.DashboardURL.Reveal(), e.traceTmpl); err != nil {
+	if e.cmp, err = comparison.New(c.Comparisons, c.MaxVariants, o.Registerer, c.Alerting.DashboardURL.Reveal(), e.traceTmpl); err != nil {
 		return nil, fmt.Errorf("alert engine metrics: %w", err)
 	}
 	for _, s := range c.SLOs {

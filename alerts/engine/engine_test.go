@@ -60,7 +60,7 @@ type harness struct {
 func newHarness(t *testing.T, y string, store Store) *harness {
 	t.Helper()
 	h := &harness{clk: testutil.NewClock(t0), reg: prometheus.NewRegistry(), rec: &recorder{}}
-	e, err := New(Options{Config: parse(t, y), Registerer: h.reg, Now: h.clk.Now, Store: store, Sink: h.rec})
+	e, err := New(Options{Sections: SectionsOf(parse(t, y)), Registerer: h.reg, Now: h.clk.Now, Store: store, Sink: h.rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +531,7 @@ func TestDriftAgainstPinnedBaseline(t *testing.T) {
 		b.Add("retrieved_documents", "search", float64(4+i%3), 1)
 	}
 	clk := testutil.NewClock(t0)
-	e, err := New(Options{Config: c, Now: clk.Now, Baseline: b.Baseline()})
+	e, err := New(Options{Sections: SectionsOf(c), Now: clk.Now, Baseline: b.Baseline()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -675,7 +675,7 @@ func TestLifecycle(t *testing.T) {
 	c.Alerting.EvaluationInterval = 10 * time.Millisecond
 	c.Alerting.SaveInterval = 10 * time.Millisecond
 	store := &MemStore{}
-	e, err := New(Options{Config: c, Store: store})
+	e, err := New(Options{Sections: SectionsOf(c), Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -712,7 +712,7 @@ func TestBaselineFromState(t *testing.T) {
 	if err := h.e.Save(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	b, err := BaselineFromState(context.Background(), parse(t, driftCfg), store, "test", h.clk.Now())
+	b, err := BaselineFromState(context.Background(), SectionsOf(parse(t, driftCfg)), store, "test", h.clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -732,7 +732,7 @@ func TestBaselineFromState(t *testing.T) {
 	if all := b.Detectors["docs"].Services["*"]; all.N != hist.N {
 		t.Fatalf("all-services histogram: %+v", all)
 	}
-	if _, err := BaselineFromState(context.Background(), parse(t, driftCfg), &MemStore{}, "test", h.clk.Now()); err == nil {
+	if _, err := BaselineFromState(context.Background(), SectionsOf(parse(t, driftCfg)), &MemStore{}, "test", h.clk.Now()); err == nil {
 		t.Fatal("an empty store must be an error")
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
@@ -20,8 +20,8 @@ func TestEvictedServicesAreForgotten(t *testing.T) {
 	clk := testutil.NewClock(t0)
 	reg := prometheus.NewRegistry()
 	store := &MemStore{}
-	set := labels.NewServiceSetTTL(50, time.Hour, clk.Now)
-	e, err := New(Options{Config: parse(t, thresholdCfg), Registerer: reg, Now: clk.Now, Store: store, Services: set})
+	set := cardinality.NewServiceSetTTL(50, time.Hour, clk.Now)
+	e, err := New(Options{Sections: SectionsOf(parse(t, thresholdCfg)), Registerer: reg, Now: clk.Now, Store: store, Services: set})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func TestFlapSuppressionBurnRateAndDrift(t *testing.T) {
 	}
 	clk := testutil.NewClock(t0)
 	rec := &recorder{}
-	e, err := New(Options{Config: c, Now: clk.Now, Baseline: b.Baseline(), Sink: rec})
+	e, err := New(Options{Sections: SectionsOf(c), Now: clk.Now, Baseline: b.Baseline(), Sink: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/alerts"
-	"github.com/ragwatch/ragwatch/config"
 )
 
 // Update applies a reloaded config's SLOs and drift detectors, plus alerting.trace_url_template,
@@ -20,11 +19,9 @@ import (
 //
 // alerting.evaluation_interval, alerting.save_interval and alerting.state_bucket are read once
 // by New, and drift.baseline_file once at wiring (Options.Baseline); alerting.agreement is the
-// judgeagreement.Tracker's (its Update). On error nothing changes.
-func (e *Engine) Update(c *config.Config) error {
-	if err := config.CheckAlertRefs(c); err != nil {
-		return err
-	}
+// judgeagreement.Tracker's (its Update). c comes from a config that config.Load validated,
+// cross-section references included: Update does not check it again, and cannot fail.
+func (e *Engine) Update(c Sections) {
 	var next []*rule
 	for _, s := range c.SLOs {
 		next = append(next, newSLORule(s, c.Alerting.DashboardURL.Reveal()))
@@ -35,7 +32,7 @@ func (e *Engine) Update(c *config.Config) error {
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.cmp.Update(c.Comparisons, c.Variants.MaxValues, c.Alerting.DashboardURL.Reveal(), c.Alerting.TraceURLTemplate.Reveal())
+	e.cmp.Update(c.Comparisons, c.MaxVariants, c.Alerting.DashboardURL.Reveal(), c.Alerting.TraceURLTemplate.Reveal())
 	old := map[string]*rule{}
 	for _, r := range e.rules {
 		old[r.storeKey()] = r
@@ -80,7 +77,6 @@ func (e *Engine) Update(c *config.Config) error {
 	e.indexSignals()
 	e.traceTmpl = c.Alerting.TraceURLTemplate.Reveal()
 	e.retention = time.Duration(c.Alerting.ResolvedRetention)
-	return nil
 }
 
 // sameWindows reports whether next can take over prev's instances: the same values go into

@@ -23,9 +23,7 @@ func TestUpdateKeepsStateOfUnchangedWindows(t *testing.T) {
 	}
 	// Raise the limit above the mean: the 60 samples already seen now breach, without any new
 	// one; for: 2m still applies.
-	if err := h.e.Update(parse(t, strings.Replace(thresholdCfg, "alert_below: 0.7", "alert_below: 0.8", 1))); err != nil {
-		t.Fatal(err)
-	}
+	h.e.Update(SectionsOf(parse(t, strings.Replace(thresholdCfg, "alert_below: 0.7", "alert_below: 0.8", 1))))
 	h.e.Evaluate(ctx)
 	if got := h.phase("cp", "search", "page"); got != phasePending {
 		t.Fatalf("phase after raising the limit: %s", got)
@@ -40,30 +38,16 @@ func TestUpdateKeepsStateOfUnchangedWindows(t *testing.T) {
 	}
 
 	// A new window shape starts empty: no data, no alert.
-	if err := h.e.Update(parse(t, strings.Replace(thresholdCfg, "window: 10m", "window: 20m", 1))); err != nil {
-		t.Fatal(err)
-	}
+	h.e.Update(SectionsOf(parse(t, strings.Replace(thresholdCfg, "window: 10m", "window: 20m", 1))))
 	if out := h.e.Evaluate(ctx); len(out) != 0 || len(h.e.Alerts()) != 0 {
 		t.Fatalf("state of another window shape kept: %+v", out)
 	}
 
-	// A removed rule leaves the gauges; a config naming an unknown notifier changes nothing.
-	if err := h.e.Update(parse(t, "slos: []\ndrift: {detectors: []}\n")); err != nil {
-		t.Fatal(err)
-	}
+	// A removed rule leaves the gauges. (A config naming an unknown notifier never gets here:
+	// config.Load rejects it, config.TestCheckAlertRefs.)
+	h.e.Update(SectionsOf(parse(t, "slos: []\ndrift: {detectors: []}\n")))
 	if n := testutil.CollectAndCount(h.e.m.firing); n != 0 {
 		t.Fatalf("%d firing series left after removing the rule", n)
-	}
-	bad := parse(t, thresholdCfg)
-	bad.SLOs[0].Notifiers = []string{"nope"}
-	if err := h.e.Update(bad); err == nil || !strings.Contains(err.Error(), `names no configured notifier: "nope"`) {
-		t.Fatalf("update with an unknown notifier: %v", err)
-	}
-	h.e.mu.Lock()
-	n := len(h.e.rules)
-	h.e.mu.Unlock()
-	if n != 0 {
-		t.Fatalf("a rejected update changed the rules: %d", n)
 	}
 }
 
@@ -92,9 +76,7 @@ drift: {detectors: []}
 		}
 	}
 	consume("before")
-	if err := h.e.Update(parse(t, empty)); err != nil {
-		t.Fatal(err)
-	}
+	h.e.Update(SectionsOf(parse(t, empty)))
 	consume("after")
 	h.e.Evaluate(ctx)
 	h.clk.Add(time.Minute)
@@ -103,9 +85,7 @@ drift: {detectors: []}
 		t.Fatalf("after adding a rule on empty_retrieval_rate: %+v", out)
 	}
 
-	if err := h.e.Update(parse(t, none)); err != nil {
-		t.Fatal(err)
-	}
+	h.e.Update(SectionsOf(parse(t, none)))
 	h.e.mu.Lock()
 	watched := h.e.bySignal[reqsignal.EmptyRetrievalRate].rules
 	h.e.mu.Unlock()

@@ -139,7 +139,7 @@ func baselineFromJSONL(cfg *config.Config, path string, now time.Time, stderr io
 			}
 		}
 	}
-	return engine.BaselineFromRecords(cfg, seq, "records:"+path, now), nil
+	return engine.BaselineFromRecords(cfg.Drift, seq, "records:"+path, now), nil
 }
 
 func baselineFromNATS(ctx context.Context, cfg *config.Config, url string, now time.Time) (*drift.Baseline, error) {
@@ -161,5 +161,5 @@ func baselineFromNATS(ctx context.Context, cfg *config.Config, url string, now t
 	if err != nil {
 		return nil, fmt.Errorf("open KV bucket %s: %w", cfg.Alerting.StateBucket, err)
 	}
-	return engine.BaselineFromState(ctx, cfg, engine.KVStore{KV: kv}, "state:"+cfg.Alerting.StateBucket, now)
+	return engine.BaselineFromState(ctx, engine.SectionsOf(cfg), engine.KVStore{KV: kv}, "state:"+cfg.Alerting.StateBucket, now)
 }

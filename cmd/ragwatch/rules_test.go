@@ -125,7 +125,7 @@ func TestBaselineFromJSONL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engine.New(engine.Options{Config: c, Baseline: pinned}); err != nil {
+	if _, err := engine.New(engine.Options{Sections: engine.SectionsOf(c), Baseline: pinned}); err != nil {
 		t.Fatal(err)
 	}
 	errb.Reset()

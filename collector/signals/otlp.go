@@ -39,7 +39,7 @@ type otlpRecorder struct {
 	citations metric.Int64Histogram
 	refusals  metric.Int64Counter
 
-	attrs sync.Map // seriesKey -> *otlpAttrs; bounded by labels.ServiceSet and labels.VariantSet
+	attrs sync.Map // seriesKey -> *otlpAttrs; bounded by cardinality.ServiceSet and cardinality.VariantSet
 }
 
 // otlpAttrs holds one service's prebuilt measurement options so recording does not build
@@ -215,7 +215,7 @@ func (r *otlpRecorder) attrsFor(service, variant string) *otlpAttrs {
 		topScoreGate: newExemplarGate(reqsignal.ScoreBuckets),
 	}
 	for i := range a.stage {
-		a.stage[i] = []metric.RecordOption{metric.WithAttributeSet(with(attribute.String("stage", Stage(i).String())))}
+		a.stage[i] = []metric.RecordOption{metric.WithAttributeSet(with(attribute.String("stage", reqsignal.LatencyStage(i).String())))}
 		a.durationGate[i] = newExemplarGate(reqsignal.DurationBuckets)
 	}
 	for i := range a.sentiment {

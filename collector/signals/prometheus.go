@@ -24,7 +24,7 @@ type promRecorder struct {
 	citations *prometheus.HistogramVec
 	refusals  *prometheus.CounterVec
 
-	series sync.Map // seriesKey -> *promSeries; bounded by labels.ServiceSet and labels.VariantSet
+	series sync.Map // seriesKey -> *promSeries; bounded by cardinality.ServiceSet and cardinality.VariantSet
 }
 
 // seriesKey names one (service, variant) pair of label values.
@@ -121,7 +121,7 @@ func (p *promRecorder) seriesFor(service, variant string) *promSeries {
 		s.feedback[i] = gatedCounter{p.feedback.WithLabelValues(service, variant, Sentiment(i).String()), newExemplarGate(nil)}
 	}
 	for i := range s.duration {
-		s.duration[i] = gatedObserver{p.duration.WithLabelValues(service, variant, Stage(i).String()), newExemplarGate(reqsignal.DurationBuckets)}
+		s.duration[i] = gatedObserver{p.duration.WithLabelValues(service, variant, reqsignal.LatencyStage(i).String()), newExemplarGate(reqsignal.DurationBuckets)}
 	}
 	actual, _ := p.series.LoadOrStore(key, s)
 	return actual.(*promSeries)

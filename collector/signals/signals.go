@@ -12,22 +12,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/reqsignal"
 	"github.com/ragwatch/ragwatch/internal/text"
 )
 
-// Stage indexes the latency stages of a record, the `stage` label (the catalog's).
-type Stage = reqsignal.Stage
-
-// The latency stages.
-const (
-	StageRetrieval  = reqsignal.StageRetrieval
-	StageGeneration = reqsignal.StageGeneration
-	StageTotal      = reqsignal.StageTotal
-	numStages       = reqsignal.NumStages
-)
+// numStages is the number of latency stages, the `stage` label (reqsignal.LatencyStage).
+const numStages = reqsignal.NumLatencyStages
 
 // Sentiment indexes the feedback sentiments.
 type Sentiment int
@@ -49,9 +41,9 @@ func (s Sentiment) String() string { return sentimentNames[s] }
 // value to every Recorder. It carries no user content: only the bounded service label and the
 // trace and span ids for exemplars.
 type Observation struct {
-	// Service is the bounded label value (see labels.ServiceSet).
+	// Service is the bounded label value (see cardinality.ServiceSet).
 	Service string
-	// Variant is the bounded variant label value (labels.VariantSet): "" for a record without
+	// Variant is the bounded variant label value (cardinality.VariantSet): "" for a record without
 	// variant and for feedback joined after its record.
 	Variant string
 	// TraceID and SpanID are the record's ids when they fit an exemplar, else "".
@@ -94,10 +86,10 @@ type Settings struct {
 	Exporters config.Exporters
 	// Services bounds the service label; the process shares one set. Nil creates one capped at
 	// Signals.MaxServices.
-	Services *labels.ServiceSet
+	Services *cardinality.ServiceSet
 	// Variants bounds the variant label; the process shares one set. Nil creates one capped at
 	// variants.max_values' default (8), aging out like services.
-	Variants   *labels.VariantSet
+	Variants   *cardinality.VariantSet
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 	// Now is the clock for exemplar timing and the label sets' ages (read once per record and
@@ -109,8 +101,8 @@ type Settings struct {
 // recording starts at New; statsd and OTLP push start at Start and are flushed by Shutdown.
 type Signals struct {
 	set      Settings
-	services *labels.ServiceSet
-	variants *labels.VariantSet
+	services *cardinality.ServiceSet
+	variants *cardinality.VariantSet
 	logger   *slog.Logger
 
 	// variantOverflow counts records whose variant the cap turned into "other".
@@ -148,10 +140,10 @@ func New(s Settings) (*Signals, error) {
 		s.Now = time.Now
 	}
 	if s.Services == nil {
-		s.Services = labels.NewServiceSetTTL(s.Signals.MaxServices, s.Signals.ServiceTTL, s.Now)
+		s.Services = cardinality.NewServiceSetTTL(s.Signals.MaxServices, s.Signals.ServiceTTL, s.Now)
 	}
 	if s.Variants == nil {
-		s.Variants = labels.NewVariantSet(DefaultMaxVariants, s.Signals.ServiceTTL, s.Now)
+		s.Variants = cardinality.NewVariantSet(DefaultMaxVariants, s.Signals.ServiceTTL, s.Now)
 	}
 	if s.Exporters.Statsd.Endpoint != "" {
 		if _, err := parseTagFormat(s.Exporters.Statsd.TagFormat); err != nil {

@@ -17,7 +17,7 @@ import (
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/reqsignal"
 	"github.com/ragwatch/ragwatch/internal/testutil"
@@ -71,7 +71,7 @@ func newTestSignalsTB(t testing.TB, max int, exp config.Exporters) (*Signals, *p
 	s, err := New(Settings{
 		Signals:    config.Signals{MaxServices: max},
 		Exporters:  exp,
-		Services:   labels.NewServiceSet(max),
+		Services:   cardinality.NewServiceSet(max),
 		Registerer: reg,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -50,7 +50,7 @@ type statsdRecorder struct {
 	// flushBytes is the packet size; a record's chunk at least this long is queued per line.
 	flushBytes int
 
-	tags sync.Map  // seriesKey -> *statsdTags; bounded by labels.ServiceSet and labels.VariantSet
+	tags sync.Map  // seriesKey -> *statsdTags; bounded by cardinality.ServiceSet and cardinality.VariantSet
 	bufs sync.Pool // *[]byte chunks; the buffered sender copies what it is given
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
 
@@ -23,8 +23,8 @@ func TestVariantLabel(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s, err := New(Settings{
 		Signals:    config.Signals{MaxServices: 10},
-		Services:   labels.NewServiceSet(10),
-		Variants:   labels.NewVariantSet(2, time.Hour, clock),
+		Services:   cardinality.NewServiceSet(10),
+		Variants:   cardinality.NewVariantSet(2, time.Hour, clock),
 		Registerer: reg,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:        clock,
@@ -40,7 +40,7 @@ func TestVariantLabel(t *testing.T) {
 	for _, tc := range []struct {
 		variant string
 		want    float64
-	}{{"baseline", 2}, {"canary", 2}, {labels.Other, 2}, {"", 1}} {
+	}{{"baseline", 2}, {"canary", 2}, {cardinality.Other, 2}, {"", 1}} {
 		got := testutil.Sum(t, reg, "ragwatch_requests_total", map[string]string{"service": "support-bot", "variant": tc.variant})
 		if got != tc.want {
 			t.Errorf("requests{variant=%q} = %v, want %v", tc.variant, got, tc.want)

@@ -53,7 +53,7 @@ var (
 	MetricFeedback = Metric{Name: "ragwatch_feedback_total",
 		Help:     "User feedback received, by sentiment (score > 0 positive, < 0 negative, 0 neutral).",
 		OTLPName: "ragwatch.feedback", OTLPUnit: "{feedback}"}
-	// MetricDuration has the `stage` label (Stage).
+	// MetricDuration has the `stage` label (LatencyStage).
 	MetricDuration = Metric{Name: "ragwatch_request_duration_seconds",
 		Help:    "Duration of a request's stages (retrieval, generation, total); unmeasured stages are not observed.",
 		Buckets: DurationBuckets, OTLPName: "ragwatch.request.duration", OTLPUnit: "s"}
@@ -136,11 +136,11 @@ func (s *Signal) Value(m *Measurement) (float64, bool) {
 	case InputTokens:
 		return float64(m.InputTokens), m.InputTokens > 0
 	case LatencySeconds:
-		return stage(m, StageTotal)
+		return stage(m, LatencyTotal)
 	case RetrievalLatencySeconds:
-		return stage(m, StageRetrieval)
+		return stage(m, LatencyRetrieval)
 	case GenerationLatencySeconds:
-		return stage(m, StageGeneration)
+		return stage(m, LatencyGeneration)
 	case CitationCount:
 		return float64(m.Citations), m.CitationsKnown
 	case UncitedAnswerRate:
@@ -256,7 +256,7 @@ func doubling(from, to float64) []float64 {
 	return out
 }
 
-func stage(m *Measurement, s Stage) (float64, bool) {
+func stage(m *Measurement, s LatencyStage) (float64, bool) {
 	ms := m.LatencyMS[s]
 	return ms / 1000, ms > 0
 }

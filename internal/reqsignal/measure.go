@@ -7,21 +7,22 @@ import (
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
-// Stage indexes the latency stages of a record; String is the `stage` label value.
-type Stage int
+// LatencyStage indexes the latency stages of a record (retrieval, generation, total); String is
+// the `stage` label value.
+type LatencyStage int
 
 // The latency stages.
 const (
-	StageRetrieval Stage = iota
-	StageGeneration
-	StageTotal
-	NumStages
+	LatencyRetrieval LatencyStage = iota
+	LatencyGeneration
+	LatencyTotal
+	NumLatencyStages
 )
 
-var stageNames = [NumStages]string{"retrieval", "generation", "total"}
+var stageNames = [NumLatencyStages]string{"retrieval", "generation", "total"}
 
 // String returns the label value of the stage.
-func (s Stage) String() string { return stageNames[s] }
+func (s LatencyStage) String() string { return stageNames[s] }
 
 // Measurement holds the numbers a record (or feedback) yields, as Measure and MeasureFeedback
 // compute them. Every signal of the catalog is a projection of it (Signal.Value), and the
@@ -51,7 +52,7 @@ type Measurement struct {
 
 	// LatencyMS holds the stage durations in milliseconds; 0 means not measured (or unusable:
 	// negative, NaN, infinite or absurd).
-	LatencyMS [NumStages]float64
+	LatencyMS [NumLatencyStages]float64
 
 	// HasFeedback is true when the record carries feedback (or this is feedback joined later)
 	// with a score; FeedbackScore is that score, clamped to [-1, 1].
@@ -104,7 +105,7 @@ func Measure(r *record.Record) Measurement {
 		m.CitationsKnown = true
 		m.Citations = len(r.Citations)
 	}
-	for i, ms := range [NumStages]float64{r.Latency.Retrieval, r.Latency.Generation, r.Latency.Total} {
+	for i, ms := range [NumLatencyStages]float64{r.Latency.Retrieval, r.Latency.Generation, r.Latency.Total} {
 		if ms > 0 && ms < MaxLatencyMS { // skips 0 (unmeasured), negative, NaN and absurd values
 			m.LatencyMS[i] = ms
 		}

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/promreg"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
@@ -42,7 +42,7 @@ type Decider struct {
 	maxWeight atomic.Uint64
 	budget    *Budget
 	now       func() time.Time
-	svc       *labels.ServiceSet
+	svc       *cardinality.ServiceSet
 
 	sampled *prometheus.CounterVec
 	skipped *prometheus.CounterVec
@@ -53,7 +53,7 @@ type Decider struct {
 // New returns a Decider for cfg. budget may be nil (no budget), now may be nil (time.Now).
 // services bounds the `service` label (nil: a private set of 50). It registers
 // ragwatch_sampled_total and ragwatch_sampling_skipped_total on reg (nil: a private registry).
-func New(cfg config.Sampling, budget *Budget, services *labels.ServiceSet, now func() time.Time, reg prometheus.Registerer) *Decider {
+func New(cfg config.Sampling, budget *Budget, services *cardinality.ServiceSet, now func() time.Time, reg prometheus.Registerer) *Decider {
 	if now == nil {
 		now = time.Now
 	}
@@ -61,7 +61,7 @@ func New(cfg config.Sampling, budget *Budget, services *labels.ServiceSet, now f
 		reg = prometheus.NewRegistry() // unexported metrics, for callers that do not scrape
 	}
 	if services == nil {
-		services = labels.NewServiceSet(50)
+		services = cardinality.NewServiceSet(50)
 	}
 	d := &Decider{budget: budget, now: now, svc: services}
 	d.Update(cfg)

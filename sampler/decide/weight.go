@@ -78,12 +78,3 @@ func (m *WeightedMean) Sub(o WeightedMean) {
 		*m = WeightedMean{}
 	}
 }
-
-// HajekMean is the weighted mean of results' values (see WeightedMean), false when empty.
-func HajekMean(results []score.Result) (float64, bool) {
-	var m WeightedMean
-	for _, r := range results {
-		m.AddResult(r)
-	}
-	return m.Mean()
-}

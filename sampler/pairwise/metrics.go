@@ -19,11 +19,11 @@ const MaxComparisons = 64
 // OtherComparison is the label of comparisons beyond MaxComparisons.
 const OtherComparison = "other"
 
-// Recorder counts pair outcomes (ragwatch_pairwise_total) and keeps each comparison's weighted
+// WinRates counts pair outcomes (ragwatch_pairwise_total) and keeps each comparison's weighted
 // win rate with its 95 % interval (ragwatch_pairwise_win_rate and GET /api/v1/pairwise). It
 // is safe for concurrent use. The rates are those of the pairs this process judged since it
 // started.
-type Recorder struct {
+type WinRates struct {
 	total *prometheus.CounterVec
 	rate  *prometheus.GaugeVec
 
@@ -31,12 +31,12 @@ type Recorder struct {
 	tallies map[string]*Tally
 }
 
-// NewRecorder registers (or finds) the pairwise metrics on reg (nil: unexported).
-func NewRecorder(reg prometheus.Registerer) *Recorder {
+// NewWinRates registers (or finds) the pairwise metrics on reg (nil: unexported).
+func NewWinRates(reg prometheus.Registerer) *WinRates {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	return &Recorder{
+	return &WinRates{
 		total: promreg.MustRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_pairwise_total",
 			Help: "Judged shadow pairs by comparison (the configured comparison naming the pair's variants, none otherwise) and outcome from the candidate's side: win, loss, tie, inconsistent (the two position orders disagreed; counted as a tie). Unweighted.",
@@ -51,7 +51,7 @@ func NewRecorder(reg prometheus.Registerer) *Recorder {
 
 // Record counts one judged pair of comparison with weight w (1/p of the pair's sampling
 // probability) and updates the comparison's win-rate gauges.
-func (r *Recorder) Record(comparison, outcome string, w float64) {
+func (r *WinRates) Record(comparison, outcome string, w float64) {
 	if comparison == "" {
 		comparison = NoComparison
 	}
@@ -77,7 +77,7 @@ func (r *Recorder) Record(comparison, outcome string, w float64) {
 }
 
 // Rates returns every comparison's win rate, sorted by name.
-func (r *Recorder) Rates() []Rate {
+func (r *WinRates) Rates() []Rate {
 	r.mu.Lock()
 	out := make([]Rate, 0, len(r.tallies))
 	for name, t := range r.tallies {
@@ -89,7 +89,7 @@ func (r *Recorder) Rates() []Rate {
 }
 
 // Handler serves GET /api/v1/pairwise: {"comparisons": [Rate...]}.
-func (r *Recorder) Handler() http.Handler {
+func (r *WinRates) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(struct {

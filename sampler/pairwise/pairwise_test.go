@@ -122,9 +122,9 @@ func TestTallyWeights(t *testing.T) {
 	}
 }
 
-func TestRecorder(t *testing.T) {
+func TestWinRates(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	rec := NewRecorder(reg)
+	rec := NewWinRates(reg)
 	rec.Record("rerank", Win, 1)
 	rec.Record("rerank", Win, 1)
 	rec.Record("rerank", Inconsistent, 1)

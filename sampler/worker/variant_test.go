@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/testutil"
@@ -44,7 +44,7 @@ func TestVariantOfScores(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	got := newTally()
 	opts := testOptions(reg)
-	opts.Variants = labels.NewVariantSet(1, 0, nil) // one variant keeps its name
+	opts.Variants = cardinality.NewVariantSet(1, 0, nil) // one variant keeps its name
 	p := New(js, rt, []score.Scorer{okScorer}, got, opts)
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -66,11 +66,11 @@ func TestVariantOfScores(t *testing.T) {
 	// Records are scored concurrently: whichever of prompt-v1 and prompt-v2 came first holds
 	// the one slot, the other is "other"; records without variant keep "".
 	counts := map[string]float64{}
-	for _, v := range []string{"prompt-v1", "prompt-v2", labels.Other, ""} {
+	for _, v := range []string{"prompt-v1", "prompt-v2", cardinality.Other, ""} {
 		counts[v] = testutil.Sum(t, reg, "ragwatch_eval_score", map[string]string{"metric": "faithfulness", "variant": v})
 	}
-	if counts[""] != 1 || counts["prompt-v1"]+counts["prompt-v2"]+counts[labels.Other] != 3 ||
-		(counts["prompt-v1"] != 0) == (counts["prompt-v2"] != 0) || counts[labels.Other] == 0 {
+	if counts[""] != 1 || counts["prompt-v1"]+counts["prompt-v2"]+counts[cardinality.Other] != 3 ||
+		(counts["prompt-v1"] != 0) == (counts["prompt-v2"] != 0) || counts[cardinality.Other] == 0 {
 		t.Fatalf("eval_score counts by variant %v", counts)
 	}
 }

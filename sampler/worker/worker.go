@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler/decide"
@@ -38,9 +38,9 @@ type Options struct {
 	// Budget is charged with what scoring spends; nil charges nothing.
 	Budget *decide.Budget
 	// Services bounds the `service` label; nil gets a private set of 50.
-	Services *labels.ServiceSet
+	Services *cardinality.ServiceSet
 	// Variants bounds the `variant` label (variants.max_values); nil gets a private set of 8.
-	Variants   *labels.VariantSet
+	Variants   *cardinality.VariantSet
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 	// FetchWait is how long one pull waits for a record (default 5s); Shutdown does not wait
@@ -53,7 +53,7 @@ type Options struct {
 	// PairJudge judges pair jobs (queue.KindPair); nil dead-letters them. Pairwise counts
 	// their outcomes; nil creates it on Registerer.
 	PairJudge pairwise.Judge
-	Pairwise  *pairwise.Recorder
+	Pairwise  *pairwise.WinRates
 }
 
 // Pool is N workers sharing the durable consumer. Several pools (processes, pods) may share the
@@ -66,7 +66,7 @@ type Pool struct {
 	opts    Options
 	m       *metrics
 	qm      *queue.Metrics
-	models  *labels.ServiceSet
+	models  *cardinality.ServiceSet
 
 	// pairVerdict, when set, receives each judged pair (OnPairVerdict); labels, the human
 	// labels of each scored record (OnRecordLabels).
@@ -106,10 +106,10 @@ func New(js jetstream.JetStream, cfg config.ScoringRuntime, scorers []score.Scor
 		opts.Logger = slog.Default()
 	}
 	if opts.Services == nil {
-		opts.Services = labels.NewServiceSet(50)
+		opts.Services = cardinality.NewServiceSet(50)
 	}
 	if opts.Variants == nil {
-		opts.Variants = labels.NewVariantSet(8, 0, nil)
+		opts.Variants = cardinality.NewVariantSet(8, 0, nil)
 	}
 	if opts.FetchWait <= 0 {
 		opts.FetchWait = 5 * time.Second
@@ -124,7 +124,7 @@ func New(js jetstream.JetStream, cfg config.ScoringRuntime, scorers []score.Scor
 		sink = score.Fanout(nil)
 	}
 	if opts.Pairwise == nil {
-		opts.Pairwise = pairwise.NewRecorder(opts.Registerer)
+		opts.Pairwise = pairwise.NewWinRates(opts.Registerer)
 	}
 	m := newMetrics(opts.Registerer)
 	// An evicted service label (signals.service_ttl) takes its series with it.
@@ -141,7 +141,7 @@ func New(js jetstream.JetStream, cfg config.ScoringRuntime, scorers []score.Scor
 	return &Pool{
 		js: js, cfg: cfg, scorers: scorers, sink: sink, opts: opts,
 		m: m, qm: queue.NewMetrics(opts.Registerer),
-		models: labels.NewServiceSet(32),
+		models: cardinality.NewServiceSet(32),
 	}
 }
 

@@ -19,11 +19,6 @@ func (c Calibration) Apply(x float64) float64 {
 	return 1 / (1 + math.Exp(-c.Slope*(x-c.Center)))
 }
 
-// Invert maps a calibrated value back to the raw scale.
-func (c Calibration) Invert(y float64) float64 {
-	return c.Center + math.Log(y/(1-y))/c.Slope
-}
-
 // CalibrateFaithfulness is the faithfulness the scorer reports for a raw weakest-quarter claim
 // support x (Faithfulness): FaithfulnessCalibration applied.
 func CalibrateFaithfulness(x float64) float64 { return FaithfulnessCalibration.Apply(x) }

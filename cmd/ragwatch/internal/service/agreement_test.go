@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/testutil"
@@ -31,19 +30,8 @@ alerting:
 	}
 	cfg.NATS.StoreDir = t.TempDir()
 	cfg.NATS.Embedded.Endpoint = "127.0.0.1:-1"
-	a, err := service.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := startEnv(t, cfg).app
 	ctx := context.Background()
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := a.Shutdown(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
 	answers := []string{"Paris is the capital of France [1].", "Lyon is the capital of France [1].", "Paris [1]."}
 	for i := range 6 {
 		r := &record.Record{TraceID: fmt.Sprintf("%032x", i+1), Service: "chat", Time: time.Now(),

@@ -22,9 +22,9 @@ import (
 	"github.com/ragwatch/ragwatch/collector/otlp"
 	"github.com/ragwatch/ragwatch/collector/signals"
 	"github.com/ragwatch/ragwatch/config"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/httpapi"
 	"github.com/ragwatch/ragwatch/internal/ingest"
-	"github.com/ragwatch/ragwatch/internal/labels"
 	"github.com/ragwatch/ragwatch/internal/logflood"
 	"github.com/ragwatch/ragwatch/internal/natsconn"
 	"github.com/ragwatch/ragwatch/internal/promreg"
@@ -149,9 +149,9 @@ type App struct {
 	// Registry holds every ragwatch metric plus the Go and process collectors.
 	Registry *prometheus.Registry
 	// Services is the one bounded set of service label values of the process.
-	Services *labels.ServiceSet
+	Services *cardinality.ServiceSet
 	// Variants is the one bounded set of variant label values of the process.
-	Variants *labels.VariantSet
+	Variants *cardinality.VariantSet
 	// Ingest counts intake for every receiver.
 	Ingest *ingest.Metrics
 
@@ -274,8 +274,8 @@ func build(mode Mode, cfg *config.Config, logger *slog.Logger, opts []Option) (*
 		log:      logger,
 		mode:     mode,
 		Registry: reg,
-		Services: labels.NewServiceSetTTL(cfg.Signals.MaxServices, cfg.Signals.ServiceTTL, o.now),
-		Variants: labels.NewVariantSet(cfg.Variants.MaxValues, cfg.Signals.ServiceTTL, o.now),
+		Services: cardinality.NewServiceSetTTL(cfg.Signals.MaxServices, cfg.Signals.ServiceTTL, o.now),
+		Variants: cardinality.NewVariantSet(cfg.Variants.MaxValues, cfg.Signals.ServiceTTL, o.now),
 		Ingest:   ingest.NewMetrics(reg),
 		Judges:   scorers.NewJudgeSet(),
 	}

@@ -35,7 +35,7 @@ import (
 	"github.com/ragwatch/ragwatch/sampler/export"
 	"github.com/ragwatch/ragwatch/sampler/pairwise"
 	"github.com/ragwatch/ragwatch/sampler/queue"
-	"github.com/ragwatch/ragwatch/sampler/ring"
+	"github.com/ragwatch/ragwatch/sampler/recentscores"
 	"github.com/ragwatch/ragwatch/sampler/scorers"
 	"github.com/ragwatch/ragwatch/sampler/worker"
 )
@@ -60,7 +60,7 @@ type builder struct {
 	redactorBuilt bool
 
 	// recent is the ring behind GET /api/v1/scores; recentIn redacts what enters it.
-	recent   *ring.Ring
+	recent   *recentscores.Ring
 	recentIn recentSink
 
 	// export keeps recent records and their scores, redacted, for GET /api/v1/export; nil
@@ -179,7 +179,7 @@ func (b *builder) alertEngine() (lifecycle, error) {
 		}
 	}
 	e, err := engine.New(engine.Options{
-		Config: b.cfg, Registerer: b.Registry, Logger: b.logger("alerts"), Now: b.o.now,
+		Sections: engine.SectionsOf(b.cfg), Registerer: b.Registry, Logger: b.logger("alerts"), Now: b.o.now,
 		Sink: b.Notify, Services: b.Services, Store: store, Baseline: baseline,
 	})
 	if err != nil {
@@ -224,7 +224,7 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 	if err != nil {
 		return lifecycle{}, err
 	}
-	b.recent = ring.New(b.cfg.Scoring.Recent.Size, b.cfg.Scoring.Recent.IncludeContent)
+	b.recent = recentscores.New(b.cfg.Scoring.Recent.Size, b.cfg.Scoring.Recent.IncludeContent)
 	b.recentIn = redactRecent(b.recent, r) // API output: explanations and previews redacted
 	var sub *nats.Subscription
 	conn, cfg := b.NATS, b.cfg
@@ -270,24 +270,23 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 // hand them to the scores subscription's consumer through its loopback, checked as the
 // subscription checks worker pods' results.
 func (b *builder) sampler() (lifecycle, error) {
-	var active []score.Scorer
-	var ropts []sampler.RuntimeOption
+	set := sampler.Settings{
+		Sampling: b.cfg.Sampling, Scoring: b.cfg.Scoring, Comparisons: b.cfg.Comparisons,
+		Variants: b.cfg.Variants, VariantTTL: b.cfg.Signals.ServiceTTL,
+		JS: b.NATS.JS, Replicas: b.NATS.Replicas, ScoresLoopback: b.scoresLoop,
+		Services: b.Services, Registerer: b.Registry, Logger: b.logger("sampler"),
+	}
 	if b.cfg.Scoring.Workers > 0 {
 		var err error
-		if active, err = b.scorers(); err != nil {
+		if set.Scorers, err = b.scorers(); err != nil {
 			return lifecycle{}, err
 		}
-		pj, err := b.pairJudge()
-		if err != nil {
+		if set.PairJudge, err = b.pairJudge(); err != nil {
 			return lifecycle{}, err
 		}
-		ropts = append(ropts, sampler.WithPairJudge(pj))
 	}
-	if b.scoresLoop != nil {
-		ropts = append(ropts, sampler.WithScoresLoopback(b.scoresLoop))
-	}
-	b.active = active
-	samp := sampler.NewRuntime(b.cfg, b.NATS.JS, b.NATS.Replicas, active, nil, b.Services, b.Registry, b.logger("sampler"), ropts...)
+	b.active = set.Scorers // the golden canary re-judges with them
+	samp := sampler.NewRuntime(set)
 	q := b.cfg.Scoring.Queue
 	b.NATS.Store().Watch("scoring", q.Stream)
 	b.NATS.Store().Watch("dead_letter", q.DeadLetterStream)

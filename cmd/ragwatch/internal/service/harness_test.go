@@ -233,17 +233,19 @@ func testConfig(t *testing.T) *config.Config {
 	return cfg
 }
 
-func startEnv(t *testing.T, cfg *config.Config) *env {
+// startEnv runs an App for cfg with the observers of env (record sink, statsd and OTLP metrics
+// servers, which it points cfg's exporters at) and opts, and shuts it down when the test ends.
+func startEnv(t *testing.T, cfg *config.Config, opts ...service.Option) *env {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return startEnvLogger(t, cfg, logger)
+	return startEnvLogger(t, cfg, logger, opts...)
 }
 
 // startEnvLogger is startEnv with the app logging to logger.
-func startEnvLogger(t *testing.T, cfg *config.Config, logger *slog.Logger) *env {
+func startEnvLogger(t *testing.T, cfg *config.Config, logger *slog.Logger, opts ...service.Option) *env {
 	t.Helper()
 	e := &env{sink: &sink{}, statsd: newStatsdServer(t), metrics: newMetricsServer(t)}
 	cfg.Exporters.Statsd.Endpoint = e.statsd.conn.LocalAddr().String()
@@ -252,7 +254,7 @@ func startEnvLogger(t *testing.T, cfg *config.Config, logger *slog.Logger) *env 
 	cfg.Exporters.OTLP.Protocol = "grpc"
 	cfg.Exporters.OTLP.Insecure = true
 	cfg.Exporters.OTLP.Interval = 50 * time.Millisecond
-	a, err := service.New(cfg, logger, service.WithRecordSink(e.sink))
+	a, err := service.New(cfg, logger, append([]service.Option{service.WithRecordSink(e.sink)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

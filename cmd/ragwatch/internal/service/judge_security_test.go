@@ -1,7 +1,6 @@
 package service_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -35,15 +34,7 @@ redaction:
 	}
 	cfg.NATS.StoreDir = t.TempDir()
 	cfg.NATS.Embedded.Endpoint = "127.0.0.1:-1"
-	a, err := service.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
+	a := startEnv(t, cfg).app
 
 	const pii = "I'm jane.doe@example.com (ticket TCK-20261129), card 4111-1111-1111-1111, IBAN DE89370400440532013000."
 	body := `{"trace_id":"abab0000000000000000000000000001","service":"bank","query":"Why was I charged twice? ` + pii +

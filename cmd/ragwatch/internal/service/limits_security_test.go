@@ -32,17 +32,9 @@ func TestMemoryLimitRefusesAndRecovers(t *testing.T) {
 	cfg.Limits.MemoryLimitMiB = 100
 	var heap atomic.Uint64
 	heap.Store(50 << 20)
-	sk := &sink{}
-	a, err := service.New(cfg, nil, service.WithRecordSink(sk), service.WithHeapReader(heap.Load, 2*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := startEnv(t, cfg, service.WithHeapReader(heap.Load, 2*time.Millisecond))
+	a, sk, base := e.app, e.sink, e.base
 	ctx := context.Background()
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
-	base := "http://" + a.Addrs().HTTP
 	body, err := ptraceotlp.NewExportRequestFromTraces(ragTrace(1)).MarshalProto()
 	if err != nil {
 		t.Fatal(err)
@@ -158,16 +150,8 @@ func TestIntakeLimits(t *testing.T) {
 	cfg.Limits.Intake.MaxRecordsPerBatch = 3
 	cfg.Limits.Intake.MaxJSONDepth = 8
 	cfg.Limits.Intake.MaxAttributeValueBytes = 1024
-	sk := &sink{}
-	a, err := service.New(cfg, nil, service.WithRecordSink(sk))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
-	base := "http://" + a.Addrs().HTTP
+	e := startEnv(t, cfg)
+	a, sk, base := e.app, e.sink, e.base
 	rec := func(i int) string {
 		return `{"trace_id":"dddd00000000000000000000000000` + string(rune('0'+i/10)) + string(rune('0'+i%10)) + `","service":"svc","query":"q","answer":"a"}`
 	}

@@ -1,7 +1,6 @@
 package service_test
 
 import (
-	"context"
 	"runtime/debug"
 	"testing"
 	"testing/fstest"
@@ -17,14 +16,7 @@ func TestListenersAreCappedFromTheMemoryLimit(t *testing.T) {
 	old := debug.SetMemoryLimit(208 << 20) // what a 256 MiB pod derives
 	t.Cleanup(func() { debug.SetMemoryLimit(old) })
 	cfg := testConfig(t)
-	a, err := service.New(cfg, nil, service.WithCgroupFS(fstest.MapFS{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
+	a := startEnv(t, cfg, service.WithCgroupFS(fstest.MapFS{})).app
 	want := listen.Budget{MemoryLimit: 208 << 20, FDLimit: listen.FDLimit()}.Caps()
 	if want.FDLimit >= 4096 && want.PerListener != 69 {
 		t.Fatalf("caps %v; want 69 a listener in a 256 MiB pod", want)

@@ -20,7 +20,7 @@ import (
 	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 	"github.com/ragwatch/ragwatch/sampler/queue"
-	"github.com/ragwatch/ragwatch/sampler/ring"
+	"github.com/ragwatch/ragwatch/sampler/recentscores"
 )
 
 // quotingScorer explains its verdict by quoting the answer, as LLM judges' reasoning does.
@@ -105,7 +105,7 @@ func TestScoresAPIIsRedacted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rg := ring.New(10, true)
+	rg := recentscores.New(10, true)
 	in := redactRecent(rg, red)
 	rec := &record.Record{TraceID: "ffff0000000000000000000000000001", Service: "svc",
 		Query: "Is GB82 WEST 1234 5698 7654 32 my account?", Answer: "Yes, write to ops@bank.example."}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ragwatch/ragwatch/alerts/engine"
 	"github.com/ragwatch/ragwatch/config"
 )
 
@@ -193,15 +194,12 @@ func (a *App) reloadLocked() (*ReloadResult, error) {
 		commitJudges = c
 	}
 
-	// Apply. The engine checks its references first; if the notifiers then cannot be built,
-	// the engine goes back to the running config so nothing changes.
-	if err := a.Alerts.Update(next); err != nil {
-		return nil, rejected(err)
-	}
+	// Apply. next was validated when it loaded (references between sections included); if the
+	// notifiers then cannot be built, the engine goes back to the running config so nothing
+	// changes.
+	a.Alerts.Update(engine.SectionsOf(next))
 	if err := a.Notify.Update(next.Notifiers); err != nil {
-		if rerr := a.Alerts.Update(old); rerr != nil {
-			a.log.Error("alert engine not restored after a rejected reload", "err", rerr)
-		}
+		a.Alerts.Update(engine.SectionsOf(old))
 		return nil, rejected(err)
 	}
 	a.Agreement.Update(agreementSettings(next.Alerting))

@@ -270,6 +270,18 @@ func TestReloadRejectsABadConfig(t *testing.T) {
 		t.Fatalf("alerts after a rejected notifier: %v", got)
 	}
 
+	// An SLO naming a notifier the file does not configure: rejected when the config loads
+	// (the engine trusts a loaded config and does not check it again); nothing changes.
+	e.write(t, strings.Replace(fmt.Sprintf(reloadConfig, "0", "0.9", ""), "window: 5m}", "window: 5m, notifiers: [nope]}", 1))
+	code, body = e.reload(t)
+	if code != http.StatusBadRequest || len(body["errors"]) != 1 || !strings.Contains(body["errors"][0], "`slos[0].notifiers[0]` names no configured notifier: \"nope\"") {
+		t.Fatalf("reload with an unknown notifier: %d %q", code, body)
+	}
+	e.app.Alerts.Evaluate(ctx)
+	if got := e.alerts(t); !reflect.DeepEqual(got, []string{"empty firing"}) || *e.app.Config().SLOs[0].AlertAbove != 0.1 {
+		t.Fatalf("alerts after an unknown notifier: %v", got)
+	}
+
 	// Fixed: accepted, the metric goes back to 1.
 	e.write(t, good)
 	if code, body := e.reload(t); code != http.StatusOK {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/testutil"
@@ -30,19 +29,8 @@ drift: {detectors: []}
 	}
 	cfg.NATS.StoreDir = t.TempDir()
 	cfg.NATS.Embedded.Endpoint = "127.0.0.1:-1"
-	a, err := service.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := startEnv(t, cfg).app
 	ctx := context.Background()
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := a.Shutdown(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
 	// The relevant document is ranked second: MRR 0.5 for every record.
 	for i := 0; i < 8; i++ {
 		r := &record.Record{TraceID: fmt.Sprintf("%032x", i+1), Service: "chat", Query: "q", Time: time.Now(),

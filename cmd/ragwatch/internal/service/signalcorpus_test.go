@@ -14,7 +14,7 @@ import (
 	"github.com/ragwatch/ragwatch/alerts/engine"
 	"github.com/ragwatch/ragwatch/collector/signals"
 	"github.com/ragwatch/ragwatch/config"
-	"github.com/ragwatch/ragwatch/internal/labels"
+	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/reqsignal"
 )
@@ -33,7 +33,7 @@ func TestSignalsAndSLOsSeeTheSameValues(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	sig, err := signals.New(signals.Settings{
 		Signals:    config.Signals{MaxServices: n + 1},
-		Services:   labels.NewServiceSet(n + 1),
+		Services:   cardinality.NewServiceSet(n + 1),
 		Registerer: reg,
 	})
 	if err != nil {
@@ -52,8 +52,8 @@ func TestSignalsAndSLOsSeeTheSameValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	eng, err := engine.New(engine.Options{Config: cfg, Registerer: prometheus.NewRegistry(), Now: func() time.Time { return now },
-		Services: labels.NewServiceSet(n + 1)})
+	eng, err := engine.New(engine.Options{Sections: engine.SectionsOf(cfg), Registerer: prometheus.NewRegistry(), Now: func() time.Time { return now },
+		Services: cardinality.NewServiceSet(n + 1)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package ring
+package recentscores
 
 import (
 	"context"

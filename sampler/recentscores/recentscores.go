@@ -1,6 +1,6 @@
-// Package ring keeps a bounded in-memory ring of recent scores and serves the worst of them at
+// Package recentscores keeps a bounded in-memory ring of recent scores and serves the worst of them at
 // GET /api/v1/scores?metric=&below=&limit=.
-package ring
+package recentscores
 
 import (
 	"context"

@@ -1,6 +1,6 @@
-// Package labels bounds label values that come from outside, such as service.name, so that
+// Package cardinality bounds label values that come from outside, such as service.name, so that
 // metric cardinality stays fixed whatever the traffic.
-package labels
+package cardinality
 
 import (
 	"sync"
