@@ -1,0 +1,331 @@
+package changepoint
+
+import (
+	"math"
+	"time"
+
+	"github.com/ragwatch/ragwatch/alerts/slo"
+)
+
+// Settings configure a detector. The engine converts an SLO of kind `change` into them.
+type Settings struct {
+	// Up: an increase of the mean is bad (alert_above); false: a drop is (alert_below).
+	Up bool
+	// MinShift is the smallest change of the mean worth paging for (δ > 0).
+	MinShift float64
+	// FalseAlarmEvery is the target mean time between false alarms of one series (γ, e.g. 30
+	// days): the threshold is ln(K·rate·γ), so it adapts to the series' own rate of samples.
+	FalseAlarmEvery time.Duration
+	// HalfLife is the half-life of the learned reference level.
+	HalfLife time.Duration
+	// MinSamples is the effective number of reference samples needed before any decision.
+	MinSamples int64
+}
+
+// Ratio is the step between successive sizes of change in the bank of tests: a change of size
+// Δ between two tested sizes d and Ratio·d is detected at least 1 − (1 − 1/Ratio)² ≈ 89 % as
+// fast as by the test tuned to Δ exactly.
+const Ratio = 1.5
+
+// MaxShift bounds the largest tested size of change: larger changes are caught by it within a
+// few samples anyway.
+const MaxShift = 0.6
+
+// maxTests bounds the bank (a tiny MinShift would otherwise need many tests).
+const maxTests = 8
+
+// eps keeps the Bernoulli probabilities away from 0 and 1, where a log-likelihood ratio is
+// infinite.
+const eps = 1e-3
+
+// minHorizon is the fewest samples γ may stand for in the threshold, so that a series just
+// starting (rate unknown) is not judged with a near-zero threshold.
+const minHorizon = 100
+
+// peakHalfLife is how slowly the remembered peak sample rate decays: a quiet night does not
+// lower the threshold for the morning.
+const peakHalfLife = 24 * time.Hour
+
+// Shifts are the sizes of change the bank tests: MinShift, ·Ratio, ... up to MaxShift.
+func (s Settings) Shifts() []float64 {
+	var out []float64
+	for d := s.MinShift; len(out) < maxTests; d *= Ratio {
+		out = append(out, d)
+		if d*Ratio > MaxShift {
+			break
+		}
+	}
+	return out
+}
+
+// State is one series' detector. Its fields are persisted (JSON) by the engine; a State whose
+// bank does not match the settings is reset by Compatible.
+type State struct {
+	// Ref is the reference: the samples' sums, each decayed by 2^(−age/HalfLife) (Σa, Σa², Σa·x,
+	// Σa·x² with a = decay·w), so its mean is the recent level and its Kish effective size
+	// W²/W2 says how well it is known. N counts the samples it ever took.
+	Ref slo.Sums `json:"ref"`
+	// Count and WW are Σdecay and Σdecay·w² of the reference: the mean weight Ref.W/Count and
+	// the design effect Count·WW/Ref.W² of unequal weights.
+	Count float64 `json:"count"`
+	WW    float64 `json:"ww"`
+	// Seen is Σdecay over every sample (the reference freezes, Seen does not): the sample rate.
+	Seen float64 `json:"seen"`
+	// Peak is the highest sample rate seen (samples/s), decaying over peakHalfLife.
+	Peak  float64   `json:"peak"`
+	At    time.Time `json:"at"` // the time the decayed sums are at
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	Tests []Test    `json:"tests"`
+	Alarm *Alarm    `json:"alarm,omitempty"`
+}
+
+// Test is one CUSUM of the bank: S is the log-likelihood ratio of "the mean moved by Shift
+// since Since" against "it is at the reference", maximised over the change time.
+type Test struct {
+	Shift float64   `json:"d"`
+	S     float64   `json:"s"`
+	Since time.Time `json:"since,omitzero"` // first sample of the current excursion above 0
+	After slo.Sums  `json:"after"`          // the samples since Since
+}
+
+// Alarm is a detected change, held until the level comes back.
+type Alarm struct {
+	At time.Time `json:"at"`
+	// ChangeTime is the maximum-likelihood change time: the first sample of the excursion of
+	// the test that crossed.
+	ChangeTime time.Time `json:"change_time"`
+	Shift      float64   `json:"shift"`
+	Statistic  float64   `json:"statistic"`
+	Threshold  float64   `json:"threshold"`
+	// Before is the reference when the alarm went off (frozen while the alarm holds); After
+	// every sample since ChangeTime.
+	Before slo.Sums `json:"before"`
+	After  slo.Sums `json:"after"`
+	// Recovery is the CUSUM of the evidence for "back at the reference" against "still lower
+	// by MinShift"; the alarm clears when it crosses the threshold.
+	Recovery float64 `json:"recovery"`
+}
+
+// New returns an empty state for s.
+func New(s Settings) *State {
+	st := &State{}
+	st.reset(s)
+	return st
+}
+
+func (st *State) reset(s Settings) {
+	shifts := s.Shifts()
+	st.Tests = make([]Test, len(shifts))
+	for i, d := range shifts {
+		st.Tests[i] = Test{Shift: d}
+	}
+}
+
+// Compatible reports whether a restored state has the bank s needs (the same shifts).
+func (st *State) Compatible(s Settings) bool {
+	shifts := s.Shifts()
+	if st == nil || len(st.Tests) != len(shifts) {
+		return false
+	}
+	for i, d := range shifts {
+		if math.Abs(st.Tests[i].Shift-d) > 1e-12 {
+			return false
+		}
+	}
+	return true
+}
+
+// decay brings the decayed sums to now.
+func (st *State) decay(s Settings, now time.Time) {
+	if st.At.IsZero() {
+		st.At = now
+		return
+	}
+	dt := now.Sub(st.At)
+	if dt <= 0 {
+		return
+	}
+	f := math.Exp2(-dt.Seconds() / s.HalfLife.Seconds())
+	st.Ref.W *= f
+	st.Ref.W2 *= f * f
+	st.Ref.WX *= f
+	st.Ref.WXX *= f
+	st.Count *= f
+	st.WW *= f
+	st.Seen *= f
+	st.Peak *= math.Exp2(-dt.Seconds() / peakHalfLife.Seconds())
+	st.At = now
+}
+
+// rate is the recent sample rate (samples/s): Seen over the decayed length of the history.
+func (st *State) rate(s Settings) float64 {
+	h := s.HalfLife.Seconds()
+	elapsed := max(st.Last.Sub(st.First).Seconds(), 1)
+	span := h / math.Ln2 * (1 - math.Exp2(-elapsed/h))
+	return st.Seen / span
+}
+
+// Ready reports whether the reference holds MinSamples effective samples.
+func (st *State) Ready(s Settings) bool {
+	return st.Ref.W2 > 0 && st.Ref.W*st.Ref.W/st.Ref.W2 >= float64(s.MinSamples)
+}
+
+// Threshold is the CUSUM threshold h = ln(K·n)·deff: n = peak rate·γ is the number of samples
+// in the target time between false alarms (Lorden: a CUSUM's mean run length under no change
+// is at least e^h samples; K tests share it), and deff = Count·Σw²/(Σw)² ≥ 1 widens it for
+// unequal weights, whose weighted increments vary deff times more.
+func (st *State) Threshold(s Settings) float64 {
+	n := max(st.Peak*s.FalseAlarmEvery.Seconds(), minHorizon)
+	deff := 1.0
+	if st.Ref.W > 0 {
+		deff = max(1, st.Count*st.WW/(st.Ref.W*st.Ref.W))
+	}
+	return math.Log(float64(len(st.Tests))*n) * deff
+}
+
+// Level is the reference's mean (the alarm's level before when an alarm holds).
+func (st *State) Level() float64 {
+	if st.Alarm != nil {
+		return st.Alarm.Before.Mean()
+	}
+	return st.Ref.Mean()
+}
+
+// LLR is the log-likelihood ratio of x ∈ [0,1] under a mean of q1 against q0, in the Bernoulli
+// form x·ln(q1/q0) + (1−x)·ln((1−q1)/(1−q0)). For 0/1 values it is exact; for any value in
+// [0,1] with mean q0, E[e^LLR] ≤ 1 by convexity, so the CUSUM's false-alarm bound holds for
+// every bounded metric (and is conservative for those with less spread than 0/1).
+func LLR(x, q0, q1 float64) float64 {
+	q0 = min(max(q0, eps), 1-eps)
+	q1 = min(max(q1, eps), 1-eps)
+	return x*math.Log(q1/q0) + (1-x)*math.Log((1-q1)/(1-q0))
+}
+
+// BernoulliKL is the Kullback–Leibler information of a 0/1 sample with mean q1 against q0
+// (nats): the expected LLR per sample after a change from q0 to q1.
+func BernoulliKL(q1, q0 float64) float64 { return LLR(q1, q0, q1) }
+
+// moved is the mean after a change of d in the bad direction.
+func (s Settings) moved(q0, d float64) float64 {
+	if s.Up {
+		return q0 + d
+	}
+	return q0 - d
+}
+
+// Observe adds a value x ∈ [0,1] with weight w (1/p) seen at now, and reports whether it set
+// off an alarm. Values outside [0,1] must be refused by the caller.
+func (st *State) Observe(s Settings, now time.Time, x, w float64) bool {
+	if !(w > 0) {
+		return false
+	}
+	if len(st.Tests) == 0 {
+		st.reset(s)
+	}
+	st.decay(s, now)
+	if st.First.IsZero() {
+		st.First = now
+	}
+	st.Last = now
+	st.Seen++
+	st.Peak = max(st.Peak, st.rate(s))
+	if a := st.Alarm; a != nil {
+		a.After.Add(x, w)
+		q0 := a.Before.Mean()
+		c := st.relWeight(w)
+		a.Recovery = max(0, a.Recovery-c*LLR(x, q0, s.moved(q0, s.MinShift)))
+		if a.Recovery >= a.Threshold {
+			st.Alarm = nil
+			for i := range st.Tests {
+				st.Tests[i] = Test{Shift: st.Tests[i].Shift}
+			}
+		}
+		return false
+	}
+	if !st.Ready(s) {
+		st.learn(x, w)
+		return false
+	}
+	q0 := st.reference(s)
+	c := st.relWeight(w)
+	h := st.Threshold(s)
+	best := -1
+	for i := range st.Tests {
+		t := &st.Tests[i]
+		l := c * LLR(x, q0, s.moved(q0, t.Shift))
+		if t.S == 0 && l > 0 {
+			t.Since, t.After = now, slo.Sums{}
+		}
+		t.S = max(0, t.S+l)
+		if t.S == 0 {
+			t.Since, t.After = time.Time{}, slo.Sums{}
+			continue
+		}
+		t.After.Add(x, w)
+		if t.S >= h && (best < 0 || t.S > st.Tests[best].S) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		t := st.Tests[best]
+		st.Alarm = &Alarm{At: now, ChangeTime: t.Since, Shift: t.Shift, Statistic: t.S, Threshold: h, Before: st.Ref, After: t.After}
+		return true
+	}
+	// Learn only while no test is far from 0: samples of a change under way would drag the
+	// reference towards the new level and slow its detection.
+	if st.MaxStatistic() < h/4 {
+		st.learn(x, w)
+	}
+	return false
+}
+
+// reference is the level the bank tests against: the reference's 95 % confidence bound on the
+// good side (the lower bound when a drop is bad). A reference learned from few samples is
+// uncertain; testing against its bound trades a little speed for not mistaking that
+// uncertainty for a change (too few samples make the detector less sensitive, never noisier).
+func (st *State) reference(s Settings) float64 {
+	lo, hi := st.Ref.Interval()
+	if s.Up {
+		return hi
+	}
+	return lo
+}
+
+// learn adds a sample to the reference.
+func (st *State) learn(x, w float64) {
+	st.Ref.Add(x, w)
+	st.Count++
+	st.WW += w * w
+}
+
+// relWeight is w over the reference's mean weight: 1 when every sample has the same weight.
+func (st *State) relWeight(w float64) float64 {
+	if st.Count <= 0 || st.Ref.W <= 0 {
+		return 1
+	}
+	return w / (st.Ref.W / st.Count)
+}
+
+// MaxStatistic is the largest CUSUM of the bank.
+func (st *State) MaxStatistic() float64 {
+	m := 0.0
+	for _, t := range st.Tests {
+		m = max(m, t.S)
+	}
+	return m
+}
+
+// Idle clears an alarm when no sample came for a half-life: with no data the level cannot be
+// said to be still changed, and the threshold SLOs resolve on an empty window the same way.
+// It reports whether it cleared one.
+func (st *State) Idle(s Settings, now time.Time) bool {
+	if st.Alarm == nil || now.Sub(st.Last) < s.HalfLife {
+		return false
+	}
+	st.Alarm = nil
+	for i := range st.Tests {
+		st.Tests[i] = Test{Shift: st.Tests[i].Shift}
+	}
+	return true
+}
