@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -293,5 +294,29 @@ func TestStoreWriteFailingRuleIsAlwaysThere(t *testing.T) {
 	if r.Alert != "RagwatchStoreWriteFailing" || r.Expr != `max_over_time(ragwatch_store_write_failing[5m]) > 0` ||
 		r.For != "5m" || r.Labels["severity"] != "warning" || !strings.Contains(r.Annotations["summary"], "{{ $labels.store }}") {
 		t.Fatalf("store rule = %+v", r)
+	}
+}
+
+// TestChangeSLORule: Prometheus cannot run the sequential detector, so a change SLO's rule
+// reads the detector's verdict, fleet-wide, under the in-process alert's name and labels.
+func TestChangeSLORule(t *testing.T) {
+	c, err := config.Parse([]byte("slos:\n  - {name: faith, kind: change, metric: faithfulness, severity: ticket, variant: b}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Generate(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := f.Groups[0]
+	if g.Name != "ragwatch-slo-faith" || len(g.Rules) != 1 {
+		t.Fatalf("group: %+v", g)
+	}
+	r := g.Rules[0]
+	if r.Alert != "RagwatchSLOViolated" || r.Expr != `max by (slo, service) (ragwatch_slo_change_detected{slo="faith"}) == 1` ||
+		r.For != "" || r.KeepFiringFor != "1m" ||
+		!reflect.DeepEqual(r.Labels, map[string]string{"severity": "ticket", "slo": "faith", "variant": "b"}) ||
+		!strings.Contains(r.Annotations["description"], "0.1 or more (one false alarm per 1/30d per series)") {
+		t.Fatalf("rule: %+v", r)
 	}
 }
