@@ -16,7 +16,8 @@ type Settings struct {
 	// FalseAlarmEvery is the target mean time between false alarms of one series (γ, e.g. 30
 	// days): the threshold is ln(K·rate·γ), so it adapts to the series' own rate of samples.
 	FalseAlarmEvery time.Duration
-	// HalfLife is the half-life of the learned reference level.
+	// HalfLife is the longest half-life of the learned reference level (see refHalfLife) and
+	// of the sample-rate estimate.
 	HalfLife time.Duration
 	// MinSamples is the effective number of reference samples needed before any decision.
 	MinSamples int64
@@ -78,6 +79,45 @@ type State struct {
 	Last  time.Time `json:"last"`
 	Tests []Test    `json:"tests"`
 	Alarm *Alarm    `json:"alarm,omitempty"`
+
+	// coef caches, for the reference level q (rounded to qStep), each test's LLR as
+	// a·x + b·(1−x): the logarithms are not taken again for every sample.
+	coefQ    float64
+	coefA    []float64
+	coefB    []float64
+	coefDone bool
+}
+
+// qStep is the resolution of the reference level in the LLR cache: far finer than any
+// reference's standard error.
+const qStep = 1e-4
+
+// coefficients fills the cache for reference level q0.
+func (st *State) coefficients(s Settings, q0 float64) {
+	q0 = math.Round(q0/qStep) * qStep
+	if st.coefDone && q0 == st.coefQ && len(st.coefA) == len(st.Tests) {
+		return
+	}
+	st.coefQ, st.coefDone = q0, true
+	st.coefA = st.coefA[:0]
+	st.coefB = st.coefB[:0]
+	for _, t := range st.Tests {
+		a, b := llrCoef(q0, s.moved(q0, t.Shift))
+		st.coefA = append(st.coefA, a)
+		st.coefB = append(st.coefB, b)
+	}
+}
+
+// Clone is a deep copy (the benchmark restarts trials from one warmed-up state).
+func (st *State) Clone() *State {
+	c := *st
+	c.Tests = append([]Test(nil), st.Tests...)
+	if st.Alarm != nil {
+		a := *st.Alarm
+		c.Alarm = &a
+	}
+	c.coefA, c.coefB, c.coefDone = nil, nil, false
+	return &c
 }
 
 // Test is one CUSUM of the bank: S is the log-likelihood ratio of "the mean moved by Shift
@@ -146,17 +186,33 @@ func (st *State) decay(s Settings, now time.Time) {
 	if dt <= 0 {
 		return
 	}
-	f := math.Exp2(-dt.Seconds() / s.HalfLife.Seconds())
+	f := math.Exp2(-dt.Seconds() / st.refHalfLife(s).Seconds())
 	st.Ref.W *= f
 	st.Ref.W2 *= f * f
 	st.Ref.WX *= f
 	st.Ref.WXX *= f
 	st.Count *= f
 	st.WW *= f
-	st.Seen *= f
+	st.Seen *= math.Exp2(-dt.Seconds() / s.HalfLife.Seconds())
 	st.Peak *= math.Exp2(-dt.Seconds() / peakHalfLife.Seconds())
 	st.At = now
 }
+
+// refHalfLife is the reference's half-life: HalfLife, or the time refSamples(s) samples take
+// at the recent rate when that is shorter. A busy series needs no hour of history to know its
+// level, and a short memory follows a daily cycle closely (the lag error of an exponential
+// mean on a cycle of amplitude A is about A·2π·τ/24h, τ = half-life/ln 2).
+func (st *State) refHalfLife(s Settings) time.Duration {
+	r := st.rate(s)
+	if r <= 0 {
+		return s.HalfLife
+	}
+	return min(s.HalfLife, time.Duration(refSamples(s)/r*float64(time.Second)))
+}
+
+// refSamples is how many samples make a reference half-life at most: 40/δ², at least 1000,
+// which keeps the reference's standard error under δ/10 even for 0/1 values at 0.5.
+func refSamples(s Settings) float64 { return max(1000, 40/(s.MinShift*s.MinShift)) }
 
 // rate is the recent sample rate (samples/s): Seen over the decayed length of the history.
 func (st *State) rate(s Settings) float64 {
@@ -197,9 +253,15 @@ func (st *State) Level() float64 {
 // [0,1] with mean q0, E[e^LLR] ≤ 1 by convexity, so the CUSUM's false-alarm bound holds for
 // every bounded metric (and is conservative for those with less spread than 0/1).
 func LLR(x, q0, q1 float64) float64 {
+	a, b := llrCoef(q0, q1)
+	return x*a + (1-x)*b
+}
+
+// llrCoef are LLR's coefficients: ln(q1/q0) and ln((1−q1)/(1−q0)), kept off 0 and 1.
+func llrCoef(q0, q1 float64) (a, b float64) {
 	q0 = min(max(q0, eps), 1-eps)
 	q1 = min(max(q1, eps), 1-eps)
-	return x*math.Log(q1/q0) + (1-x)*math.Log((1-q1)/(1-q0))
+	return math.Log(q1 / q0), math.Log((1 - q1) / (1 - q0))
 }
 
 // BernoulliKL is the Kullback–Leibler information of a 0/1 sample with mean q1 against q0
@@ -247,13 +309,13 @@ func (st *State) Observe(s Settings, now time.Time, x, w float64) bool {
 		st.learn(x, w)
 		return false
 	}
-	q0 := st.reference(s)
+	st.coefficients(s, st.reference(s))
 	c := st.relWeight(w)
 	h := st.Threshold(s)
 	best := -1
 	for i := range st.Tests {
 		t := &st.Tests[i]
-		l := c * LLR(x, q0, s.moved(q0, t.Shift))
+		l := c * (x*st.coefA[i] + (1-x)*st.coefB[i])
 		if t.S == 0 && l > 0 {
 			t.Since, t.After = now, slo.Sums{}
 		}
