@@ -80,32 +80,82 @@ type State struct {
 	Tests []Test    `json:"tests"`
 	Alarm *Alarm    `json:"alarm,omitempty"`
 
-	// coef caches, for the reference level q (rounded to qStep), each test's LLR as
-	// a·x + b·(1−x): the logarithms are not taken again for every sample.
-	coefQ    float64
-	coefA    []float64
-	coefB    []float64
-	coefDone bool
+	// bets caches, for the reference level q (rounded to qStep), each test's bet and its log
+	// factors at x = 0 and x = 1: 0/1 samples cost no logarithm.
+	betQ  float64
+	bets  []bet
+	betOK bool
 }
 
-// qStep is the resolution of the reference level in the LLR cache: far finer than any
+// bet is one test's stake λ with ln(1+λ(0−q)) and ln(1+λ(1−q)).
+type bet struct{ lambda, at0, at1 float64 }
+
+// qStep is the resolution of the reference level in the bet cache: far finer than any
 // reference's standard error.
 const qStep = 1e-4
 
-// coefficients fills the cache for reference level q0.
+// Bet is the stake of a test of a change of the mean from q0 by d (negative for a drop) when
+// the samples vary by variance v around q0: λ = d/v in the wealth factor 1 + λ(x − q0), kept
+// where the factor stays above 0.05 for every x in [0,1]. For 0/1 values (v = q0(1−q0)) the
+// factor is exactly the likelihood ratio of a mean of q0+d against q0; values with less spread
+// get a larger stake, as a Gaussian likelihood ratio of known variance would.
+func Bet(q0, d, v float64) float64 {
+	l := d / v
+	if l < 0 {
+		return max(l, -0.95/max(1-q0, 1e-9))
+	}
+	return min(l, 0.95/max(q0, 1e-9))
+}
+
+// LogFactor is ln(1 + λ(x − q0)), the log-wealth one sample adds to a test: under any
+// distribution on [0,1] whose mean is q0 its exponential has expectation exactly 1 (a
+// martingale), and at most 1 when the mean is on the good side of q0, so by Ville's inequality
+// a CUSUM of it crosses h before a change with probability e^−h per restart: the false-alarm
+// bound needs no model of the values, only their bounds, and the stake adapts to their spread.
+func LogFactor(x, q0, lambda float64) float64 { return math.Log1p(lambda * (x - q0)) }
+
+// variance is the reference's weighted variance, between 1e-4 and the 0/1 variance q(1−q)
+// that bounds every [0,1] variable of mean q.
+// Two pseudo-samples of variance 1/4 keep a young reference from a variance of 0.
+func (st *State) variance() float64 {
+	m := st.Ref.Mean()
+	if math.IsNaN(m) {
+		return 0.25
+	}
+	n := st.neff()
+	v := (n*max(st.Ref.WXX/st.Ref.W-m*m, 0) + 2*0.25) / (n + 2)
+	return min(max(v, 1e-4), max(m*(1-m), 1e-4))
+}
+
+// coefficients fills the bet cache for reference level q0.
 func (st *State) coefficients(s Settings, q0 float64) {
 	q0 = math.Round(q0/qStep) * qStep
-	if st.coefDone && q0 == st.coefQ && len(st.coefA) == len(st.Tests) {
+	if st.betOK && q0 == st.betQ && len(st.bets) == len(st.Tests) {
 		return
 	}
-	st.coefQ, st.coefDone = q0, true
-	st.coefA = st.coefA[:0]
-	st.coefB = st.coefB[:0]
+	st.betQ, st.betOK = q0, true
+	st.bets = st.bets[:0]
+	v := st.variance()
 	for _, t := range st.Tests {
-		a, b := llrCoef(q0, s.moved(q0, t.Shift))
-		st.coefA = append(st.coefA, a)
-		st.coefB = append(st.coefB, b)
+		d := t.Shift
+		if !s.Up {
+			d = -d
+		}
+		l := Bet(q0, d, v)
+		st.bets = append(st.bets, bet{lambda: l, at0: LogFactor(0, q0, l), at1: LogFactor(1, q0, l)})
 	}
+}
+
+// logFactor is test i's log-wealth for x from the cache.
+func (st *State) logFactor(i int, x float64) float64 {
+	b := st.bets[i]
+	switch x {
+	case 0:
+		return b.at0
+	case 1:
+		return b.at1
+	}
+	return LogFactor(x, st.betQ, b.lambda)
 }
 
 // Clone is a deep copy (the benchmark restarts trials from one warmed-up state).
@@ -116,7 +166,7 @@ func (st *State) Clone() *State {
 		a := *st.Alarm
 		c.Alarm = &a
 	}
-	c.coefA, c.coefB, c.coefDone = nil, nil, false
+	c.bets, c.betOK = nil, false
 	return &c
 }
 
@@ -248,10 +298,8 @@ func (st *State) Level() float64 {
 	return st.Ref.Mean()
 }
 
-// LLR is the log-likelihood ratio of x ∈ [0,1] under a mean of q1 against q0, in the Bernoulli
-// form x·ln(q1/q0) + (1−x)·ln((1−q1)/(1−q0)). For 0/1 values it is exact; for any value in
-// [0,1] with mean q0, E[e^LLR] ≤ 1 by convexity, so the CUSUM's false-alarm bound holds for
-// every bounded metric (and is conservative for those with less spread than 0/1).
+// LLR is the log-likelihood ratio of a 0/1 value x under a mean of q1 against q0:
+// x·ln(q1/q0) + (1−x)·ln((1−q1)/(1−q0)). For 0/1 values the bets of the bank are close to it.
 func LLR(x, q0, q1 float64) float64 {
 	a, b := llrCoef(q0, q1)
 	return x*a + (1-x)*b
@@ -294,9 +342,13 @@ func (st *State) Observe(s Settings, now time.Time, x, w float64) bool {
 	st.Peak = max(st.Peak, st.rate(s))
 	if a := st.Alarm; a != nil {
 		a.After.Add(x, w)
-		q0 := a.Before.Mean()
-		c := st.relWeight(w)
-		a.Recovery = max(0, a.Recovery-c*LLR(x, q0, s.moved(q0, s.MinShift)))
+		// Evidence against "still changed by MinShift": a bet on the way back.
+		q1 := s.moved(a.Before.Mean(), s.MinShift)
+		d := s.MinShift
+		if s.Up {
+			d = -d
+		}
+		a.Recovery = max(0, a.Recovery+st.relWeight(w)*LogFactor(x, q1, Bet(q1, d, st.variance())))
 		if a.Recovery >= a.Threshold {
 			st.Alarm = nil
 			for i := range st.Tests {
@@ -315,7 +367,7 @@ func (st *State) Observe(s Settings, now time.Time, x, w float64) bool {
 	best := -1
 	for i := range st.Tests {
 		t := &st.Tests[i]
-		l := c * (x*st.coefA[i] + (1-x)*st.coefB[i])
+		l := c * st.logFactor(i, x)
 		if t.S == 0 && l > 0 {
 			t.Since, t.After = now, slo.Sums{}
 		}
@@ -346,12 +398,31 @@ func (st *State) Observe(s Settings, now time.Time, x, w float64) bool {
 // good side (the lower bound when a drop is bad). A reference learned from few samples is
 // uncertain; testing against its bound trades a little speed for not mistaking that
 // uncertainty for a change (too few samples make the detector less sensitive, never noisier).
+// The standard error takes the larger of the values' variance and the 0/1 variance of the
+// Laplace-smoothed mean (Σx+1)/(n+2), the most a [0,1] variable can vary: a few samples all
+// at 1 do not make a reference of 1 ± 0.
 func (st *State) reference(s Settings) float64 {
-	lo, hi := st.Ref.Interval()
-	if s.Up {
-		return hi
+	m, n := st.Ref.Mean(), st.neff()
+	if math.IsNaN(m) || n <= 1 {
+		if s.Up {
+			return 1
+		}
+		return 0
 	}
-	return lo
+	mt := (m*n + 1) / (n + 2)
+	se := math.Sqrt(max(st.variance(), mt*(1-mt)) / (n - 1))
+	if s.Up {
+		return min(m+slo.Z95*se, 1)
+	}
+	return max(m-slo.Z95*se, 0)
+}
+
+// neff is the reference's Kish effective sample size (Σa)²/Σa².
+func (st *State) neff() float64 {
+	if st.Ref.W2 <= 0 {
+		return 0
+	}
+	return st.Ref.W * st.Ref.W / st.Ref.W2
 }
 
 // learn adds a sample to the reference.
