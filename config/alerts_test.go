@@ -50,7 +50,7 @@ func TestAlertsDefaults(t *testing.T) {
 	}
 	// The quality SLOs detect changes: a drop of 0.10, one false alarm per 30 days.
 	if f := c.SLOs[1]; f.Direction != DirectionDown || f.MinShift != 0.1 || f.FalseAlarms.Every != 30*24*time.Hour ||
-		f.FalseAlarms.String() != "1/30d" || f.Reference != model.Duration(time.Hour) || f.Window != 0 || f.For != 0 {
+		f.FalseAlarms.String() != "1/30d" || f.Reference != model.Duration(3*time.Hour) || f.Window != 0 || f.For != 0 {
 		t.Fatalf("default faithfulness SLO: %+v", f)
 	}
 	want := Alerting{EvaluationInterval: 15 * time.Second, ResolvedRetention: md(24 * time.Hour),

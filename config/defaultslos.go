@@ -20,7 +20,7 @@ func DefaultSLOs() []SLO {
 	// drop of 0.10 or more pages within ln(γ)/D samples, one false alarm a month per series.
 	change := func(name, metric string, objective float64, severity string) SLO {
 		return SLO{Name: name, Kind: SLOChange, Metric: metric, Objective: objective, Direction: DirectionDown,
-			MinShift: 0.10, FalseAlarms: DefaultFalseAlarms(), Reference: model.Duration(time.Hour), MinSamples: 30,
+			MinShift: 0.10, FalseAlarms: DefaultFalseAlarms(), Reference: model.Duration(3 * time.Hour), MinSamples: 30,
 			KeepFiringFor: model.Duration(time.Minute), Severity: severity}
 	}
 	return []SLO{

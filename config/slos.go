@@ -128,7 +128,7 @@ func (s *SLO) UnmarshalYAML(n *yaml.Node) error {
 			p.FalseAlarms = DefaultFalseAlarms()
 		}
 		if !has["reference"] {
-			p.Reference = model.Duration(time.Hour)
+			p.Reference = model.Duration(3 * time.Hour)
 		}
 	} else if !has["window"] {
 		p.Window = model.Duration(15 * time.Minute)

@@ -260,9 +260,10 @@ func (st *State) refHalfLife(s Settings) time.Duration {
 	return min(s.HalfLife, time.Duration(refSamples(s)/r*float64(time.Second)))
 }
 
-// refSamples is how many samples make a reference half-life at most: 40/δ², at least 1000,
-// which keeps the reference's standard error under δ/10 even for 0/1 values at 0.5.
-func refSamples(s Settings) float64 { return max(1000, 40/(s.MinShift*s.MinShift)) }
+// refSamples is how many samples make a reference half-life at most: 10/δ², at least 1000
+// (an effective size of about 2900), which keeps the reference's standard error near δ/10 even
+// for 0/1 values at 0.5, and follows a daily cycle at one sample a second.
+func refSamples(s Settings) float64 { return max(1000, 10/(s.MinShift*s.MinShift)) }
 
 // rate is the recent sample rate (samples/s): Seen over the decayed length of the history.
 func (st *State) rate(s Settings) float64 {

@@ -38,7 +38,7 @@ type Options struct {
 func Default() Options {
 	return Options{Rates: []float64{0.1, 1, 10, 40}, Shifts: [][2]float64{{0.9, 0.8}, {0.9, 0.6}}, Kinds: []Kind{Binary, Scores},
 		Warmups: 10, Trials: 20, MaxSamples: 5_000_000, Cycle: 0.05, Seed: 1, Workers: 2,
-		Detector: changepoint.Settings{MinShift: 0.1, FalseAlarmEvery: 30 * 24 * time.Hour, HalfLife: time.Hour, MinSamples: 30}}
+		Detector: changepoint.Settings{MinShift: 0.1, FalseAlarmEvery: 30 * 24 * time.Hour, HalfLife: 3 * time.Hour, MinSamples: 30}}
 }
 
 // Kind is how one sample is drawn around a mean.
@@ -213,7 +213,12 @@ func (f FalseAlarms) Per30d(n int) float64 { return float64(n) * 30 / f.Days }
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-const warm = 2 * time.Hour
+// warm and warmSamples are the stationary history before a change: 2 hours, and at least
+// 3000 samples (8.3 hours at 0.1/s), so the reference is as a running deployment's.
+const (
+	warm        = 2 * time.Hour
+	warmSamples = 3000
+)
 
 // windowedCap is when the windowed rule can no longer fire: its window holds only the new level.
 const windowedCap = winLen*time.Second + winFor + 2*winEvery*time.Second
@@ -230,7 +235,7 @@ func delays(o Options, k Kind, before, after, rate float64, seed uint64) Delays 
 	gammaSamples := rate * s.FalseAlarmEvery.Seconds()
 	d := Delays{Kind: k, Before: before, After: after, Rate: rate,
 		Floor: time.Duration(math.Log(gammaSamples) / k.KL(after, before) / rate * float64(time.Second))}
-	nWarm := int(warm.Seconds() * rate)
+	nWarm := int(max(warm.Seconds()*rate, warmSamples)) // a slow series has a long history too
 	var ctErr time.Duration
 	for wu := 0; wu < o.Warmups; wu++ {
 		det, win := changepoint.New(s), newWindowed()
