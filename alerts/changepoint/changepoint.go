@@ -362,6 +362,10 @@ func (st *State) Observe(s Settings, now time.Time, x, w float64) bool {
 		st.learn(x, w)
 		return false
 	}
+	// Learn x only if every test was near 0 before it: samples of a change under way would drag
+	// the reference towards the new level and slow its detection. Deciding before x is seen
+	// keeps the choice independent of x, so skipping samples biases nothing when nothing changed.
+	learn := st.MaxStatistic() < freezeAt
 	st.coefficients(s, st.reference(s))
 	c := st.relWeight(w)
 	h := st.Threshold(s)
@@ -387,13 +391,16 @@ func (st *State) Observe(s Settings, now time.Time, x, w float64) bool {
 		st.Alarm = &Alarm{At: now, ChangeTime: t.Since, Shift: t.Shift, Statistic: t.S, Threshold: h, Before: st.Ref, After: t.After}
 		return true
 	}
-	// Learn only while no test is far from 0: samples of a change under way would drag the
-	// reference towards the new level and slow its detection.
-	if st.MaxStatistic() < h/4 {
+	if learn {
 		st.learn(x, w)
 	}
 	return false
 }
+
+// freezeAt is the test statistic (nats) from which the reference stops learning: a change of
+// min_shift gets there within tens of samples, long before the reference's 1000-sample memory
+// could follow it.
+const freezeAt = 3.0
 
 // reference is the level the bank tests against: the reference's 95 % confidence bound on the
 // good side (the lower bound when a drop is bad). A reference learned from few samples is
