@@ -260,10 +260,12 @@ func (st *State) refHalfLife(s Settings) time.Duration {
 	return min(s.HalfLife, time.Duration(refSamples(s)/r*float64(time.Second)))
 }
 
-// refSamples is how many samples make a reference half-life at most: 10/δ², at least 1000
-// (an effective size of about 2900), which keeps the reference's standard error near δ/10 even
-// for 0/1 values at 0.5, and follows a daily cycle at one sample a second.
-func refSamples(s Settings) float64 { return max(1000, 10/(s.MinShift*s.MinShift)) }
+// refSamples is how many samples make a reference half-life at most: 40/δ², at least 1000.
+// It must be long against the time a change of δ takes to detect (a few hundred samples), or
+// the reference follows the change and it is missed; shorter memories (1000 samples for
+// δ = 0.1) followed a daily cycle better but missed up to 17 of 200 drops of δ in the
+// benchmark.
+func refSamples(s Settings) float64 { return max(1000, 40/(s.MinShift*s.MinShift)) }
 
 // rate is the recent sample rate (samples/s): Seen over the decayed length of the history.
 func (st *State) rate(s Settings) float64 {
@@ -398,8 +400,8 @@ func (st *State) Observe(s Settings, now time.Time, x, w float64) bool {
 }
 
 // freezeAt is the test statistic (nats) from which the reference stops learning: a change of
-// min_shift gets there within tens of samples, long before the reference's 1000-sample memory
-// could follow it.
+// min_shift gets there within tens of samples, long before the reference's memory of
+// thousands of samples could follow it.
 const freezeAt = 3.0
 
 // reference is the level the bank tests against: the reference's 95 % confidence bound on the
