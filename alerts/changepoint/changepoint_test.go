@@ -209,3 +209,19 @@ func TestDailyCycle(t *testing.T) {
 		t.Fatalf("%d false alarms in 10 days of a daily cycle", alarms)
 	}
 }
+
+// BenchmarkObserve is the cost of one sample on the scoring path (0/1 and continuous values).
+func BenchmarkObserve(b *testing.B) {
+	s := settings(30 * 24 * time.Hour)
+	for _, c := range []struct {
+		name string
+		x    func(i int) float64
+	}{{"binary", func(i int) float64 { return float64(i % 10 / 9) }}, {"continuous", func(i int) float64 { return 0.8 + 0.001*float64(i%100) }}} {
+		b.Run(c.name, func(b *testing.B) {
+			st := New(s)
+			for i := 0; b.Loop(); i++ {
+				st.Observe(s, t0.Add(time.Duration(i)*25*time.Millisecond), c.x(i), 1)
+			}
+		})
+	}
+}
