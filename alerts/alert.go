@@ -19,6 +19,9 @@ const (
 	KindThreshold = "threshold"
 	KindBurnRate  = "burn_rate"
 	KindDrift     = "drift"
+	// KindChange is an SLO watched by sequential change detection (alerts/changepoint): the
+	// alert carries ChangeTime and the levels before and after.
+	KindChange = "change"
 )
 
 // Alert statuses.
@@ -51,6 +54,36 @@ type Interval struct {
 	Level float64 `json:"level"`
 }
 
+// Level is a metric's weighted (1/p) mean over a stretch of time, with its confidence
+// interval and the number of samples behind it.
+type Level struct {
+	Value    float64   `json:"value"`
+	Interval *Interval `json:"interval,omitempty"`
+	N        int64     `json:"n"`
+}
+
+// Text is e.g. "0.91 [0.9, 0.92] (95%, n=2400)".
+func (l *Level) Text() string {
+	if l == nil {
+		return ""
+	}
+	s := FormatValue(l.Value)
+	if l.Interval != nil {
+		s += fmt.Sprintf(" [%s, %s] (%g%%, n=%d)", FormatValue(l.Interval.Lower), FormatValue(l.Interval.Upper), l.Interval.Level*100, l.N)
+	} else {
+		s += fmt.Sprintf(" (n=%d)", l.N)
+	}
+	return s
+}
+
+// ChangeTimeText is the change time in RFC 3339 (UTC), or "" without one.
+func (a *Alert) ChangeTimeText() string {
+	if a.ChangeTime == nil {
+		return ""
+	}
+	return a.ChangeTime.UTC().Format(time.RFC3339)
+}
+
 // Alert is one firing or resolved alert with the facts every notifier shows.
 type Alert struct {
 	Fingerprint string            `json:"fingerprint"`
@@ -81,6 +114,12 @@ type Alert struct {
 	RunbookURL   string     `json:"runbook_url,omitempty"`
 	DashboardURL string     `json:"dashboard_url,omitempty"`
 	Evidence     []Evidence `json:"evidence"`
+
+	// ChangeTime is when a change SLO's detector estimates the change began (RFC 3339 in
+	// JSON); LevelBefore and LevelAfter are the metric's level either side of it.
+	ChangeTime  *time.Time `json:"change_time,omitempty"`
+	LevelBefore *Level     `json:"level_before,omitempty"`
+	LevelAfter  *Level     `json:"level_after,omitempty"`
 
 	// Diagnosis says why, from the service's metric pairs at the time of the alert.
 	Diagnosis *Diagnosis `json:"diagnosis,omitempty"`
@@ -193,6 +232,9 @@ func (a *Alert) Annotations() map[string]string {
 		"dashboard_url": a.DashboardURL,
 		"evidence":      a.EvidenceText(),
 		"diagnosis":     a.DiagnosisText(),
+		"change_time":   a.ChangeTimeText(),
+		"level_before":  a.LevelBefore.Text(),
+		"level_after":   a.LevelAfter.Text(),
 	}
 	if a.Diagnosis != nil {
 		opt["diagnosis_pattern"] = a.Diagnosis.Pattern

@@ -18,6 +18,8 @@ const (
 	MetricBurnRate        = "ragwatch_slo_burn_rate"               // gauge {slo,service,window}
 	MetricAlertsFiring    = "ragwatch_alerts_firing"               // gauge {slo,severity}
 	MetricDriftScore      = "ragwatch_drift_score"                 // gauge {detector,service}
+	MetricChangeDetected  = "ragwatch_slo_change_detected"         // gauge {slo,service}, 0/1
+	MetricChangeStatistic = "ragwatch_slo_change_statistic"        // gauge {slo,service}
 	MetricDiagnosis       = "ragwatch_diagnosis"                   // gauge {service,pattern}, 0/1
 	MetricInputsRejected  = "ragwatch_alert_inputs_rejected_total" // counter {reason}
 	MetricStateSaves      = "ragwatch_alert_state_saves_total"     // counter {outcome}

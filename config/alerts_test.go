@@ -36,9 +36,9 @@ func TestAlertsDefaults(t *testing.T) {
 		slos = append(slos, fmt.Sprintf("%s %s %s<%v>%v n%d", s.Name, s.Kind, s.Metric, deref(s.AlertBelow), deref(s.AlertAbove), s.MinSamples))
 	}
 	wantSLOs := []string{
-		"citation-precision threshold citation_precision<0.7>-1 n30",
-		"faithfulness threshold faithfulness<0.7>-1 n30",
-		"answer-relevancy threshold answer_relevancy<0.6>-1 n30",
+		"citation-precision change citation_precision<-1>-1 n30",
+		"faithfulness change faithfulness<-1>-1 n30",
+		"answer-relevancy change answer_relevancy<-1>-1 n30",
 		"empty-retrieval-rate threshold empty_retrieval_rate<-1>0.1 n100",
 		"negative-feedback-rate threshold negative_feedback_rate<-1>0.3 n50",
 	}
@@ -47,6 +47,11 @@ func TestAlertsDefaults(t *testing.T) {
 	}
 	if !reflect.DeepEqual(Default().SLOs, c.SLOs) {
 		t.Fatal("Parse(nil) and Default() disagree on the SLOs")
+	}
+	// The quality SLOs detect changes: a drop of 0.10, one false alarm per 30 days.
+	if f := c.SLOs[1]; f.Direction != DirectionDown || f.MinShift != 0.1 || f.FalseAlarms.Every != 30*24*time.Hour ||
+		f.FalseAlarms.String() != "1/30d" || f.Reference != model.Duration(3*time.Hour) || f.Window != 0 || f.For != 0 {
+		t.Fatalf("default faithfulness SLO: %+v", f)
 	}
 	want := Alerting{EvaluationInterval: 15 * time.Second, ResolvedRetention: md(24 * time.Hour),
 		StateBucket: "ragwatch_alerts", SaveInterval: 30 * time.Second, StateMaxBytes: 8 << 20,
@@ -383,5 +388,50 @@ notifiers:
 		"line 12: `notifiers[0].repeat_interval` must be a duration such as 90s, 15m, 1h30m, 7d or 1w, got \"soon\""
 	if err == nil || err.Error() != want {
 		t.Fatalf("got\n%v\nwant\n%s", err, want)
+	}
+}
+
+func TestChangeSLO(t *testing.T) {
+	c, err := Parse([]byte(`slos:
+  - name: faith
+    kind: change
+    metric: faithfulness
+    false_alarms: 2/7d
+    min_shift: 0.05
+    direction: up
+    reference: 30m
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.SLOs[0]
+	if s.Kind != SLOChange || s.FalseAlarms.Every != 84*time.Hour || s.MinShift != 0.05 || s.Direction != DirectionUp ||
+		s.Reference != model.Duration(30*time.Minute) || s.MinSamples != 30 || s.Window != 0 || s.Severity != "page" {
+		t.Fatalf("change SLO: %+v", s)
+	}
+	_, err = Parse([]byte(`slos:
+  - name: a
+    kind: change
+    metric: faithfulness
+    false_alarms: often
+    min_shift: 1.5
+    direction: sideways
+    window: 5m
+  - name: b
+    kind: change
+    metric: faithfulness
+    false_alarms: 1/10m
+    alert_below: 0.7
+    reference: 0s
+`))
+	want := "line 5: `slos[0].false_alarms` must be a count per duration such as 1/30d, got \"often\"\n" +
+		"line 6: `slos[0].min_shift` must be between 0 and 1 (exclusive): the smallest change of the metric worth paging for, got 1.5\n" +
+		"line 7: `slos[0].direction` must be down or up, got \"sideways\"\n" +
+		"line 8: `slos[0].window` is not for kind change (it sets direction, min_shift and false_alarms)\n" +
+		"line 12: `slos[1].false_alarms` must be at most one per hour, got \"1/10m\"\n" +
+		"line 13: `slos[1].alert_below` is not for kind change (it sets direction, min_shift and false_alarms)\n" +
+		"line 14: `slos[1].reference` must be positive"
+	if err == nil || err.Error() != want {
+		t.Fatalf("errors:\n%v\nwant:\n%s", err, want)
 	}
 }

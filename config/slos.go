@@ -21,6 +21,15 @@ const (
 const (
 	SLOThreshold = "threshold"
 	SLOBurnRate  = "burn_rate"
+	// SLOChange detects a change of the mean sequentially (alerts/changepoint): configured by
+	// FalseAlarms and MinShift instead of Window and For.
+	SLOChange = "change"
+)
+
+// Change SLO directions: which way of the mean is bad.
+const (
+	DirectionDown = "down"
+	DirectionUp   = "up"
 )
 
 // SLO is one service-level objective on a signal or eval metric (docs/alerts.md).
@@ -51,6 +60,14 @@ type SLO struct {
 	GoodWhen  GoodWhen         `yaml:"good_when"` // burn_rate: ">= 0.5", "< 2.5", ...
 	Period    model.Duration   `yaml:"period"`    // burn_rate: the error budget's period
 	BurnRates []BurnRateWindow `yaml:"burn_rates"`
+
+	// Change SLOs (kind change): the bad Direction (down or up), the smallest change worth
+	// paging for (MinShift, in the metric's units), the target rate of false alarms per series
+	// (FalseAlarms, "1/30d") and the half-life of the learned reference level (Reference).
+	Direction   string         `yaml:"direction"`
+	MinShift    float64        `yaml:"min_shift"`
+	FalseAlarms FalseAlarmRate `yaml:"false_alarms"`
+	Reference   model.Duration `yaml:"reference"`
 
 	Window        model.Duration `yaml:"window"`
 	MinSamples    int            `yaml:"min_samples"`
@@ -99,6 +116,19 @@ func (s *SLO) UnmarshalYAML(n *yaml.Node) error {
 		}
 		if !has["burn_rates"] {
 			p.BurnRates = DefaultBurnRates()
+		}
+	} else if p.Kind == SLOChange {
+		if !has["direction"] {
+			p.Direction = DirectionDown
+		}
+		if !has["min_shift"] {
+			p.MinShift = 0.1
+		}
+		if !has["false_alarms"] {
+			p.FalseAlarms = DefaultFalseAlarms()
+		}
+		if !has["reference"] {
+			p.Reference = model.Duration(3 * time.Hour)
 		}
 	} else if !has["window"] {
 		p.Window = model.Duration(15 * time.Minute)
@@ -188,8 +218,10 @@ func (s SLO) Validate() error {
 				errs = append(errs, Invalid(k+".factor", "must be positive"))
 			}
 		}
+	case SLOChange:
+		errs = append(errs, s.validateChange()...)
 	default:
-		errs = append(errs, Invalid("kind", "must be threshold or burn_rate, got %q", s.Kind))
+		errs = append(errs, Invalid("kind", "must be threshold, burn_rate or change, got %q", s.Kind))
 	}
 	return joinErrs(errs)
 }
@@ -250,4 +282,79 @@ func ParseGoodWhen(s string) (GoodWhen, error) {
 		}
 	}
 	return GoodWhen{}, fmt.Errorf("must be an operator (>=, >, <=, <) and a number, got %q", s)
+}
+
+// validateChange checks a change SLO's keys, and that the keys of the windowed kinds are not
+// set on it (they would be silently ignored).
+func (s SLO) validateChange() []error {
+	var errs []error
+	if s.Direction != DirectionDown && s.Direction != DirectionUp {
+		errs = append(errs, Invalid("direction", "must be down or up, got %q", s.Direction))
+	}
+	if !(s.MinShift > 0 && s.MinShift < 1) {
+		errs = append(errs, Invalid("min_shift", "must be between 0 and 1 (exclusive): the smallest change of the metric worth paging for, got %v", s.MinShift))
+	}
+	if s.FalseAlarms.Every <= 0 {
+		errs = append(errs, Invalid("false_alarms", "must be a count per duration such as 1/30d, got %q", s.FalseAlarms.String()))
+	} else if s.FalseAlarms.Every < time.Hour {
+		errs = append(errs, Invalid("false_alarms", "must be at most one per hour, got %q", s.FalseAlarms.String()))
+	}
+	if s.Reference <= 0 {
+		errs = append(errs, Invalid("reference", "must be positive"))
+	}
+	if !validSeverity(s.Severity) {
+		errs = append(errs, Invalid("severity", "must be page, ticket or info, got %q", s.Severity))
+	}
+	if s.MinSamples < 2 {
+		errs = append(errs, Invalid("min_samples", "must be at least 2 for a change SLO"))
+	}
+	for key, set := range map[string]bool{"alert_below": s.AlertBelow != nil, "alert_above": s.AlertAbove != nil,
+		"window": s.Window != 0, "good_when": s.GoodWhen.given(), "decision": s.Decision != "", "burn_rates": len(s.BurnRates) > 0} {
+		if set {
+			errs = append(errs, Invalid(key, "is not for kind change (it sets direction, min_shift and false_alarms)"))
+		}
+	}
+	return errs
+}
+
+// FalseAlarmRate is a change SLO's `false_alarms`: "1/30d" is one false alarm per 30 days per
+// series; Every is the mean time between them (0 when the text did not parse).
+type FalseAlarmRate struct {
+	Every time.Duration
+	text  string // as written
+}
+
+// DefaultFalseAlarms is one false alarm per 30 days per series.
+func DefaultFalseAlarms() FalseAlarmRate {
+	return FalseAlarmRate{Every: 30 * 24 * time.Hour, text: "1/30d"}
+}
+
+// ParseFalseAlarms parses "N/duration" ("1/30d", "2/7d").
+func ParseFalseAlarms(text string) (FalseAlarmRate, error) {
+	n, d, ok := strings.Cut(strings.TrimSpace(text), "/")
+	count, err := strconv.Atoi(strings.TrimSpace(n))
+	if !ok || err != nil || count < 1 {
+		return FalseAlarmRate{text: text}, fmt.Errorf("must be a count per duration such as 1/30d, got %q", text)
+	}
+	dur, err := model.ParseDuration(strings.TrimSpace(d))
+	if err != nil || dur <= 0 {
+		return FalseAlarmRate{text: text}, fmt.Errorf("must be a count per duration such as 1/30d, got %q", text)
+	}
+	return FalseAlarmRate{Every: time.Duration(dur) / time.Duration(count), text: text}, nil
+}
+
+// String is the rate as written.
+func (f FalseAlarmRate) String() string { return f.text }
+
+// MarshalText implements encoding.TextMarshaler (YAML and JSON output of the config).
+func (f FalseAlarmRate) MarshalText() ([]byte, error) { return []byte(f.text), nil }
+
+// UnmarshalYAML parses the rate; text that does not parse is kept for Validate's message.
+func (f *FalseAlarmRate) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	*f, _ = ParseFalseAlarms(s)
+	return nil
 }

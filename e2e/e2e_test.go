@@ -303,7 +303,7 @@ func TestEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ragwatch rules: %v", err)
 		}
-		for _, want := range []string{`slo: citation-precision`, `ragwatch:slo_upper_bound:15m{slo="citation-precision"} < 0.7`} {
+		for _, want := range []string{`slo: citation-precision`, `max by (slo, service) (ragwatch_slo_change_detected{slo="citation-precision"}) == 1`} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("ragwatch rules (no config) lacks %q:\n%s", want, out)
 			}

@@ -143,8 +143,15 @@ func (e *Engine) observeRules(rules []*rule, metric string, svc *serviceLabel, v
 		e.m.rejected.WithLabelValues("invalid_weight").Inc()
 		return fmt.Errorf("alert engine: %s weight must be a finite non-negative number", metric)
 	}
+	var err error
 	for _, r := range rules {
 		if turn < r.minTurn || (r.variant != "" && r.variant != variant) {
+			continue
+		}
+		if r.kind == alerts.KindChange && (x < 0 || x > 1) {
+			// The detector's likelihood ratios are for values in [0,1] (alerts/changepoint).
+			e.m.rejected.WithLabelValues("out_of_range").Inc()
+			err = fmt.Errorf("alert engine: %s value %v is outside [0,1], which change SLO %s needs", metric, x, r.name)
 			continue
 		}
 		key := r.service
@@ -157,7 +164,7 @@ func (e *Engine) observeRules(rules []*rule, metric string, svc *serviceLabel, v
 		}
 		r.add(e.instance(r, key), now, x, w, s)
 	}
-	return nil
+	return err
 }
 
 // instance returns (creating) a rule's state for a service. Called with e.mu held.

@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/ragwatch/ragwatch/alerts/changepoint"
 	"github.com/ragwatch/ragwatch/alerts/diagnose"
 	"github.com/ragwatch/ragwatch/alerts/diagnosis"
 	"github.com/ragwatch/ragwatch/alerts/drift"
@@ -26,6 +27,13 @@ func burnPairs(ws []config.BurnRateWindow) []slo.Pair {
 // goodWhen converts a burn-rate SLO's `good_when`, parsed when the config loaded.
 func goodWhen(g config.GoodWhen) slo.Good {
 	return slo.Good{Op: g.Op, Value: g.Value}
+}
+
+// changeSettings converts a change SLO's `direction`, `min_shift`, `false_alarms`,
+// `reference` and `min_samples`.
+func changeSettings(s config.SLO) changepoint.Settings {
+	return changepoint.Settings{Up: s.Direction == config.DirectionUp, MinShift: s.MinShift, FalseAlarmEvery: s.FalseAlarms.Every,
+		HalfLife: time.Duration(s.Reference), MinSamples: int64(s.MinSamples)}
 }
 
 // diagnosisSettings converts `alerting.diagnosis`.

@@ -10,6 +10,7 @@ type metrics struct {
 	samples, weight, weight2, wx, wxNeg, wxx *prometheus.CounterVec
 
 	value, bound, budget, burn, firing, drift *prometheus.GaugeVec
+	changeDetected, changeStatistic           *prometheus.GaugeVec
 	rejected, saves                           *prometheus.CounterVec
 }
 
@@ -39,13 +40,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Alerts firing, by SLO or drift detector and severity."}, []string{"slo", "severity"}),
 		drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: alerts.MetricDriftScore,
 			Help: "Latest drift score of a detector (PSI, KS distance or JS divergence in bits)."}, []string{"detector", "service"}),
+		changeDetected: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: alerts.MetricChangeDetected,
+			Help: "1 while a change SLO's detector holds a detected change of the metric's level, else 0."}, sv),
+		changeStatistic: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: alerts.MetricChangeStatistic,
+			Help: "A change SLO's largest CUSUM statistic over its threshold: it detects a change at 1."}, sv),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: alerts.MetricInputsRejected,
-			Help: "Values the alert engine refused (non-finite value or weight)."}, []string{"reason"}),
+			Help: "Values the alert engine refused (non-finite value or weight, or outside [0,1] for a change SLO)."}, []string{"reason"}),
 		saves: prometheus.NewCounterVec(prometheus.CounterOpts{Name: alerts.MetricStateSaves,
 			Help: "Alert window state saves, by outcome."}, []string{"outcome"}),
 	}
 	for _, c := range []prometheus.Collector{m.samples, m.weight, m.weight2, m.wx, m.wxNeg, m.wxx,
-		m.value, m.bound, m.budget, m.burn, m.firing, m.drift, m.rejected, m.saves} {
+		m.value, m.bound, m.budget, m.burn, m.firing, m.drift, m.changeDetected, m.changeStatistic, m.rejected, m.saves} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -61,7 +66,7 @@ func (m *metrics) forget(r *rule, service string) {
 	}
 	l := prometheus.Labels{"slo": r.name, "service": service}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.samples, m.weight, m.weight2,
-		m.wx, m.wxNeg, m.wxx, m.value, m.bound, m.budget, m.burn} {
+		m.wx, m.wxNeg, m.wxx, m.value, m.bound, m.budget, m.burn, m.changeDetected, m.changeStatistic} {
 		v.DeletePartialMatch(l)
 	}
 }

@@ -70,7 +70,7 @@ func (e *Engine) Update(c Sections) {
 			e.m.drift.DeletePartialMatch(prometheus.Labels{"detector": r.name})
 			continue
 		}
-		for _, g := range []*prometheus.GaugeVec{e.m.value, e.m.bound, e.m.budget, e.m.burn} {
+		for _, g := range []*prometheus.GaugeVec{e.m.value, e.m.bound, e.m.budget, e.m.burn, e.m.changeDetected, e.m.changeStatistic} {
 			g.DeletePartialMatch(prometheus.Labels{"slo": r.name})
 		}
 	}
@@ -89,6 +89,10 @@ func sameWindows(prev, next *rule) bool {
 	case alerts.KindBurnRate:
 		if !reflect.DeepEqual(prev.sloCfg.GoodWhen, next.sloCfg.GoodWhen) {
 			return false
+		}
+	case alerts.KindChange:
+		if prev.change.Up != next.change.Up {
+			return false // the bank's statistics are for the other direction
 		}
 	case alerts.KindDrift:
 		if !reflect.DeepEqual(prev.edges, next.edges) || prev.driftWindow != next.driftWindow || prev.refWindow != next.refWindow {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/ragwatch/ragwatch/alerts"
+	"github.com/ragwatch/ragwatch/alerts/changepoint"
 	"github.com/ragwatch/ragwatch/alerts/drift"
 	"github.com/ragwatch/ragwatch/alerts/internal/ring"
 	"github.com/ragwatch/ragwatch/alerts/slo"
@@ -51,7 +52,8 @@ type rule struct {
 	pairs  []slo.Pair // sloCfg.BurnRates for the slo package
 	th     slo.Threshold
 	good   slo.Good
-	fineW  time.Duration // bucket widths and spans
+	change changepoint.Settings // kind change
+	fineW  time.Duration        // bucket widths and spans
 	fineS  time.Duration
 	coarsW time.Duration
 	coarsS time.Duration
@@ -70,6 +72,7 @@ type instance struct {
 	Fine     *ring.Ring[sloBucket]    `json:"fine,omitempty"`
 	Coarse   *ring.Ring[slo.Sums]     `json:"coarse,omitempty"`
 	Drift    *ring.Ring[driftBucket]  `json:"drift,omitempty"`
+	Change   *changepoint.State       `json:"change,omitempty"` // kind change: the detector
 	Machines map[string]*Machine      `json:"machines"`
 	Last     map[string]*alerts.Alert `json:"last,omitempty"` // latest alert per severity
 
@@ -97,6 +100,11 @@ func newSLORule(s config.SLO, dashboard string) *rule {
 	case config.SLOBurnRate:
 		r.kind, r.good, r.pairs = alerts.KindBurnRate, goodWhen(s.GoodWhen), burnPairs(s.BurnRates)
 		r.fineW, r.fineS, r.coarsW, r.coarsS = slo.Resolutions(r.pairs, time.Duration(s.Period))
+	case config.SLOChange:
+		r.kind, r.change = alerts.KindChange, changeSettings(s)
+		r.th = slo.Threshold{Below: s.Direction != config.DirectionUp} // orders the evidence
+		// The fine ring keeps only the evidence: the worst samples of the last evidenceSpan.
+		r.fineW, r.fineS = slo.ThresholdWidth(evidenceSpan), evidenceSpan
 	default:
 		r.th = slo.Threshold{MinSamples: int64(s.MinSamples), Hysteresis: s.Hysteresis, OnMean: s.Decision == config.DecisionMean}
 		if s.AlertBelow != nil {
@@ -138,6 +146,9 @@ func (r *rule) newInstance() *instance {
 	case alerts.KindBurnRate:
 		in.Fine = ring.New[sloBucket](r.fineW, r.fineS)
 		in.Coarse = ring.New[slo.Sums](r.coarsW, r.coarsS)
+	case alerts.KindChange:
+		in.Fine = ring.New[sloBucket](r.fineW, r.fineS)
+		in.Change = changepoint.New(r.change)
 	default:
 		in.Fine = ring.New[sloBucket](r.fineW, r.fineS)
 	}
@@ -156,6 +167,9 @@ func (r *rule) compatible(in *instance) bool {
 	}
 	if want.Drift != nil {
 		ok = ok && want.Drift.Compatible(in.Drift)
+	}
+	if want.Change != nil {
+		ok = ok && in.Change.Compatible(r.change)
 	}
 	return ok
 }
@@ -194,6 +208,13 @@ func (r *rule) add(in *instance, now time.Time, x, w float64, s slo.Sample) {
 			c.Add(v, w)
 		}
 		in.counters.add(v, w)
+	case alerts.KindChange:
+		in.Change.Observe(r.change, now, x, w)
+		if b := in.Fine.At(now); b != nil {
+			b.S.Add(x, w)
+			b.Worst.Offer(s, r.th.Badness)
+		}
+		in.counters.add(x, w)
 	default:
 		if b := in.Fine.At(now); b != nil {
 			b.S.Add(x, w)
@@ -266,6 +287,8 @@ func (r *rule) evaluate(e *Engine, service string, in *instance, now time.Time) 
 		return r.evalDrift(e, service, in, now)
 	case alerts.KindBurnRate:
 		return r.evalBurn(e, service, in, now)
+	case alerts.KindChange:
+		return r.evalChange(e, service, in, now)
 	}
 	return r.evalThreshold(e, service, in, now)
 }

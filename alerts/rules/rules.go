@@ -81,9 +81,12 @@ func Generate(c *config.Config) (*File, error) {
 	f := &File{Groups: []Group{}}
 	for _, s := range c.SLOs {
 		var g Group
-		if s.Kind == config.SLOBurnRate {
+		switch s.Kind {
+		case config.SLOBurnRate:
 			g = burnRate(s, c.Alerting.DashboardURL.Reveal())
-		} else {
+		case config.SLOChange:
+			g = change(s, c.Alerting.DashboardURL.Reveal())
+		default:
 			g = threshold(s, c.Alerting.DashboardURL.Reveal())
 		}
 		f.Groups = append(f.Groups, g)
@@ -274,6 +277,29 @@ func threshold(s config.SLO, dashboard string) Group {
 			s.RunbookURL.Reveal(), first(s.DashboardURL.Reveal(), dashboard)),
 	})
 	return g
+}
+
+// change is a change SLO's rule. Prometheus cannot run the sequential detector (its state is
+// per sample, in the process), so the rule reads the detector's own verdict,
+// ragwatch_slo_change_detected, and fires when any replica holds a detected change: the same
+// alert name and labels as the in-process alert, for Alertmanager to group them.
+func change(s config.SLO, dashboard string) Group {
+	word := "drop"
+	if s.Direction == config.DirectionUp {
+		word = "rise"
+	}
+	return Group{Name: "ragwatch-slo-" + s.Name, Rules: []Rule{{
+		Alert: alerts.NameThreshold,
+		Expr:  fmt.Sprintf(`max by (slo, service) (%s{slo=%q}) == 1`, alerts.MetricChangeDetected, s.Name),
+		For:   forDur(s.For), KeepFiringFor: forDur(s.KeepFiringFor),
+		Labels: withVariant(withLabels(s.Labels, s.Severity, "slo", s.Name), s.Variant),
+		Annotations: annotations(
+			fmt.Sprintf(`SLO %s: a %s of %s detected for {{ $labels.service }}`, s.Name, word, s.Metric),
+			fmt.Sprintf(`A ragwatch replica's change detector holds a %s of %s of %s or more (one false alarm per %s per series); `+
+				`%s shows the level and GET /api/v1/alerts the change time and the levels before and after.`,
+				word, s.Metric, prom(s.MinShift), s.FalseAlarms.String(), alerts.MetricSLOValue)+signalNote(s.Metric),
+			s.RunbookURL.Reveal(), first(s.DashboardURL.Reveal(), dashboard)),
+	}}}
 }
 
 // signalNote tells, for an alert on a request signal, what one value is and which metric shows

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -385,5 +386,29 @@ func TestJudgeDriftRuleWithGoldenSet(t *testing.T) {
 	if g.Name != "ragwatch-golden" || len(g.Rules) != 1 || g.Rules[0].Alert != NameJudgeDrift ||
 		g.Rules[0].Expr != `max by (judge, metric) (ragwatch_golden_drift) > 0` || g.Rules[0].Labels["severity"] != "warning" {
 		t.Fatalf("golden group %+v", g)
+	}
+}
+
+// TestChangeSLORule: Prometheus cannot run the sequential detector, so a change SLO's rule
+// reads the detector's verdict, fleet-wide, under the in-process alert's name and labels.
+func TestChangeSLORule(t *testing.T) {
+	c, err := config.Parse([]byte("slos:\n  - {name: faith, kind: change, metric: faithfulness, severity: ticket, variant: b}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Generate(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := f.Groups[0]
+	if g.Name != "ragwatch-slo-faith" || len(g.Rules) != 1 {
+		t.Fatalf("group: %+v", g)
+	}
+	r := g.Rules[0]
+	if r.Alert != "RagwatchSLOViolated" || r.Expr != `max by (slo, service) (ragwatch_slo_change_detected{slo="faith"}) == 1` ||
+		r.For != "" || r.KeepFiringFor != "1m" ||
+		!reflect.DeepEqual(r.Labels, map[string]string{"severity": "ticket", "slo": "faith", "variant": "b"}) ||
+		!strings.Contains(r.Annotations["description"], "0.1 or more (one false alarm per 1/30d per series)") {
+		t.Fatalf("rule: %+v", r)
 	}
 }

@@ -37,8 +37,9 @@ func bernoulli(m float64) float64 { return m * (1 - m) }
 // spread02: values spread around the mean with a standard deviation of 0.2.
 func spread02(float64) float64 { return 0.04 }
 
-// TestTimeToFireWorkedExample is the worked example of docs/alerts.md: the default
-// citation-precision SLO (alert below 0.70 over 15m, min_samples 30), 10 % sampling, a true drop
+// TestTimeToFireWorkedExample is the worked example of docs/alerts.md: the citation-precision
+// SLO as a threshold SLO (alert below 0.70 over 15m, min_samples 30; the default before change
+// detection, alerts/changepoint), 10 % sampling, a true drop
 // from 0.90 to 0.60. The times are to the first breach; the alert fires `for` (2m) later, at the
 // next evaluation (every 15s).
 func TestTimeToFireWorkedExample(t *testing.T) {

@@ -62,3 +62,19 @@ func TestWireFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeAnnotations: a change alert tells Alertmanager when the change began and the
+// levels either side.
+func TestChangeAnnotations(t *testing.T) {
+	p := New(Config{Name: "am", URL: "http://am.example"}, nil, time.Now).Payload(fixture.Change())
+	want := map[string]string{"change_time": "2026-03-01T11:59:20Z", "level_before": "0.95 [0.94, 0.96] (95%, n=12000)",
+		"level_after": "0.55 [0.5, 0.6] (95%, n=400)"}
+	for k, v := range want {
+		if p[0].Annotations[k] != v {
+			t.Errorf("annotation %s = %q, want %q", k, p[0].Annotations[k], v)
+		}
+	}
+	if _, ok := New(Config{Name: "am", URL: "http://am.example"}, nil, time.Now).Payload(fixture.Alert())[0].Annotations["change_time"]; ok {
+		t.Error("a threshold alert has no change_time")
+	}
+}

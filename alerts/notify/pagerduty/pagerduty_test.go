@@ -73,3 +73,12 @@ func TestConfigReadsRoutingKeyFromEnv(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestChangeDetails: a change alert's incident shows when the change began and both levels.
+func TestChangeDetails(t *testing.T) {
+	d := New(Config{Name: "pd", RoutingKey: "k"}, nil).Event(fixture.Change()).Payload.CustomDetails
+	if d["change_time"] != "2026-03-01T11:59:20Z" || d["level_before"] != "0.95 [0.94, 0.96] (95%, n=12000)" ||
+		d["level_after"] != "0.55 [0.5, 0.6] (95%, n=400)" {
+		t.Fatalf("custom details: %v", d)
+	}
+}

@@ -89,6 +89,14 @@ func (n *Notifier) Message(a alerts.Alert) Message {
 	if a.BudgetRemaining != nil {
 		fields = append(fields, Text{Type: "mrkdwn", Text: "*Error budget left*\n" + alerts.FormatValue(*a.BudgetRemaining)})
 	}
+	if ct := a.ChangeTimeText(); ct != "" {
+		// When it started comes first to the eye of whoever correlates it with a deploy.
+		fields = append([]Text{{Type: "mrkdwn", Text: "*Changed at*\n" + ct}}, fields...)
+	}
+	if a.LevelBefore != nil && a.LevelAfter != nil && a.ChangeTime != nil {
+		fields = append(fields, Text{Type: "mrkdwn", Text: "*Before*\n" + esc.Replace(a.LevelBefore.Text())},
+			Text{Type: "mrkdwn", Text: "*After*\n" + esc.Replace(a.LevelAfter.Text())})
+	}
 	m.Blocks = append(m.Blocks, Block{Type: "section", Fields: fields})
 	if d := a.DiagnosisText(); d != "" {
 		m.Blocks = append(m.Blocks, Block{Type: "section", Text: &Text{Type: "mrkdwn", Text: "*Diagnosis*\n" + esc.Replace(d)}})

@@ -60,3 +60,18 @@ func TestWireFormat(t *testing.T) {
 		t.Fatalf("network error: retry=%v err=%v (must retry and never show the URL)", retry, err)
 	}
 }
+
+// TestChangeFields: a change alert's message leads with the change time and shows both levels.
+func TestChangeFields(t *testing.T) {
+	m := New(Config{Name: "chat"}, nil).Message(fixture.Change())
+	var fields []string
+	for _, b := range m.Blocks {
+		for _, f := range b.Fields {
+			fields = append(fields, f.Text)
+		}
+	}
+	if len(fields) < 3 || fields[0] != "*Changed at*\n2026-03-01T11:59:20Z" ||
+		fields[len(fields)-2] != "*Before*\n0.95 [0.94, 0.96] (95%, n=12000)" || fields[len(fields)-1] != "*After*\n0.55 [0.5, 0.6] (95%, n=400)" {
+		t.Fatalf("fields: %q", fields)
+	}
+}

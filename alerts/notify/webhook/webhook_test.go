@@ -81,3 +81,40 @@ func TestUnsignedWithoutSecret(t *testing.T) {
 		t.Fatalf("sig %q err %v", sig, err)
 	}
 }
+
+// TestChangeBody: the webhook body carries change_time (RFC 3339) and the levels with their
+// intervals.
+func TestChangeBody(t *testing.T) {
+	var body []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ = io.ReadAll(r.Body)
+	}))
+	defer srv.Close()
+	n := New(Config{Name: "audit", URL: config.Secret(srv.URL)}, srv.Client(), time.Now)
+	if _, err := n.Notify(context.Background(), fixture.Change()); err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Alert struct {
+			ChangeTime  string `json:"change_time"`
+			LevelBefore struct {
+				Value    float64 `json:"value"`
+				N        int64   `json:"n"`
+				Interval struct {
+					Lower, Upper, Level float64
+				} `json:"interval"`
+			} `json:"level_before"`
+			LevelAfter struct {
+				Value float64 `json:"value"`
+			} `json:"level_after"`
+		} `json:"alert"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	a := m.Alert
+	if a.ChangeTime != "2026-03-01T11:59:20Z" || a.LevelBefore.Value != 0.95 || a.LevelBefore.N != 12000 ||
+		a.LevelBefore.Interval.Lower != 0.94 || a.LevelBefore.Interval.Level != 0.95 || a.LevelAfter.Value != 0.55 {
+		t.Fatalf("body: %s", body)
+	}
+}

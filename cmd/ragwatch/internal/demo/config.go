@@ -42,6 +42,16 @@ slos:
     keep_firing_for: 5s
     severity: page
     runbook_url: https://runbooks.example.internal/rag/citation-precision
+  # The default faithfulness SLO detects a change instead of waiting for a window: the alert
+  # says when the drop began (change_time), as on-call needs to match it with a deploy.
+  - name: faithfulness
+    kind: change
+    metric: faithfulness
+    min_shift: 0.1
+    false_alarms: 1/30d
+    min_samples: 20
+    keep_firing_for: 5s
+    severity: page
 drift:
   window: 20s
   reference_window: 60s

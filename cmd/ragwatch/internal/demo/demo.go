@@ -52,6 +52,10 @@ type AlertEvent struct {
 	Worst    []string // trace ids
 	// Diagnosis is the pattern the alert was diagnosed with ("none" when none showed).
 	Diagnosis string
+	// ChangeAt is, for a change SLO, when its detector says the change began (since the demo
+	// started); HasChange tells whether there is one.
+	ChangeAt  time.Duration
+	HasChange bool
 }
 
 // Summary is what the demo reports at the end.

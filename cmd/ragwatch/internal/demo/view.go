@@ -33,6 +33,11 @@ func (d *demo) observe() {
 			d.alerts[key] = ev
 			d.order = append(d.order, key)
 			d.logf("ALERT FIRING %s (%s): value %.3f %s threshold %.3f", al.Rule, al.Severity, al.Value, al.Comparator, al.Threshold)
+			if al.ChangeTime != nil {
+				ev.ChangeAt, ev.HasChange = al.ChangeTime.Sub(d.start), true
+				d.logf("  change began at %s (%s into the demo): %s before, %s after", al.ChangeTimeText(),
+					ev.ChangeAt.Round(100*time.Millisecond), al.LevelBefore.Text(), al.LevelAfter.Text())
+			}
 			d.logf("  diagnosis: %s", diagnosisText(&al))
 			if al.Diagnosis != nil {
 				ev.Diagnosis = al.Diagnosis.Pattern
@@ -136,7 +141,7 @@ func (d *demo) render() {
 		if ev.Resolved != 0 {
 			state = fmt.Sprintf("resolved at %s", ev.Resolved.Round(time.Second))
 		}
-		fmt.Fprintf(&b, "          %-22s %-6s fired at %-6s %s  value %.3f\n", ev.Rule, ev.Severity, ev.FiredAt.Round(time.Second), state, ev.Value)
+		fmt.Fprintf(&b, "          %-22s %-6s fired at %-6s %s  value %.3f%s\n", ev.Rule, ev.Severity, ev.FiredAt.Round(time.Second), state, ev.Value, changeText(ev))
 		if len(ev.Worst) > 0 {
 			fmt.Fprintf(&b, "            worst traces: %s\n", strings.Join(ev.Worst, " "))
 		}
@@ -210,8 +215,8 @@ func printSummary(w io.Writer, s Summary) {
 		if a.Diagnosis != "" {
 			diagnosis = "; diagnosis: " + a.Diagnosis
 		}
-		fmt.Fprintf(w, "alert %s kind=%s severity=%s fired at %s, %s%s; worst traces: %s\n",
-			a.Rule, a.Kind, a.Severity, a.FiredAt.Round(time.Second), resolved, diagnosis, strings.Join(a.Worst, ","))
+		fmt.Fprintf(w, "alert %s kind=%s severity=%s fired at %s, %s%s%s; worst traces: %s\n",
+			a.Rule, a.Kind, a.Severity, a.FiredAt.Round(time.Second), resolved, changeText(&a), diagnosis, strings.Join(a.Worst, ","))
 	}
 }
 
@@ -330,4 +335,12 @@ func boundsText(lower, upper *float64) string {
 		return "[unbounded]"
 	}
 	return fmt.Sprintf("[%.3f, %.3f]", *lower, *upper)
+}
+
+// changeText is "; change began at 20.4s" for a change SLO's alert, "" for others.
+func changeText(ev *AlertEvent) string {
+	if !ev.HasChange {
+		return ""
+	}
+	return "; change began at " + ev.ChangeAt.Round(100*time.Millisecond).String()
 }

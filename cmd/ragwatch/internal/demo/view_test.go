@@ -53,12 +53,15 @@ func TestSummaryListsComparisons(t *testing.T) {
 				State: "collecting", CandidateN: 1, BaselineN: 3, WorstTraceIDs: []string{}},
 		},
 		Alerts: []AlertEvent{{Rule: "prompt-v2-canary", Kind: comparison.KindComparison, Severity: "ticket", FiredAt: 19 * time.Second,
-			Worst: []string{"ec99", "5820"}}},
+			Worst: []string{"ec99", "5820"}},
+			{Rule: "faithfulness", Kind: "change", Severity: "page", FiredAt: 21 * time.Second, ChangeAt: 20400 * time.Millisecond, HasChange: true,
+				Worst: []string{"ab12"}}},
 	})
 	for _, want := range []string{
 		"\ncomparison prompt-v2-canary prompt-v2 vs prompt-v1 metric=faithfulness state=candidate_worse delta=-0.505 [-0.687, -0.323] n=38/114; worst traces: ec99,5820\n",
 		"\ncomparison prompt-v2-canary prompt-v2 vs prompt-v1 metric=citation_precision state=collecting delta=0.000 [unbounded] n=1/3; worst traces: \n",
 		"\nalert prompt-v2-canary kind=comparison severity=ticket fired at 19s, still firing; worst traces: ec99,5820\n",
+		"\nalert faithfulness kind=change severity=page fired at 21s, still firing; change began at 20.4s; worst traces: ab12\n",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
