@@ -37,6 +37,7 @@ func TestAlertsDefaults(t *testing.T) {
 	}
 	wantSLOs := []string{
 		"citation-precision change citation_precision<-1>-1 n30",
+		"citation-precision-floor threshold citation_precision<0.7>-1 n30",
 		"faithfulness change faithfulness<-1>-1 n30",
 		"answer-relevancy change answer_relevancy<-1>-1 n30",
 		"empty-retrieval-rate threshold empty_retrieval_rate<-1>0.1 n100",
@@ -49,7 +50,7 @@ func TestAlertsDefaults(t *testing.T) {
 		t.Fatal("Parse(nil) and Default() disagree on the SLOs")
 	}
 	// The quality SLOs detect changes: a drop of 0.10, one false alarm per 30 days.
-	if f := c.SLOs[1]; f.Direction != DirectionDown || f.MinShift != 0.1 || f.FalseAlarms.Every != 30*24*time.Hour ||
+	if f := c.SLOs[2]; f.Direction != DirectionDown || f.MinShift != 0.1 || f.FalseAlarms.Every != 30*24*time.Hour ||
 		f.FalseAlarms.String() != "1/30d" || f.Reference != model.Duration(3*time.Hour) || f.Window != 0 || f.For != 0 {
 		t.Fatalf("default faithfulness SLO: %+v", f)
 	}

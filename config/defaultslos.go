@@ -25,6 +25,9 @@ func DefaultSLOs() []SLO {
 	}
 	return []SLO{
 		change("citation-precision", "citation_precision", 0.85, "page"),
+		// A change detector pages on a drop from the service's own level; a service whose
+		// citations were never good enough has none. The floor pages on the level itself.
+		th("citation-precision-floor", "citation_precision", 0.85, f(0.70), nil, 15*time.Minute, 30, 2*time.Minute, "page"),
 		change("faithfulness", "faithfulness", 0.85, "page"),
 		change("answer-relevancy", "answer_relevancy", 0.80, "ticket"),
 		th("empty-retrieval-rate", "empty_retrieval_rate", 0.02, nil, f(0.10), 15*time.Minute, 100, 5*time.Minute, "ticket"),

@@ -303,7 +303,8 @@ func TestEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ragwatch rules: %v", err)
 		}
-		for _, want := range []string{`slo: citation-precision`, `max by (slo, service) (ragwatch_slo_change_detected{slo="citation-precision"}) == 1`} {
+		for _, want := range []string{`slo: citation-precision`, `max by (slo, service) (ragwatch_slo_change_detected{slo="citation-precision"}) == 1`,
+			`slo: citation-precision-floor`, `ragwatch:slo_upper_bound:15m{slo="citation-precision-floor"} < 0.7`} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("ragwatch rules (no config) lacks %q:\n%s", want, out)
 			}
