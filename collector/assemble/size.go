@@ -4,6 +4,8 @@ import (
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/ragwatch/ragwatch/collector/span"
 )
 
 // Held-memory accounting (assembly.max_bytes, ragwatch_assembly_held_bytes). A held trace keeps
@@ -14,10 +16,10 @@ import (
 // TestHeldBytesMatchHeap holds thousands of traces and checks the total against the heap.
 
 var (
-	spanBytes  = int64(unsafe.Sizeof(Span{}))
-	attrBytes  = int64(unsafe.Sizeof(Attr{}))
-	eventBytes = int64(unsafe.Sizeof(Event{}))
-	linkBytes  = int64(unsafe.Sizeof(Link{}))
+	spanBytes  = int64(unsafe.Sizeof(span.Span{}))
+	attrBytes  = int64(unsafe.Sizeof(span.Attr{}))
+	eventBytes = int64(unsafe.Sizeof(span.Event{}))
+	linkBytes  = int64(unsafe.Sizeof(span.Link{}))
 	// traceFixed is a held trace's own struct plus its entry in the map of held traces (a
 	// Swiss-table slot of id and pointer, at a load between 7/16 and 7/8: ≈ 40 bytes).
 	traceFixed = allocBytes(int64(unsafe.Sizeof(trace{})), true) +
@@ -80,9 +82,9 @@ func strBytes(s string) int64 {
 	}
 }
 
-// size is what a held span keeps alive: its slot in the trace's []Span, and everything its
+// spanSize is what a held span keeps alive: its slot in the trace's []Span, and everything its
 // fields point at.
-func (s *Span) size() int64 {
+func spanSize(s *span.Span) int64 {
 	n := spanBytes + strBytes(s.Name) + strBytes(s.Service) + strBytes(s.Variant)
 	n += attrsSize(s.Attrs)
 	if cap(s.Events) > 0 {
@@ -97,14 +99,14 @@ func (s *Span) size() int64 {
 	return n
 }
 
-func attrsSize(as []Attr) int64 {
+func attrsSize(as []span.Attr) int64 {
 	if cap(as) == 0 {
 		return 0
 	}
 	n := allocBytes(int64(cap(as))*attrBytes, true)
 	for i := range as {
 		n += keyBytes(as[i].Key) + strBytes(as[i].Value.Str())
-		if as[i].Value.Type == TypeRaw {
+		if as[i].Value.Type == span.TypeRaw {
 			n += 16 + rawSize(as[i].Value.Raw(), 0) // the Value's box, then what it holds
 		}
 	}
@@ -144,6 +146,6 @@ func rawSize(x any, depth int) int64 {
 
 // traceOverhead is what a held trace costs beyond its spans' size: its struct and map entry,
 // and the unused capacity of its []Span (each span's own slot is in its size).
-func traceOverhead(spans []Span) int64 {
+func traceOverhead(spans []span.Span) int64 {
 	return traceFixed + allocBytes(int64(cap(spans))*spanBytes, true) - int64(len(spans))*spanBytes
 }
