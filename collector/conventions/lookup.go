@@ -82,8 +82,11 @@ func Kept(k string) bool {
 }
 
 // KindOf returns the span kind value v of a span-kind Field names. v is read as the readers
-// read it: upper case for OIKind, lower case for the others.
+// read it (Normalize): upper case for OIKind, lower case for the others.
 func KindOf(f Field, v string) Kind {
+	if v == "" {
+		return KindNone
+	}
 	for i := range KindValues {
 		if KindValues[i].Field == f && KindValues[i].Value == v {
 			return KindValues[i].Kind
@@ -93,26 +96,22 @@ func KindOf(f Field, v string) Kind {
 }
 
 // Normalize returns v as KindOf compares it for field f: strings.ToUpper for OIKind,
-// strings.ToLower for the other kinds, without the scan when v is spelled as the
-// conventions spell it, which is how instrumentations send it.
+// strings.ToLower for the other kinds, without their work when v is ASCII already in that
+// case, which is how instrumentations send it.
 func Normalize(f Field, v string) string {
-	if _, ok := spellings[f][v]; ok {
-		return v
+	lo, hi := byte('a'), byte('z') // the letters OIKind's upper case changes
+	if f != OIKind {
+		lo, hi = 'A', 'Z'
 	}
-	if f == OIKind {
-		return strings.ToUpper(v)
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c >= 0x80 || (c >= lo && c <= hi) {
+			if f == OIKind {
+				return strings.ToUpper(v)
+			}
+			return strings.ToLower(v)
+		}
 	}
-	return strings.ToLower(v)
-}
-
-// spellings holds the values of each span-kind field spelled as the conventions spell them.
-var spellings [numFields]map[string]struct{}
-
-// otherKinds are span-kind values the readers compare but that name no kind of KindValues.
-var otherKinds = map[Field][]string{
-	OIKind:        {"CHAIN", "TOOL", "AGENT", "GUARDRAIL", "EVALUATOR", "PROMPT", "UNKNOWN"},
-	Operation:     {"execute_tool", "create_agent", "invoke_agent"},
-	TraceloopKind: {"workflow", "task", "agent", "tool", "rerank", "unknown"},
+	return v
 }
 
 // EventOf returns the row of Events that name is.
@@ -171,20 +170,6 @@ seeds:
 	for f := range Families {
 		c := Families[f].Prefix[0]
 		familiesByByte[c] = append(familiesByByte[c], Fam(f))
-	}
-	add := func(f Field, v string) {
-		if spellings[f] == nil {
-			spellings[f] = map[string]struct{}{}
-		}
-		spellings[f][v] = struct{}{}
-	}
-	for _, kv := range KindValues {
-		add(kv.Field, kv.Value)
-	}
-	for f, vs := range otherKinds {
-		for _, v := range vs {
-			add(f, v)
-		}
 	}
 	initShared()
 }
