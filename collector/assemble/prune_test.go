@@ -188,3 +188,45 @@ func valueOf(v pcommon.Value) span.Value {
 	}
 	return span.Value{}
 }
+
+// An LLM-kind span that also carries a sign of a retrieval (a document list, a retrieval key,
+// a reranker key, a retrieval operation) is not certainly a generation: its input is the
+// retrieval's query, and pruning keeps it. Read through both decoders.
+func TestPruneKeepsInputOfRetrievingLLMSpans(t *testing.T) {
+	lim := span.Limits{MaxSpansPerRequest: 100, MaxAttributesPerSpan: 128, MaxEventsPerSpan: 128, MaxAttributeValueBytes: 1 << 16}
+	for _, sign := range []map[string]any{
+		{"retrieval.documents.0.document.content": "c"},
+		{"retrieval.documents.20.document.content": "c"}, // beyond the shared keys: read by its text
+		{"reranker.output_documents.0.document.content": "c"},
+		{"reranker.input_documents.0.document.content": "c"},
+		{"reranker.query": "rq"},
+		{"rag.documents": `[{"id":"d","content":"c"}]`},
+		{"db.vector.query.top_k": 3},
+		{"gen_ai.operation.name": "retrieval"},
+	} {
+		attrs := map[string]any{"openinference.span.kind": "LLM", "input.value": "the question?",
+			"llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": "the answer"}
+		for k, v := range sign {
+			attrs[k] = v
+		}
+		td := build(t, 1, "s", sp{id: 1, name: "chain", end: ms(100), attrs: map[string]any{"openinference.span.kind": "CHAIN"}},
+			sp{id: 2, parent: 1, name: "rag-llm", start: ms(1), end: ms(90), attrs: attrs})
+		body, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire, _, werr := span.DecodeProto(body, lim, nil, nil, nil)
+		if werr != nil {
+			t.Fatal(werr)
+		}
+		for name, spans := range map[string][]span.Span{"pdata": span.FromTraces(td, nil, nil), "wire": wire} {
+			var input bool
+			for _, a := range spans[1].Attrs {
+				input = input || a.Key == "input.value"
+			}
+			if !input {
+				t.Errorf("%v, %s: input.value pruned", sign, name)
+			}
+		}
+	}
+}

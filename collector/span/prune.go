@@ -47,8 +47,7 @@ func pruneSpanAttrs(as []Attr, s *Span, msgs *[]Message) []Attr {
 		}
 		switch {
 		case k == "openinference.span.kind":
-			v := &as[i].Value
-			llm = v.Type == TypeStr && len(v.Str()) == 3 && strings.ToUpper(v.Str()) == "LLM" // as onlyGeneration reads it
+			llm = isLLMKind(&as[i].Value) // as onlyGeneration reads it
 		case len(k) > 19 && k[:19] == "llm.input_messages.":
 			oiIn = true
 		case strings.HasPrefix(k, "gen_ai.prompt"):
@@ -154,50 +153,60 @@ func indexKept(i int, keep []bool) bool {
 	return i < len(keep) && keep[i]
 }
 
-// onlyGeneration reports whether collector/facts Read will certainly classify the span as a generation
-// and not a retrieval: its OpenInference kind is LLM, and none of the signs of a retrieval or an
-// embedding is present.
+// onlyGeneration reports whether collector/facts Read will certainly classify the span as a
+// generation and not a retrieval: its OpenInference kind is LLM, and none of the signs of a
+// retrieval or an embedding the conventions' table declares is present (a key or event whose
+// presence says retrieval, a key of a document list or of the reranker, a retrieval query, an
+// operation or request type naming a retrieval or an embedding).
 func onlyGeneration(as []Attr, s *Span) bool {
 	if strings.HasPrefix(s.Name, "vector_db_retrieve") {
 		return false
 	}
 	for i := range s.Events {
-		if n := s.Events[i].Name; n == "db.query.result" || n == "db.search.result" {
+		if e, ok := conventions.EventOf(s.Events[i].Name); ok && e.Sign&conventions.SignRetrieval != 0 {
 			return false
 		}
 	}
 	llm := false
 	for i := range as {
 		k := as[i].Key
-		if len(k) < len("reranker.") {
-			continue // shorter than every key below
-		}
-		switch k[0] {
-		case 'o', 'g', 'l', 'r', 'd':
-		default:
-			continue // no key below starts otherwise
-		}
-		switch k {
-		case "openinference.span.kind":
-			v := &as[i].Value
-			llm = v.Type == TypeStr && len(v.Str()) == 3 && strings.ToUpper(v.Str()) == "LLM" // Text() of any other type is never "LLM"
-		case "gen_ai.operation.name":
-			switch strings.ToLower(as[i].Value.Text()) {
-			case "retrieval", "vector_db_retrieve", "embeddings", "embedding":
+		var key *conventions.Key
+		if in, ok := conventions.Shared(k); ok { // most keys: known by their address
+			if !in.Fixed {
+				if retrievalFam(in.Fam) {
+					return false
+				}
+				continue
+			}
+			key = in.Key
+		} else if key, ok = conventions.Lookup(k); !ok {
+			if f, _, fam := conventions.FamilyOf(k); fam && retrievalFam(f) {
 				return false
 			}
-		case "llm.request.type":
-			switch strings.ToLower(as[i].Value.Text()) {
-			case "embedding", "embeddings":
-				return false
-			}
-		case "gen_ai.retrieval.documents", "rag.documents", "db.vector.query.top_k", "db.vector.query.result_count":
+			continue
+		}
+		if key.Sign&conventions.SignRetrieval != 0 || key.Field == conventions.RetrievalQuery {
 			return false
-		default:
-			if strings.HasPrefix(k, "retrieval.") || strings.HasPrefix(k, "reranker.") {
+		}
+		switch key.Field {
+		case conventions.OIKind:
+			llm = isLLMKind(&as[i].Value)
+		case conventions.Operation, conventions.LLMRequestType:
+			switch conventions.KindOf(key.Field, conventions.Normalize(key.Field, as[i].Value.Text())) {
+			case conventions.KindRetrieval, conventions.KindEmbedding:
 				return false
 			}
 		}
 	}
 	return llm
+}
+
+// isLLMKind reports whether v, a value of openinference.span.kind, names a generation (LLM).
+func isLLMKind(v *Value) bool {
+	return v.Type == TypeStr && conventions.KindOf(conventions.OIKind, conventions.Normalize(conventions.OIKind, v.Str())) == conventions.KindGeneration
+}
+
+// retrievalFam reports whether keys of family f are signs of a retrieval (the document lists).
+func retrievalFam(f conventions.Fam) bool {
+	return f <= conventions.FamRerankOut || conventions.Families[f].Sign&conventions.SignRetrieval != 0
 }
