@@ -60,17 +60,33 @@ func FamilyOf(k string) (Fam, string, bool) {
 	if len(k) < 5 {
 		return 0, "", false
 	}
+	var head uint64 // k's first 8 bytes: a family whose prefix starts otherwise is passed by
+	if len(k) >= 8 {
+		head = uint64(k[0]) | uint64(k[1])<<8 | uint64(k[2])<<16 | uint64(k[3])<<24 |
+			uint64(k[4])<<32 | uint64(k[5])<<40 | uint64(k[6])<<48 | uint64(k[7])<<56
+	}
 	for _, f := range familiesByByte[k[0]] {
-		p := Families[f].Prefix
-		if len(k) > len(p) && k[:len(p)] == p {
-			return f, k[len(p):], true
+		p := &famHeads[f]
+		if len(k) <= len(p.prefix) || (len(k) >= 8 && head&p.mask != p.head) {
+			continue
+		}
+		if k[:len(p.prefix)] == p.prefix {
+			return f, k[len(p.prefix):], true
 		}
 	}
 	return 0, "", false
 }
 
-// familiesByByte lists the families by their prefix's first byte.
-var familiesByByte [256][]Fam
+// famHead is a family's prefix with its first (up to 8) bytes as a word.
+type famHead struct {
+	prefix     string
+	head, mask uint64
+}
+
+var (
+	familiesByByte [256][]Fam // the families by their prefix's first byte
+	famHeads       [numFams]famHead
+)
 
 // Kept reports whether a held span keeps the span attribute k: a key of Keys, or of Families.
 func Kept(k string) bool {
@@ -87,13 +103,16 @@ func KindOf(f Field, v string) Kind {
 	if v == "" {
 		return KindNone
 	}
-	for i := range KindValues {
-		if KindValues[i].Field == f && KindValues[i].Value == v {
-			return KindValues[i].Kind
+	for _, kv := range kindsByField[f] {
+		if kv.Value == v {
+			return kv.Kind
 		}
 	}
 	return KindNone
 }
+
+// kindsByField holds KindValues by their Field.
+var kindsByField [numFields][]KindValue
 
 // Normalize returns v as KindOf compares it for field f: strings.ToUpper for OIKind,
 // strings.ToLower for the other kinds, without their work when v is ASCII already in that
@@ -168,8 +187,17 @@ seeds:
 		break
 	}
 	for f := range Families {
-		c := Families[f].Prefix[0]
-		familiesByByte[c] = append(familiesByByte[c], Fam(f))
+		p := Families[f].Prefix
+		familiesByByte[p[0]] = append(familiesByByte[p[0]], Fam(f))
+		h := &famHeads[f]
+		h.prefix = p
+		for i := 0; i < len(p) && i < 8; i++ {
+			h.head |= uint64(p[i]) << (8 * i)
+			h.mask |= 0xff << (8 * i)
+		}
+	}
+	for _, kv := range KindValues {
+		kindsByField[kv.Field] = append(kindsByField[kv.Field], kv)
 	}
 	initShared()
 }
