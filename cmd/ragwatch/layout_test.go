@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"go/build"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,11 +44,65 @@ func TestLayout(t *testing.T) {
 	}
 }
 
+// maxPackageLines bounds a product package's non-test Go: past it a package holds more than one
+// concept (collector/assemble had 6,900 lines and four concepts; docs/architecture.md). config,
+// the one schema of every section, is the exception.
+const maxPackageLines = 3000
+
+// TestOneHomePerPackage: no two packages share a name (the separate programs of scripts/ and
+// cmd/ are all `main`), and no product package but config holds more than maxPackageLines
+// lines of non-test Go.
+func TestOneHomePerPackage(t *testing.T) {
+	pkgs := productPackages(t, "../..")
+	byName := map[string][]string{}
+	for rel, p := range pkgs {
+		if p.Name != "main" {
+			byName[p.Name] = append(byName[p.Name], rel)
+		}
+		if top, _, _ := strings.Cut(rel, "/"); rel == "config" || top == "scripts" || top == "e2e" {
+			continue
+		}
+		n := 0
+		for _, f := range p.GoFiles {
+			b, err := os.ReadFile(filepath.Join(p.Dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += bytes.Count(b, []byte("\n"))
+		}
+		if n > maxPackageLines {
+			t.Errorf("%s has %d lines of non-test Go, more than %d: split it by concept", rel, n, maxPackageLines)
+		}
+	}
+	for name, dirs := range byName {
+		if len(dirs) > 1 {
+			slices.Sort(dirs)
+			t.Errorf("package name %s is used by %v: give each its own name", name, dirs)
+		}
+	}
+}
+
 // productImports maps every package under root (as a module-relative path) to the
 // module-relative paths of the module packages its non-test files import.
 func productImports(t *testing.T, root string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
+	for rel, p := range productPackages(t, root) {
+		var imports []string
+		for _, imp := range p.Imports {
+			if s, ok := strings.CutPrefix(imp, module); ok {
+				imports = append(imports, s)
+			}
+		}
+		out[rel] = imports
+	}
+	return out
+}
+
+// productPackages maps every package under root (module-relative path) to its build info.
+func productPackages(t *testing.T, root string) map[string]*build.Package {
+	t.Helper()
+	out := map[string]*build.Package{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -54,8 +110,7 @@ func productImports(t *testing.T, root string) map[string][]string {
 		if !d.IsDir() {
 			return nil
 		}
-		name := d.Name()
-		if path != root && (strings.HasPrefix(name, ".") || name == "testdata") {
+		if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
 			return filepath.SkipDir
 		}
 		p, err := build.ImportDir(path, 0)
@@ -69,13 +124,7 @@ func productImports(t *testing.T, root string) map[string][]string {
 		if err != nil {
 			return err
 		}
-		var imports []string
-		for _, imp := range p.Imports {
-			if s, ok := strings.CutPrefix(imp, module); ok {
-				imports = append(imports, s)
-			}
-		}
-		out[filepath.ToSlash(rel)] = imports
+		out[filepath.ToSlash(rel)] = p
 		return nil
 	})
 	if err != nil {
