@@ -11,8 +11,13 @@ import (
 // with the size, not with its square: a detector that searched again from each candidate to
 // the end of the text would take 64 times as long for 8 times the text. The bound (32x, with
 // 8 KB counted as at least 200 µs) leaves room for a machine shared with other work; the best
-// of five runs is taken.
+// of five runs is taken. Under the race detector (make test's unit run) the ratio measures its
+// instrumentation, not the detectors, and a loaded machine took 35x there: it skips, and
+// `make unit` runs it again without -race.
 func TestAdversarialTextStaysLinear(t *testing.T) {
+	if raceDetector {
+		t.Skip("timing ratios under the race detector measure its instrumentation; run without -race")
+	}
 	r, err := New(nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
