@@ -188,6 +188,8 @@ type Tracker struct {
 	// results arrive decoded, each with its own copy of every string.
 	judges   []metricScorer
 	judgeIDs map[metricScorer]uint16
+	// lastJudge is the id judgeID returned last (0: none).
+	lastJudge uint16
 
 	value, bound, pairs *prometheus.GaugeVec
 	unpaired            *prometheus.CounterVec
@@ -274,7 +276,11 @@ func (a *Tracker) key(traceID, spanID string) recordKey {
 // judgeID returns the id of the shared service, metric and scorer (judges index + 1), adding
 // it while fewer than maxInterned are held, else 0.
 func (a *Tracker) judgeID(service, metric, scorer string) uint16 {
+	if id := a.lastJudge; id != 0 && a.judges[id-1] == (metricScorer{service, metric, scorer}) {
+		return id // results come in runs of the same service and scorer
+	}
 	if id, ok := a.judgeIDs[metricScorer{service, metric, scorer}]; ok {
+		a.lastJudge = id
 		return id
 	}
 	if len(a.judges) >= maxInterned {
@@ -284,6 +290,7 @@ func (a *Tracker) judgeID(service, metric, scorer string) uint16 {
 	a.judges = append(a.judges, ms)
 	id := uint16(len(a.judges))
 	a.judgeIDs[ms] = id
+	a.lastJudge = id
 	return id
 }
 
