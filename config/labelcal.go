@@ -29,11 +29,14 @@ type LabelCalibration struct {
 	// per series.
 	Bucket  string `yaml:"bucket"`
 	History int    `yaml:"history"`
+	// MaxBytes caps the bucket; a fit that does not fit is counted (store_failed) and the
+	// previous version stays in use.
+	MaxBytes int64 `yaml:"max_bytes"`
 }
 
 func defaultLabelCalibration() LabelCalibration {
 	return LabelCalibration{Enabled: true, MinLabels: 200, Folds: 5, MaxPairs: 2000, MaxSeries: 256,
-		Bucket: "ragwatch_labelcal", History: 16}
+		Bucket: "ragwatch_labelcal", History: 16, MaxBytes: 16 << 20}
 }
 
 // bucketName is what a JetStream KV bucket name may hold.
@@ -59,6 +62,9 @@ func (c LabelCalibration) Validate() error {
 	}
 	if !bucketName.MatchString(c.Bucket) {
 		errs = append(errs, Invalid("bucket", "must be a JetStream KV bucket name (letters, digits, _ and -), got %q", c.Bucket))
+	}
+	if c.MaxBytes <= 0 {
+		errs = append(errs, Invalid("max_bytes", "must be positive, got %d", c.MaxBytes))
 	}
 	if c.History < 1 || c.History > 64 {
 		errs = append(errs, Invalid("history", "must be in [1, 64] (JetStream's limit), got %d", c.History))

@@ -15,7 +15,6 @@ import (
 
 	"github.com/ragwatch/ragwatch/alerts/engine"
 	"github.com/ragwatch/ragwatch/alerts/judgeagreement"
-	"github.com/ragwatch/ragwatch/sampler/labelcal"
 	"github.com/ragwatch/ragwatch/alerts/notify"
 	"github.com/ragwatch/ragwatch/collector/assemble"
 	"github.com/ragwatch/ragwatch/collector/join"
@@ -34,6 +33,7 @@ import (
 	"github.com/ragwatch/ragwatch/sampler"
 	"github.com/ragwatch/ragwatch/sampler/evalexport"
 	"github.com/ragwatch/ragwatch/sampler/golden"
+	"github.com/ragwatch/ragwatch/sampler/labelcal"
 	"github.com/ragwatch/ragwatch/sampler/scorers"
 	"github.com/ragwatch/ragwatch/sampler/worker"
 )

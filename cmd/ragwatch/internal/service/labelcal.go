@@ -8,10 +8,6 @@ import (
 	"github.com/ragwatch/ragwatch/sampler/worker"
 )
 
-// labelcalBucketBytes caps the calibration maps' bucket: max_series × history versions of a
-// map of at most max_pairs knots stay far below it.
-const labelcalBucketBytes = 64 << 20
-
 // labelCalibration builds the learner of scoring.builtin.calibration: in `ragwatch run` it
 // fits the pairs the judge agreement hands it and serves /api/v1/calibration; in both commands
 // it loads the stored maps at start and watches the bucket, so every scoring worker applies the
@@ -21,7 +17,7 @@ func (b *builder) labelCalibration() (lifecycle, error) {
 	if !c.Enabled {
 		return lifecycle{}, nil
 	}
-	kv, err := b.NATS.VersionedKeyValue(b.ctx, c.Bucket, uint8(c.History), labelcalBucketBytes)
+	kv, err := b.NATS.VersionedKeyValue(b.ctx, c.Bucket, uint8(c.History), c.MaxBytes)
 	if err != nil {
 		return lifecycle{}, fmt.Errorf("build label calibration: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/testutil"
@@ -57,6 +58,56 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 }
 
+// The builtin rates the unfaithful answer 0.84, nearly as high as the faithful one (0.98).
+const faithful, unfaithful = "Paris is the capital of France.", "Lyon is the capital of France."
+
+// sendLabelled hands e a record of trace with answer, carrying label (nil: none), and returns
+// its trace id.
+func sendLabelled(t *testing.T, e *env, trace int, answer string, label *float64) string {
+	t.Helper()
+	id := fmt.Sprintf("%032x", trace)
+	r := &record.Record{TraceID: id, Service: "chat", Time: time.Now(),
+		Query: "What is the capital of France?", Answer: answer,
+		Documents: []record.Document{{ID: "d1", Content: "Paris is the capital and largest city of France."}}}
+	if label != nil {
+		r.Labels = &record.Label{Values: map[string]float64{"faithfulness": *label}, Labeler: "ana"}
+	}
+	if err := e.app.Records.ConsumeRecord(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// recentScoreOf waits for the faithfulness score of trace id in e's GET /api/v1/scores.
+func recentScoreOf(t *testing.T, e *env, id string) recentScore {
+	t.Helper()
+	var got recentScore
+	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, "the score of "+id, func() error {
+		var body struct {
+			Scores []recentScore `json:"scores"`
+		}
+		getJSON(t, e.base+"/api/v1/scores?limit=1000", &body)
+		for _, s := range body.Scores {
+			if s.TraceID == id && s.Metric == "faithfulness" {
+				got = s
+				return nil
+			}
+		}
+		return fmt.Errorf("%d scores, none of %s", len(body.Scores), id)
+	})
+	return got
+}
+
+// calibrationMaps is e's GET /api/v1/calibration.
+func calibrationMaps(t *testing.T, e *env) []calibrationState {
+	t.Helper()
+	var body struct {
+		Maps []calibrationState `json:"maps"`
+	}
+	getJSON(t, e.base+"/api/v1/calibration", &body)
+	return body.Maps
+}
+
 // TestCalibrationFromLabels runs the loop through the service: the builtin scorer rates an
 // unfaithful answer ("Lyon is the capital of France", 0.84) nearly as high as a faithful one
 // (0.98), the team labels them 0 and 1; after min_labels labelled records a map is fitted,
@@ -81,47 +132,11 @@ drift: {detectors: []}
 	cfg.NATS.StoreDir = t.TempDir()
 	cfg.NATS.Embedded.Endpoint = "127.0.0.1:-1"
 	ctx := context.Background()
-	const faithful, unfaithful = "Paris is the capital of France.", "Lyon is the capital of France."
 	send := func(e *env, trace int, answer string, label *float64) string {
-		t.Helper()
-		id := fmt.Sprintf("%032x", trace)
-		r := &record.Record{TraceID: id, Service: "chat", Time: time.Now(),
-			Query: "What is the capital of France?", Answer: answer,
-			Documents: []record.Document{{ID: "d1", Content: "Paris is the capital and largest city of France."}}}
-		if label != nil {
-			r.Labels = &record.Label{Values: map[string]float64{"faithfulness": *label}, Labeler: "ana"}
-		}
-		if err := e.app.Records.ConsumeRecord(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-		return id
+		return sendLabelled(t, e, trace, answer, label)
 	}
-	scoreOf := func(e *env, id string) recentScore {
-		t.Helper()
-		var got recentScore
-		testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, "the score of "+id, func() error {
-			var body struct {
-				Scores []recentScore `json:"scores"`
-			}
-			getJSON(t, e.base+"/api/v1/scores", &body)
-			for _, s := range body.Scores {
-				if s.TraceID == id && s.Metric == "faithfulness" {
-					got = s
-					return nil
-				}
-			}
-			return fmt.Errorf("%d scores, none of %s", len(body.Scores), id)
-		})
-		return got
-	}
-	maps := func(e *env) []calibrationState {
-		t.Helper()
-		var body struct {
-			Maps []calibrationState `json:"maps"`
-		}
-		getJSON(t, e.base+"/api/v1/calibration", &body)
-		return body.Maps
-	}
+	scoreOf := func(e *env, id string) recentScore { return recentScoreOf(t, e, id) }
+	maps := func(e *env) []calibrationState { return calibrationMaps(t, e) }
 
 	first := startEnv(t, cfg)
 	// Before any label the builtin's own values are published.
@@ -203,4 +218,59 @@ drift: {detectors: []}
 	if m := maps(next); len(m) != 1 || !m[0].Reverted || m[0].Version != reverted.Version {
 		t.Fatalf("maps after revert: %+v", m)
 	}
+}
+
+// TestCalibrationReachesWorkerPods: a sidecar that leaves scoring to a `ragwatch worker` pod.
+// The sidecar pairs the pod's builtin scores with the labels and fits the map; the pod, which
+// loaded no map at its start, picks the stored version up from the bucket it watches and
+// calibrates the later scores it publishes.
+func TestCalibrationReachesWorkerPods(t *testing.T) {
+	ns := testutil.RunJetStream(t)
+	wcfg := workerConfig(ns.ClientURL())
+	wcfg.Scoring.Metrics = []string{"faithfulness"}
+	wcfg.Scoring.Builtin.Calibration.MinLabels = 20
+	pod, err := service.NewWorker(wcfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := pod.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = pod.Shutdown(ctx) }()
+
+	cfg := testConfig(t)
+	cfg.NATS.URL = config.SecretURL(ns.ClientURL())
+	cfg.Sampling.Rate = 1
+	cfg.Scoring.Workers = 0 // the pod scores
+	cfg.Scoring.Metrics = []string{"faithfulness"}
+	cfg.Scoring.Builtin.Calibration.MinLabels = 20
+	cfg.Scoring.Builtin.Calibration.RefitEvery = 1000
+	car := startEnv(t, cfg)
+	raw := recentScoreOf(t, car, sendLabelled(t, car, 1000, unfaithful, nil))
+	one, zero := 1.0, 0.0
+	for i := range 20 {
+		label := &one
+		answer := faithful
+		if i%2 == 1 {
+			label, answer = &zero, unfaithful
+		}
+		sendLabelled(t, car, i+1, answer, label)
+	}
+	var version uint64
+	testutil.CheckFor(t, 15*time.Second, 20*time.Millisecond, "a map fitted by the sidecar", func() error {
+		m := calibrationMaps(t, car)
+		if len(m) != 1 || !m[0].InUse {
+			return fmt.Errorf("maps %+v", m)
+		}
+		version = m[0].Version
+		return nil
+	})
+	testutil.CheckFor(t, 15*time.Second, 50*time.Millisecond, "the pod's calibrated score", func() error {
+		s := recentScoreOf(t, car, sendLabelled(t, car, 3000+int(time.Now().UnixNano()%1000000), unfaithful, nil))
+		if s.Calibration != version || s.Raw == nil || *s.Raw != raw.Value || !(s.Value < 0.5) {
+			return fmt.Errorf("score %+v, want version %d applied to raw %v", s, version, raw.Value)
+		}
+		return nil
+	})
 }
