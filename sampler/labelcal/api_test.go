@@ -46,9 +46,9 @@ func TestAPIListsRevertsAndRestores(t *testing.T) {
 		return w.Code, m, w.Body.String()
 	}
 	for body, want := range map[string]int{
-		`{"service":"chat"}`:                          http.StatusBadRequest,
-		`not json`:                                    http.StatusBadRequest,
-		`{"service":"other","metric":"faithfulness"}`: http.StatusNotFound,
+		`{"service":"chat"}`: http.StatusBadRequest,
+		`not json`:           http.StatusBadRequest,
+		`{"service":"other","metric":"faithfulness"}`:                     http.StatusNotFound,
 		`{"service":"chat","metric":"` + strings.Repeat("x", 5000) + `"}`: http.StatusRequestEntityTooLarge,
 	} {
 		if code, _, msg := post(l.RevertHandler(), body); code != want {
