@@ -76,6 +76,8 @@ type ScoringEngine struct {
 	Recent RecentScores `yaml:"recent"`
 	// BERTScore adds bertscore_precision, _recall and _f1 (bertscore.go).
 	BERTScore BERTScore `yaml:"bertscore"`
+	// Builtin configures the builtin scorer: its calibration from each team's labels.
+	Builtin BuiltinScorer `yaml:"builtin"`
 }
 
 // LLMBackend configures one LLM judge backend (OpenAI-compatible or Anthropic).
@@ -123,6 +125,7 @@ func defaultScoringEngine() ScoringEngine {
 		Anthropic:  defaultLLMBackend(),
 		NLI:        NLI{Threshold: 0.7, Timeout: 10 * time.Second},
 		BERTScore:  defaultBERTScore(),
+		Builtin:    BuiltinScorer{Calibration: defaultLabelCalibration()},
 		RetrievalK: []int{1, 3, 5, 10},
 		Recent:     RecentScores{Size: 1000},
 	}

@@ -21,6 +21,8 @@ func TestScoringDefaults(t *testing.T) {
 		RetrievalK: []int{1, 3, 5, 10},
 		Recent:     RecentScores{Size: 1000},
 		BERTScore:  BERTScore{Timeout: 30 * time.Second, MaxIDFTokens: 1 << 18},
+		Builtin: BuiltinScorer{Calibration: LabelCalibration{Enabled: true, MinLabels: 200, Folds: 5, MaxPairs: 2000,
+			MaxSeries: 256, Bucket: "ragwatch_labelcal", History: 8, MaxBytes: 16 << 20}},
 	}
 	if !reflect.DeepEqual(c.Scoring.ScoringEngine, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c.Scoring.ScoringEngine, want)

@@ -28,6 +28,9 @@ func (c *Config) StorageCaps() []StorageCap {
 	if c.Alerting.StateBucket != "" {
 		caps = append(caps, StorageCap{"KV_" + c.Alerting.StateBucket, "alerting.state_max_bytes", c.Alerting.StateMaxBytes})
 	}
+	if lc := c.Scoring.Builtin.Calibration; lc.Enabled {
+		caps = append(caps, StorageCap{"KV_" + lc.Bucket, "scoring.builtin.calibration.max_bytes", lc.MaxBytes})
+	}
 	if c.Golden.File != "" {
 		caps = append(caps, StorageCap{"KV_" + c.Golden.Bucket, "golden.max_bytes", c.Golden.MaxBytes})
 	}

@@ -23,6 +23,7 @@ func TestStorageCapsDefaults(t *testing.T) {
 		"KV_ragwatch_alerts":    8 << 20,
 		"RAGWATCH_INGEST":       128 << 20,
 		"KV_ragwatch_dedup":     16 << 20,
+		"KV_ragwatch_labelcal":  16 << 20,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("caps = %v, want %v", got, want)

@@ -70,6 +70,9 @@ type Settings struct {
 	// PairJudge judges the pair jobs in-process workers take (pairs.judge); nil dead-letters
 	// them.
 	PairJudge pairwise.Judge
+	// Calibrator maps in-process workers' builtin results with the service's calibration maps
+	// (labelcal.Learner); nil maps nothing.
+	Calibrator worker.Calibrator
 	// ScoresLoopback, when set, hands the results this process publishes (its workers' and
 	// the stage's retrieval metrics) to the consumer of its own scores subscription directly
 	// (queue.Loopback): it must be the one that subscription was given.
@@ -132,7 +135,7 @@ func NewRuntime(s Settings) *Runtime {
 		rt.Pool = worker.New(js, s.Scoring.ScoringRuntime, scorers, sink, worker.Options{
 			Replicas: s.Replicas, Budget: budget, Services: services, Registerer: reg, Logger: logger,
 			PairJudge: s.PairJudge, Pairwise: rt.Pairwise,
-			Variants: variants,
+			Variants: variants, Calibrator: s.Calibrator,
 		})
 	}
 	return rt

@@ -60,6 +60,13 @@ type Options struct {
 	// Now is the clock (time.Now when nil).
 	Now  func() time.Time
 	Sink Sink
+	// OnPair, when set, receives every pair the tracker makes: the record's service, the
+	// metric, the judge label, the human value and the judge's raw value (score.Result.Raw
+	// when a calibration map changed the published one, else the published value), so that a
+	// calibration learner (sampler/labelcal) fits on what the scorer itself said. The
+	// agreement the tracker exports is of the published values, the ones users see. It is
+	// called without the Tracker's lock held, on the caller's goroutine: it must not block.
+	OnPair func(service, metric, judge string, human, raw float64)
 }
 
 // judges are the `judge` label values: the backends that produce scores (score.Result.Scorer).
@@ -77,7 +84,8 @@ func judgeLabel(scorer string) string {
 // labelled or not, for labels that may come later. Almost none are ever labelled, so what it
 // keeps of each is small and held outside the Go heap, where the garbage collector's heap goal
 // (about twice the live heap) does not double it in resident memory: a slot of an offheap.Table
-// ring holding the record's key and scores (recordKey and heldRecord, no pointers, 112 bytes)
+// ring holding the record's key and scores (recordKey and heldRecord, no pointers, 112 bytes;
+// a calibrated builtin score takes two of the slot's places, its raw value in the second)
 // and its index cells, ≈ 138 bytes a record in all (BenchmarkAgreementMemory). What does not fit a slot lives in small maps by slot: the human
 // values of labelled records, and scores past a slot's room or without a shared metric and
 // scorer pair.
@@ -110,8 +118,9 @@ func (k recordKey) traceOf() recordKey {
 }
 
 // heldRecord is what a record's slot holds beside its key: the scores it came with, each as the
-// index + 1 of its metric and scorer pair in Tracker.judges (0: no score; the scores held come
-// first).
+// index + 1 of its service, metric and scorer in Tracker.judges (0: no score; the scores held
+// come first). A score with a raw value (score.Result.Raw) is followed by an entry of the same
+// id with rawFlag set, holding the raw value.
 type heldRecord struct {
 	ids    [heldScores]uint16
 	values [heldScores]float64
@@ -126,14 +135,18 @@ func (r *heldRecord) count() int {
 	return n
 }
 
+// rawFlag marks a slot entry holding the raw value of the score before it.
+const rawFlag uint16 = 1 << 15
+
 // heldScore is a score kept outside a slot (Tracker.more).
 type heldScore struct {
 	metricScorer
-	value float64
+	value, raw float64 // raw == value when the result had no raw value
 }
 
-// metricScorer names a score: its metric and the scorer that gave it.
-type metricScorer struct{ metric, scorer string }
+// metricScorer names a score: the record's service, its metric and the scorer that gave it.
+// The service rides along so that a pair made when a label comes later still knows it.
+type metricScorer struct{ service, metric, scorer string }
 
 type seriesKey struct{ metric, judge string }
 
@@ -144,9 +157,9 @@ type labelled struct {
 	paired map[string]bool
 }
 
-// maxInterned bounds the shared metric and scorer pairs (Tracker.judges); a score of
-// another pair is kept with its own names in Tracker.more.
-const maxInterned = 1024
+// maxInterned bounds the shared service, metric and scorer triples (Tracker.judges); a score
+// of another is kept with its own names in Tracker.more. Below rawFlag.
+const maxInterned = 4096
 
 // Tracker pairs human labels with the scores of the same record and metric and exports, per
 // metric and judge, their agreement. It implements record.Consumer (labels riding on a
@@ -154,8 +167,9 @@ const maxInterned = 1024
 //
 // Locking: mu guards everything below it; the Sink is called after mu is released.
 type Tracker struct {
-	now  func() time.Time
-	sink Sink
+	now    func() time.Time
+	sink   Sink
+	onPair func(service, metric, judge string, human, raw float64)
 
 	stateMu sync.Mutex // serialises Start and Shutdown
 	stop    chan struct{}
@@ -170,10 +184,12 @@ type Tracker struct {
 	more    map[int32][]heldScore
 	labels  map[int32]*labelled
 	series  map[seriesKey]*agreement.Window
-	// judges holds one copy of each metric and scorer pair the slots name, by id − 1: the
+	// judges holds one copy of each service, metric and scorer the slots name, by id − 1: the
 	// results arrive decoded, each with its own copy of every string.
 	judges   []metricScorer
 	judgeIDs map[metricScorer]uint16
+	// lastJudge is the id judgeID returned last (0: none).
+	lastJudge uint16
 
 	value, bound, pairs *prometheus.GaugeVec
 	unpaired            *prometheus.CounterVec
@@ -198,7 +214,7 @@ func New(o Options) (*Tracker, error) {
 		o.Now = time.Now
 	}
 	cfg.MaxRecords = min(cfg.MaxRecords, offheap.MaxEntries)
-	a := &Tracker{now: o.Now, sink: o.Sink, cfg: cfg,
+	a := &Tracker{now: o.Now, sink: o.Sink, onPair: o.OnPair, cfg: cfg,
 		recs: offheap.NewRing[recordKey, heldRecord](offheap.LoadHalf, cfg.MaxRecords), byTrace: offheap.NewIndex(cfg.MaxRecords),
 		more: map[int32][]heldScore{}, labels: map[int32]*labelled{},
 		series: map[seriesKey]*agreement.Window{}, judgeIDs: map[metricScorer]uint16{},
@@ -257,19 +273,24 @@ func (a *Tracker) key(traceID, spanID string) recordKey {
 	return k
 }
 
-// judgeID returns the id of the shared pair of metric and scorer (judges index + 1), adding it
-// while fewer than maxInterned are held, else 0.
-func (a *Tracker) judgeID(metric, scorer string) uint16 {
-	if id, ok := a.judgeIDs[metricScorer{metric, scorer}]; ok {
+// judgeID returns the id of the shared service, metric and scorer (judges index + 1), adding
+// it while fewer than maxInterned are held, else 0.
+func (a *Tracker) judgeID(service, metric, scorer string) uint16 {
+	if id := a.lastJudge; id != 0 && a.judges[id-1] == (metricScorer{service, metric, scorer}) {
+		return id // results come in runs of the same service and scorer
+	}
+	if id, ok := a.judgeIDs[metricScorer{service, metric, scorer}]; ok {
+		a.lastJudge = id
 		return id
 	}
 	if len(a.judges) >= maxInterned {
 		return 0
 	}
-	ms := metricScorer{strings.Clone(metric), strings.Clone(scorer)}
+	ms := metricScorer{strings.Clone(service), strings.Clone(metric), strings.Clone(scorer)}
 	a.judges = append(a.judges, ms)
 	id := uint16(len(a.judges))
 	a.judgeIDs[ms] = id
+	a.lastJudge = id
 	return id
 }
 
@@ -314,64 +335,89 @@ func (a *Tracker) forget(i int32) {
 	a.recs.Remove(int(i))
 }
 
-// setScore keeps v as slot i's score of metric (by scorer), in place of an earlier one.
-func (a *Tracker) setScore(i int32, metric, scorer string, v float64) {
+// setScore keeps v (raw: the scorer's own value, == v when no calibration map was applied) as
+// slot i's score of metric (by service and scorer), in place of an earlier one.
+func (a *Tracker) setScore(i int32, service, metric, scorer string, v, raw float64) {
 	r := a.recs.Val(int(i))
-	id := a.judgeID(metric, scorer)
+	id := a.judgeID(service, metric, scorer)
 	n := r.count()
-	for j := range n {
-		if a.judges[r.ids[j]-1].metric != metric {
+	// An earlier score of the metric (and its raw value) leaves the slot.
+	for j := 0; j < n; {
+		if a.judges[r.ids[j]&^rawFlag-1].metric != metric {
+			j++
 			continue
 		}
-		if id != 0 {
-			r.ids[j], r.values[j] = id, v
-			return
-		}
-		// The new pair is not shared: the score moves out of the slot.
 		copy(r.ids[j:n], r.ids[j+1:n])
 		copy(r.values[j:n], r.values[j+1:n])
 		n--
 		r.ids[n], r.values[n] = 0, 0
-		break
+	}
+	need := 1
+	if raw != v {
+		need = 2
 	}
 	more := a.more[i]
-	h := heldScore{metricScorer{metric, scorer}, v}
-	if id != 0 {
-		h.metricScorer = a.judges[id-1]
-	}
 	for j := range more {
 		if more[j].metric == metric {
-			more[j] = h
-			return
+			more = append(more[:j], more[j+1:]...)
+			break
 		}
 	}
-	if id != 0 && n < heldScores {
+	if id != 0 && n+need <= heldScores {
 		r.ids[n], r.values[n] = id, v
+		if need == 2 {
+			r.ids[n+1], r.values[n+1] = id|rawFlag, raw
+		}
+		if len(more) == 0 && a.more[i] != nil {
+			delete(a.more, i)
+		} else if len(more) > 0 {
+			a.more[i] = more
+		}
 		return
+	}
+	h := heldScore{metricScorer{service, metric, scorer}, v, raw}
+	if id != 0 {
+		h.metricScorer = a.judges[id-1]
 	}
 	a.more[i] = append(more, h)
 }
 
-// score returns slot i's score of metric and the scorer that gave it.
-func (a *Tracker) score(i int32, metric string) (v float64, scorer string, ok bool) {
+// score returns slot i's score of metric, its raw value and the names it came with.
+func (a *Tracker) score(i int32, metric string) (v, raw float64, ms metricScorer, ok bool) {
 	r := a.recs.Val(int(i))
-	for j := range r.count() {
-		if ms := a.judges[r.ids[j]-1]; ms.metric == metric {
-			return r.values[j], ms.scorer, true
+	n := r.count()
+	for j := range n {
+		id := r.ids[j]
+		if id&rawFlag != 0 {
+			continue
+		}
+		if ms := a.judges[id-1]; ms.metric == metric {
+			raw := r.values[j]
+			if j+1 < n && r.ids[j+1] == id|rawFlag {
+				raw = r.values[j+1]
+			}
+			return r.values[j], raw, ms, true
 		}
 	}
 	for _, h := range a.more[i] {
 		if h.metric == metric {
-			return h.value, h.scorer, true
+			return h.value, h.raw, h.metricScorer, true
 		}
 	}
-	return 0, "", false
+	return 0, 0, metricScorer{}, false
 }
 
-// observation is one statistic for the Sink.
+// observation is one statistic for the Sink, or (pair set) one pair for Options.OnPair.
 type observation struct {
 	metric string
 	value  float64
+	pair   *madePair
+}
+
+// madePair is a pair for Options.OnPair.
+type madePair struct {
+	service, metric, judge string
+	human, raw             float64
 }
 
 // ConsumeRecord implements record.Consumer: the labels a record carries wait (bounded) for its
@@ -415,11 +461,14 @@ func (a *Tracker) ConsumeScores(_ context.Context, results []score.Result) error
 
 // send hands the statistics to the Sink, without mu held.
 func (a *Tracker) send(out []observation, now time.Time) {
-	if a.sink == nil {
-		return
-	}
 	for _, o := range out {
-		a.sink.ObserveAgreement(o.metric, o.value, now)
+		switch {
+		case o.pair != nil:
+			p := o.pair
+			a.onPair(p.service, p.metric, p.judge, p.human, p.raw)
+		case a.sink != nil:
+			a.sink.ObserveAgreement(o.metric, o.value, now)
+		}
 	}
 }
 
@@ -450,8 +499,12 @@ func (a *Tracker) noteScores(results []score.Result, now time.Time, out []observ
 		if res.TraceID == "" || math.IsNaN(res.Value) {
 			continue
 		}
+		raw := res.RawValue()
+		if math.IsNaN(raw) {
+			raw = res.Value
+		}
 		i := a.entry(res.TraceID, res.SpanID)
-		a.setScore(i, res.Metric, res.Scorer, res.Value)
+		a.setScore(i, res.Service, res.Metric, res.Scorer, res.Value, raw)
 		if l := a.labels[i]; l != nil {
 			if _, ok := l.human[res.Metric]; ok {
 				out = a.pair(i, l, now, out)
@@ -468,7 +521,7 @@ func (a *Tracker) pair(i int32, l *labelled, now time.Time, out []observation) [
 		if l.paired[m] {
 			continue
 		}
-		v, scorer, ok := a.score(i, m)
+		v, raw, ms, ok := a.score(i, m)
 		if !ok {
 			continue
 		}
@@ -476,7 +529,10 @@ func (a *Tracker) pair(i int32, l *labelled, now time.Time, out []observation) [
 			l.paired = map[string]bool{}
 		}
 		l.paired[m] = true
-		k := seriesKey{metric: m, judge: judgeLabel(scorer)}
+		k := seriesKey{metric: m, judge: judgeLabel(ms.scorer)}
+		if a.onPair != nil {
+			out = append(out, observation{pair: &madePair{ms.service, m, k.judge, h, raw}})
+		}
 		w := a.series[k]
 		if w == nil {
 			if len(a.series) >= a.cfg.MaxSeries {
@@ -507,7 +563,7 @@ func (a *Tracker) update(k seriesKey, w *agreement.Window, out []observation) []
 		a.value.WithLabelValues(k.metric, k.judge, st).Set(est.Value)
 		a.bound.WithLabelValues(k.metric, k.judge, st, "lower").Set(est.Lower)
 		a.bound.WithLabelValues(k.metric, k.judge, st, "upper").Set(est.Upper)
-		out = append(out, observation{Metric(st, k.metric), est.Value})
+		out = append(out, observation{metric: Metric(st, k.metric), value: est.Value})
 	}
 	return out
 }

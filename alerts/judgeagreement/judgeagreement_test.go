@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -290,7 +291,7 @@ func TestAgreementKeepsScoresCompact(t *testing.T) {
 		t.Fatalf("first record: slot %d (%v), %+v, %d pairs, %d beside", i, ok, *a.recs.Val(int(i)), len(a.judges), len(a.more))
 	}
 	for k, m := range metrics {
-		if v, scorer, ok := a.score(i, m); !ok || v != float64(k)/10 || scorer != "builtin" {
+		if v, scorer, ok := a.scoreOf(i, m); !ok || v != float64(k)/10 || scorer != "builtin" {
 			t.Errorf("%s: %v %q %v", m, v, scorer, ok)
 		}
 	}
@@ -306,7 +307,7 @@ func TestAgreementKeepsScoresCompact(t *testing.T) {
 	}
 	// A later score of a metric replaces the earlier one.
 	a.noteScores([]score.Result{{TraceID: trace, SpanID: span, Metric: "faithfulness", Scorer: "openai", Value: 0.9}}, time.Time{}, nil)
-	if v, scorer, _ := a.score(i, "faithfulness"); v != 0.9 || scorer != "openai" || a.recs.Val(int(i)).count() != 6 {
+	if v, scorer, _ := a.scoreOf(i, "faithfulness"); v != 0.9 || scorer != "openai" || a.recs.Val(int(i)).count() != 6 {
 		t.Errorf("replaced: %v %q, %d held", v, scorer, a.recs.Val(int(i)).count())
 	}
 	// Past a slot's room, beside it.
@@ -316,16 +317,16 @@ func TestAgreementKeepsScoresCompact(t *testing.T) {
 	if a.recs.Val(int(i)).count() != heldScores || len(a.more[i]) != 2 {
 		t.Fatalf("past the slot's room: %d in the slot, %d beside", a.recs.Val(int(i)).count(), len(a.more[i]))
 	}
-	if v, _, ok := a.score(i, "extra3"); !ok || v != 0.5 {
+	if v, _, ok := a.scoreOf(i, "extra3"); !ok || v != 0.5 {
 		t.Errorf("extra3 beside the slot: %v %v", v, ok)
 	}
 	// Past maxInterned pairs a new one is kept with its own names, and a label pairs with it.
 	for k := len(a.judges); k < maxInterned; k++ {
-		a.judgeID(fmt.Sprint("m", k), "builtin")
+		a.judgeID("search", fmt.Sprint("m", k), "builtin")
 	}
 	a.noteScores([]score.Result{{TraceID: "d", Metric: "late", Scorer: "anthropic", Value: 0.75}}, time.Time{}, nil)
 	d, _ := a.find(byKey, a.key("d", ""))
-	if a.recs.Val(int(d)).count() != 0 || len(a.more[d]) != 1 || a.more[d][0] != (heldScore{metricScorer{"late", "anthropic"}, 0.75}) || len(a.judges) != maxInterned {
+	if a.recs.Val(int(d)).count() != 0 || len(a.more[d]) != 1 || a.more[d][0] != (heldScore{metricScorer{"", "late", "anthropic"}, 0.75, 0.75}) || len(a.judges) != maxInterned {
 		t.Fatalf("past the bound: slot %+v, beside %+v, %d pairs", *a.recs.Val(int(d)), a.more[d], len(a.judges))
 	}
 	a.noteLabel("d", "", map[string]float64{"late": 1}, time.Time{}, nil)
@@ -334,10 +335,10 @@ func TestAgreementKeepsScoresCompact(t *testing.T) {
 	}
 	// A slot's score replaced by one of a pair past the bound moves beside the slot.
 	a.noteScores([]score.Result{{TraceID: trace, SpanID: span, Metric: "answer_relevancy", Scorer: "late-judge", Value: 0.3}}, time.Time{}, nil)
-	if v, scorer, _ := a.score(i, "answer_relevancy"); v != 0.3 || scorer != "late-judge" || a.recs.Val(int(i)).count() != heldScores-1 || len(a.more[i]) != 3 {
+	if v, scorer, _ := a.scoreOf(i, "answer_relevancy"); v != 0.3 || scorer != "late-judge" || a.recs.Val(int(i)).count() != heldScores-1 || len(a.more[i]) != 3 {
 		t.Errorf("moved beside the slot: %v %q, %d in the slot, %d beside", v, scorer, a.recs.Val(int(i)).count(), len(a.more[i]))
 	}
-	if v, _, _ := a.score(i, "context_precision"); v != 0.2 { // the slot's other scores stay as they were
+	if v, _, _ := a.scoreOf(i, "context_precision"); v != 0.2 { // the slot's other scores stay as they were
 		t.Errorf("context_precision after the move: %v", v)
 	}
 	// Eviction forgets a slot whole: its key, its trace's entry, what was kept beside it.
@@ -346,5 +347,66 @@ func TestAgreementKeepsScoresCompact(t *testing.T) {
 	}
 	if a.indexed(byKey) != a.cfg.MaxRecords || a.indexed(byTrace) != 0 || len(a.more) != 0 || len(a.labels) != 0 {
 		t.Errorf("after max_records newer records: %d keys, %d traces, %d beside, %d labelled", a.indexed(byKey), a.indexed(byTrace), len(a.more), len(a.labels))
+	}
+}
+
+// scoreOf is score without the raw value and the service.
+func (a *Tracker) scoreOf(i int32, metric string) (float64, string, bool) {
+	v, _, ms, ok := a.score(i, metric)
+	return v, ms.scorer, ok
+}
+
+// OnPair receives every pair with the record's service and the scorer's raw value, whichever
+// came first, while the exported agreement is of the published (calibrated) values.
+func TestAgreementOnPairHandsRawValues(t *testing.T) {
+	type got struct {
+		service, metric, judge string
+		human, raw             float64
+	}
+	var pairs []got
+	s := defaults()
+	s.MinSamples = 1
+	a, err := New(Options{Settings: s, Registerer: prometheus.NewRegistry(), OnPair: func(service, metric, judge string, human, raw float64) {
+		pairs = append(pairs, got{service, metric, judge, human, raw})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	raw := 0.2
+	// Scores first (one calibrated: published 0.6, raw 0.2), the label later naming only the trace.
+	if err := a.ConsumeScores(ctx, []score.Result{
+		{TraceID: "t1", SpanID: "s1", Service: "support-bot", Metric: "faithfulness", Scorer: "builtin", Value: 0.6, Raw: &raw, Calibration: 3},
+		{TraceID: "t1", SpanID: "s1", Service: "support-bot", Metric: "answer_relevancy", Scorer: "openai", Value: 0.7},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.ConsumeLabel(ctx, record.Label{TraceID: "t1", Values: map[string]float64{"faithfulness": 1, "answer_relevancy": 0}}); err != nil {
+		t.Fatal(err)
+	}
+	// A label first, riding on its record; the uncalibrated score later.
+	if err := a.ConsumeRecord(ctx, &record.Record{TraceID: "t2", Service: "search", Labels: &record.Label{Values: map[string]float64{"faithfulness": 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.ConsumeScores(ctx, []score.Result{{TraceID: "t2", Service: "search", Metric: "faithfulness", Scorer: "builtin", Value: 0.4}}); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(pairs, func(x, y got) int { return strings.Compare(x.service+x.metric, y.service+y.metric) })
+	want := []got{{"search", "faithfulness", "builtin", 0, 0.4}, {"support-bot", "answer_relevancy", "openai", 0, 0.7}, {"support-bot", "faithfulness", "builtin", 1, 0.2}}
+	if !slices.Equal(pairs, want) {
+		t.Fatalf("pairs %+v, want %+v", pairs, want)
+	}
+	// The builtin's agreement is of the published values: |1-0.6| and |0-0.4|.
+	if mae := promtestutil.ToFloat64(a.value.WithLabelValues("faithfulness", "builtin", "mae")); math.Abs(mae-0.4) > 1e-12 {
+		t.Errorf("builtin faithfulness MAE %v, want 0.4 (published values)", mae)
+	}
+	// A calibrated score takes two places of the slot; a later uncalibrated one frees them.
+	i, _ := a.find(byKey, a.key("t1", "s1"))
+	if n := a.recs.Val(int(i)).count(); n != 3 {
+		t.Errorf("slot holds %d entries, want 3 (two scores, one raw value)", n)
+	}
+	a.noteScores([]score.Result{{TraceID: "t1", SpanID: "s1", Service: "support-bot", Metric: "faithfulness", Scorer: "builtin", Value: 0.3}}, time.Time{}, nil)
+	if v, r, ms, ok := a.score(i, "faithfulness"); !ok || v != 0.3 || r != 0.3 || ms.service != "support-bot" || a.recs.Val(int(i)).count() != 2 {
+		t.Errorf("replaced: %v raw %v %+v, %d held", v, r, ms, a.recs.Val(int(i)).count())
 	}
 }

@@ -174,14 +174,19 @@ func (c *Conn) Store() *StoreHealth { return c.store }
 // KeyValue creates or opens the KV bucket; ttl > 0 expires entries after it, maxBytes caps it
 // (puts fail once it is full). History is 1: ragwatch keeps state, not history.
 func (c *Conn) KeyValue(ctx context.Context, bucket string, ttl time.Duration, maxBytes int64) (jetstream.KeyValue, error) {
-	kv, err := c.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:   bucket,
-		TTL:      ttl,
-		MaxBytes: maxBytes,
-		Storage:  jetstream.FileStorage,
-		Replicas: c.Replicas,
-		History:  1,
-	})
+	return c.keyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, TTL: ttl, MaxBytes: maxBytes, History: 1})
+}
+
+// VersionedKeyValue is KeyValue for a bucket whose keys keep their last history values (at
+// most 64), without expiry: the label calibration maps, whose earlier versions stay readable.
+func (c *Conn) VersionedKeyValue(ctx context.Context, bucket string, history uint8, maxBytes int64) (jetstream.KeyValue, error) {
+	return c.keyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, MaxBytes: maxBytes, History: history})
+}
+
+func (c *Conn) keyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	cfg.Storage, cfg.Replicas = jetstream.FileStorage, c.Replicas
+	bucket := cfg.Bucket
+	kv, err := c.JS.CreateOrUpdateKeyValue(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open NATS KV bucket %s: %w", bucket, err)
 	}

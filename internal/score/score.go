@@ -40,6 +40,20 @@ type Result struct {
 	// its criteria, steps, scale, inputs, examples and scope): results of a changed judge do
 	// not mix with the old one's. Empty for scorers that are not judges.
 	JudgeVersion string `json:"judge_version,omitempty"`
+	// Raw is the builtin scorer's own value when a service's calibration map (fitted on its
+	// team's labels, sampler/labelcal) changed Value; nil when no map was applied. Maps are
+	// fitted on Raw, never on a calibrated Value, so a refit does not feed on itself.
+	Raw *float64 `json:"raw,omitempty"`
+	// Calibration is the version of the calibration map applied to Value (0: none).
+	Calibration uint64 `json:"calibration,omitempty"`
+}
+
+// RawValue is the scorer's own value: Raw when a calibration map was applied, else Value.
+func (r *Result) RawValue() float64 {
+	if r.Raw != nil {
+		return *r.Raw
+	}
+	return r.Value
 }
 
 // Values of Result.Method.

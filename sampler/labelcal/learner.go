@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +29,8 @@ type LearnerOptions struct {
 	Store      *Store // where maps are versioned (nil: in memory only)
 	Registerer prometheus.Registerer
 	Now        func() time.Time
+	Queue      int          // pairs waiting for the fitting goroutine (0: DefaultQueue); more are dropped and counted
+	Logger     *slog.Logger // nil: slog.Default()
 }
 
 type seriesKey struct{ service, metric string }
@@ -50,6 +54,16 @@ type Learner struct {
 
 	fits    *prometheus.CounterVec
 	dropped *prometheus.CounterVec
+
+	// inUse holds the maps Calibrate applies (applied, not reverted), rebuilt under mu by
+	// publish whenever a series' newest version changes: the scoring path reads it without
+	// waiting for a fit or a store write.
+	inUse atomic.Pointer[map[seriesKey]*Map]
+
+	in     chan pairIn // Offer → fit (Start)
+	runMu  sync.Mutex  // guards cancel
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // NewLearner builds a Learner.
@@ -73,22 +87,29 @@ func NewLearner(o LearnerOptions) (*Learner, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Queue <= 0 {
+		o.Queue = DefaultQueue
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
 	l := &Learner{
 		o:      o,
 		series: map[seriesKey]*series{},
+		in:     make(chan pairIn, o.Queue),
 		fits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_label_calibration_fits_total",
 			Help: "Calibration maps fitted from human labels, by outcome: applied (better on held-out labels), not_applied, or store_failed.",
 		}, []string{"outcome"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_label_calibration_pairs_dropped_total",
-			Help: "Labelled scores not used for calibration, by reason: invalid (outside [0, 1]) or series_limit.",
+			Help: "Labelled scores not used for calibration, by reason: invalid (outside [0, 1]), series_limit, or queue_full (the fitting goroutine fell behind).",
 		}, []string{"reason"}),
 	}
 	for _, o := range []string{"applied", "not_applied", "store_failed"} {
 		l.fits.WithLabelValues(o)
 	}
-	for _, r := range []string{"invalid", "series_limit"} {
+	for _, r := range []string{"invalid", "series_limit", "queue_full"} {
 		l.dropped.WithLabelValues(r)
 	}
 	if o.Registerer != nil {
@@ -117,6 +138,7 @@ func (l *Learner) Load(ctx context.Context) error {
 			s.current = &m
 		}
 	}
+	l.publish()
 	return err
 }
 
@@ -181,19 +203,38 @@ func (l *Learner) Observe(ctx context.Context, service, metric string, p Pair) (
 	}
 	l.fits.WithLabelValues(outcome).Inc()
 	s.current = &m
+	l.publish()
 	return &m, nil
 }
 
 // Apply maps v, a builtin score of service's metric, with the series' newest version when that
 // is applied and not reverted; ok is false (v unchanged) otherwise.
 func (l *Learner) Apply(service, metric string, v float64) (mapped float64, version uint64, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.series[seriesKey{service, metric}]
-	if s == nil || s.current == nil || !s.current.Applied || s.current.Reverted {
+	m := l.inUseMap(service, metric)
+	if m == nil {
 		return v, 0, false
 	}
-	return s.current.Apply(v), s.current.Version, true
+	return m.Apply(v), m.Version, true
+}
+
+// inUseMap returns the map applied to service's metric, or nil.
+func (l *Learner) inUseMap(service, metric string) *Map {
+	p := l.inUse.Load()
+	if p == nil {
+		return nil
+	}
+	return (*p)[seriesKey{service, metric}]
+}
+
+// publish rebuilds inUse from the series' newest versions. mu held.
+func (l *Learner) publish() {
+	use := map[seriesKey]*Map{}
+	for k, s := range l.series {
+		if s.current != nil && s.current.Applied && !s.current.Reverted {
+			use[k] = s.current
+		}
+	}
+	l.inUse.Store(&use)
 }
 
 // Maps returns the newest version of every series, by service and metric.
@@ -260,5 +301,6 @@ func (l *Learner) setReverted(ctx context.Context, service, metric string, rever
 		m.Version++
 	}
 	s.current = &m
+	l.publish()
 	return m, nil
 }

@@ -40,6 +40,10 @@ type Entry struct {
 	// Method and JudgeVersion are a judge's (score.Result).
 	Method       string `json:"method,omitempty"`
 	JudgeVersion string `json:"judge_version,omitempty"`
+	// Raw and Calibration trace a value changed by a service's calibration map
+	// (score.Result): the scorer's own value and the map's version.
+	Raw         *float64 `json:"raw,omitempty"`
+	Calibration uint64   `json:"calibration,omitempty"`
 	// Query and Answer are set only when the ring was built with content enabled and saw the
 	// record (ConsumeRecord).
 	Query  string `json:"query,omitempty"`
@@ -143,7 +147,7 @@ func (r *Ring) Query(metric string, below float64, limit int) []Entry {
 		}
 		e := Entry{TraceID: res.TraceID, SpanID: res.SpanID, Service: res.Service, Metric: res.Metric, Value: res.Value,
 			Scorer: res.Scorer, Model: res.Model, Explanation: res.Explanation, Time: res.Time,
-			Method: res.Method, JudgeVersion: res.JudgeVersion}
+			Method: res.Method, JudgeVersion: res.JudgeVersion, Raw: res.Raw, Calibration: res.Calibration}
 		if r.withContent {
 			key := res.TraceID
 			if res.SpanID != "" {

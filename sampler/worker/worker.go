@@ -54,6 +54,15 @@ type Options struct {
 	// their outcomes; nil creates it on Registerer.
 	PairJudge pairwise.Judge
 	Pairwise  *pairwise.WinRates
+	// Calibrator maps results before they are counted and handed on: the service's
+	// calibration maps fitted on its team's labels (labelcal.Learner); nil maps nothing.
+	Calibrator Calibrator
+}
+
+// Calibrator changes results in place after the scorers ran: the published Value becomes the
+// calibrated one, Raw and Calibration record what was done (sampler/labelcal).
+type Calibrator interface {
+	Calibrate(results []score.Result)
 }
 
 // Pool is N workers sharing the durable consumer. Several pools (processes, pods) may share the
@@ -300,6 +309,9 @@ func (p *Pool) scoreAll(ctx context.Context, r *record.Record) ([]score.Result, 
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
+	}
+	if p.opts.Calibrator != nil {
+		p.opts.Calibrator.Calibrate(out) // the metrics below and every consumer see the published value
 	}
 	variant, _ := p.opts.Variants.Label(r.Variant)
 	for _, x := range out {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -449,5 +450,59 @@ func TestResultsOfEveryScorer(t *testing.T) {
 		if a.TraceID == "" || a.TraceID != b.TraceID || a.Weight != 4 || b.Weight != 4 || a.Time.IsZero() || b.Time.IsZero() {
 			t.Fatalf("results %d and %d lack their record's ids, weight 4 or time: %+v, %+v", i, i+1, a, b)
 		}
+	}
+}
+
+// calibrateFunc adapts a function to Calibrator.
+type calibrateFunc func([]score.Result)
+
+func (f calibrateFunc) Calibrate(r []score.Result) { f(r) }
+
+// The Calibrator maps results before they are counted and handed on: the eval-score histogram
+// and the sink see the published value, the result keeps the raw one.
+func TestCalibratorMapsResultsBeforeTheyAreHandedOn(t *testing.T) {
+	s := testutil.RunJetStream(t)
+	_, js := testutil.Connect(t, s)
+	rt := testRuntime(1)
+	keys := enqueue(t, js, rt.Queue, 2, 1)
+	builtin := funcScorer{name: "builtin", score: func(context.Context, *record.Record) ([]score.Result, error) {
+		return []score.Result{{Metric: "faithfulness", Value: 0.2}}, nil
+	}}
+	var seen []string
+	var mu sync.Mutex
+	cal := calibrateFunc(func(res []score.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		for i := range res {
+			x := &res[i]
+			seen = append(seen, x.Service+"/"+x.Scorer)
+			raw := x.Value
+			x.Raw, x.Value, x.Calibration = &raw, 0.6, 7
+		}
+	})
+	reg := prometheus.NewRegistry()
+	o := testOptions(reg)
+	o.Calibrator = cal
+	tl := newTally()
+	p := New(js, rt, []score.Scorer{builtin}, tl, o)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "every record scored", func() bool { return tl.len() == len(keys) })
+	shutdown(t, p)
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	for _, x := range tl.all {
+		if x.Value != 0.6 || x.Raw == nil || *x.Raw != 0.2 || x.Calibration != 7 {
+			t.Errorf("handed on %+v", x)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] != "chat/builtin" {
+		t.Errorf("calibrator saw %v: results must carry their service and scorer", seen)
+	}
+	if got := promtestutil.ToFloat64(p.m.evalWX.WithLabelValues("chat", "", "faithfulness")); math.Abs(got-1.2) > 1e-9 {
+		t.Errorf("weighted eval-score sum %v, want 1.2 (two published 0.6)", got)
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/ragwatch/ragwatch/sampler"
 	"github.com/ragwatch/ragwatch/sampler/evalexport"
 	"github.com/ragwatch/ragwatch/sampler/golden"
+	"github.com/ragwatch/ragwatch/sampler/labelcal"
 	"github.com/ragwatch/ragwatch/sampler/scorers"
 	"github.com/ragwatch/ragwatch/sampler/worker"
 )
@@ -102,6 +103,10 @@ var parts = []part{
 	// are delivered and its state saved.
 	{"notifiers", ModeRun, (*builder).notifiers},
 	{"alert engine", ModeRun, (*builder).alertEngine},
+	// Each service's calibration maps of the builtin metrics, fitted on its labels: fed by the
+	// judge agreement's pairs, applied by the scoring workers, versioned in a KV bucket that
+	// worker pods watch.
+	{"label calibration", ModeRun | ModeWorker, (*builder).labelCalibration},
 	// Human labels paired with judge scores; it feeds the agreement SLOs of the engine.
 	{"judge agreement", ModeRun, (*builder).judgeAgreement},
 	// Score results and late human labels out to trace backends (OTLP events, Langfuse,
@@ -162,6 +167,9 @@ type App struct {
 	// Agreement pairs human labels with judge scores (a record, label and score consumer) and
 	// feeds the statistics to Alerts' SLOs on agreement_<statistic>_<metric>.
 	Agreement *judgeagreement.Tracker
+	// Calibration fits, stores and applies each service's calibration maps of the builtin
+	// metrics from its team's labels (scoring.builtin.calibration); nil when off.
+	Calibration *labelcal.Learner
 	// EvalExport sends this process's score results and late human labels to the trace
 	// backends of the evaluations section; nil when none is set.
 	EvalExport *evalexport.Exporter

@@ -276,6 +276,7 @@ func (b *builder) sampler() (lifecycle, error) {
 		JS: b.NATS.JS, Replicas: b.NATS.Replicas, ScoresLoopback: b.scoresLoop,
 		Services: b.Services, Registerer: b.Registry, Logger: b.logger("sampler"),
 	}
+	set.Calibrator = b.calibrator()
 	if b.cfg.Scoring.Workers > 0 {
 		var err error
 		if set.Scorers, err = b.scorers(); err != nil {
@@ -330,6 +331,7 @@ func (b *builder) scoringWorkers() (lifecycle, error) {
 			Logger:     logger,
 			Now:        b.o.now,
 			PairJudge:  pj,
+			Calibrator: b.calibrator(),
 		})
 	if b.EvalExport != nil {
 		pool.OnPairVerdict(b.EvalExport)
@@ -527,6 +529,7 @@ func (b *builder) http() (lifecycle, error) {
 		srv.Mount("GET /api/v1/comparisons", b.Alerts.ComparisonsHandler())
 		srv.Mount("GET /api/v1/scores", b.recent.Handler())
 		srv.Mount("GET /api/v1/pairwise", b.Sampler.Pairwise.Handler())
+		b.mountCalibration(srv)
 		if b.export != nil {
 			srv.Mount("GET /api/v1/export", b.export.Handler(b.o.now))
 		}

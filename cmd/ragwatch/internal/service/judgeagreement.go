@@ -11,8 +11,12 @@ import (
 // judgeAgreement builds the tracker that pairs human labels with judge scores; the alert
 // engine (built before it) is its sink.
 func (b *builder) judgeAgreement() (lifecycle, error) {
-	t, err := judgeagreement.New(judgeagreement.Options{Settings: agreementSettings(b.cfg.Alerting),
-		Registerer: b.Registry, Now: b.o.now, Sink: b.Alerts})
+	o := judgeagreement.Options{Settings: agreementSettings(b.cfg.Alerting),
+		Registerer: b.Registry, Now: b.o.now, Sink: b.Alerts}
+	if b.Calibration != nil {
+		o.OnPair = b.Calibration.Offer // builtin pairs, with the raw value, to the learner
+	}
+	t, err := judgeagreement.New(o)
 	if err != nil {
 		return lifecycle{}, fmt.Errorf("build judge agreement: %w", err)
 	}

@@ -143,7 +143,7 @@ func TestWorkerLifecycle(t *testing.T) {
 	if err := run.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	wantRun := []string{"nats", "memory guard", "signals", "notifiers", "alert engine", "judge agreement", "evaluation export", "scores subscription",
+	wantRun := []string{"nats", "memory guard", "signals", "notifiers", "alert engine", "label calibration", "judge agreement", "evaluation export", "scores subscription",
 		"sampler", "golden", "join", "assembler", "http", "otlp receivers", "nats subscribers"}
 	if got := service.ComponentNames(run); !slices.Equal(got, wantRun) {
 		t.Fatalf("run's components = %q, want %q", got, wantRun)
@@ -153,7 +153,7 @@ func TestWorkerLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := service.ComponentNames(w), []string{"nats", "evaluation export", "scoring workers", "http"}; !slices.Equal(got, want) {
+	if got, want := service.ComponentNames(w), []string{"nats", "label calibration", "evaluation export", "scoring workers", "http"}; !slices.Equal(got, want) {
 		t.Fatalf("worker's components = %q, want %q", got, want)
 	}
 	for range 2 {
