@@ -112,8 +112,8 @@ func (s *Stage) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 	// What is known of the request without the cache: its ids and the feedback, which the
 	// record carries without ids of its own, as it does when feedback comes with the record.
 	fb := f
-	fb.TraceID, fb.SpanID, fb.Service = "", "", ""
-	r := &record.Record{TraceID: f.TraceID, SpanID: f.SpanID, Service: f.Service, Feedback: &fb}
+	fb.TraceID, fb.SpanID, fb.Service, fb.Variant = "", "", "", ""
+	r := &record.Record{TraceID: f.TraceID, SpanID: f.SpanID, Service: f.Service, Variant: f.Variant, Feedback: &fb}
 	now := s.now()
 	prev, known := s.recent.get(r, now)
 	if known && prev.sampled {

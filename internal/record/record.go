@@ -112,11 +112,13 @@ type Latency struct {
 // attached to its Record, and handed alone to a FeedbackConsumer, where TraceID, SpanID (the
 // turn, when a trace holds several) and Service name the request it judges. Those three never
 // appear in the record's JSON `feedback` object (docs/record.md): there the record says whose
-// feedback it is.
+// feedback it is. Variant, like them, is set only on feedback handed alone: the variant of
+// the record the join met it with ("" when it met none).
 type Feedback struct {
 	TraceID string    `json:"-"`
 	SpanID  string    `json:"-"`
 	Service string    `json:"-"`
+	Variant string    `json:"-"`
 	Score   float64   `json:"score"`
 	Comment string    `json:"comment,omitempty"`
 	Time    time.Time `json:"time,omitzero"`
@@ -139,9 +141,12 @@ const (
 // who labelled it. Like Feedback it is the one form labels take inside ragwatch: attached to
 // its record, or alone (naming its record by TraceID, SpanID and Service) to a LabelConsumer.
 type Label struct {
-	TraceID   string             `json:"trace_id,omitempty"`
-	SpanID    string             `json:"span_id,omitempty"`
-	Service   string             `json:"service,omitempty"`
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
+	Service string `json:"service,omitempty"`
+	// Variant is set by the join on a label handed alone after its record: the record's
+	// variant. Never read from or written to JSON: a label does not choose its variant.
+	Variant   string             `json:"-"`
 	Values    map[string]float64 `json:"values,omitempty"`
 	Relevance map[string]int     `json:"relevance,omitempty"`
 	Reference string             `json:"reference,omitempty"`
