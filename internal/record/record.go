@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"time"
 )
@@ -427,4 +428,39 @@ func trimSpace(b []byte) []byte {
 		b = b[1:]
 	}
 	return b
+}
+
+// MergeLabels merges labels (in arrival order) onto base, if any, into a new Label: later
+// values per metric win, relevance maps merge (later grades per document win), the last
+// non-empty reference and labeler win, and the time is the latest. The ids are left empty: on
+// a record, the record says whose labels they are.
+func MergeLabels(base *Label, more ...*Label) *Label {
+	out := &Label{}
+	for _, l := range append([]*Label{base}, more...) {
+		if l == nil {
+			continue
+		}
+		if len(l.Values) > 0 {
+			if out.Values == nil {
+				out.Values = make(map[string]float64, len(l.Values))
+			}
+			maps.Copy(out.Values, l.Values)
+		}
+		if len(l.Relevance) > 0 {
+			if out.Relevance == nil {
+				out.Relevance = make(map[string]int, len(l.Relevance))
+			}
+			maps.Copy(out.Relevance, l.Relevance)
+		}
+		if l.Reference != "" {
+			out.Reference = l.Reference
+		}
+		if l.Labeler != "" {
+			out.Labeler = l.Labeler
+		}
+		if l.Time.After(out.Time) {
+			out.Time = l.Time
+		}
+	}
+	return out
 }

@@ -69,8 +69,9 @@ type Store struct {
 }
 
 var (
-	_ record.Consumer = (*Store)(nil)
-	_ score.Consumer  = (*Store)(nil)
+	_ record.Consumer      = (*Store)(nil)
+	_ score.Consumer       = (*Store)(nil)
+	_ record.LabelConsumer = (*Store)(nil)
 )
 
 // New returns an empty store.
@@ -99,8 +100,12 @@ func (s *Store) ConsumeRecord(_ context.Context, r *record.Record) error {
 	key := r.Key()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.byKey[key]; ok { // a record seen again replaces the old copy, scores kept
+	if old, ok := s.byKey[key]; ok { // a record seen again replaces the old copy, scores and labels kept
 		it.scores = old.scores
+		if old.rec.Labels != nil { // they hold the copy's own and those posted since: theirs win
+			it.rec.Labels = record.MergeLabels(r.Labels, old.rec.Labels)
+			it.size = size(&it.rec)
+		}
 		s.remove(old)
 	}
 	it.elem = s.order.PushBack(it)
@@ -139,6 +144,30 @@ func (s *Store) ConsumeScores(_ context.Context, results []score.Result) error {
 		}
 		it.scores[res.Metric] = res.Value
 	}
+	return nil
+}
+
+// ConsumeLabel implements record.LabelConsumer: a label that arrived after its record joins
+// the record's labels, when the record is kept, so the exported record carries every label
+// posted for it, before or after it arrived (record.MergeLabels: later values win). Labels for
+// records no longer kept are ignored here (the join counts every label).
+func (s *Store) ConsumeLabel(_ context.Context, l record.Label) error {
+	key := l.TraceID
+	if l.SpanID != "" {
+		key += "/" + l.SpanID
+	}
+	lc := l
+	lc.TraceID, lc.SpanID, lc.Service, lc.Variant = "", "", "", ""
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it, ok := s.byKey[key]
+	if !ok {
+		return nil
+	}
+	it.rec.Labels = record.MergeLabels(it.rec.Labels, &lc)
+	s.bytes -= it.size
+	it.size = size(&it.rec)
+	s.bytes += it.size
 	return nil
 }
 
@@ -197,6 +226,9 @@ func size(r *record.Record) int64 {
 	}
 	for k, v := range r.Attributes {
 		n += len(k) + len(v) + 32
+	}
+	if l := r.Labels; l != nil {
+		n += len(l.Reference) + len(l.Labeler) + 32*(len(l.Values)+len(l.Relevance)) + 64
 	}
 	return int64(n + 32*len(r.Relevance))
 }

@@ -367,7 +367,11 @@ func (b *builder) join() (lifecycle, error) {
 	}
 	// Labels joined after their record, or never joined: one record.LabelConsumer per line.
 	b.Labels = labelFanout{
-		b.Agreement, // pairs late labels with their record's scores: judge agreement
+		b.Agreement,     // pairs late labels with their record's scores: judge agreement
+		b.Sampler.Stage, // scores late relevance grades against the record's ranking: retrieval metrics
+	}
+	if b.export != nil {
+		b.Labels = append(b.Labels, b.export) // exported records carry the labels posted after them
 	}
 	if b.EvalExport != nil {
 		b.Labels = append(b.Labels, b.EvalExport) // a person's correction, next to the judge's score
