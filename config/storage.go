@@ -28,6 +28,9 @@ func (c *Config) StorageCaps() []StorageCap {
 	if c.Alerting.StateBucket != "" {
 		caps = append(caps, StorageCap{"KV_" + c.Alerting.StateBucket, "alerting.state_max_bytes", c.Alerting.StateMaxBytes})
 	}
+	if c.Export.Enabled && c.Export.Bucket != "" {
+		caps = append(caps, StorageCap{"KV_" + c.Export.Bucket, "export.bucket_max_bytes", c.Export.BucketMaxBytes})
+	}
 	if c.Golden.File != "" {
 		caps = append(caps, StorageCap{"KV_" + c.Golden.Bucket, "golden.max_bytes", c.Golden.MaxBytes})
 	}

@@ -55,6 +55,8 @@ type item struct {
 	scores map[string]float64
 	size   int64
 	elem   *list.Element
+	seq    uint64 // arrival order (a record seen again is newest again)
+	slot   int    // its key in the bucket, "r.<slot>", in [0, max_records): kept when seen again
 }
 
 // Store keeps the most recent records (bounded by count and bytes) and the scores that come
@@ -66,6 +68,15 @@ type Store struct {
 	order *list.List // of *item, oldest first
 	byKey map[string]*item
 	bytes int64
+	seq   uint64 // the last record's sequence number
+	// The bucket's slots: those freed by evicted records, and the first never used.
+	free     []int
+	nextSlot int
+
+	// With Persist: the bucket's writer, and the records changed since its last flush.
+	p       *persister
+	dirty   map[*item]struct{}
+	loading int // > 0 while load replays the bucket: slots are counted after
 }
 
 var (
@@ -95,26 +106,68 @@ func (s *Store) ConsumeRecord(_ context.Context, r *record.Record) error {
 	if r.Query == "" && r.Answer == "" {
 		return nil // nothing an evaluation could score
 	}
-	it := &item{rec: *r, size: size(r)}
-	it.rec.Sampling = nil
-	key := r.Key()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.insert(r, 0, nil, -1)
+	return nil
+}
+
+// insert keeps a shallow copy of r as the newest record, with its sequence number seq (0: the
+// next one), scores and bucket slot (-1: its old copy's, or a free one), evicting the oldest
+// past the bounds, and marks it for the bucket. Called with mu held.
+func (s *Store) insert(r *record.Record, seq uint64, scores map[string]float64, slot int) {
+	it := &item{rec: *r, size: size(r), scores: scores}
+	it.rec.Sampling = nil
+	key := r.Key()
 	if old, ok := s.byKey[key]; ok { // a record seen again replaces the old copy, scores and labels kept
 		it.scores = old.scores
 		if old.rec.Labels != nil { // they hold the copy's own and those posted since: theirs win
 			it.rec.Labels = record.MergeLabels(r.Labels, old.rec.Labels)
 			it.size = size(&it.rec)
 		}
+		if slot < 0 {
+			slot = old.slot
+			old.slot = -1 // not freed: the new copy takes it
+		}
 		s.remove(old)
 	}
+	for s.order.Len() >= s.o.MaxRecords {
+		s.remove(s.order.Front().Value.(*item))
+	}
+	if seq == 0 {
+		seq = s.seq + 1
+	}
+	s.seq = max(s.seq, seq)
+	if slot < 0 && s.loading == 0 { // while loading, load gives it one after
+		slot = s.takeSlot()
+	}
+	it.seq, it.slot = seq, slot
 	it.elem = s.order.PushBack(it)
 	s.byKey[key] = it
 	s.bytes += it.size
-	for s.order.Len() > s.o.MaxRecords || (s.bytes > s.o.MaxBytes && s.order.Len() > 1) {
+	s.changed(it)
+	for s.bytes > s.o.MaxBytes && s.order.Len() > 1 {
 		s.remove(s.order.Front().Value.(*item))
 	}
-	return nil
+}
+
+// takeSlot returns a free bucket slot. Called with mu held, with fewer than max_records
+// records kept.
+func (s *Store) takeSlot() int {
+	if n := len(s.free); n > 0 {
+		slot := s.free[n-1]
+		s.free = s.free[:n-1]
+		return slot
+	}
+	s.nextSlot++
+	return s.nextSlot - 1
+}
+
+// changed marks it for the bucket's next flush. Called with mu held.
+func (s *Store) changed(it *item) {
+	if s.dirty != nil {
+		s.dirty[it] = struct{}{}
+	}
 }
 
 // remove drops it from the order and the index. Called with mu held.
@@ -124,6 +177,10 @@ func (s *Store) remove(it *item) {
 		delete(s.byKey, it.rec.Key())
 	}
 	s.bytes -= it.size
+	delete(s.dirty, it)
+	if it.slot >= 0 && s.loading == 0 {
+		s.free = append(s.free, it.slot)
+	}
 }
 
 // ConsumeScores implements score.Consumer: results join the record they score, when kept.
@@ -143,6 +200,7 @@ func (s *Store) ConsumeScores(_ context.Context, results []score.Result) error {
 			it.scores = map[string]float64{}
 		}
 		it.scores[res.Metric] = res.Value
+		s.changed(it)
 	}
 	return nil
 }
@@ -168,6 +226,7 @@ func (s *Store) ConsumeLabel(_ context.Context, l record.Label) error {
 	s.bytes -= it.size
 	it.size = size(&it.rec)
 	s.bytes += it.size
+	s.changed(it)
 	return nil
 }
 

@@ -1,10 +1,12 @@
 package service_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -161,4 +163,44 @@ func TestLateLabelsGiveWhatEarlyLabelsGive(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestExportSurvivesRestart: the export store's records, with their scores and the labels
+// posted after them, are in the export bucket, so the next process on the same store serves
+// them at GET /api/v1/export.
+func TestExportSurvivesRestart(t *testing.T) {
+	cfg := lateConfig(t)
+	first := startEnv(t, cfg)
+	const trace = "0000000000000000000000000000e101"
+	postAccepted(t, first, "/api/v1/records", `{"trace_id":"`+trace+`","service":"chat","variant":"candidate","query":"What is the refund window?",`+
+		`"answer":"30 days [1].","documents":[{"id":"d1","content":"Refunds within 30 days; mail jane.doe@example.com."}]}`)
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "the record scored", func() bool {
+		_, ok := exported(t, first)[trace].Scores["faithfulness"]
+		return ok
+	})
+	postAccepted(t, first, "/api/v1/labels", `{"trace_id":"`+trace+`","relevance":{"d1":1},"values":{"faithfulness":1},"labeler":"ann"}`)
+	var before export.Line
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "the label and mrr", func() bool {
+		before = exported(t, first)[trace]
+		_, ok := before.Scores["mrr"]
+		return ok && before.Labels != nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := first.app.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	next := startEnv(t, cfg) // the same store directory
+	after, ok := exported(t, next)[trace]
+	if !ok {
+		t.Fatal("the exported record did not survive the restart")
+	}
+	if !reflect.DeepEqual(after.Scores, before.Scores) || !reflect.DeepEqual(after.Labels, before.Labels) ||
+		after.Answer != before.Answer || len(after.Documents) != 1 || after.Documents[0].Content != before.Documents[0].Content {
+		t.Fatalf("after restart:\n%+v\nwant\n%+v", after, before)
+	}
+	if strings.Contains(after.Documents[0].Content, "jane.doe") {
+		t.Fatalf("unredacted content: %q", after.Documents[0].Content)
+	}
 }
