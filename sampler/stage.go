@@ -37,6 +37,8 @@ type Stage struct {
 	// record (nil: none kept); late counts those labels by outcome.
 	ranks *rankings
 	late  *prometheus.CounterVec
+	// fallback finds a ranking ranks no longer holds (the export store's records); nil: none.
+	fallback func(traceID, spanID string) *record.Record
 }
 
 var (
@@ -75,7 +77,7 @@ func (s *Stage) ScoreAlways(sc score.Scorer, out score.Consumer) {
 func (s *Stage) KeepRankings(n int, reg prometheus.Registerer) error {
 	late := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ragwatch_late_relevance_labels_total",
-		Help: "Relevance labels that arrived after their record, by outcome: scored (retrieval metrics computed against the record's ranking), not_kept (no ranking kept for the record: past sampling.recent.max_records records ago, or never seen by this process).",
+		Help: "Relevance labels that arrived after their record, by outcome: scored (retrieval metrics computed against the record's ranking), not_kept (no ranking kept for the record: past sampling.recent.max_records records ago and not in the export store, or never seen by this process).",
 	}, []string{"outcome"})
 	if reg != nil {
 		if err := reg.Register(late); err != nil {
@@ -88,6 +90,11 @@ func (s *Stage) KeepRankings(n int, reg prometheus.Registerer) error {
 	return nil
 }
 
+// RankingsFrom gives the stage a second source of rankings for late relevance labels, asked
+// when its own no longer hold the record: the export store, whose records survive restarts.
+// f returns a record carrying the document ids in order, or nil. Call before the first label.
+func (s *Stage) RankingsFrom(f func(traceID, spanID string) *record.Record) { s.fallback = f }
+
 // ConsumeLabel implements record.LabelConsumer: a label with relevance grades that arrived
 // after its record is scored by the retrieval metrics against the record's ranking, kept by
 // KeepRankings, and the results go where those of a label that came with the record go. It
@@ -97,6 +104,9 @@ func (s *Stage) ConsumeLabel(ctx context.Context, l record.Label) error {
 		return nil
 	}
 	r := s.ranks.record(l.TraceID, l.SpanID)
+	if r == nil && s.fallback != nil {
+		r = s.fallback(l.TraceID, l.SpanID)
+	}
 	if r == nil {
 		s.late.WithLabelValues(LateLabelNotKept).Inc()
 		return nil

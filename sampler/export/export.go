@@ -230,6 +230,29 @@ func (s *Store) ConsumeLabel(_ context.Context, l record.Label) error {
 	return nil
 }
 
+// Ranking returns what the retrieval metrics need of the kept record traceID/spanID — its
+// document ids in order, ids, variant, turn and upstream probability, no content — or nil.
+// The sampling stage scores late relevance labels with it when its own rankings no longer hold
+// the record (sampler.Stage.RankingsFrom): after a restart, the records read back.
+func (s *Store) Ranking(traceID, spanID string) *record.Record {
+	key := traceID
+	if spanID != "" {
+		key += "/" + spanID
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it, ok := s.byKey[key]
+	if !ok {
+		return nil
+	}
+	r := &record.Record{TraceID: traceID, SpanID: spanID, Service: it.rec.Service, Variant: it.rec.Variant,
+		Turn: it.rec.Turn, UpstreamProbability: it.rec.UpstreamProbability, Documents: make([]record.Document, len(it.rec.Documents))}
+	for i, d := range it.rec.Documents {
+		r.Documents[i].ID = d.ID
+	}
+	return r
+}
+
 // redacted copies r with every text filtered: query, answer, documents, citations, history,
 // reference, feedback comment, label reference and attribute values, and the user and
 // session ids, which apps often fill with an e-mail address or a phone number.

@@ -392,6 +392,9 @@ func (b *builder) join() (lifecycle, error) {
 	}
 	if b.export != nil {
 		b.Labels = append(b.Labels, b.export) // exported records carry the labels posted after them
+		// Late relevance labels for records older than the stage's rankings, or from before a
+		// restart, are scored against the export store's copy.
+		b.Sampler.Stage.RankingsFrom(b.export.Ranking)
 	}
 	if b.EvalExport != nil {
 		b.Labels = append(b.Labels, b.EvalExport) // a person's correction, next to the judge's score

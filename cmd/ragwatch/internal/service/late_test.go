@@ -167,13 +167,15 @@ func TestLateLabelsGiveWhatEarlyLabelsGive(t *testing.T) {
 
 // TestExportSurvivesRestart: the export store's records, with their scores and the labels
 // posted after them, are in the export bucket, so the next process on the same store serves
-// them at GET /api/v1/export.
+// them at GET /api/v1/export, and a relevance label posted then (the join remembers the record
+// with feedback.persist_seen) is scored against the record read back.
 func TestExportSurvivesRestart(t *testing.T) {
 	cfg := lateConfig(t)
+	cfg.Feedback.PersistSeen = true
 	first := startEnv(t, cfg)
 	const trace = "0000000000000000000000000000e101"
 	postAccepted(t, first, "/api/v1/records", `{"trace_id":"`+trace+`","service":"chat","variant":"candidate","query":"What is the refund window?",`+
-		`"answer":"30 days [1].","documents":[{"id":"d1","content":"Refunds within 30 days; mail jane.doe@example.com."}]}`)
+		`"answer":"30 days [1].","documents":[{"id":"d1","content":"Refunds within 30 days; mail jane.doe@example.com."},{"id":"d2","content":"Returns are free."}]}`)
 	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "the record scored", func() bool {
 		_, ok := exported(t, first)[trace].Scores["faithfulness"]
 		return ok
@@ -197,10 +199,21 @@ func TestExportSurvivesRestart(t *testing.T) {
 		t.Fatal("the exported record did not survive the restart")
 	}
 	if !reflect.DeepEqual(after.Scores, before.Scores) || !reflect.DeepEqual(after.Labels, before.Labels) ||
-		after.Answer != before.Answer || len(after.Documents) != 1 || after.Documents[0].Content != before.Documents[0].Content {
+		after.Answer != before.Answer || len(after.Documents) != 2 || after.Documents[0].Content != before.Documents[0].Content {
 		t.Fatalf("after restart:\n%+v\nwant\n%+v", after, before)
 	}
 	if strings.Contains(after.Documents[0].Content, "jane.doe") {
 		t.Fatalf("unredacted content: %q", after.Documents[0].Content)
 	}
+	if before.Scores["mrr"] != 1 {
+		t.Fatalf("mrr before the restart = %v, want 1", before.Scores["mrr"])
+	}
+	postAccepted(t, next, "/api/v1/labels", `{"trace_id":"`+trace+`","relevance":{"d1":0,"d2":1}}`)
+	testutil.CheckFor(t, 10*time.Second, 10*time.Millisecond, "mrr of the label posted after the restart", func() error {
+		l := exported(t, next)[trace]
+		if l.Scores["mrr"] != 0.5 || l.Labels.Relevance["d2"] != 1 || l.Labels.Values["faithfulness"] != 1 {
+			return fmt.Errorf("scores %v, labels %+v", l.Scores, l.Labels)
+		}
+		return nil
+	})
 }
