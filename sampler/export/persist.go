@@ -134,33 +134,29 @@ func (s *Store) flushLoop() {
 	}
 }
 
-// flush writes every record changed since the last flush, redacted, to its slot.
+// flush writes every record changed since the last flush, redacted, to its slot. Under mu it
+// only copies them (the record path waits on mu); redaction and JSON come after.
 func (s *Store) flush(ctx context.Context) {
+	type change struct {
+		slot int
+		p    persisted
+	}
 	s.mu.Lock()
-	if len(s.dirty) == 0 {
-		s.mu.Unlock()
-		return
-	}
-	type write struct {
-		key  string
-		data []byte
-	}
-	writes := make([]write, 0, len(s.dirty))
+	changes := make([]change, 0, len(s.dirty))
 	for it := range s.dirty {
-		if s.byKey[it.rec.Key()] != it {
-			continue // replaced or evicted since: its slot holds or will hold a newer one
-		}
-		data, err := json.Marshal(persisted{Seq: it.seq, Record: s.redacted(&it.rec), Scores: it.scores})
-		if err != nil {
-			s.p.errs.WithLabelValues("put").Inc()
-			continue
-		}
-		writes = append(writes, write{slotPrefix + strconv.Itoa(it.slot), data})
+		// A shallow copy: a record's fields are replaced, never changed in place, but for its
+		// scores.
+		changes = append(changes, change{it.slot, persisted{Seq: it.seq, Record: it.rec, Scores: cloneScores(it.scores)}})
 	}
 	clear(s.dirty)
 	s.mu.Unlock()
-	for _, w := range writes {
-		if _, err := s.p.o.KV.Put(ctx, w.key, w.data); err != nil {
+	for _, c := range changes {
+		c.p.Record = s.redacted(&c.p.Record)
+		data, err := json.Marshal(c.p)
+		if err == nil {
+			_, err = s.p.o.KV.Put(ctx, slotPrefix+strconv.Itoa(c.slot), data)
+		}
+		if err != nil {
 			s.p.errs.WithLabelValues("put").Inc()
 			s.p.o.Logger.Warn("export store: record not persisted", "error", err)
 		}
