@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,11 +42,27 @@ func TestExportConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Export != (Export{MaxRecords: 2000, MaxBytes: 32 << 20}) {
+	if c.Export != (Export{MaxRecords: 2000, MaxBytes: 32 << 20, Bucket: "ragwatch_export", BucketMaxBytes: 64 << 20}) {
 		t.Fatalf("export defaults %+v", c.Export)
 	}
-	_, err = Parse([]byte("export: {enabled: true, max_records: 0}\n"))
-	if err == nil || !strings.Contains(err.Error(), "`export.max_records` must be positive, got 0") {
-		t.Fatalf("error %v", err)
+	for yaml, want := range map[string]string{
+		"export: {enabled: true, max_records: 0}\n":                    "`export.max_records` must be positive, got 0",
+		"export: {enabled: true, bucket_max_bytes: 0}\n":               "`export.bucket_max_bytes` must be positive with a bucket, got 0",
+		"export: {enabled: true, bucket: \"a.b\"}\n":                   "`export.bucket` must be a bucket name",
+		"export: {enabled: true, bucket: \"\", bucket_max_bytes: 0}\n": "",
+	} {
+		_, err = Parse([]byte(yaml))
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: error %v, want %q", yaml, err, want)
+		}
+	}
+	// The bucket's cap counts against the embedded store only when the store is on.
+	on, err := Parse([]byte("export: {enabled: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(on.StorageCaps(), StorageCap{"KV_ragwatch_export", "export.bucket_max_bytes", 64 << 20}) ||
+		slices.ContainsFunc(c.StorageCaps(), func(sc StorageCap) bool { return sc.Key == "export.bucket_max_bytes" }) {
+		t.Fatalf("storage caps: on %v, off %v", on.StorageCaps(), c.StorageCaps())
 	}
 }

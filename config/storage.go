@@ -31,6 +31,9 @@ func (c *Config) StorageCaps() []StorageCap {
 	if lc := c.Scoring.Builtin.Calibration; lc.Enabled {
 		caps = append(caps, StorageCap{"KV_" + lc.Bucket, "scoring.builtin.calibration.max_bytes", lc.MaxBytes})
 	}
+	if c.Export.Enabled && c.Export.Bucket != "" {
+		caps = append(caps, StorageCap{"KV_" + c.Export.Bucket, "export.bucket_max_bytes", c.Export.BucketMaxBytes})
+	}
 	if c.Golden.File != "" {
 		caps = append(caps, StorageCap{"KV_" + c.Golden.Bucket, "golden.max_bytes", c.Golden.MaxBytes})
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/score"
@@ -97,5 +99,66 @@ func TestSampledScorersLeaveRetrievalToTheStage(t *testing.T) {
 		if n == "retrieval" {
 			t.Fatal("retrieval left among the workers' scorers")
 		}
+	}
+}
+
+// Relevance labels arriving after their record are scored against the ranking the stage kept,
+// with the same values, weight, variant and turn an early label gets; beyond
+// sampling.recent.max_records records the oldest ranking is gone, and a label for it is
+// counted, not scored. Labels without relevance are not this stage's.
+func TestLateRelevanceLabelsScored(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	cfg := config.Default().Sampling
+	cfg.Rate = 0
+	cfg.Recent.MaxRecords = 2
+	s, _, reg := newStage(t, cfg, c)
+	out := &results{}
+	s.ScoreAlways(retrieval.New([]int{1, 3}, nil), out)
+	if err := s.KeepRankings(cfg.Recent.MaxRecords, reg); err != nil {
+		t.Fatal(err)
+	}
+	docs := []record.Document{{ID: "a", Content: "x"}, {ID: "b"}, {ID: "b"}, {ID: "c"}}
+	ctx := context.Background()
+	grades := map[string]int{"b": 1, "c": 2}
+	_ = s.ConsumeRecord(ctx, &record.Record{TraceID: "early", Service: "chat", Variant: "v2", Turn: 3, Query: "q",
+		Documents: docs, Labels: &record.Label{Relevance: grades}, UpstreamProbability: 0.5})
+	_ = s.ConsumeRecord(ctx, &record.Record{TraceID: "late", SpanID: "s1", Service: "chat", Variant: "v2", Turn: 3,
+		Query: "q", Documents: docs, UpstreamProbability: 0.5})
+	if _, ok := out.byTrace("late", score.MRR); ok {
+		t.Fatal("scored before its label")
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.ConsumeLabel(ctx, record.Label{TraceID: "late", SpanID: "s1", Service: "chat", Relevance: grades}))
+	for _, m := range []string{score.MRR, "precision@3", "ndcg@3", "recall@3", "hit@1"} {
+		e, eok := out.byTrace("early", m)
+		l, lok := out.byTrace("late", m)
+		if !eok || !lok || e.Value != l.Value || l.Weight != 2 || l.Variant != "v2" || l.Turn != 3 || l.SpanID != "s1" || l.Service != "chat" {
+			t.Errorf("%s: early %+v, late %+v", m, e, l)
+		}
+	}
+	must(s.ConsumeLabel(ctx, record.Label{TraceID: "late", SpanID: "s1", Values: map[string]float64{"faithfulness": 1}}))
+	// Two more records: "early" and "late" are past the bound.
+	for _, id := range []string{"n1", "n2"} {
+		_ = s.ConsumeRecord(ctx, &record.Record{TraceID: id, Query: "q", Documents: docs})
+	}
+	_ = s.ConsumeRecord(ctx, &record.Record{TraceID: "n2", Query: "q", Documents: docs[:1]}) // again: replaces, evicts nothing
+	must(s.ConsumeLabel(ctx, record.Label{TraceID: "late", SpanID: "s1", Relevance: grades}))
+	must(s.ConsumeLabel(ctx, record.Label{TraceID: "n1", Relevance: map[string]int{"a": 1}}))
+	if r, ok := out.byTrace("n1", score.MRR); !ok || r.Value != 1 || r.Weight != 1 {
+		t.Errorf("n1 mrr: %+v %v", r, ok)
+	}
+	if n := testutil.ToFloat64(s.late.WithLabelValues(LateLabelScored)); n != 2 {
+		t.Errorf("scored %v, want 2", n)
+	}
+	if n := testutil.ToFloat64(s.late.WithLabelValues(LateLabelNotKept)); n != 1 {
+		t.Errorf("not kept %v, want 1", n)
+	}
+	if n := s.ranks.len(); n != 2 {
+		t.Errorf("%d rankings kept, want 2", n)
 	}
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/cardinality"
 	"github.com/ragwatch/ragwatch/internal/record"
+	"github.com/ragwatch/ragwatch/internal/score"
 	"github.com/ragwatch/ragwatch/sampler/decide"
+	"github.com/ragwatch/ragwatch/sampler/scorers/retrieval"
 	"github.com/ragwatch/ragwatch/scripts/benchcpu"
 )
 
@@ -121,4 +123,59 @@ func (m *runtimeMem) read() {
 	var s runtime.MemStats
 	runtime.ReadMemStats(&s)
 	m.heap = int64(s.HeapAlloc)
+}
+
+// BenchmarkStageRankings measures the stage's cost per record with documents when retrieval
+// metrics are on (the default): keeping the record's ranking for relevance labels arriving
+// later (rankings=on) against not keeping it (rankings=off).
+func BenchmarkStageRankings(b *testing.B) {
+	for _, keep := range []bool{false, true} {
+		name := "rankings=off"
+		if keep {
+			name = "rankings=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := config.Default().Sampling
+			d := decide.New(cfg, nil, cardinality.NewServiceSet(10), nil, prometheus.NewRegistry())
+			s := NewStage(d, discardOffers{}, cfg.Recent, nil)
+			s.ScoreAlways(retrieval.New(nil, nil), score.ConsumerFunc(func(context.Context, []score.Result) error { return nil }))
+			if keep {
+				if err := s.KeepRankings(cfg.Recent.MaxRecords, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			recs := make([]*record.Record, 4096)
+			for i := range recs {
+				recs[i] = &record.Record{TraceID: fmt.Sprintf("%032x", uint64(i)*0x9e3779b97f4a7c15), Service: "chat",
+					Query: "what is the refund window?", Answer: "30 days [1].", Documents: []record.Document{
+						{ID: "doc-00001"}, {ID: "doc-00002"}, {ID: "doc-00003"}, {ID: "doc-00004"}, {ID: "doc-00005"}}}
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				_ = s.ConsumeRecord(ctx, recs[i%len(recs)])
+			}
+		})
+	}
+}
+
+// BenchmarkStageRankingsMemory measures what the rankings kept for late relevance labels cost:
+// the live heap (after runtime.GC) of 10,000 rankings of five 9-byte document ids, per ranking.
+func BenchmarkStageRankingsMemory(b *testing.B) {
+	const n = 10000
+	for i := 0; i < b.N; i++ {
+		k := newRankings(n)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for j := range n {
+			k.put(&record.Record{TraceID: fmt.Sprintf("%032x", uint64(j)*0x9e3779b97f4a7c15), Service: "chat", Documents: []record.Document{
+				{ID: "doc-00001"}, {ID: "doc-00002"}, {ID: "doc-00003"}, {ID: "doc-00004"}, {ID: "doc-00005"}}})
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "bytes/ranking")
+		runtime.KeepAlive(k)
+	}
 }

@@ -129,6 +129,11 @@ func NewRuntime(s Settings) *Runtime {
 			return sink.ConsumeScores(ctx, res)
 		})
 		rt.Stage.ScoreAlways(rs, observed)
+		// Relevance labels arriving after their record: scored against its ranking, kept for
+		// the last sampling.recent.max_records records with documents.
+		if err := rt.Stage.KeepRankings(s.Sampling.Recent.MaxRecords, reg); err != nil {
+			logger.Error("late relevance labels will not be scored", "error", err)
+		}
 	}
 	scorers := SampledScorers(s.Scorers)
 	if s.Scoring.Workers > 0 {

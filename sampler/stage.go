@@ -2,7 +2,10 @@ package sampler
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
@@ -30,11 +33,25 @@ type Stage struct {
 	// hands the results to scores; both nil when retrieval metrics are off.
 	always score.Scorer
 	scores score.Consumer
+	// ranks keeps the last records' rankings for relevance labels arriving after their
+	// record (nil: none kept); late counts those labels by outcome.
+	ranks *rankings
+	late  *prometheus.CounterVec
+	// fallback finds a ranking ranks no longer holds (the export store's records); nil: none.
+	fallback func(traceID, spanID string) *record.Record
 }
 
 var (
 	_ record.Consumer         = (*Stage)(nil)
 	_ record.FeedbackConsumer = (*Stage)(nil)
+	_ record.LabelConsumer    = (*Stage)(nil)
+)
+
+// Outcomes of relevance labels that arrive after their record, the `outcome` label of
+// ragwatch_late_relevance_labels_total.
+const (
+	LateLabelScored  = "scored"   // scored against the record's ranking, kept here
+	LateLabelNotKept = "not_kept" // no ranking kept for its record: gone past the bound, or never seen here
 )
 
 // NewStage returns the stage. cfg bounds the cache of recent records kept for late feedback
@@ -54,6 +71,54 @@ func (s *Stage) ScoreAlways(sc score.Scorer, out score.Consumer) {
 	s.always, s.scores = sc, out
 }
 
+// KeepRankings makes the stage, with ScoreAlways, keep the rankings (document ids, no content)
+// of the last n records with documents, so that relevance labels arriving after their record
+// (ConsumeLabel) are scored as if they came with it. Call before the first record.
+func (s *Stage) KeepRankings(n int, reg prometheus.Registerer) error {
+	late := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ragwatch_late_relevance_labels_total",
+		Help: "Relevance labels that arrived after their record, by outcome: scored (retrieval metrics computed against the record's ranking), not_kept (no ranking kept for the record: past sampling.recent.max_records records ago and not in the export store, or never seen by this process).",
+	}, []string{"outcome"})
+	if reg != nil {
+		if err := reg.Register(late); err != nil {
+			return fmt.Errorf("sampler: register metrics: %w", err)
+		}
+	}
+	late.WithLabelValues(LateLabelScored)
+	late.WithLabelValues(LateLabelNotKept)
+	s.ranks, s.late = newRankings(n), late
+	return nil
+}
+
+// RankingsFrom gives the stage a second source of rankings for late relevance labels, asked
+// when its own no longer hold the record: the export store, whose records survive restarts.
+// f returns a record carrying the document ids in order, or nil. Call before the first label.
+func (s *Stage) RankingsFrom(f func(traceID, spanID string) *record.Record) { s.fallback = f }
+
+// ConsumeLabel implements record.LabelConsumer: a label with relevance grades that arrived
+// after its record is scored by the retrieval metrics against the record's ranking, kept by
+// KeepRankings, and the results go where those of a label that came with the record go. It
+// always returns nil.
+func (s *Stage) ConsumeLabel(ctx context.Context, l record.Label) error {
+	if s.always == nil || s.ranks == nil || len(l.Relevance) == 0 {
+		return nil
+	}
+	r := s.ranks.record(l.TraceID, l.SpanID)
+	if r == nil && s.fallback != nil {
+		r = s.fallback(l.TraceID, l.SpanID)
+	}
+	if r == nil {
+		s.late.WithLabelValues(LateLabelNotKept).Inc()
+		return nil
+	}
+	lc := l
+	lc.TraceID, lc.SpanID, lc.Service, lc.Variant = "", "", "", ""
+	r.Labels = &lc
+	s.scoreAlways(ctx, r)
+	s.late.WithLabelValues(LateLabelScored).Inc()
+	return nil
+}
+
 // ConsumeRecord implements record.Consumer. It always returns nil.
 //
 // What the recent cache keeps for late feedback depends on what feedback could still change
@@ -68,8 +133,11 @@ func (s *Stage) ScoreAlways(sc score.Scorer, out score.Consumer) {
 //     and its trace id was not sampled at that rate, so feedback (which carries no content from
 //     the join) changes nothing with or without an entry.
 func (s *Stage) ConsumeRecord(ctx context.Context, r *record.Record) error {
-	if s.always != nil && len(retrieval.Relevance(r)) > 0 {
-		s.scoreAlways(ctx, r)
+	if s.always != nil {
+		if len(retrieval.Relevance(r)) > 0 {
+			s.scoreAlways(ctx, r)
+		}
+		s.ranks.put(r) // for relevance labels arriving later
 	}
 	trigger := decide.Ingest
 	if r.Feedback != nil && r.Feedback.Score < 0 {
@@ -112,8 +180,8 @@ func (s *Stage) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 	// What is known of the request without the cache: its ids and the feedback, which the
 	// record carries without ids of its own, as it does when feedback comes with the record.
 	fb := f
-	fb.TraceID, fb.SpanID, fb.Service = "", "", ""
-	r := &record.Record{TraceID: f.TraceID, SpanID: f.SpanID, Service: f.Service, Feedback: &fb}
+	fb.TraceID, fb.SpanID, fb.Service, fb.Variant = "", "", "", ""
+	r := &record.Record{TraceID: f.TraceID, SpanID: f.SpanID, Service: f.Service, Variant: f.Variant, Feedback: &fb}
 	now := s.now()
 	prev, known := s.recent.get(r, now)
 	if known && prev.sampled {

@@ -51,7 +51,8 @@ func (e *Engine) ConsumeRecord(_ context.Context, r *record.Record) error {
 }
 
 // ConsumeFeedback implements record.FeedbackConsumer: the feedback signals
-// (negative_feedback_rate, feedback_score) of feedback joined after its record.
+// (negative_feedback_rate, feedback_score) of feedback joined after its record, with its
+// record's variant.
 func (e *Engine) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 	m := reqsignal.MeasureFeedback(&f)
 	now := e.now()
@@ -69,9 +70,15 @@ func (e *Engine) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 	}
 	var err error
 	eachSignal(&m, reqsignal.NumRecord, reqsignal.Num, func(sig *reqsignal.Signal, v float64) {
+		w := &e.bySignal[sig.ID]
 		s := slo.Sample{TraceID: f.TraceID, SpanID: f.SpanID, Value: v, Time: now}
-		if e2 := e.observeRules(e.bySignal[sig.ID].rules, sig.Name, &svc, "", 0, v, 1, s, now); e2 != nil && err == nil {
+		// f.Variant is the variant of the record the join met it with: SLOs with `variant`
+		// and comparisons count late feedback where they count feedback on the record.
+		if e2 := e.observeRules(w.rules, sig.Name, &svc, f.Variant, 0, v, 1, s, now); e2 != nil && err == nil {
 			err = e2
+		}
+		if w.compared {
+			e.observeVariant(sig.Name, &svc, f.Variant, v, 1, s, now)
 		}
 	})
 	return err

@@ -866,3 +866,49 @@ func TestHandoffFillsInPlace(t *testing.T) {
 		t.Fatalf("feedback and labels: %+v, %+v", handed[3], handed[4])
 	}
 }
+
+// TestLateInputsCarryTheVariant: feedback and labels that arrive after their record go on with
+// the record's variant, here and after a restart (the seen state in the bucket keeps it); an
+// entry written before the variant was kept loads, without one; orphans have none.
+func TestLateInputsCarryTheVariant(t *testing.T) {
+	clk := testutil.NewClock(t0)
+	ctx := context.Background()
+	kv := newBucket(t)
+	j1, s1 := newFullJoin(t, kv, clk, prometheus.NewRegistry(), nil)
+	a := rec("4bf92f3577b34da6a3ce929d0e0e4736")
+	a.Variant = "candidate"
+	b := rec("turn-b") // a raw id: its variant is kept like a hex one's
+	b.Variant = "control"
+	must(t, j1.ConsumeRecord(ctx, a))
+	must(t, j1.ConsumeRecord(ctx, b))
+	must(t, j1.ConsumeFeedback(ctx, record.Feedback{TraceID: a.TraceID, Score: -1}))
+	must(t, j1.ConsumeLabel(ctx, record.Label{TraceID: b.TraceID, Values: map[string]float64{"faithfulness": 1}}))
+	must(t, j1.ConsumeFeedback(ctx, record.Feedback{TraceID: "never-seen", Score: -1}))
+	if fb := s1.forwarded(); len(fb) != 1 || fb[0].Variant != "candidate" {
+		t.Fatalf("late feedback = %+v, want variant candidate", fb)
+	}
+	if ls := s1.gotLabels(); len(ls) != 1 || ls[0].Variant != "control" || ls[0].Service != "support-bot" {
+		t.Fatalf("late label = %+v, want variant control", ls)
+	}
+	must(t, j1.Shutdown(ctx))
+
+	// An entry as written before the variant was kept: no "var".
+	old := `{"t":"old-trace","seen":true,"svc":"support-bot","span":"00f067aa0ba902b7","exp":"` + t0.Add(time.Hour).Format(time.RFC3339Nano) + `"}`
+	if _, err := kv.Put(ctx, seenPrefix+"old-trace", []byte(old)); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(time.Minute)
+	j2, s2 := newFullJoin(t, kv, clk, prometheus.NewRegistry(), nil)
+	must(t, j2.ConsumeFeedback(ctx, record.Feedback{TraceID: a.TraceID, Score: 1}))
+	must(t, j2.ConsumeFeedback(ctx, record.Feedback{TraceID: "old-trace", Score: 1}))
+	fb := s2.forwarded()
+	if len(fb) != 2 || fb[0].Variant != "candidate" || fb[1].Variant != "" || fb[1].Service != "support-bot" {
+		t.Fatalf("after restart: %+v, want candidate then no variant", fb)
+	}
+	// The orphan from before the restart has no record, so no variant.
+	clk.Add(2 * time.Hour)
+	j2.Sweep(ctx)
+	if fb := s2.forwarded(); len(fb) != 3 || fb[2].TraceID != "never-seen" || fb[2].Variant != "" {
+		t.Fatalf("orphan: %+v", fb)
+	}
+}

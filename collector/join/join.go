@@ -69,7 +69,7 @@ type Settings struct {
 	// remembered for feedback and labels arriving later (default 24h).
 	Retention time.Duration
 	// MaxEntries bounds the traces held (default 200000, at most 1<<24); the oldest is
-	// dropped beyond it. Each costs ≈ 45 bytes (BenchmarkJoinMemory), more with feedback
+	// dropped beyond it. Each costs ≈ 49 bytes (BenchmarkJoinMemory), more with feedback
 	// waiting or ids not in OTLP's hex form.
 	MaxEntries int
 	// Next receives every record, with early feedback and labels attached, and its turn and
@@ -398,10 +398,10 @@ func (j *Join) consume(ctx context.Context, r *record.Record, owned bool) error 
 		}
 		j.tab.touch(i, j.expiry(nsTrace, now))
 	}
-	j.tab.setSeen(i, r.TraceID, r.Service, r.SpanID)
+	j.tab.setSeen(i, r.TraceID, r.Service, r.SpanID, r.Variant)
 	var seen, pend entry
 	if persistSeen {
-		seen = entry{TraceID: r.TraceID, Seen: true, Service: r.Service, SpanID: r.SpanID, RecordTime: r.Time, Expires: j.expiresAt(i)}
+		seen = entry{TraceID: r.TraceID, Seen: true, Service: r.Service, SpanID: r.SpanID, Variant: r.Variant, RecordTime: r.Time, Expires: j.expiresAt(i)}
 	}
 	if len(matched) > 0 {
 		pend = j.pendStateLocked(i, r.TraceID)
@@ -455,7 +455,7 @@ func (j *Join) consume(ctx context.Context, r *record.Record, owned bool) error 
 	}
 	errs := []error{j.s.Next.ConsumeRecord(ctx, out)}
 	for _, p := range lateFB {
-		errs = append(errs, j.s.NextFeedback.ConsumeFeedback(ctx, p.joined(r.TraceID, r.SpanID, r.Service)))
+		errs = append(errs, j.s.NextFeedback.ConsumeFeedback(ctx, p.joined(r.TraceID, r.SpanID, r.Service, r.Variant)))
 	}
 	if first != nil {
 		errs = append(errs, j.s.NextPair.ConsumePair(ctx, first, out))
@@ -580,7 +580,7 @@ func (j *Join) add(ctx context.Context, traceID string, p pending) error {
 // forwardLateUnlock sends feedback or a label for the seen record in slot i on alone. Called
 // with j.mu held; releases it.
 func (j *Join) forwardLateUnlock(ctx context.Context, traceID string, i int, p pending) error {
-	_, service, spanID := j.tab.seen(i)
+	_, service, spanID, variant := j.tab.seen(i)
 	j.mu.Unlock()
 	if p.SpanID != "" {
 		spanID = p.SpanID
@@ -589,20 +589,22 @@ func (j *Join) forwardLateUnlock(ctx context.Context, traceID string, i int, p p
 		service = p.Service
 	}
 	j.count(p.kind(), oJoined, 1)
-	return j.forward(ctx, p, traceID, spanID, service)
+	return j.forward(ctx, p, traceID, spanID, service, variant)
 }
 
-// forward hands feedback or a label on alone, naming its record.
-func (j *Join) forward(ctx context.Context, p pending, traceID, spanID, service string) error {
+// forward hands feedback or a label on alone, naming its record and the record's variant
+// ("" when it never met its record), so per-variant signals count late feedback where they
+// count feedback that came with the record.
+func (j *Join) forward(ctx context.Context, p pending, traceID, spanID, service, variant string) error {
 	if p.Label != nil {
 		if j.s.NextLabel == nil {
 			return nil
 		}
 		l := *p.Label
-		l.TraceID, l.SpanID, l.Service = traceID, spanID, service
+		l.TraceID, l.SpanID, l.Service, l.Variant = traceID, spanID, service, variant
 		return j.s.NextLabel.ConsumeLabel(ctx, l)
 	}
-	return j.s.NextFeedback.ConsumeFeedback(ctx, p.joined(traceID, spanID, service))
+	return j.s.NextFeedback.ConsumeFeedback(ctx, p.joined(traceID, spanID, service, variant))
 }
 
 // joinRemote joins the pending feedback and labels of a trace (plus extra) to a record another
@@ -624,7 +626,7 @@ func (j *Join) joinRemote(ctx context.Context, st entry, extra *pending) error {
 	if extra != nil {
 		taken = append(taken, *extra)
 	}
-	j.tab.setSeen(i, st.TraceID, st.Service, st.SpanID)
+	j.tab.setSeen(i, st.TraceID, st.Service, st.SpanID, st.Variant)
 	pend := j.pendStateLocked(i, st.TraceID)
 	j.labelsLocked()
 	j.mu.Unlock()
@@ -638,7 +640,7 @@ func (j *Join) joinRemote(ctx context.Context, st entry, extra *pending) error {
 			spanID = p.SpanID
 		}
 		j.count(p.kind(), oJoined, 1)
-		errs = append(errs, j.forward(ctx, p, st.TraceID, spanID, st.Service))
+		errs = append(errs, j.forward(ctx, p, st.TraceID, spanID, st.Service, st.Variant))
 	}
 	return errors.Join(errs...)
 }
@@ -742,7 +744,7 @@ func (j *Join) forwardOrphans(ctx context.Context, orphans []orphan) error {
 		}
 		j.count(o.p.kind(), oi, 1)
 		j.log.Debug("orphaned: no record within retention", "join", joinNames[o.p.kind()], "trace_id", o.id)
-		errs = append(errs, j.forward(ctx, o.p, o.id, o.p.SpanID, o.p.Service))
+		errs = append(errs, j.forward(ctx, o.p, o.id, o.p.SpanID, o.p.Service, ""))
 	}
 	return errors.Join(errs...)
 }
@@ -846,9 +848,9 @@ func (j *Join) takeLate() []orphan {
 	return out
 }
 
-// joined is the feedback as it goes on, naming the request it judges.
-func (p pending) joined(traceID, spanID, service string) record.Feedback {
+// joined is the feedback as it goes on, naming the request it judges and its variant.
+func (p pending) joined(traceID, spanID, service, variant string) record.Feedback {
 	f := p.Feedback
-	f.TraceID, f.SpanID, f.Service = traceID, spanID, service
+	f.TraceID, f.SpanID, f.Service, f.Variant = traceID, spanID, service, variant
 	return f
 }

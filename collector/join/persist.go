@@ -23,7 +23,8 @@ type entry struct {
 	Seen       bool      `json:"seen,omitempty"`
 	Service    string    `json:"svc,omitempty"`
 	SpanID     string    `json:"span,omitempty"`
-	RecordTime time.Time `json:"rt,omitzero"` // written for the bucket's readers; the join keeps no record time
+	Variant    string    `json:"var,omitempty"` // absent in entries written before it was kept: none
+	RecordTime time.Time `json:"rt,omitzero"`   // written for the bucket's readers; the join keeps no record time
 	Pending    []pending `json:"p,omitempty"`
 	Expires    time.Time `json:"exp"`
 }
@@ -374,7 +375,7 @@ func (j *Join) load(ctx context.Context) error {
 		}
 		switch {
 		case strings.HasPrefix(kve.Key(), seenPrefix):
-			m.Seen, m.Service, m.SpanID, m.RecordTime = true, e.Service, e.SpanID, e.RecordTime
+			m.Seen, m.Service, m.SpanID, m.Variant, m.RecordTime = true, e.Service, e.SpanID, e.Variant, e.RecordTime
 		case strings.HasPrefix(kve.Key(), pendPrefix):
 			m.Pending = e.Pending
 		}
@@ -389,7 +390,7 @@ func (j *Join) load(ctx context.Context) error {
 		e := &le.entry
 		if e.Seen && len(e.Pending) > 0 {
 			// Seen (here or elsewhere) while feedback waited: joined at the next sweep.
-			e.Seen, e.Service, e.SpanID, e.RecordTime = false, "", "", time.Time{}
+			e.Seen, e.Service, e.SpanID, e.Variant, e.RecordTime = false, "", "", "", time.Time{}
 		}
 		loaded = append(loaded, e)
 	}
@@ -407,7 +408,7 @@ func (j *Join) load(ctx context.Context) error {
 		}
 		i := j.tab.add(j.tab.key(e.TraceID), e.TraceID, int64(e.Expires.Sub(j.base)))
 		if e.Seen {
-			j.tab.setSeen(i, e.TraceID, e.Service, e.SpanID)
+			j.tab.setSeen(i, e.TraceID, e.Service, e.SpanID, e.Variant)
 		}
 		if len(e.Pending) > 0 {
 			j.tab.ext(i, e.TraceID, true).pending = e.Pending

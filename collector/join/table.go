@@ -12,14 +12,14 @@ import (
 // their record by trace id), a shadow pair (by pair id) or a conversation session (by session
 // id) — in an offheap.Table: slots without pointers outside the Go heap, in arrival order (the
 // oldest is evicted or expires first), found by id. At the default bound (200,000 traces) that
-// is ≈ 45 bytes per trace instead of ≈ 300 with a map of pointers to entries in a
+// is ≈ 49 bytes per trace instead of ≈ 300 with a map of pointers to entries in a
 // container/list, and the garbage collector's heap goal, about twice the live heap, does not
-// double it in resident memory (≈ 9 MB at the default bound).
+// double it in resident memory (≈ 10 MB at the default bound).
 //
 // A trace id of 32 lowercase hex characters (what OTLP carries) is kept as its 16 bytes; a
 // span id of 16 as its 8; the service as a reference to one shared copy of its name.
 // Whatever does not fit goes to small side maps, so nothing is lost: other trace ids to rawIDs
-// (≈ 102 bytes per trace in all), other span ids and feedback waiting for its record to extra.
+// (≈ 106 bytes per trace in all), other span ids and feedback waiting for its record to extra.
 //
 // Each namespace (nsTrace, nsPair, nsSession) is a lane of the table: ids of different
 // namespaces never match, and each has its own arrival order and bound, so the oldest trace,
@@ -33,12 +33,17 @@ type table struct {
 	extra  map[uint32]*extra // by slot index
 
 	svc offheap.Strings // the services the slots name, one reference by each
+	// vars are the variants the slots name (Record.Variant, as the record carried it: the
+	// stages cap it to variants.max_values when they label it, as for the record itself), one
+	// reference by each. An id beyond a slot's 16 bits (more than 65535 distinct variants held
+	// at once) leaves the name in the slot's extra instead.
+	vars offheap.Strings
 }
 
 // slot is what the table keeps of a key beside its id ([16]byte: the trace id decoded from hex,
 // or (flagRawID) a 128-bit hash of it); it holds no pointers. With the id and the table's links
 // an entry is 40 bytes: every field is packed, as the join keeps one for each of the last
-// max_entries traces. The record's time is not kept: nothing joined later needs it (feedback and
+// max_entries traces (44 with the variant's id and padding). The record's time is not kept: nothing joined later needs it (feedback and
 // labels carry their own).
 type slot struct {
 	span    [8]byte // the record's span id decoded from hex (flagSpan)
@@ -46,6 +51,8 @@ type slot struct {
 	// meta packs the record's service (the id of its interned name, 0 = none: svcBits bits)
 	// and the flags (4 bits, one spare).
 	meta uint32
+	// variant is the id of the record's interned variant (0 = none, or in extra.variant).
+	variant uint16
 }
 
 // svcBits holds any service id: ids count the names the slots refer to, at most
@@ -91,6 +98,7 @@ const (
 type extra struct {
 	id      string // the key's id (trace, pair or session id)
 	spanID  string // a span id that is not 16 lowercase hex characters
+	variant string // the record's variant when its id does not fit the slot's 16 bits
 	pending []pending
 	pair    *pairState    // nsPair
 	sess    *sessionState // nsSession
@@ -185,6 +193,7 @@ func (t *table) add(k traceKey, traceID string, expires int64) int {
 func (t *table) remove(i int) {
 	s := t.tab.Val(i)
 	t.svc.Unref(s.svc())
+	t.vars.Unref(uint32(s.variant))
 	if s.flags()&flagRawID != 0 {
 		delete(t.rawIDs, uint32(i))
 	}
@@ -217,7 +226,7 @@ func (t *table) ext(i int, traceID string, create bool) *extra {
 // tidy drops slot i's extra when the slot holds everything again.
 func (t *table) tidy(i int) {
 	x := t.extra[uint32(i)]
-	if x != nil && x.spanID == "" && len(x.pending) == 0 && x.pair == nil && x.sess == nil {
+	if x != nil && x.spanID == "" && x.variant == "" && len(x.pending) == 0 && x.pair == nil && x.sess == nil {
 		delete(t.extra, uint32(i))
 	}
 }
@@ -230,8 +239,9 @@ func (t *table) pendingOf(i int) []pending {
 	return nil
 }
 
-// setSeen records that the record of slot i (its trace traceID) was seen, with its ids.
-func (t *table) setSeen(i int, traceID, service, spanID string) {
+// setSeen records that the record of slot i (its trace traceID) was seen, with its ids and
+// variant.
+func (t *table) setSeen(i int, traceID, service, spanID, variant string) {
 	s := t.tab.Val(i)
 	s.setFlags(s.flags()&flagRawID | flagSeen)
 	if id := t.svc.Ref(service); id != s.svc() {
@@ -242,7 +252,17 @@ func (t *table) setSeen(i int, traceID, service, spanID string) {
 	}
 	x := t.extra[uint32(i)]
 	if x != nil {
-		x.spanID = ""
+		x.spanID, x.variant = "", ""
+	}
+	id := t.vars.Ref(variant)
+	t.vars.Unref(uint32(s.variant)) // after Ref: the same variant again keeps its name
+	s.variant = 0
+	if id <= math.MaxUint16 {
+		s.variant = uint16(id)
+	} else {
+		t.vars.Unref(id)
+		x = t.ext(i, traceID, true)
+		x.variant = variant
 	}
 	switch {
 	case spanID == "":
@@ -255,18 +275,25 @@ func (t *table) setSeen(i int, traceID, service, spanID string) {
 	t.tidy(i)
 }
 
-// seen returns the record ids of slot i: whether it was seen, its service and span id.
-func (t *table) seen(i int) (ok bool, service, spanID string) {
+// seen returns what slot i knows of its record: whether it was seen, its service, span id
+// and variant.
+func (t *table) seen(i int) (ok bool, service, spanID, variant string) {
 	s := t.tab.Val(i)
 	if s.flags()&flagSeen == 0 {
-		return false, "", ""
+		return false, "", "", ""
 	}
 	service = t.svc.Name(s.svc())
+	variant = t.vars.Name(uint32(s.variant))
 	if s.flags()&flagSpan != 0 {
 		spanID = hexid.Encode(s.span[:])
 	}
-	if x := t.extra[uint32(i)]; x != nil && x.spanID != "" {
-		spanID = x.spanID
+	if x := t.extra[uint32(i)]; x != nil {
+		if x.spanID != "" {
+			spanID = x.spanID
+		}
+		if x.variant != "" {
+			variant = x.variant
+		}
 	}
-	return true, service, spanID
+	return true, service, spanID, variant
 }

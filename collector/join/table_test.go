@@ -13,9 +13,10 @@ import (
 )
 
 func TestSlotSize(t *testing.T) {
-	// The per-trace cost: keep it in mind before adding a field.
-	if got := newTable(1).tab.EntryBytes(); got != 40 {
-		t.Fatalf("an entry is %d bytes, want 40", got)
+	// The per-trace cost: keep it in mind before adding a field. 40 until the variant's id
+	// (2 bytes, padded to 4) joined the slot.
+	if got := newTable(1).tab.EntryBytes(); got != 44 {
+		t.Fatalf("an entry is %d bytes, want 44", got)
 	}
 }
 
@@ -180,8 +181,8 @@ func TestTableKeepsIDsExactly(t *testing.T) {
 	}
 	i := tab.find(lower)
 	for _, tt := range tests {
-		tab.setSeen(i, lower, tt.service, tt.span)
-		ok, service, span := tab.seen(i)
+		tab.setSeen(i, lower, tt.service, tt.span, "")
+		ok, service, span, _ := tab.seen(i)
 		if !ok || service != tt.service || span != tt.span {
 			t.Errorf("seen = %v %q %q, want %q %q", ok, service, span, tt.service, tt.span)
 		}
@@ -197,10 +198,10 @@ func TestTableInternsServices(t *testing.T) {
 	ids := []string{"a", "b", "c"}
 	for _, id := range ids {
 		i := tab.add(tab.key(id), id, 0)
-		tab.setSeen(i, id, "support-bot", "")
+		tab.setSeen(i, id, "support-bot", "", "")
 	}
-	tab.setSeen(tab.find("c"), "c", "search", "")
-	tab.setSeen(tab.find("c"), "c", "search", "") // the same record again
+	tab.setSeen(tab.find("c"), "c", "search", "", "")
+	tab.setSeen(tab.find("c"), "c", "search", "", "") // the same record again
 	a, c := tab.slot(tab.find("a")).svc(), tab.slot(tab.find("c")).svc()
 	if tab.svc.Len() != 2 || tab.slot(tab.find("b")).svc() != a || a == c || tab.svc.Name(c) != "search" {
 		t.Fatalf("%d services, ids %d %d", tab.svc.Len(), a, c)
@@ -215,9 +216,48 @@ func TestTableInternsServices(t *testing.T) {
 		t.Fatalf("services %d extra %d raw %d", tab.svc.Len(), len(tab.extra), len(tab.rawIDs))
 	}
 	i := tab.add(tab.key("d"), "d", 0)
-	tab.setSeen(i, "d", "billing", "")
-	if _, service, _ := tab.seen(i); service != "billing" || tab.slot(i).svc() > 2 {
+	tab.setSeen(i, "d", "billing", "", "")
+	if _, service, _, _ := tab.seen(i); service != "billing" || tab.slot(i).svc() > 2 {
 		t.Fatalf("service %q, id %d: a freed id is reused", service, tab.slot(i).svc())
+	}
+}
+
+// TestTableInternsVariants: a record's variant is kept by the id of one shared copy, read back
+// with the other ids, replaced when the record is seen again, and dropped with its last trace;
+// a variant whose id does not fit the slot is kept whole in the slot's extra.
+func TestTableInternsVariants(t *testing.T) {
+	tab := newTable(10)
+	for _, id := range []string{"a", "b"} {
+		tab.setSeen(tab.add(tab.key(id), id, 0), id, "web", "", "candidate")
+	}
+	if _, _, _, v := tab.seen(tab.find("a")); v != "candidate" || tab.vars.Len() != 1 {
+		t.Fatalf("variant %q, %d names", v, tab.vars.Len())
+	}
+	tab.setSeen(tab.find("b"), "b", "web", "", "control")
+	tab.setSeen(tab.find("b"), "b", "web", "", "control") // the same record again
+	if _, _, _, v := tab.seen(tab.find("b")); v != "control" || tab.vars.Len() != 2 {
+		t.Fatalf("variant %q, %d names", v, tab.vars.Len())
+	}
+	tab.setSeen(tab.find("a"), "a", "web", "", "")
+	if _, _, _, v := tab.seen(tab.find("a")); v != "" || tab.vars.Len() != 1 {
+		t.Fatalf("variant %q, %d names: none left for candidate", v, tab.vars.Len())
+	}
+	tab.remove(tab.find("b"))
+	if tab.vars.Len() != 0 {
+		t.Fatalf("%d variant names after the last trace went", tab.vars.Len())
+	}
+	// Ids beyond 16 bits: fill the interned names up to the slot's limit.
+	for n := 1; n <= math.MaxUint16; n++ {
+		tab.vars.Ref(fmt.Sprint("v", n))
+	}
+	i := tab.add(tab.key("c"), "c", 0)
+	tab.setSeen(i, "c", "web", "", "wide")
+	if _, _, _, v := tab.seen(i); v != "wide" || tab.slot(i).variant != 0 || tab.extra[uint32(i)] == nil {
+		t.Fatalf("variant %q, slot id %d", v, tab.slot(i).variant)
+	}
+	tab.setSeen(i, "c", "web", "", "")
+	if _, _, _, v := tab.seen(i); v != "" || tab.extra[uint32(i)] != nil {
+		t.Fatalf("variant %q: extra kept", v)
 	}
 }
 

@@ -44,7 +44,7 @@ type Observation struct {
 	// Service is the bounded label value (see cardinality.ServiceSet).
 	Service string
 	// Variant is the bounded variant label value (cardinality.VariantSet): "" for a record without
-	// variant and for feedback joined after its record.
+	// variant and for feedback that never met its record.
 	Variant string
 	// TraceID and SpanID are the record's ids when they fit an exemplar, else "".
 	TraceID string
@@ -290,9 +290,16 @@ func (s *Signals) ConsumeRecord(ctx context.Context, r *record.Record) error {
 	return nil
 }
 
-// ConsumeFeedback records feedback joined after its record: only the feedback signals.
+// ConsumeFeedback records feedback joined after its record: only the feedback signals, with
+// the variant of the record the join met it with (f.Variant), capped as the record's was.
 func (s *Signals) ConsumeFeedback(ctx context.Context, f record.Feedback) error {
-	s.record(ctx, s.observeFeedback(f.Service, f.TraceID, f.SpanID, &f, s.set.Now()))
+	now := s.set.Now()
+	o := s.observeFeedback(f.Service, f.TraceID, f.SpanID, &f, now)
+	var capped bool
+	if o.Variant, capped = s.variants.LabelAt(f.Variant, now); capped {
+		s.variantOverflow.Inc()
+	}
+	s.record(ctx, o)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"time"
 )
@@ -112,11 +113,13 @@ type Latency struct {
 // attached to its Record, and handed alone to a FeedbackConsumer, where TraceID, SpanID (the
 // turn, when a trace holds several) and Service name the request it judges. Those three never
 // appear in the record's JSON `feedback` object (docs/record.md): there the record says whose
-// feedback it is.
+// feedback it is. Variant, like them, is set only on feedback handed alone: the variant of
+// the record the join met it with ("" when it met none).
 type Feedback struct {
 	TraceID string    `json:"-"`
 	SpanID  string    `json:"-"`
 	Service string    `json:"-"`
+	Variant string    `json:"-"`
 	Score   float64   `json:"score"`
 	Comment string    `json:"comment,omitempty"`
 	Time    time.Time `json:"time,omitzero"`
@@ -139,9 +142,12 @@ const (
 // who labelled it. Like Feedback it is the one form labels take inside ragwatch: attached to
 // its record, or alone (naming its record by TraceID, SpanID and Service) to a LabelConsumer.
 type Label struct {
-	TraceID   string             `json:"trace_id,omitempty"`
-	SpanID    string             `json:"span_id,omitempty"`
-	Service   string             `json:"service,omitempty"`
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
+	Service string `json:"service,omitempty"`
+	// Variant is set by the join on a label handed alone after its record: the record's
+	// variant. Never read from or written to JSON: a label does not choose its variant.
+	Variant   string             `json:"-"`
 	Values    map[string]float64 `json:"values,omitempty"`
 	Relevance map[string]int     `json:"relevance,omitempty"`
 	Reference string             `json:"reference,omitempty"`
@@ -422,4 +428,39 @@ func trimSpace(b []byte) []byte {
 		b = b[1:]
 	}
 	return b
+}
+
+// MergeLabels merges labels (in arrival order) onto base, if any, into a new Label: later
+// values per metric win, relevance maps merge (later grades per document win), the last
+// non-empty reference and labeler win, and the time is the latest. The ids are left empty: on
+// a record, the record says whose labels they are.
+func MergeLabels(base *Label, more ...*Label) *Label {
+	out := &Label{}
+	for _, l := range append([]*Label{base}, more...) {
+		if l == nil {
+			continue
+		}
+		if len(l.Values) > 0 {
+			if out.Values == nil {
+				out.Values = make(map[string]float64, len(l.Values))
+			}
+			maps.Copy(out.Values, l.Values)
+		}
+		if len(l.Relevance) > 0 {
+			if out.Relevance == nil {
+				out.Relevance = make(map[string]int, len(l.Relevance))
+			}
+			maps.Copy(out.Relevance, l.Relevance)
+		}
+		if l.Reference != "" {
+			out.Reference = l.Reference
+		}
+		if l.Labeler != "" {
+			out.Labeler = l.Labeler
+		}
+		if l.Time.After(out.Time) {
+			out.Time = l.Time
+		}
+	}
+	return out
 }

@@ -55,6 +55,8 @@ type item struct {
 	scores map[string]float64
 	size   int64
 	elem   *list.Element
+	seq    uint64 // arrival order (a record seen again is newest again)
+	slot   int    // its key in the bucket, "r.<slot>", in [0, max_records): kept when seen again
 }
 
 // Store keeps the most recent records (bounded by count and bytes) and the scores that come
@@ -66,11 +68,21 @@ type Store struct {
 	order *list.List // of *item, oldest first
 	byKey map[string]*item
 	bytes int64
+	seq   uint64 // the last record's sequence number
+	// The bucket's slots: those freed by evicted records, and the first never used.
+	free     []int
+	nextSlot int
+
+	// With Persist: the bucket's writer, and the records changed since its last flush.
+	p       *persister
+	dirty   map[*item]struct{}
+	loading int // > 0 while load replays the bucket: slots are counted after
 }
 
 var (
-	_ record.Consumer = (*Store)(nil)
-	_ score.Consumer  = (*Store)(nil)
+	_ record.Consumer      = (*Store)(nil)
+	_ score.Consumer       = (*Store)(nil)
+	_ record.LabelConsumer = (*Store)(nil)
 )
 
 // New returns an empty store.
@@ -94,22 +106,68 @@ func (s *Store) ConsumeRecord(_ context.Context, r *record.Record) error {
 	if r.Query == "" && r.Answer == "" {
 		return nil // nothing an evaluation could score
 	}
-	it := &item{rec: *r, size: size(r)}
-	it.rec.Sampling = nil
-	key := r.Key()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.byKey[key]; ok { // a record seen again replaces the old copy, scores kept
+	s.insert(r, 0, nil, -1)
+	return nil
+}
+
+// insert keeps a shallow copy of r as the newest record, with its sequence number seq (0: the
+// next one), scores and bucket slot (-1: its old copy's, or a free one), evicting the oldest
+// past the bounds, and marks it for the bucket. Called with mu held.
+func (s *Store) insert(r *record.Record, seq uint64, scores map[string]float64, slot int) {
+	it := &item{rec: *r, size: size(r), scores: scores}
+	it.rec.Sampling = nil
+	key := r.Key()
+	if old, ok := s.byKey[key]; ok { // a record seen again replaces the old copy, scores and labels kept
 		it.scores = old.scores
+		if old.rec.Labels != nil { // they hold the copy's own and those posted since: theirs win
+			it.rec.Labels = record.MergeLabels(r.Labels, old.rec.Labels)
+			it.size = size(&it.rec)
+		}
+		if slot < 0 {
+			slot = old.slot
+			old.slot = -1 // not freed: the new copy takes it
+		}
 		s.remove(old)
 	}
+	for s.order.Len() >= s.o.MaxRecords {
+		s.remove(s.order.Front().Value.(*item))
+	}
+	if seq == 0 {
+		seq = s.seq + 1
+	}
+	s.seq = max(s.seq, seq)
+	if slot < 0 && s.loading == 0 { // while loading, load gives it one after
+		slot = s.takeSlot()
+	}
+	it.seq, it.slot = seq, slot
 	it.elem = s.order.PushBack(it)
 	s.byKey[key] = it
 	s.bytes += it.size
-	for s.order.Len() > s.o.MaxRecords || (s.bytes > s.o.MaxBytes && s.order.Len() > 1) {
+	s.changed(it)
+	for s.bytes > s.o.MaxBytes && s.order.Len() > 1 {
 		s.remove(s.order.Front().Value.(*item))
 	}
-	return nil
+}
+
+// takeSlot returns a free bucket slot. Called with mu held, with fewer than max_records
+// records kept.
+func (s *Store) takeSlot() int {
+	if n := len(s.free); n > 0 {
+		slot := s.free[n-1]
+		s.free = s.free[:n-1]
+		return slot
+	}
+	s.nextSlot++
+	return s.nextSlot - 1
+}
+
+// changed marks it for the bucket's next flush. Called with mu held.
+func (s *Store) changed(it *item) {
+	if s.dirty != nil {
+		s.dirty[it] = struct{}{}
+	}
 }
 
 // remove drops it from the order and the index. Called with mu held.
@@ -119,6 +177,10 @@ func (s *Store) remove(it *item) {
 		delete(s.byKey, it.rec.Key())
 	}
 	s.bytes -= it.size
+	delete(s.dirty, it)
+	if it.slot >= 0 && s.loading == 0 {
+		s.free = append(s.free, it.slot)
+	}
 }
 
 // ConsumeScores implements score.Consumer: results join the record they score, when kept.
@@ -138,8 +200,57 @@ func (s *Store) ConsumeScores(_ context.Context, results []score.Result) error {
 			it.scores = map[string]float64{}
 		}
 		it.scores[res.Metric] = res.Value
+		s.changed(it)
 	}
 	return nil
+}
+
+// ConsumeLabel implements record.LabelConsumer: a label that arrived after its record joins
+// the record's labels, when the record is kept, so the exported record carries every label
+// posted for it, before or after it arrived (record.MergeLabels: later values win). Labels for
+// records no longer kept are ignored here (the join counts every label).
+func (s *Store) ConsumeLabel(_ context.Context, l record.Label) error {
+	key := l.TraceID
+	if l.SpanID != "" {
+		key += "/" + l.SpanID
+	}
+	lc := l
+	lc.TraceID, lc.SpanID, lc.Service, lc.Variant = "", "", "", ""
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it, ok := s.byKey[key]
+	if !ok {
+		return nil
+	}
+	it.rec.Labels = record.MergeLabels(it.rec.Labels, &lc)
+	s.bytes -= it.size
+	it.size = size(&it.rec)
+	s.bytes += it.size
+	s.changed(it)
+	return nil
+}
+
+// Ranking returns what the retrieval metrics need of the kept record traceID/spanID — its
+// document ids in order, ids, variant, turn and upstream probability, no content — or nil.
+// The sampling stage scores late relevance labels with it when its own rankings no longer hold
+// the record (sampler.Stage.RankingsFrom): after a restart, the records read back.
+func (s *Store) Ranking(traceID, spanID string) *record.Record {
+	key := traceID
+	if spanID != "" {
+		key += "/" + spanID
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it, ok := s.byKey[key]
+	if !ok {
+		return nil
+	}
+	r := &record.Record{TraceID: traceID, SpanID: spanID, Service: it.rec.Service, Variant: it.rec.Variant,
+		Turn: it.rec.Turn, UpstreamProbability: it.rec.UpstreamProbability, Documents: make([]record.Document, len(it.rec.Documents))}
+	for i, d := range it.rec.Documents {
+		r.Documents[i].ID = d.ID
+	}
+	return r
 }
 
 // redacted copies r with every text filtered: query, answer, documents, citations, history,
@@ -197,6 +308,9 @@ func size(r *record.Record) int64 {
 	}
 	for k, v := range r.Attributes {
 		n += len(k) + len(v) + 32
+	}
+	if l := r.Labels; l != nil {
+		n += len(l.Reference) + len(l.Labeler) + 32*(len(l.Values)+len(l.Relevance)) + 64
 	}
 	return int64(n + 32*len(r.Relevance))
 }

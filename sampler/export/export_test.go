@@ -215,3 +215,43 @@ func TestBand(t *testing.T) {
 		}
 	}
 }
+
+// Labels posted after their record join the kept record's labels (later values win), the
+// record seen again keeps them, and the exported record carries them with the reference
+// redacted; labels for records not kept change nothing.
+func TestLateLabelsRideOnExportedRecords(t *testing.T) {
+	s := newStore(t, Options{})
+	ctx := context.Background()
+	r := &record.Record{TraceID: "t1", SpanID: "s1", Service: "chat", Time: t0, Query: "q", Answer: "a",
+		Labels: &record.Label{Values: map[string]float64{"faithfulness": 0}, Labeler: "early"}}
+	if err := s.ConsumeRecord(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	before := s.bytes
+	for _, l := range []record.Label{
+		{TraceID: "t1", SpanID: "s1", Service: "chat", Variant: "v2", Values: map[string]float64{"faithfulness": 1}, Relevance: map[string]int{"d1": 2}, Labeler: "ann", Time: t0},
+		{TraceID: "t1", SpanID: "s1", Reference: "write to jane.doe@example.com", Time: t0.Add(time.Minute)},
+		{TraceID: "t1", SpanID: "other", Values: map[string]float64{"faithfulness": 0.5}},
+		{TraceID: "gone", Values: map[string]float64{"faithfulness": 0.5}},
+	} {
+		if err := s.ConsumeLabel(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.bytes <= before {
+		t.Errorf("labels not counted in the store's bytes: %d → %d", before, s.bytes)
+	}
+	_ = s.ConsumeRecord(ctx, r) // the record again, with its early label only
+	lines := s.Select(10, time.Time{})
+	if len(lines) != 1 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	l := lines[0].Labels
+	if l == nil || l.Values["faithfulness"] != 1 || l.Relevance["d1"] != 2 || l.Labeler != "ann" ||
+		!l.Time.Equal(t0.Add(time.Minute)) || l.TraceID != "" || l.Variant != "" {
+		t.Fatalf("labels = %+v", l)
+	}
+	if strings.Contains(l.Reference, "jane.doe") || !strings.Contains(l.Reference, "write to") {
+		t.Errorf("reference not redacted: %q", l.Reference)
+	}
+}

@@ -236,6 +236,16 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 		}
 		b.export = export.New(o)
 		next = append(next, b.export)
+		if bucket := b.cfg.Export.Bucket; bucket != "" { // the kept records survive restarts
+			kv, err := b.NATS.KeyValue(b.ctx, bucket, 0, b.cfg.Export.BucketMaxBytes)
+			if err != nil {
+				return lifecycle{}, err
+			}
+			b.NATS.Store().Watch("export", kvStream(bucket))
+			if err := b.export.Persist(export.PersistOptions{KV: kv, Logger: b.logger("export"), Registerer: b.Registry}); err != nil {
+				return lifecycle{}, err
+			}
+		}
 	}
 	reg, logger := b.Registry, b.logger("scores")
 	// Results come from outside the process (worker pods): a weight is valid up to 1 / the
@@ -250,17 +260,27 @@ func (b *builder) scoresSubscription() (lifecycle, error) {
 	}
 	b.scoresLoop = queue.NewLoopback(own, checks, reg, logger)
 	checks.Loopback = b.scoresLoop
+	exp := b.export
 	return lifecycle{
-		start: func(context.Context) error {
+		start: func(ctx context.Context) error {
+			if exp != nil { // reads the kept records back before any record or score arrives
+				if err := exp.Start(ctx); err != nil {
+					return err
+				}
+			}
 			s, err := queue.SubscribeScores(conn.NC, cfg.Scoring.Queue.ScoresSubjectPrefix, next, checks, reg, logger)
 			sub = s
 			return err
 		},
-		shutdown: func(context.Context) error {
-			if sub == nil {
-				return nil
+		shutdown: func(ctx context.Context) error {
+			var err error
+			if sub != nil {
+				err = sub.Unsubscribe()
 			}
-			return sub.Unsubscribe()
+			if exp != nil { // writes what changed since the last flush
+				err = errors.Join(err, exp.Shutdown(ctx))
+			}
+			return err
 		},
 	}, nil
 }
@@ -369,7 +389,14 @@ func (b *builder) join() (lifecycle, error) {
 	}
 	// Labels joined after their record, or never joined: one record.LabelConsumer per line.
 	b.Labels = labelFanout{
-		b.Agreement, // pairs late labels with their record's scores: judge agreement
+		b.Agreement,     // pairs late labels with their record's scores: judge agreement
+		b.Sampler.Stage, // scores late relevance grades against the record's ranking: retrieval metrics
+	}
+	if b.export != nil {
+		b.Labels = append(b.Labels, b.export) // exported records carry the labels posted after them
+		// Late relevance labels for records older than the stage's rankings, or from before a
+		// restart, are scored against the export store's copy.
+		b.Sampler.Stage.RankingsFrom(b.export.Ranking)
 	}
 	if b.EvalExport != nil {
 		b.Labels = append(b.Labels, b.EvalExport) // a person's correction, next to the judge's score
