@@ -3,6 +3,7 @@ package assemble
 import (
 	"slices"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
@@ -23,7 +24,7 @@ type Result struct {
 
 // Assemble turns the spans of one trace into records. It is pure: no clock, no metrics. Spans of
 // other traces must not be mixed in. Duplicate span ids keep the first span.
-func Assemble(spans []Span) Result {
+func Assemble(spans []span.Span) Result {
 	if len(spans) == 0 {
 		return Result{}
 	}
@@ -34,10 +35,10 @@ func Assemble(spans []Span) Result {
 
 	rets, gens := sc.rets[:0], sc.gens[:0]
 	for i := 0; i < t.n; i++ {
-		if t.nodes[i].f.retrieval {
+		if t.nodes[i].f.Retrieval {
 			rets = append(rets, i)
 		}
-		if t.nodes[i].f.generation {
+		if t.nodes[i].f.Generation {
 			gens = append(gens, i)
 		}
 	}
@@ -58,7 +59,7 @@ func Assemble(spans []Span) Result {
 		return res
 	}
 	b := builder{t: t, multi: len(turns) > 1, traceID: spans[0].TraceID.String(), attrs: sc.attrs,
-		elided: slices.ContainsFunc(spans, func(s Span) bool { return s.elided })}
+		elided: slices.ContainsFunc(spans, func(s span.Span) bool { return s.Elided })}
 	b.assignMembers(turns, sc)
 	fb := b.feedbackByTurn(turns)
 	for i, turn := range turns {
@@ -76,7 +77,7 @@ func Assemble(spans []Span) Result {
 
 // upstreamP picks the trace's declared upstream sampling probability: the true root's when it
 // declares one (head samplers set it there, and children inherit it), else the first span's.
-func upstreamP(spans []Span) float64 {
+func upstreamP(spans []span.Span) float64 {
 	var first float64
 	for i := range spans {
 		s := &spans[i]

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/ragwatch/ragwatch/collector/conventions"
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/promreg"
 	"github.com/ragwatch/ragwatch/internal/record"
@@ -65,10 +66,10 @@ type Settings struct {
 	// (max_history_turns, max_history_bytes; zero values: unbounded).
 	Conversation config.Conversation
 	// VariantAttributes are variants.attributes: the keys read, after rag.variant, for a
-	// record's variant (nil: DefaultVariantAttributes).
+	// record's variant (nil: span.DefaultVariantAttributes).
 	VariantAttributes []string
 	// KeepContent, when set, says whether the documents' texts of a trace are kept: the
-	// protobuf decoder does not copy those of a trace it refuses (elide.go), and its records
+	// protobuf decoder does not copy those of a trace it refuses (collector/span elide.go), and its records
 	// carry record.Record.Elided. It is called once per trace and request, from the receivers'
 	// goroutines. nil keeps every text.
 	KeepContent func(pcommon.TraceID) bool
@@ -90,7 +91,7 @@ type Assembler struct {
 	m        *metrics
 	upstream float64 // Settings.UpstreamProbability
 	conv     config.Conversation
-	variants variantKeys
+	variants span.VariantKeys
 	// keepContent is Settings.KeepContent.
 	keepContent func(pcommon.TraceID) bool
 	// early is set when complete_wait is shorter than wait: complete traces are tracked and
@@ -107,7 +108,7 @@ type Assembler struct {
 	bytes        int64
 	backlog      []*trace // evicted traces waiting for the worker
 	backlogBytes int64
-	lateFeedback []Span
+	lateFeedback []span.Span
 	done         recentSet
 
 	procMu sync.Mutex
@@ -121,7 +122,7 @@ type Assembler struct {
 
 type trace struct {
 	id       pcommon.TraceID
-	spans    []Span
+	spans    []span.Span
 	bytes    int64 // what the trace keeps alive (size.go), overhead included
 	overhead int64 // traceOverhead(spans) when last counted
 	first    time.Time
@@ -169,7 +170,6 @@ func New(s Settings) (*Assembler, error) {
 		m:           m,
 		upstream:    s.UpstreamProbability,
 		conv:        s.Conversation,
-		variants:    defaultVariantKeys,
 		keepContent: s.KeepContent,
 		early:       s.Config.CompleteWait < s.Config.Wait,
 		traces:      make(map[pcommon.TraceID]*trace),
@@ -179,7 +179,7 @@ func New(s Settings) (*Assembler, error) {
 	}
 	a.fastTickBytes = fastTickBytes
 	if s.VariantAttributes != nil {
-		a.variants = newVariantKeys(s.VariantAttributes)
+		a.variants = span.NewVariantKeys(s.VariantAttributes)
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -200,8 +200,8 @@ func (a *Assembler) Held() int {
 // ConsumeTraces takes the spans of td into the held traces. It copies what it reads (td may be
 // reused), never calls downstream consumers and returns quickly.
 func (a *Assembler) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
-	buf := spanBufs.Get().(*[]Span)
-	spans := fromTraces(td, (*buf)[:0], a.variants)
+	buf := spanBufs.Get().(*[]span.Span)
+	spans := span.FromTraces(td, (*buf)[:0], a.variants)
 	if len(spans) > 0 {
 		a.Add(spans) // copies each span into its trace
 	}
@@ -213,13 +213,13 @@ func (a *Assembler) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
 	return nil
 }
 
-// spanBufs holds ConsumeTraces' scratch []Span (Add copies the spans it files).
-var spanBufs = sync.Pool{New: func() any { return new([]Span) }}
+// spanBufs holds ConsumeTraces' scratch []span.Span (Add copies the spans it files).
+var spanBufs = sync.Pool{New: func() any { return new([]span.Span) }}
 
 const maxPooledSpanBuf = 1024
 
 // Add takes spans already read (FromTraces, or the offline path) into the held traces.
-func (a *Assembler) Add(spans []Span) {
+func (a *Assembler) Add(spans []span.Span) {
 	now := a.now()
 	kick := false
 	a.mu.Lock()
@@ -243,7 +243,7 @@ func (a *Assembler) Add(spans []Span) {
 				}
 				continue
 			}
-			tr = &trace{id: s.TraceID, first: now, list: -1, spans: getTraceSpans(spanCapHint(spans[i:]))}
+			tr = &trace{id: s.TraceID, first: now, list: -1, spans: span.GetTraceSpans(spanCapHint(spans[i:]))}
 			a.traces[s.TraceID] = tr
 			a.schedule(tr, now.Add(a.cfg.Timeout), listTimeout)
 			a.pushNewest(tr)
@@ -264,7 +264,7 @@ func (a *Assembler) Add(spans []Span) {
 		}
 		tr.spans = append(tr.spans, *s)
 		oh := traceOverhead(tr.spans)
-		size := s.size() + oh - tr.overhead
+		size := spanSize(s) + oh - tr.overhead
 		tr.overhead = oh
 		tr.bytes += size
 		a.bytes += size
@@ -335,7 +335,7 @@ func (tr *trace) complete() bool {
 // has no parent or its parent is held; the held spans whose parent is s stop dangling, unless
 // a span with s's id was held already (a duplicate: they never dangled). One pass over the
 // spans held, no allocation; beyond maxTrackedSpans spans the trace is no longer tracked.
-func (tr *trace) trackParent(s *Span) {
+func (tr *trace) trackParent(s *span.Span) {
 	if tr.dangling < 0 {
 		return
 	}
@@ -362,12 +362,12 @@ func (tr *trace) trackParent(s *Span) {
 	}
 }
 
-// spanCapHint is the capacity of a new trace's []Span, for its first span spans[0]: the run of
+// spanCapHint is the capacity of a new trace's []span.Span, for its first span spans[0]: the run of
 // spans of its id that start spans, when the request carries several of them together (the
 // request then holds the trace, or this part of it, whole: a 5-span trace keeps 5 slots, not
 // 8); else room for the rest of the request, at most 8 spans, as spans arriving one by one
 // between other traces' are likely to be followed by more.
-func spanCapHint(spans []Span) int {
+func spanCapHint(spans []span.Span) int {
 	run := 1
 	for run < 8 && run < len(spans) && spans[run].TraceID == spans[0].TraceID {
 		run++
@@ -595,8 +595,8 @@ func (a *Assembler) holdLonger(tr *trace, now time.Time) bool {
 // finish assembles one trace and delivers its records.
 func (a *Assembler) finish(ctx context.Context, tr *trace) error {
 	res := Assemble(tr.spans)
-	releaseSpans(tr.spans)
-	putTraceSpans(tr.spans)
+	span.ReleaseSpans(tr.spans)
+	span.PutTraceSpans(tr.spans)
 	tr.spans = nil
 	if !res.RAG {
 		a.m.notRAG.Inc()
@@ -651,87 +651,66 @@ func (a *Assembler) deliverFeedback(ctx context.Context, fbs []record.Feedback) 
 	return errors.Join(errs...)
 }
 
-// quickKind says whether a span is a retrieval or a generation by the cheap signs only (span
-// kinds, operation names, the presence of result keys); readFacts decides at assembly.
-func quickKind(s *Span) (ret, gen bool) {
-	// Dispatched on the first byte: most keys of a span are none of these, and a retriever's
-	// many document keys cost one comparison each once ret is known.
+// quickKind says whether a span is a retrieval or a generation by the cheap signs only: what
+// the conventions' table says the presence of a key or an event means (Sign) and the span
+// kinds its values name (KindOf); facts.Read decides at assembly.
+func quickKind(s *span.Span) (ret, gen bool) {
 	for i := range s.Attrs {
-		k := s.Attrs[i].Key
-		if len(k) < len("rag.answer") {
-			continue // shorter than every key below
-		}
-		switch k[0] {
-		case 'o':
-			if k == "openinference.span.kind" {
-				switch upperKind(s.Attrs[i].Value.Str()) {
-				case "RETRIEVER", "RERANKER":
+		key, sign := signOf(s.Attrs[i].Key)
+		if key != nil {
+			switch key.Field {
+			case conventions.OIKind, conventions.Operation, conventions.LLMRequestType:
+				switch conventions.KindOf(key.Field, conventions.Normalize(key.Field, s.Attrs[i].Value.Str())) {
+				case conventions.KindRetrieval:
 					ret = true
-				case "LLM":
+				case conventions.KindGeneration:
 					gen = true
 				}
 			}
-		case 'g':
-			switch k {
-			case "gen_ai.operation.name":
-				switch lowerName(s.Attrs[i].Value.Str()) {
-				case "retrieval", "vector_db_retrieve":
-					ret = true
-				case "chat", "text_completion", "generate_content", "completion":
-					gen = true
-				}
-			case "gen_ai.retrieval.documents":
-				ret = true
-			case "gen_ai.output.messages":
-				gen = true
-			default:
-				gen = gen || strings.HasPrefix(k, "gen_ai.completion.")
-			}
-		case 'l':
-			if k == "llm.request.type" {
-				switch s.Attrs[i].Value.Str() {
-				case "chat", "completion":
-					gen = true
-				}
-			} else if !gen {
-				gen = strings.HasPrefix(k, "llm.output_messages.") || strings.HasPrefix(k, "llm.choices.")
-			}
-		case 'r':
-			if k == "rag.answer" {
-				gen = true
-			} else if !ret {
-				ret = k == "rag.documents" || strings.HasPrefix(k, "retrieval.documents.") ||
-					strings.HasPrefix(k, "reranker.output_documents.")
-			}
-		case 'd':
-			ret = ret || k == "db.vector.query.top_k" || k == "db.vector.query.result_count"
 		}
+		ret = ret || sign&conventions.SignRetrieval != 0
+		gen = gen || sign&conventions.SignGeneration != 0
 	}
 	for i := range s.Events {
-		switch s.Events[i].Name {
-		case "db.query.result", "db.search.result":
-			ret = true
-		case "gen_ai.choice", "gen_ai.content.completion":
-			gen = true
+		if e, ok := conventions.EventOf(s.Events[i].Name); ok {
+			ret = ret || e.Sign&conventions.SignRetrieval != 0
+			gen = gen || e.Sign&conventions.SignGeneration != 0
 		}
 	}
 	return ret, gen
 }
 
 // hasFeedback reports whether a span carries feedback (checked for late spans only).
-func hasFeedback(s *Span) bool {
+func hasFeedback(s *span.Span) bool {
 	for i := range s.Attrs {
-		k := s.Attrs[i].Key
-		if k == "rag.feedback" || strings.HasPrefix(k, "annotations.") || strings.HasPrefix(k, "evaluations.") {
+		if _, sign := signOf(s.Attrs[i].Key); sign&conventions.SignFeedback != 0 {
 			return true
 		}
 	}
 	for i := range s.Events {
-		if s.Events[i].Name == "gen_ai.evaluation.result" {
+		if e, ok := conventions.EventOf(s.Events[i].Name); ok && e.Sign&conventions.SignFeedback != 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// signOf returns the row of the conventions' table k is (nil for a key of a family) and what
+// its presence says: by its address when it is a shared copy, else by its text.
+func signOf(k string) (*conventions.Key, conventions.Sign) {
+	if in, ok := conventions.Shared(k); ok {
+		if in.Fixed {
+			return in.Key, in.Key.Sign
+		}
+		return nil, conventions.Families[in.Fam].Sign
+	}
+	if key, ok := conventions.Lookup(k); ok {
+		return key, key.Sign
+	}
+	if fam, _, ok := conventions.FamilyOf(k); ok {
+		return nil, conventions.Families[fam].Sign
+	}
+	return nil, 0
 }
 
 // Held traces wait in deadline order in four intrusive lists, one per kind of deadline, each
@@ -886,4 +865,25 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// ConsumeProto decodes one OTLP protobuf ExportTraceServiceRequest (span.DecodeProto) and takes its
+// spans into the held traces, as ConsumeTraces does with pdata's decoding of the same bytes. It
+// returns the number of spans of the request, or the *span.Error that refuses it: then nothing
+// is taken. body may be reused once it returns.
+func (a *Assembler) ConsumeProto(_ context.Context, body []byte, lim span.Limits) (int, error) {
+	buf := spanBufs.Get().(*[]span.Span)
+	spans, n, werr := span.DecodeProto(body, lim, (*buf)[:0], a.variants, a.keepContent)
+	if werr == nil && len(spans) > 0 {
+		a.Add(spans) // copies each span into its trace
+	}
+	if cap(spans) <= maxPooledSpanBuf {
+		clear(spans)
+		*buf = spans[:0]
+		spanBufs.Put(buf)
+	}
+	if werr != nil {
+		return 0, werr
+	}
+	return n, nil
 }

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/goleak"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/testutil"
@@ -270,10 +271,10 @@ func TestEvictionAtMaxBytes(t *testing.T) {
 	cfg := defaultCfg()
 	one := build(t, 1, "s", retrieverSpan(), llmSpan(ms(60), ms(900)))
 	var size int64
-	for _, s := range FromTraces(one, nil) {
-		size += s.size()
+	for _, s := range span.FromTraces(one, nil, nil) {
+		size += spanSize(&s)
 	}
-	size += traceOverhead(make([]Span, 2)) // the trace itself, its 2 spans filed at once
+	size += traceOverhead(make([]span.Span, 2)) // the trace itself, its 2 spans filed at once
 	cfg.MaxBytes = 2*size + size/2
 	h := newHarness(t, cfg)
 	for i := byte(1); i <= 3; i++ {

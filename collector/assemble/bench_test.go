@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/ragwatch/ragwatch/collector/signals"
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/synth"
@@ -98,12 +99,12 @@ func checkBenchRecord(tb testing.TB, r *record.Record) {
 func BenchmarkAssemble5Span(b *testing.B) {
 	td := benchTrace(b)
 	checkBenchRecord(b, assembleTD(td).Records[0])
-	spans := make([]Span, 0, 8)
+	spans := make([]span.Span, 0, 8)
 	b.ReportAllocs()
 	b.ResetTimer()
 	defer benchcpu.Report(b)()
 	for b.Loop() {
-		spans = FromTraces(td, spans[:0])
+		spans = span.FromTraces(td, spans[:0], nil)
 		res := Assemble(spans)
 		if len(res.Records) != 1 {
 			b.Fatal("no record")
@@ -228,12 +229,12 @@ func BenchmarkIngestWith40kHeld(b *testing.B) {
 	}
 	now := base
 	a := newBenchAssembler(b, benchConfig(time.Hour, 100000, 1<<30), record.Discard, nil, &now)
-	filler := make([]Span, 1)
+	filler := make([]span.Span, 1)
 	for i := range 40000 {
 		now = now.Add(time.Millisecond)
-		filler[0] = Span{TraceID: pcommon.TraceID{2, 15: byte(i), 14: byte(i >> 8), 13: byte(i >> 16)},
+		filler[0] = span.Span{TraceID: pcommon.TraceID{2, 15: byte(i), 14: byte(i >> 8), 13: byte(i >> 16)},
 			SpanID: pcommon.SpanID{1}, ParentSpanID: pcommon.SpanID{9}, Name: "retrieve",
-			Attrs: []Attr{{Key: "openinference.span.kind", Value: Str("RETRIEVER")}}}
+			Attrs: []span.Attr{{Key: "openinference.span.kind", Value: span.Str("RETRIEVER")}}}
 		a.Add(filler)
 	}
 	ctx := context.Background()
@@ -311,7 +312,7 @@ func BenchmarkConsume50x5(b *testing.B) {
 			tr := a.oldest
 			a.remove(tr)
 			a.done.add(tr.id)
-			releaseSpans(tr.spans)
+			span.ReleaseSpans(tr.spans)
 		}
 		a.mu.Unlock()
 	}
@@ -325,22 +326,22 @@ func BenchmarkDecodeProtoElided(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	lim := WireLimits{MaxSpans: 100, MaxAttributes: 128, MaxEvents: 128, MaxValueBytes: 1 << 16}
+	lim := span.Limits{MaxSpansPerRequest: 100, MaxAttributesPerSpan: 128, MaxEventsPerSpan: 128, MaxAttributeValueBytes: 1 << 16}
 	for _, c := range []struct {
 		name string
 		keep func(pcommon.TraceID) bool
 	}{{"kept", nil}, {"elided", func(pcommon.TraceID) bool { return false }}} {
 		b.Run(c.name, func(b *testing.B) {
-			var dst []Span
+			var dst []span.Span
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
 			defer benchcpu.Report(b)()
 			for b.Loop() {
-				var werr *WireError
-				if dst, _, werr = decodeProto(body, lim, dst[:0], defaultVariantKeys, c.keep); werr != nil || len(dst) != 5 {
+				var werr *span.Error
+				if dst, _, werr = span.DecodeProto(body, lim, dst[:0], nil, c.keep); werr != nil || len(dst) != 5 {
 					b.Fatal(werr)
 				}
-				releaseSpans(dst)
+				span.ReleaseSpans(dst)
 				clear(dst)
 			}
 		})
@@ -401,7 +402,7 @@ func BenchmarkWire20(b *testing.B) {
 		if len(ids) != 20 || len(at) < 100 {
 			b.Fatalf("%s: %d trace ids at %d places, want 20 at 100 or more", traffic, len(ids), len(at))
 		}
-		lim := WireLimits{MaxSpans: 1000, MaxAttributes: 128, MaxEvents: 128, MaxValueBytes: 1 << 16}
+		lim := span.Limits{MaxSpansPerRequest: 1000, MaxAttributesPerSpan: 128, MaxEventsPerSpan: 128, MaxAttributeValueBytes: 1 << 16}
 		for _, c := range []struct {
 			name string
 			keep func(pcommon.TraceID) bool

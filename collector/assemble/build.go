@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ragwatch/ragwatch/collector/facts"
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/truncate"
 )
@@ -23,7 +25,7 @@ type builder struct {
 }
 
 // topLevel reports whether i has no ancestor below turn for which is(ancestor) holds.
-func (b *builder) topLevel(i, turn int, is func(*facts) bool) bool {
+func (b *builder) topLevel(i, turn int, is func(*facts.Facts) bool) bool {
 	for j := b.t.nodes[i].parent; j >= 0 && j != turn && b.t.nodes[j].depth > b.t.nodes[turn].depth; j = b.t.nodes[j].parent {
 		if f := b.t.nodes[j].f; f != nil && is(f) {
 			return false
@@ -32,8 +34,8 @@ func (b *builder) topLevel(i, turn int, is func(*facts) bool) bool {
 	return true
 }
 
-func isRetrieval(f *facts) bool  { return f.retrieval }
-func isGeneration(f *facts) bool { return f.generation }
+func isRetrieval(f *facts.Facts) bool  { return f.Retrieval }
+func isGeneration(f *facts.Facts) bool { return f.Generation }
 
 func (b *builder) build(turn int, mem []int) *record.Record {
 	t := b.t
@@ -56,14 +58,14 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 		r.Time = t.nodes[mem[0]].start
 	}
 
-	turnBoth := tn.f != nil && tn.f.retrieval && tn.f.generation
+	turnBoth := tn.f != nil && tn.f.Retrieval && tn.f.Generation
 	var rets, gens, leafGens []int
 	for _, i := range mem {
 		f := t.nodes[i].f
-		if f.retrieval && !(turnBoth && i == turn) {
+		if f.Retrieval && !(turnBoth && i == turn) {
 			rets = append(rets, i)
 		}
-		if f.generation && !(turnBoth && i == turn) {
+		if f.Generation && !(turnBoth && i == turn) {
 			gens = append(gens, i)
 		}
 	}
@@ -102,34 +104,34 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 	}
 
 	// Documents: rag.documents, else the last reranker's output, else the top-level retrievals.
-	ragSpan := b.pick(turn, mem, func(f *facts) bool { return f.ragDocs.Type != TypeEmpty })
+	ragSpan := b.pick(turn, mem, func(f *facts.Facts) bool { return f.RAGDocs.Type != span.TypeEmpty })
 	switch {
 	case ragSpan >= 0:
-		r.Documents = docsFromAny(t.nodes[ragSpan].f.ragDocs.structured())
+		r.Documents = facts.DocsFromAny(t.nodes[ragSpan].f.RAGDocs.Structured())
 	default:
 		rr := -1
 		for _, i := range rets {
-			if t.nodes[i].f.rerankDocs != nil && (rr < 0 || !t.nodes[i].end.Before(t.nodes[rr].end)) {
+			if t.nodes[i].f.RerankDocs != nil && (rr < 0 || !t.nodes[i].end.Before(t.nodes[rr].end)) {
 				rr = i
 			}
 		}
 		if rr >= 0 {
-			r.Documents = compactDocs(t.nodes[rr].f.rerankDocs)
+			r.Documents = facts.CompactDocs(t.nodes[rr].f.RerankDocs)
 		} else {
 			for _, i := range rets {
 				if b.topLevel(i, turn, isRetrieval) {
-					r.Documents = appendDocs(r.Documents, b.retrievalDocs(i, rets))
+					r.Documents = facts.AppendDocs(r.Documents, b.retrievalDocs(i, rets))
 				}
 			}
 		}
 	}
-	r.Documents = finishDocs(r.Documents)
+	r.Documents = facts.FinishDocs(r.Documents)
 
 	// The answering generation: the last-ending leaf generation that has text.
 	answerGen := -1
 	sortByEnd(t, leafGens)
 	for k := len(leafGens) - 1; k >= 0; k-- {
-		if a := answerOf(t.nodes[leafGens[k]].f); a != "" {
+		if a := facts.AnswerOf(t.nodes[leafGens[k]].f); a != "" {
 			answerGen = leafGens[k]
 			r.Answer = a
 			break
@@ -138,54 +140,54 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 	if answerGen < 0 && len(leafGens) > 0 {
 		answerGen = leafGens[len(leafGens)-1]
 	}
-	if s := b.pick(turn, mem, func(f *facts) bool { return f.ragAnswer != "" }); s >= 0 {
-		r.Answer = t.nodes[s].f.ragAnswer
+	if s := b.pick(turn, mem, func(f *facts.Facts) bool { return f.RAGAnswer != "" }); s >= 0 {
+		r.Answer = t.nodes[s].f.RAGAnswer
 	} else if r.Answer == "" && tn.f != nil {
-		r.Answer = answerOf(tn.f)
+		r.Answer = facts.AnswerOf(tn.f)
 	}
 
 	// Query.
-	if s := b.pick(turn, mem, func(f *facts) bool { return f.ragQuery != "" }); s >= 0 {
-		r.Query = t.nodes[s].f.ragQuery
+	if s := b.pick(turn, mem, func(f *facts.Facts) bool { return f.RAGQuery != "" }); s >= 0 {
+		r.Query = t.nodes[s].f.RAGQuery
 	}
-	if r.Query == "" && tn.f != nil && !tn.f.retrieval && !tn.f.generation {
-		r.Query = inputText(tn.f)
+	if r.Query == "" && tn.f != nil && !tn.f.Retrieval && !tn.f.Generation {
+		r.Query = facts.InputText(tn.f)
 	}
 	for _, i := range rets {
 		if r.Query != "" {
 			break
 		}
-		r.Query = retrievalQuery(t.nodes[i].f)
+		r.Query = facts.RetrievalQuery(t.nodes[i].f)
 	}
 	if r.Query == "" && answerGen >= 0 {
-		r.Query = lastUserText(t.nodes[answerGen].f)
+		r.Query = facts.LastUserText(t.nodes[answerGen].f)
 	}
 	if answerGen >= 0 {
-		r.History, r.Turn = historyOf(t.nodes[answerGen].f)
+		r.History, r.Turn = facts.HistoryOf(t.nodes[answerGen].f)
 	}
 
 	// Model and usage.
 	if answerGen >= 0 {
-		r.Model = modelOf(t.nodes[answerGen].f)
+		r.Model = facts.ModelOf(t.nodes[answerGen].f)
 	}
 	for k := len(gens) - 1; k >= 0 && r.Model == ""; k-- {
-		r.Model = modelOf(t.nodes[gens[k]].f)
+		r.Model = facts.ModelOf(t.nodes[gens[k]].f)
 	}
 	for _, g := range gens {
 		f := t.nodes[g].f
-		if !f.hasIn && !f.hasOut {
+		if !f.HasIn && !f.HasOut {
 			continue
 		}
 		counted := false // a descendant generation with usage already counts this call
 		for _, h := range gens {
-			if h != g && t.within(h, g) && (t.nodes[h].f.hasIn || t.nodes[h].f.hasOut) {
+			if h != g && t.within(h, g) && (t.nodes[h].f.HasIn || t.nodes[h].f.HasOut) {
 				counted = true
 				break
 			}
 		}
 		if !counted {
-			r.Usage.InputTokens += f.inTokens
-			r.Usage.OutputTokens += f.outTokens
+			r.Usage.InputTokens += f.InTokens
+			r.Usage.OutputTokens += f.OutTokens
 		}
 	}
 
@@ -195,43 +197,43 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 	for _, i := range ctx {
 		f := t.nodes[i].f
 		if r.SessionID == "" {
-			r.SessionID = f.session
+			r.SessionID = f.Session
 		}
 		if r.UserID == "" {
-			r.UserID = f.user
+			r.UserID = f.User
 		}
 	}
 	route, source, workflow := "", "", ""
 	for _, i := range ctx {
 		f := t.nodes[i].f
 		if route == "" {
-			route = f.route
+			route = f.Route
 		}
 		if source == "" {
-			source = f.dataSource
+			source = f.DataSource
 		}
 		if workflow == "" {
-			workflow = f.workflow
+			workflow = f.Workflow
 		}
 	}
 	for _, i := range ctx {
 		if route != "" {
 			break
 		}
-		route = t.nodes[i].f.metadataRoute
+		route = t.nodes[i].f.MetadataRoute
 	}
 	r.Variant = b.variantOf(ctx)
 	r.Attributes = b.attrs.get(route, source, workflow)
 
 	// ragwatch's explicit keys.
-	if s := b.pick(turn, mem, func(f *facts) bool { return f.ragReference != "" }); s >= 0 {
-		r.Reference = t.nodes[s].f.ragReference
+	if s := b.pick(turn, mem, func(f *facts.Facts) bool { return f.RAGReference != "" }); s >= 0 {
+		r.Reference = t.nodes[s].f.RAGReference
 	}
-	if s := b.pick(turn, mem, func(f *facts) bool { return f.ragRelevance.Type != TypeEmpty }); s >= 0 {
-		r.Relevance = relevanceFrom(t.nodes[s].f.ragRelevance)
+	if s := b.pick(turn, mem, func(f *facts.Facts) bool { return f.RAGRelevance.Type != span.TypeEmpty }); s >= 0 {
+		r.Relevance = facts.RelevanceFrom(t.nodes[s].f.RAGRelevance)
 	}
-	if s := b.pick(turn, mem, func(f *facts) bool { return f.ragCitations.Type != TypeEmpty }); s >= 0 {
-		r.Citations = citationsFrom(t.nodes[s].f.ragCitations)
+	if s := b.pick(turn, mem, func(f *facts.Facts) bool { return f.RAGCitations.Type != span.TypeEmpty }); s >= 0 {
+		r.Citations = facts.CitationsFrom(t.nodes[s].f.RAGCitations)
 	}
 
 	r.Query = truncate.String(r.Query, record.MaxTextBytes)
@@ -245,7 +247,7 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 
 // pick returns the span holding a field: the turn span if it has it, else the last span of the
 // turn (in start order) that has it; -1 when none.
-func (b *builder) pick(turn int, mem []int, has func(*facts) bool) int {
+func (b *builder) pick(turn int, mem []int, has func(*facts.Facts) bool) int {
 	if f := b.t.nodes[turn].f; f != nil && has(f) {
 		return turn
 	}
@@ -347,4 +349,19 @@ func durMS(start, end time.Time) float64 {
 		return 0
 	}
 	return math.Round(float64(end.Sub(start))/1e3) / 1e3
+}
+
+// retrievalDocs returns the documents a retrieval span gives; when it names none itself, those
+// of the retrievals nested directly under it.
+func (b *builder) retrievalDocs(i int, rets []int) []record.Document {
+	if docs, ok := facts.OwnDocs(b.t.nodes[i].f); ok {
+		return docs
+	}
+	var out []record.Document
+	for _, j := range rets {
+		if j != i && b.t.within(j, i) && b.topLevel(j, i, isRetrieval) {
+			out = facts.AppendDocs(out, b.retrievalDocs(j, rets))
+		}
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/config"
 )
 
@@ -183,7 +184,7 @@ func TestTickIntervals(t *testing.T) {
 // danglingScan is trace.dangling computed from scratch: the spans whose parent is set and
 // held by no span but, when the span is the first of that id, itself (a self-parent span
 // dangles; a duplicate of it does not make it whole). -1 beyond maxTrackedSpans.
-func danglingScan(spans []Span) int {
+func danglingScan(spans []span.Span) int {
 	if len(spans) > maxTrackedSpans {
 		return -1
 	}
@@ -227,9 +228,9 @@ func TestDanglingMatchesScan(t *testing.T) {
 	for round := range 200 {
 		h := newHarness(t, defaultCfg())
 		n := 1 + r.IntN(80)
-		var batch []Span
+		var batch []span.Span
 		for i := range n {
-			s := Span{TraceID: tid(byte(r.IntN(3))), SpanID: pcommon.SpanID{byte(r.IntN(12))}}
+			s := span.Span{TraceID: tid(byte(r.IntN(3))), SpanID: pcommon.SpanID{byte(r.IntN(12))}}
 			if r.IntN(5) > 0 {
 				s.ParentSpanID = pcommon.SpanID{byte(r.IntN(12))}
 			}

@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/ragwatch/ragwatch/collector/conventions"
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
@@ -77,7 +79,7 @@ func TestElidedTexts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := WireLimits{MaxSpans: 100, MaxAttributes: 128, MaxEvents: 128, MaxValueBytes: 1 << 16}
+	lim := span.Limits{MaxSpansPerRequest: 100, MaxAttributesPerSpan: 128, MaxEventsPerSpan: 128, MaxAttributeValueBytes: 1 << 16}
 	if n, err := h.a.ConsumeProto(context.Background(), body, lim); err != nil || n != 6 {
 		t.Fatalf("ConsumeProto: %d spans, %v", n, err)
 	}
@@ -136,39 +138,6 @@ func TestElidedTexts(t *testing.T) {
 	sameRecords(t, []*record.Record{el}, []*record.Record{&w})
 }
 
-func TestDocField(t *testing.T) {
-	for _, c := range []struct {
-		k      string
-		fam, i int
-		field  int
-		ok     bool
-	}{
-		{"retrieval.documents.3.document.content", famRetrieval, 3, docContent, true},
-		{"reranker.input_documents.0.document.id", famRerankIn, 0, docID, true},
-		{"reranker.output_documents.15.document.content", famRerankOut, 15, docContent, true},
-		{"retrieval.documents.2.document.score", famRetrieval, 2, docScore, true},
-		{"reranker.input_documents.9.document.metadata", famRerankIn, 9, docMetadata, true},
-		{"retrieval.documents.03.document.content", famRetrieval, 3, docContent, true}, // not shared, read by its text
-		{"retrieval.documents.4.document.other", famRetrieval, 4, -1, true},
-		{"retrieval.documents.4", famRetrieval, 4, -1, true},
-		{"reranker.output_documents.16.document.content", 0, 0, 0, false}, // past the shared keys
-		{"retrieval.documents.x.document.content", 0, 0, 0, false},
-		{"rag.documents", 0, 0, 0, false},
-		{"reranker.query", 0, 0, 0, false},
-		{"input.value", 0, 0, 0, false},
-		{"", 0, 0, 0, false},
-	} {
-		// Each key by its text, and by its shared copy's address when it has one: the same.
-		shared, _ := keptKey(c.k)
-		for _, k := range []string{strings.Clone(c.k), shared} {
-			fam, i, field, ok := docField(k)
-			if ok != c.ok || (ok && (fam != c.fam || i != c.i || field != c.field)) {
-				t.Errorf("docField(%q, shared %v) = %d %d %d %v, want %d %d %d %v", c.k, keyBytes(k) == 0, fam, i, field, ok, c.fam, c.i, c.field, c.ok)
-			}
-		}
-	}
-}
-
 // FuzzElisionDropsOnlyTexts decodes the same bytes keeping every text and keeping none of the
 // traces with an odd last id byte: the answers are the same (error or spans), and the spans
 // differ only in documents' texts emptied, on spans marked elided; the records differ only in
@@ -188,12 +157,12 @@ func FuzzElisionDropsOnlyTexts(f *testing.F) {
 		"openinference.span.kind": "RERANKER", "reranker.input_documents.0.document.id": "d1", "reranker.input_documents.0.document.content": "c",
 		"reranker.output_documents.0.document.id": "d1", "reranker.output_documents.0.document.content": "c", "reranker.output_documents.1.document.content": "x",
 	}}))
-	lim := WireLimits{MaxSpans: 100, MaxAttributes: 128, MaxEvents: 128, MaxValueBytes: 1 << 16}
+	lim := span.Limits{MaxSpansPerRequest: 100, MaxAttributesPerSpan: 128, MaxEventsPerSpan: 128, MaxAttributeValueBytes: 1 << 16}
 	odd := func(id pcommon.TraceID) bool { return id[15]&1 == 0 }
 	nan := cmpopts.EquateNaNs()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		full, n1, err1 := decodeProto(body, lim, nil, defaultVariantKeys, nil)
-		el, n2, err2 := decodeProto(body, lim, nil, defaultVariantKeys, odd)
+		full, n1, err1 := span.DecodeProto(body, lim, nil, nil, nil)
+		el, n2, err2 := span.DecodeProto(body, lim, nil, nil, odd)
 		if (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) || n1 != n2 || len(full) != len(el) {
 			t.Fatalf("full: %d spans %d %v; elided: %d spans %d %v", len(full), n1, err1, len(el), n2, err2)
 		}
@@ -208,17 +177,16 @@ func FuzzElisionDropsOnlyTexts(f *testing.F) {
 				if cmp.Equal(x, y, nan) {
 					continue
 				}
-				_, _, field, ok := docField(x.Key)
-				if x.Key != y.Key || !ok || field != docContent || x.Value.Type != TypeStr || y.Value != (Value{Type: TypeStr}) {
+				if x.Key != y.Key || !docContentKey(x.Key) || x.Value.Type != span.TypeStr || y.Value != (span.Value{Type: span.TypeStr}) {
 					t.Fatalf("span %d attribute %d: %q=%v became %q=%v", i, j, x.Key, x.Value, y.Key, y.Value)
 				}
 				emptied = true
 			}
-			if emptied && (!b.elided || odd(b.TraceID)) {
-				t.Fatalf("span %d of trace %v: texts emptied, marked %v", i, b.TraceID, b.elided)
+			if emptied && (!b.Elided || odd(b.TraceID)) {
+				t.Fatalf("span %d of trace %v: texts emptied, marked %v", i, b.TraceID, b.Elided)
 			}
-			a.Attrs, b.Attrs, b.elided = nil, nil, false
-			if !cmp.Equal(a, b, nan, cmp.AllowUnexported(Span{})) {
+			a.Attrs, b.Attrs, b.Elided = nil, nil, false
+			if !cmp.Equal(a, b, nan, cmp.AllowUnexported(span.Span{})) {
 				t.Fatalf("span %d: %+v, elided %+v", i, a, b)
 			}
 		}
@@ -254,4 +222,15 @@ func FuzzElisionDropsOnlyTexts(f *testing.F) {
 			}
 		}
 	})
+}
+
+// docContentKey reports whether k is the content of a document of OpenInference's flattened
+// lists (the texts the decoder may elide).
+func docContentKey(k string) bool {
+	fam, rest, ok := conventions.FamilyOf(k)
+	if !ok || fam > conventions.FamRerankOut {
+		return false
+	}
+	_, field, ok := conventions.SplitIndex(rest, conventions.SharedIndex)
+	return ok && field == "document.content"
 }

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/ragwatch/ragwatch/collector/assemble"
+	"github.com/ragwatch/ragwatch/collector/span"
 )
 
 // Assemble works without timers: read the spans of one trace and get its records.
@@ -43,7 +44,7 @@ func ExampleAssemble() {
 		"llm.output_messages.0.message.content": "Open Settings, then Security [1].",
 	})
 
-	res := assemble.Assemble(assemble.FromTraces(td, nil))
+	res := assemble.Assemble(span.FromTraces(td, nil, nil))
 	out, _ := json.Marshal(res.Records[0])
 	fmt.Println(string(out))
 	// Output:

@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
@@ -80,18 +81,6 @@ func TestOrphanFeedback(t *testing.T) {
 	}
 }
 
-func TestLabelScore(t *testing.T) {
-	for label, want := range map[string]float64{"Thumbs Up": 1, "thumbs-down": -1, "👎": -1, "Neutral": 0, "PASS": 1, "hallucinated": -1} {
-		got, ok := labelScore(label)
-		if !ok || got != want {
-			t.Errorf("labelScore(%q) = %v, %v; want %v", label, got, ok, want)
-		}
-	}
-	if _, ok := labelScore("purple"); ok {
-		t.Error("unknown label mapped")
-	}
-}
-
 // Hostile or odd trees: parent cycles, duplicates, missing parents never crash and still give a
 // record.
 func TestOddTrees(t *testing.T) {
@@ -107,7 +96,7 @@ func TestOddTrees(t *testing.T) {
 		}
 	})
 	t.Run("duplicate span", func(t *testing.T) {
-		spans := FromTraces(build(t, 1, "s", rootSpan(ms(900)), retrieverSpan(), llmSpan(ms(60), ms(800))), nil)
+		spans := span.FromTraces(build(t, 1, "s", rootSpan(ms(900)), retrieverSpan(), llmSpan(ms(60), ms(800))), nil, nil)
 		spans = append(spans, spans...)
 		res := Assemble(spans)
 		if len(res.Records) != 1 || len(res.Records[0].Documents) != 1 {
@@ -143,15 +132,6 @@ func TestOddTrees(t *testing.T) {
 			Latency: record.Latency{Generation: 1000, Total: 1000}}}
 		sameRecords(t, res.Records, want)
 	})
-}
-
-func TestContentIDIsStable(t *testing.T) {
-	if got := contentID("Passwords expire yearly."); got != "ha63033a5c0484d48" {
-		t.Fatalf("contentID = %q", got)
-	}
-	if a, b, a2 := contentID("a"), contentID("b"), contentID("a"); a == b || a != a2 {
-		t.Fatal("contentID is not a stable hash")
-	}
 }
 
 // A reranker that reports only its input documents still gives them when nothing else does.

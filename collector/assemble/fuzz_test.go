@@ -3,12 +3,12 @@ package assemble
 import (
 	"context"
 	"encoding/json"
-	"reflect"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
@@ -78,7 +78,7 @@ func FuzzConsumeTraces(f *testing.F) {
 			ev.Attributes().PutStr("db.search.result.entity", b)
 		}
 		// What FromTraces drops is never read: the pruned spans assemble as all of them do.
-		pruned, _ := json.Marshal(Assemble(FromTraces(td, nil)))
+		pruned, _ := json.Marshal(Assemble(span.FromTraces(td, nil, nil)))
 		full, _ := json.Marshal(Assemble(unpruned(td)))
 		if string(pruned) != string(full) {
 			t.Fatalf("pruned spans give\n%s\nall attributes give\n%s", pruned, full)
@@ -107,41 +107,6 @@ func FuzzConsumeTraces(f *testing.F) {
 					t.Fatal("document without id")
 				}
 			}
-		}
-	})
-}
-
-// FuzzParsers checks the hand-written parsers: the flat-object fast path agrees with
-// encoding/json whenever it accepts, metadataString with the map parseMetadata builds, and the
-// Python literal parser never panics.
-func FuzzParsers(f *testing.F) {
-	for _, s := range []string{`{"a":"b","n":1.5,"t":true,"z":null}`, `{}`, `{"a":{"b":1}}`, `{"a":"\u00e9"}`,
-		"{'a': 'b', 'c': [1, (2, 3)], 'd': True}", `{"a":1,}`, `{"a":-0.5e3}`,
-		`{"a":"b","a":1}`, `{"a":1,"a":"c"}`, ` {"a":"x", "b":[1]} `, `null`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		_, _ = parsePyLiteral(s)
-		md := parseMetadata(Str(s))
-		for _, k := range []string{"a", "route"} {
-			if got, want := metadataString(Str(s), k), asString(md[k]); got != want {
-				t.Fatalf("metadataString(%q, %q) = %q, parseMetadata gives %q", s, k, got, want)
-			}
-		}
-		_ = docsFromAny(parseJSON(s))
-		_ = messagesFromAny(parseJSON(s))
-		fast, ok := parseFlatObject(s)
-		if !ok {
-			return
-		}
-		var want map[string]any
-		if err := json.Unmarshal([]byte(s), &want); err != nil {
-			// The fast path may accept a number encoding/json refuses (leading zeros); it
-			// must not accept anything structurally broken.
-			return
-		}
-		if !reflect.DeepEqual(fast, want) {
-			t.Fatalf("parseFlatObject(%q) = %v, encoding/json = %v", s, fast, want)
 		}
 	})
 }

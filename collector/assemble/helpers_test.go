@@ -2,6 +2,8 @@ package assemble
 
 import (
 	"encoding/json"
+	"fmt"
+	"hash/fnv"
 	"reflect"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
@@ -60,7 +63,7 @@ func build(t testing.TB, trace byte, service string, spans ...sp) ptrace.Traces 
 		ps.SetName(s.name)
 		ps.SetKind(s.kind)
 		if s.remote {
-			ps.SetFlags(flagHasIsRemote | flagIsRemote)
+			ps.SetFlags(0x100 | 0x200) // OTLP span flags: has-is-remote, is-remote
 		}
 		ps.SetStartTimestamp(pcommon.NewTimestampFromTime(base.Add(s.start)))
 		ps.SetEndTimestamp(pcommon.NewTimestampFromTime(base.Add(s.end)))
@@ -86,7 +89,7 @@ func build(t testing.TB, trace byte, service string, spans ...sp) ptrace.Traces 
 }
 
 func assembleTD(td ptrace.Traces) Result {
-	return Assemble(FromTraces(td, nil))
+	return Assemble(span.FromTraces(td, nil, nil))
 }
 
 func fp(f float64) *float64 { return &f }
@@ -133,4 +136,12 @@ func sameRecords(t *testing.T, got, want []*record.Record) {
 func js(x any) string {
 	b, _ := json.MarshalIndent(x, "", "  ")
 	return string(b)
+}
+
+// contentID is the id a document without one gets (docs/record.md): "h" and the FNV-1a 64-bit
+// hash of its content in hex.
+func contentID(s string) string {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return fmt.Sprintf("h%016x", h.Sum64())
 }

@@ -8,30 +8,32 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/ragwatch/ragwatch/collector/span"
 )
 
 // unpruned reads td keeping every attribute and event: what the readers would see if FromTraces
 // held everything.
-func unpruned(td ptrace.Traces) []Span {
-	var out []Span
+func unpruned(td ptrace.Traces) []span.Span {
+	var out []span.Span
 	rs := td.ResourceSpans().At(0)
 	service := rs.Resource().Attributes().AsRaw()["service.name"].(string)
 	spans := rs.ScopeSpans().At(0).Spans()
-	all := func(m pcommon.Map) []Attr {
-		var as []Attr
+	all := func(m pcommon.Map) []span.Attr {
+		var as []span.Attr
 		for k, v := range m.All() {
-			as = append(as, Attr{Key: k, Value: fromPValue(v)})
+			as = append(as, span.Attr{Key: k, Value: valueOf(v)})
 		}
 		return as
 	}
 	for i := 0; i < spans.Len(); i++ {
 		ps := spans.At(i)
-		s := Span{TraceID: ps.TraceID(), SpanID: ps.SpanID(), ParentSpanID: ps.ParentSpanID(), Name: ps.Name(),
+		s := span.Span{TraceID: ps.TraceID(), SpanID: ps.SpanID(), ParentSpanID: ps.ParentSpanID(), Name: ps.Name(),
 			Kind: ps.Kind(), Start: ps.StartTimestamp().AsTime(), End: ps.EndTimestamp().AsTime(), Service: service,
 			Attrs: all(ps.Attributes())}
 		for j := 0; j < ps.Events().Len(); j++ {
 			e := ps.Events().At(j)
-			s.Events = append(s.Events, Event{Name: e.Name(), Time: e.Timestamp().AsTime(), Attrs: all(e.Attributes())})
+			s.Events = append(s.Events, span.Event{Name: e.Name(), Time: e.Timestamp().AsTime(), Attrs: all(e.Attributes())})
 		}
 		out = append(out, s)
 	}
@@ -132,7 +134,7 @@ func TestPruningKeepsEveryResult(t *testing.T) {
 	dropped := 0
 	for n := range 3000 {
 		td := randomGeneration(t, r)
-		held := FromTraces(td, nil)
+		held := span.FromTraces(td, nil, nil)
 		full := unpruned(td)
 		for i := range held {
 			dropped += len(full[i].Attrs) - len(held[i].Attrs) + len(full[i].Events) - len(held[i].Events)
@@ -150,7 +152,7 @@ func TestPruningKeepsEveryResult(t *testing.T) {
 
 // TestPruningDropsUnreadMessages pins what the bench trace's LLM span keeps.
 func TestPruningDropsUnreadMessages(t *testing.T) {
-	spans := FromTraces(benchTrace(t), nil)
+	spans := span.FromTraces(benchTrace(t), nil, nil)
 	var keys []string
 	for _, a := range spans[3].Attrs {
 		keys = append(keys, a.Key)
@@ -164,6 +166,67 @@ func TestPruningDropsUnreadMessages(t *testing.T) {
 	for _, k := range keys {
 		if !want[k] {
 			t.Fatalf("LLM span keeps %v", keys)
+		}
+	}
+}
+
+// valueOf is v as the decoders hold it.
+func valueOf(v pcommon.Value) span.Value {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return span.Str(v.Str())
+	case pcommon.ValueTypeInt:
+		return span.Int(v.Int())
+	case pcommon.ValueTypeDouble:
+		return span.Double(v.Double())
+	case pcommon.ValueTypeBool:
+		return span.Bool(v.Bool())
+	case pcommon.ValueTypeMap, pcommon.ValueTypeSlice:
+		return span.Raw(v.AsRaw())
+	case pcommon.ValueTypeBytes:
+		return span.Str(string(v.Bytes().AsRaw()))
+	}
+	return span.Value{}
+}
+
+// An LLM-kind span that also carries a sign of a retrieval (a document list, a retrieval key,
+// a reranker key, a retrieval operation) is not certainly a generation: its input is the
+// retrieval's query, and pruning keeps it. Read through both decoders.
+func TestPruneKeepsInputOfRetrievingLLMSpans(t *testing.T) {
+	lim := span.Limits{MaxSpansPerRequest: 100, MaxAttributesPerSpan: 128, MaxEventsPerSpan: 128, MaxAttributeValueBytes: 1 << 16}
+	for _, sign := range []map[string]any{
+		{"retrieval.documents.0.document.content": "c"},
+		{"retrieval.documents.20.document.content": "c"}, // beyond the shared keys: read by its text
+		{"reranker.output_documents.0.document.content": "c"},
+		{"reranker.input_documents.0.document.content": "c"},
+		{"reranker.query": "rq"},
+		{"rag.documents": `[{"id":"d","content":"c"}]`},
+		{"db.vector.query.top_k": 3},
+		{"gen_ai.operation.name": "retrieval"},
+	} {
+		attrs := map[string]any{"openinference.span.kind": "LLM", "input.value": "the question?",
+			"llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": "the answer"}
+		for k, v := range sign {
+			attrs[k] = v
+		}
+		td := build(t, 1, "s", sp{id: 1, name: "chain", end: ms(100), attrs: map[string]any{"openinference.span.kind": "CHAIN"}},
+			sp{id: 2, parent: 1, name: "rag-llm", start: ms(1), end: ms(90), attrs: attrs})
+		body, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire, _, werr := span.DecodeProto(body, lim, nil, nil, nil)
+		if werr != nil {
+			t.Fatal(werr)
+		}
+		for name, spans := range map[string][]span.Span{"pdata": span.FromTraces(td, nil, nil), "wire": wire} {
+			var input bool
+			for _, a := range spans[1].Attrs {
+				input = input || a.Key == "input.value"
+			}
+			if !input {
+				t.Errorf("%v, %s: input.value pruned", sign, name)
+			}
 		}
 	}
 }

@@ -3,10 +3,12 @@ package assemble
 import (
 	"strings"
 	"testing"
+
+	"github.com/ragwatch/ragwatch/collector/span"
 )
 
-// TestQuickKindSameAsByKey checks quickKind's first-byte dispatch against the plain switch by key
-// it replaced (quickKindRef), on every key it reads and near misses, with every value that
+// TestQuickKindSameAsByKey checks quickKind, derived from the conventions' table, against a plain
+// switch by key (quickKindRef), on every key it reads and near misses, with every value that
 // matters, alone and in pairs.
 func TestQuickKindSameAsByKey(t *testing.T) {
 	keys := []string{"openinference.span.kind", "gen_ai.operation.name", "llm.request.type", "rag.documents",
@@ -15,10 +17,10 @@ func TestQuickKindSameAsByKey(t *testing.T) {
 		"llm.output_messages.0.message.role", "llm.choices.0.text", "gen_ai.completion.0.content",
 		"retrieval.documents.", "gen_ai.completion", "llm.choices", "rag.answers", "rag.answe", "db.vector.query",
 		"openinference.span.kin", "input.value", "reranker.input_documents.0.document.id", "x", ""}
-	values := []Value{{}, Str("RETRIEVER"), Str("reranker"), Str("LLM"), Str("llm"), Str("CHAIN"),
-		Str("retrieval"), Str("VECTOR_DB_RETRIEVE"), Str("chat"), Str("Chat"), Str("text_completion"),
-		Str("generate_content"), Str("completion"), Str("embeddings"), Int(1)}
-	check := func(s *Span) {
+	values := []span.Value{{}, span.Str("RETRIEVER"), span.Str("reranker"), span.Str("LLM"), span.Str("llm"), span.Str("CHAIN"),
+		span.Str("retrieval"), span.Str("VECTOR_DB_RETRIEVE"), span.Str("chat"), span.Str("Chat"), span.Str("text_completion"),
+		span.Str("generate_content"), span.Str("completion"), span.Str("embeddings"), span.Int(1)}
+	check := func(s *span.Span) {
 		t.Helper()
 		r1, g1 := quickKind(s)
 		r2, g2 := quickKindRef(s)
@@ -26,24 +28,24 @@ func TestQuickKindSameAsByKey(t *testing.T) {
 			t.Fatalf("%+v: quickKind = %v, %v; by key %v, %v", s.Attrs, r1, g1, r2, g2)
 		}
 	}
-	var attrs []Attr
+	var attrs []span.Attr
 	for _, k := range keys {
 		for _, v := range values {
-			attrs = append(attrs, Attr{Key: k, Value: v})
+			attrs = append(attrs, span.Attr{Key: k, Value: v})
 		}
 	}
 	for i := range attrs {
-		check(&Span{Attrs: attrs[i : i+1]})
+		check(&span.Span{Attrs: attrs[i : i+1]})
 		for j := range attrs {
-			check(&Span{Attrs: []Attr{attrs[i], attrs[j]}})
+			check(&span.Span{Attrs: []span.Attr{attrs[i], attrs[j]}})
 		}
 	}
-	check(&Span{Attrs: attrs})
-	check(&Span{Events: []Event{{Name: "gen_ai.choice"}}})
-	check(&Span{Events: []Event{{Name: "db.query.result"}}})
+	check(&span.Span{Attrs: attrs})
+	check(&span.Span{Events: []span.Event{{Name: "gen_ai.choice"}}})
+	check(&span.Span{Events: []span.Event{{Name: "db.query.result"}}})
 }
 
-func quickKindRef(s *Span) (ret, gen bool) {
+func quickKindRef(s *span.Span) (ret, gen bool) {
 	for i := range s.Attrs {
 		k := s.Attrs[i].Key
 		switch k {
@@ -61,8 +63,8 @@ func quickKindRef(s *Span) (ret, gen bool) {
 			case "chat", "text_completion", "generate_content", "completion":
 				gen = true
 			}
-		case "llm.request.type":
-			switch s.Attrs[i].Value.Str() {
+		case "llm.request.type": // lower-cased, as facts.Read reads it (since the conventions' table)
+			switch strings.ToLower(s.Attrs[i].Value.Str()) {
 			case "chat", "completion":
 				gen = true
 			}
@@ -71,11 +73,11 @@ func quickKindRef(s *Span) (ret, gen bool) {
 		case "rag.answer", "gen_ai.output.messages":
 			gen = true
 		default:
+			under := func(prefix string) bool { return len(k) > len(prefix) && strings.HasPrefix(k, prefix) }
 			switch {
-			case strings.HasPrefix(k, "retrieval.documents."), strings.HasPrefix(k, "reranker.output_documents."):
+			case under("retrieval.documents."), under("reranker.output_documents."):
 				ret = true
-			case strings.HasPrefix(k, "llm.output_messages."), strings.HasPrefix(k, "llm.choices."),
-				strings.HasPrefix(k, "gen_ai.completion."):
+			case under("llm.output_messages."), under("llm.choices."), under("gen_ai.completion."):
 				gen = true
 			}
 		}
@@ -94,18 +96,18 @@ func quickKindRef(s *Span) (ret, gen bool) {
 // TestSpanCapHint checks the capacity given to a new trace's spans: its run when the request
 // carries several of its spans together, else room for the rest of the request up to 8.
 func TestSpanCapHint(t *testing.T) {
-	a, b := Span{TraceID: [16]byte{1}}, Span{TraceID: [16]byte{2}}
+	a, b := span.Span{TraceID: [16]byte{1}}, span.Span{TraceID: [16]byte{2}}
 	for _, c := range []struct {
-		spans []Span
+		spans []span.Span
 		want  int
 	}{
-		{[]Span{a}, 1},
-		{[]Span{a, a}, 2},
-		{[]Span{a, a, a, a, a, b, b, b, b, b}, 5},
-		{[]Span{a, b, a, b, a, b}, 6},
-		{[]Span{a, b, b, b, b, b, b, b, b, b, b}, 8},
-		{[]Span{a, a, a, a, a, a, a, a, a, a, b}, 8},
-		{[]Span{a, a, b, a, a}, 2},
+		{[]span.Span{a}, 1},
+		{[]span.Span{a, a}, 2},
+		{[]span.Span{a, a, a, a, a, b, b, b, b, b}, 5},
+		{[]span.Span{a, b, a, b, a, b}, 6},
+		{[]span.Span{a, b, b, b, b, b, b, b, b, b, b}, 8},
+		{[]span.Span{a, a, a, a, a, a, a, a, a, a, b}, 8},
+		{[]span.Span{a, a, b, a, a}, 2},
 	} {
 		if got := spanCapHint(c.spans); got != c.want {
 			t.Errorf("spanCapHint(%d spans) = %d, want %d", len(c.spans), got, c.want)

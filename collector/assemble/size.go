@@ -5,6 +5,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/offheap"
 )
 
@@ -17,10 +18,10 @@ import (
 // TestHeldBytesMatchHeap holds thousands of traces and checks the total against the heap.
 
 var (
-	spanBytes  = int64(unsafe.Sizeof(Span{}))
-	attrBytes  = int64(unsafe.Sizeof(Attr{}))
-	eventBytes = int64(unsafe.Sizeof(Event{}))
-	linkBytes  = int64(unsafe.Sizeof(Link{}))
+	spanBytes  = int64(unsafe.Sizeof(span.Span{}))
+	attrBytes  = int64(unsafe.Sizeof(span.Attr{}))
+	eventBytes = int64(unsafe.Sizeof(span.Event{}))
+	linkBytes  = int64(unsafe.Sizeof(span.Link{}))
 	// traceFixed is a held trace's own struct plus its entry in the map of held traces (a
 	// Swiss-table slot of id and pointer, at a load between 7/16 and 7/8: ≈ 40 bytes).
 	traceFixed = allocBytes(int64(unsafe.Sizeof(trace{})), true) +
@@ -32,9 +33,9 @@ func allocBytes(n int64, pointers bool) int64 { return offheap.AllocBytes(n, poi
 
 func strBytes(s string) int64 { return offheap.StringBytes(s) }
 
-// size is what a held span keeps alive: its slot in the trace's []Span, and everything its
+// spanSize is what a held span keeps alive: its slot in the trace's []Span, and everything its
 // fields point at.
-func (s *Span) size() int64 {
+func spanSize(s *span.Span) int64 {
 	n := spanBytes + strBytes(s.Name) + strBytes(s.Service) + strBytes(s.Variant)
 	n += attrsSize(s.Attrs)
 	if cap(s.Events) > 0 {
@@ -49,14 +50,14 @@ func (s *Span) size() int64 {
 	return n
 }
 
-func attrsSize(as []Attr) int64 {
+func attrsSize(as []span.Attr) int64 {
 	if cap(as) == 0 {
 		return 0
 	}
 	n := allocBytes(int64(cap(as))*attrBytes, true)
 	for i := range as {
 		n += keyBytes(as[i].Key) + strBytes(as[i].Value.Str())
-		if as[i].Value.Type == TypeRaw {
+		if as[i].Value.Type == span.TypeRaw {
 			n += 16 + rawSize(as[i].Value.Raw(), 0) // the Value's box, then what it holds
 		}
 	}
@@ -96,6 +97,6 @@ func rawSize(x any, depth int) int64 {
 
 // traceOverhead is what a held trace costs beyond its spans' size: its struct and map entry,
 // and the unused capacity of its []Span (each span's own slot is in its size).
-func traceOverhead(spans []Span) int64 {
+func traceOverhead(spans []span.Span) int64 {
 	return traceFixed + allocBytes(int64(cap(spans))*spanBytes, true) - int64(len(spans))*spanBytes
 }

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/ragwatch/ragwatch/collector/facts"
+	"github.com/ragwatch/ragwatch/collector/span"
 )
 
 // node is one span of the trace tree, or a virtual node: the parent a span names but that never
@@ -13,8 +16,8 @@ type node struct {
 	parent     int
 	depth      int
 	start, end time.Time
-	span       *Span  // nil for virtual nodes
-	f          *facts // nil for virtual nodes
+	span       *span.Span   // nil for virtual nodes
+	f          *facts.Facts // nil for virtual nodes
 	id         pcommon.SpanID
 }
 
@@ -23,10 +26,10 @@ type tree struct {
 	nodes     []node
 	n         int // real spans are nodes[:n]
 	root      int // the super root
-	facts     []facts
+	facts     []facts.Facts
 }
 
-func buildTree(spans []Span, sc *scratch) tree {
+func buildTree(spans []span.Span, sc *scratch) tree {
 	n := len(spans)
 	t := tree{n: n, facts: sc.facts[:n]}
 	t.nodes = sc.nodes[:n]
@@ -41,10 +44,10 @@ func buildTree(spans []Span, sc *scratch) tree {
 		s := &spans[i]
 		t.nodes[i] = node{start: s.Start, end: s.End, span: s, f: &t.facts[i], id: s.SpanID, parent: -1}
 		if _, dup := idx.get(s.SpanID); dup {
-			t.facts[i].feedbackRank = rankNone // a redelivered copy says nothing new
+			t.facts[i].FeedbackRank = facts.RankNone // a redelivered copy says nothing new
 			continue
 		}
-		readFacts(&t.facts[i], s)
+		facts.Read(&t.facts[i], s)
 		idx.put(s.SpanID, i)
 	}
 	missing := newSpanIndex(0)
@@ -132,7 +135,7 @@ func (t *tree) numberNodes() {
 // largest allocation of assembly and nothing of it outlives the call (records copy what they
 // keep).
 type scratch struct {
-	facts []facts
+	facts []facts.Facts
 	nodes []node
 	ids   []pcommon.SpanID // the span index of a small trace
 	at    []int
@@ -153,14 +156,14 @@ const maxPooledSpans = 256
 
 func getScratch(n int) *scratch {
 	if n > maxPooledSpans {
-		return &scratch{facts: make([]facts, n), nodes: make([]node, n, 2*n+1)}
+		return &scratch{facts: make([]facts.Facts, n), nodes: make([]node, n, 2*n+1)}
 	}
 	sc := scratchPool.Get().(*scratch)
 	if sc.attrs == nil {
 		sc.attrs = newAttrMaps()
 	}
 	if cap(sc.facts) < n {
-		sc.facts = make([]facts, n, max(n, 8))
+		sc.facts = make([]facts.Facts, n, max(n, 8))
 		sc.nodes = make([]node, n, 2*max(n, 8)+1)
 	}
 	sc.facts = sc.facts[:n] // release clears what is used
@@ -175,7 +178,7 @@ func (sc *scratch) release(nodes int) {
 		return
 	}
 	for i := range sc.facts {
-		sc.facts[i].reset()
+		sc.facts[i].Reset()
 	}
 	clear(sc.nodes[:min(nodes, cap(sc.nodes))])
 	clear(sc.mem) // views of ints

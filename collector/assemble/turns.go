@@ -5,6 +5,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/ragwatch/ragwatch/collector/facts"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
@@ -33,7 +34,7 @@ func (t *tree) findTurns(rets, gens, turns []int) []int {
 	}
 	for _, g := range gens {
 		x := g
-		if !t.nodes[g].f.retrieval {
+		if !t.nodes[g].f.Retrieval {
 			// rets is in start order: the latest retrieval starting no later than g.
 			k, _ := slices.BinarySearchFunc(rets, g, func(c, g int) int {
 				if t.nodes[c].start.After(t.nodes[g].start) {
@@ -146,14 +147,14 @@ func (b *builder) feedbackByTurn(turns []int) []*record.Feedback {
 	var rank []int
 	for i := 0; i < t.n; i++ {
 		f := t.nodes[i].f
-		if f.feedback == nil {
+		if f.Feedback == nil {
 			continue
 		}
 		if out == nil {
 			out = make([]*record.Feedback, len(turns))
 			rank = make([]int, len(turns))
 			for k := range rank {
-				rank[k] = rankNone
+				rank[k] = facts.RankNone
 			}
 		}
 		target := b.owner[i] - 1
@@ -167,9 +168,9 @@ func (b *builder) feedbackByTurn(turns []int) []*record.Feedback {
 		if target < 0 {
 			target = len(turns) - 1
 		}
-		if f.feedbackRank < rank[target] {
-			fb := *f.feedback
-			out[target], rank[target] = &fb, f.feedbackRank
+		if f.FeedbackRank < rank[target] {
+			fb := *f.Feedback
+			out[target], rank[target] = &fb, f.FeedbackRank
 		}
 	}
 	return out
@@ -180,10 +181,10 @@ func (t *tree) orphanFeedback(traceID pcommon.TraceID) []record.Feedback {
 	var out []record.Feedback
 	for i := 0; i < t.n; i++ {
 		nd := &t.nodes[i]
-		if nd.f.feedback == nil {
+		if nd.f.Feedback == nil {
 			continue
 		}
-		fb := *nd.f.feedback
+		fb := *nd.f.Feedback
 		tid := traceID
 		if len(nd.span.Links) > 0 && !nd.span.Links[0].TraceID.IsEmpty() {
 			tid = nd.span.Links[0].TraceID

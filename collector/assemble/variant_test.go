@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
@@ -32,7 +33,7 @@ func TestVariant(t *testing.T) {
 		name:     "rag.variant on the turn beats a flag and the service version",
 		resource: map[string]string{"service.version": "1.4.2"},
 		spans: []sp{
-			{id: 1, name: "root", end: ms(10), events: flag(featureFlagEvent, map[string]any{
+			{id: 1, name: "root", end: ms(10), events: flag("feature_flag.evaluation", map[string]any{
 				"feature_flag.key": "prompt", "feature_flag.result.variant": "flag-b"})},
 			{id: 2, parent: 1, name: "turn", start: ms(1), end: ms(9), attrs: turnAttrs(map[string]any{"rag.variant": " prompt-v2 "})},
 		},
@@ -41,7 +42,7 @@ func TestVariant(t *testing.T) {
 		name:     "feature_flag.evaluation event (OpenTelemetry feature-flag conventions) on an ancestor",
 		resource: map[string]string{"service.version": "1.4.2"},
 		spans: []sp{
-			{id: 1, name: "root", end: ms(10), events: flag(featureFlagEvent, map[string]any{
+			{id: 1, name: "root", end: ms(10), events: flag("feature_flag.evaluation", map[string]any{
 				"feature_flag.key": "prompt", "feature_flag.result.variant": "canary"})},
 			{id: 2, parent: 1, name: "turn", start: ms(1), end: ms(9), attrs: turnAttrs(nil)},
 		},
@@ -56,7 +57,7 @@ func TestVariant(t *testing.T) {
 		name: "a flag evaluated in a sibling span outside the turn",
 		spans: []sp{
 			{id: 1, name: "root", end: ms(10)},
-			{id: 2, parent: 1, name: "flags", start: ms(1), end: ms(2), events: flag(featureFlagEvent, map[string]any{
+			{id: 2, parent: 1, name: "flags", start: ms(1), end: ms(2), events: flag("feature_flag.evaluation", map[string]any{
 				"feature_flag.result.variant": "treatment"})},
 			{id: 3, parent: 1, name: "turn", start: ms(2), end: ms(9), attrs: turnAttrs(nil)},
 		},
@@ -90,7 +91,7 @@ func TestVariant(t *testing.T) {
 	}, {
 		name: "legacy feature_flag event with a configured key",
 		keys: []string{"feature_flag.variant"},
-		spans: []sp{{id: 1, name: "turn", end: ms(9), attrs: turnAttrs(nil), events: flag(legacyFeatureFlagEvent, map[string]any{
+		spans: []sp{{id: 1, name: "turn", end: ms(9), attrs: turnAttrs(nil), events: flag("feature_flag", map[string]any{
 			"feature_flag.variant": 3})}},
 		want: "3",
 	}, {
@@ -104,11 +105,11 @@ func TestVariant(t *testing.T) {
 			for k, v := range tc.resource {
 				td.ResourceSpans().At(0).Resource().Attributes().PutStr(k, v)
 			}
-			keys := defaultVariantKeys
+			var keys span.VariantKeys
 			if tc.keys != nil {
-				keys = newVariantKeys(tc.keys)
+				keys = span.NewVariantKeys(tc.keys)
 			}
-			res := Assemble(fromTraces(td, nil, keys))
+			res := Assemble(span.FromTraces(td, nil, keys))
 			if len(res.Records) != 1 {
 				t.Fatalf("got %d records: %s", len(res.Records), js(res.Records))
 			}

@@ -20,7 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
-	"github.com/ragwatch/ragwatch/collector/otlp"
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/record"
@@ -80,7 +80,7 @@ type Settings struct {
 	// OTLPLimits bound an OTLP message exactly as the OTLP receivers bound a request (spans,
 	// attributes, value sizes; MaxRequestBytes does not apply: max_payload does); zero fields
 	// take their defaults.
-	OTLPLimits otlp.Limits
+	OTLPLimits span.Limits
 	// MaxJSONDepth and MaxRecordsPerBatch bound a records message before it is decoded; 0
 	// takes record.DefaultMaxJSONDepth and record.DefaultMaxBatch.
 	MaxJSONDepth, MaxRecordsPerBatch int
@@ -514,9 +514,9 @@ func (s *Subscriber) handleOTLP(ctx context.Context, data []byte, info msgInfo) 
 		return result{reason: ingest.ReasonMalformed, err: fmt.Errorf("OTLP ExportTraceServiceRequest: %w", err)}
 	}
 	td := req.Traces()
-	n, reason, err := s.s.OTLPLimits.Check(td)
-	if err != nil {
-		return result{reason: reason, err: fmt.Errorf("OTLP ExportTraceServiceRequest: %w", err)}
+	n, rej := s.s.OTLPLimits.Check(td)
+	if rej != nil {
+		return result{reason: rej.Reason, err: fmt.Errorf("OTLP ExportTraceServiceRequest: %w", rej)}
 	}
 	if err := s.s.Traces.ConsumeTraces(ctx, td); err != nil {
 		return result{err: err}

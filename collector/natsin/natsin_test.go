@@ -23,8 +23,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ragwatch/ragwatch/collector/join"
-	"github.com/ragwatch/ragwatch/collector/otlp"
 	"github.com/ragwatch/ragwatch/collector/signals"
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/natsconn"
@@ -546,7 +546,7 @@ func TestOTLPLimitsLikeGRPC(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	traces := &tracesSink{}
 	sub, err := New(Settings{NC: conn.NC, Config: cfg, Traces: traces, Metrics: ingest.NewMetrics(reg), Registerer: reg,
-		OTLPLimits: otlp.Limits{MaxSpansPerRequest: 2, MaxAttributesPerSpan: 4, MaxAttributeValueBytes: 64}})
+		OTLPLimits: span.Limits{MaxSpansPerRequest: 2, MaxAttributesPerSpan: 4, MaxAttributeValueBytes: 64}})
 	if err != nil {
 		t.Fatal(err)
 	}

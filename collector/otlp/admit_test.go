@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/memlimit"
 	"github.com/ragwatch/ragwatch/internal/testutil"
@@ -57,7 +58,7 @@ func TestLargeRequestsAdmittedOneAtATime(t *testing.T) {
 	r, err := New(Settings{
 		GRPCEndpoint: "127.0.0.1:0",
 		HTTPEndpoint: "127.0.0.1:0",
-		Limits:       Limits{MaxAttributeValueBytes: 4 << 20},
+		Limits:       span.Limits{MaxAttributeValueBytes: 4 << 20},
 		Next:         g,
 		Metrics:      ingest.NewMetrics(reg),
 		Refuse:       guard.Refuse,

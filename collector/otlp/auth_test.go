@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/testutil"
@@ -39,7 +40,7 @@ func TestGRPCTokenCheckedBeforeTheMessageIsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, client := startGRPC(t, Settings{GRPCTokens: tok, Limits: Limits{MaxRequestBytes: 64 << 10}})
+	h, client := startGRPC(t, Settings{GRPCTokens: tok, Limits: span.Limits{MaxRequestBytes: 64 << 10}})
 	huge := traces(1)
 	huge.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().PutStr("input.value", strings.Repeat("x", 256<<10))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/synth"
 	"github.com/ragwatch/ragwatch/scripts/benchcpu"
@@ -281,12 +282,12 @@ func BenchmarkLimitsCheck(b *testing.B) {
 		b.Fatal(err)
 	}
 	td := req.Traces()
-	l := Limits{}.WithDefaults()
+	l := span.Limits{}.WithDefaults()
 	b.ReportAllocs()
 	b.ResetTimer()
 	defer benchcpu.Report(b)()
 	for b.Loop() {
-		if n, rej := l.check(td); rej != nil || n != 5*benchBatch {
+		if n, rej := l.Check(td); rej != nil || n != 5*benchBatch {
 			b.Fatal(n, rej)
 		}
 	}

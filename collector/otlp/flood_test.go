@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/listen"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
@@ -22,7 +23,7 @@ import (
 // The OTLP HTTP receiver answers 431 to headers over listen.MaxHeaderBytes (32 KiB) and the
 // gRPC receiver refuses a header list over it, where both used to take up to 1 MiB and 16 MiB.
 func TestHeadersOverTheCapAreRefused(t *testing.T) {
-	h := start(t, Limits{})
+	h := start(t, span.Limits{})
 	body := protoBody(t, traces(1))
 	for _, c := range []struct {
 		size int

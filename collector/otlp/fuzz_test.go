@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 )
 
@@ -17,7 +18,7 @@ import (
 // and consume path.
 func fuzzHandler(f *testing.F) http.Handler {
 	r, err := New(Settings{
-		Limits:  Limits{MaxRequestBytes: 1 << 20},
+		Limits:  span.Limits{MaxRequestBytes: 1 << 20},
 		Next:    TracesConsumerFunc(func(context.Context, ptrace.Traces) error { return nil }),
 		Metrics: ingest.NewMetrics(prometheus.NewRegistry()),
 	})

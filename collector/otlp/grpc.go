@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 )
 
@@ -266,9 +267,9 @@ func (rawCodec) Name() string { return "proto" }
 // overload is RESOURCE_EXHAUSTED with RetryInfo (the spec's retryable form); any other consumer
 // failure is UNAVAILABLE, retryable as well.
 func (r *Receiver) grpcStatus(err error) error {
-	var rej *rejection
+	var rej *span.Error
 	if errors.As(err, &rej) {
-		return status.Error(codes.InvalidArgument, rej.msg)
+		return status.Error(codes.InvalidArgument, rej.Msg)
 	}
 	code := codes.Unavailable
 	msg := "ragwatch cannot take spans right now: " + err.Error()

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
@@ -130,9 +131,9 @@ func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 // answer writes the response to an export the consumer took (err nil, partial maybe) or not.
 func (r *Receiver) answer(w http.ResponseWriter, mediaType string, partial *ingest.PartialError, err error) {
 	if err != nil {
-		var rej *rejection
+		var rej *span.Error
 		if errors.As(err, &rej) {
-			writeStatus(w, mediaType, http.StatusBadRequest, codes.InvalidArgument, rej.msg)
+			writeStatus(w, mediaType, http.StatusBadRequest, codes.InvalidArgument, rej.Msg)
 			return
 		}
 		secs := int((r.set.RetryAfter + 999_999_999) / 1_000_000_000)

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"google.golang.org/grpc"
 
-	"github.com/ragwatch/ragwatch/collector/assemble"
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/listen"
 	"github.com/ragwatch/ragwatch/internal/tlsauth"
@@ -36,21 +36,21 @@ func (f TracesConsumerFunc) ConsumeTraces(ctx context.Context, td ptrace.Traces)
 }
 
 // ProtoConsumer is a TracesConsumer that decodes OTLP protobuf itself, straight into what it
-// keeps (the assembler: assemble.DecodeProto), instead of through pdata. The receivers hand it
-// a protobuf export's bytes, which it must not keep, with their limits; it answers as the pdata
-// path would: a *assemble.WireError for a request pdata cannot decode or the limits refuse
-// (nothing taken), else the number of spans taken or a consumer error. OTLP/JSON still goes
-// through pdata and ConsumeTraces.
+// keeps (the assembler, with span.DecodeProto), instead of through pdata. The receivers hand it
+// a protobuf export's bytes, which it must not keep, with the receivers' Limits; it answers as
+// the pdata path would: the *span.Error the receivers' own check would give (its Reason
+// ingest.ReasonMalformed for a request pdata cannot decode), taking nothing, else the number
+// of spans taken or a consumer error. OTLP/JSON still goes through pdata and ConsumeTraces.
 type ProtoConsumer interface {
 	TracesConsumer
-	ConsumeProto(ctx context.Context, body []byte, lim assemble.WireLimits) (spans int, err error)
+	ConsumeProto(ctx context.Context, body []byte, lim span.Limits) (spans int, err error)
 }
 
 // Settings configures the receivers. An empty endpoint disables that receiver.
 type Settings struct {
 	GRPCEndpoint string // host:port, e.g. "127.0.0.1:4317"
 	HTTPEndpoint string // host:port, e.g. "127.0.0.1:4318"
-	Limits       Limits
+	Limits       span.Limits
 	// RetryAfter is what overloaded clients are told to wait; default 1s.
 	RetryAfter time.Duration
 	Next       TracesConsumer
@@ -84,7 +84,7 @@ type Settings struct {
 // Receiver runs the OTLP gRPC and HTTP trace receivers.
 type Receiver struct {
 	set    Settings
-	limits Limits
+	limits span.Limits
 	log    *slog.Logger
 
 	mu       sync.Mutex // guards the fields below
@@ -233,12 +233,13 @@ func (r *Receiver) Ready() error {
 }
 
 // consume validates td and hands it over. It returns the number of spans accepted, a partial
-// rejection to report, or an error: a *rejection (bad input, not retryable) or a consumer error.
+// rejection to report, or an error: a *span.Error (bad input, not retryable) or a consumer
+// error.
 func (r *Receiver) consume(ctx context.Context, receiver string, td ptrace.Traces) (accepted int, partial *ingest.PartialError, err error) {
-	n, rej := r.limits.check(td)
+	n, rej := r.limits.Check(td)
 	if rej != nil {
-		r.set.Metrics.Rejected(receiver, rej.reason)
-		r.log.Debug("OTLP request rejected", "receiver", receiver, "reason", rej.reason, "err", rej.msg)
+		r.set.Metrics.Rejected(receiver, rej.Reason)
+		r.log.Debug("OTLP request rejected", "receiver", receiver, "reason", rej.Reason, "err", rej.Msg)
 		return 0, nil, rej
 	}
 	if n == 0 {
@@ -262,36 +263,26 @@ func (r *Receiver) consume(ctx context.Context, receiver string, td ptrace.Trace
 	return n, nil, nil
 }
 
-// wireLimits are the limits as the protobuf decoder of a ProtoConsumer takes them.
-func (l Limits) wireLimits() assemble.WireLimits {
-	return assemble.WireLimits{
-		MaxSpans:      l.MaxSpansPerRequest,
-		MaxAttributes: l.MaxAttributesPerSpan,
-		MaxEvents:     l.MaxEventsPerSpan,
-		MaxValueBytes: l.MaxAttributeValueBytes,
-	}
-}
-
 // consumeProto hands a protobuf export to a ProtoConsumer and counts it as consume does. It
 // returns malformed (the message, for decodeMessage) when pdata could not have decoded body;
-// a *rejection when the limits refuse it; else a consumer error or nil.
+// the *span.Error when the limits refuse it; else a consumer error or nil.
 func (r *Receiver) consumeProto(ctx context.Context, receiver string, pc ProtoConsumer, body []byte) (malformed error, err error) {
-	n, err := pc.ConsumeProto(ctx, body, r.limits.wireLimits())
+	n, err := pc.ConsumeProto(ctx, body, r.limits)
 	if err == nil {
 		if n > 0 {
 			r.set.Metrics.Spans(receiver, n)
 		}
 		return nil, nil
 	}
-	var werr *assemble.WireError // escapes into errors.As: declared only when there is an error
+	var rej *span.Error // escapes into errors.As: declared only when there is an error
 	switch {
-	case errors.As(err, &werr) && werr.Reason == ingest.ReasonMalformed:
+	case errors.As(err, &rej) && rej.Reason == ingest.ReasonMalformed:
 		r.set.Metrics.Rejected(receiver, ingest.ReasonMalformed)
-		return werr, nil
-	case errors.As(err, &werr):
-		r.set.Metrics.Rejected(receiver, werr.Reason)
-		r.log.Debug("OTLP request rejected", "receiver", receiver, "reason", werr.Reason, "err", werr.Msg)
-		return nil, &rejection{reason: werr.Reason, msg: werr.Msg}
+		return rej, nil
+	case errors.As(err, &rej):
+		r.set.Metrics.Rejected(receiver, rej.Reason)
+		r.log.Debug("OTLP request rejected", "receiver", receiver, "reason", rej.Reason, "err", rej.Msg)
+		return nil, rej
 	}
 	r.set.Metrics.Rejected(receiver, ingest.ReasonOverloaded)
 	r.log.Debug("OTLP consumer refused request", "receiver", receiver, "err", err)

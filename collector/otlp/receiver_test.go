@@ -30,6 +30,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
@@ -75,7 +76,7 @@ type harness struct {
 	conn *grpc.ClientConn
 }
 
-func start(t *testing.T, limits Limits) *harness {
+func start(t *testing.T, limits span.Limits) *harness {
 	t.Helper()
 	return startWith(t, Settings{GRPCEndpoint: "127.0.0.1:0", HTTPEndpoint: "127.0.0.1:0", Limits: limits})
 }
@@ -210,7 +211,7 @@ func decodeStatus(t *testing.T, contentType string, body []byte) *spb.Status {
 }
 
 func TestHTTPAccepts(t *testing.T) {
-	h := start(t, Limits{})
+	h := start(t, span.Limits{})
 	cases := []struct {
 		name, contentType, encoding string
 		body                        []byte
@@ -261,7 +262,7 @@ func TestHTTPAccepts(t *testing.T) {
 }
 
 func TestHTTPRejects(t *testing.T) {
-	h := start(t, Limits{MaxRequestBytes: 64 << 10, MaxSpansPerRequest: 5, MaxAttributesPerSpan: 10, MaxAttributeValueBytes: 1000, MaxEventsPerSpan: 3})
+	h := start(t, span.Limits{MaxRequestBytes: 64 << 10, MaxSpansPerRequest: 5, MaxAttributesPerSpan: 10, MaxAttributeValueBytes: 1000, MaxEventsPerSpan: 3})
 
 	valid := protoBody(t, traces(1))
 	validJSON := string(jsonBody(t, traces(1)))
@@ -387,7 +388,7 @@ func TestHTTPRejects(t *testing.T) {
 var allReasons = []string{ingest.ReasonMalformed, ingest.ReasonInvalid, ingest.ReasonContentType, ingest.ReasonTooLarge, ingest.ReasonLimits, ingest.ReasonOverloaded}
 
 func TestHTTPConsumerErrors(t *testing.T) {
-	h := start(t, Limits{})
+	h := start(t, span.Limits{})
 	body := protoBody(t, traces(3))
 
 	h.sink.setErr(fmt.Errorf("assembler: %w", ingest.ErrOverloaded))
@@ -429,7 +430,7 @@ func TestHTTPConsumerErrors(t *testing.T) {
 }
 
 func TestGRPC(t *testing.T) {
-	h := start(t, Limits{MaxRequestBytes: 64 << 10, MaxAttributeValueBytes: 1000})
+	h := start(t, span.Limits{MaxRequestBytes: 64 << 10, MaxAttributeValueBytes: 1000})
 	client := ptraceotlp.NewGRPCClient(h.conn)
 	ctx := context.Background()
 

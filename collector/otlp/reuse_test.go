@@ -18,6 +18,7 @@ import (
 	grpcgzip "google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/grpc/status"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/testutil"
 )
@@ -25,7 +26,7 @@ import (
 // TestSuccessResponseBytes pins the exact bytes of a fully accepted export's response, now
 // encoded once and shared, and a partial success through gRPC.
 func TestSuccessResponseBytes(t *testing.T) {
-	h := start(t, Limits{})
+	h := start(t, span.Limits{})
 	for _, c := range []struct{ contentType, want string }{
 		{ctProtobuf, "\n\x00"},
 		{ctJSON, `{"partialSuccess":{}}`},
@@ -64,7 +65,7 @@ func TestSuccessResponseBytes(t *testing.T) {
 // over gRPC and HTTP at once, with failing gzip bodies in between, and checks that every span
 // arrives exactly as sent: request buffers and gzip readers are reused across requests.
 func TestPooledBuffersKeepRequestsApart(t *testing.T) {
-	h := start(t, Limits{MaxRequestBytes: 256 << 10})
+	h := start(t, span.Limits{MaxRequestBytes: 256 << 10})
 	// request builds request n of the sender w: n%4+1 spans, each with an attribute whose
 	// size swings between 10 bytes and 40 KB, so that a buffer last used for a big request
 	// serves a small one next.
@@ -154,7 +155,7 @@ func TestPooledBuffersKeepRequestsApart(t *testing.T) {
 // TestGRPCTooLargeCounted: a message over the limit, on the wire or only once decompressed,
 // is refused by gRPC while it is read and counted once as too_large.
 func TestGRPCTooLargeCounted(t *testing.T) {
-	h := start(t, Limits{MaxRequestBytes: 64 << 10})
+	h := start(t, span.Limits{MaxRequestBytes: 64 << 10})
 	client := ptraceotlp.NewGRPCClient(h.conn)
 	big := traces(1)
 	big.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).SetName(strings.Repeat("n", 70<<10))

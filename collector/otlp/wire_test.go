@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/ragwatch/ragwatch/collector/assemble"
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/record"
@@ -25,34 +26,34 @@ import (
 	"github.com/ragwatch/ragwatch/scripts/benchcpu"
 )
 
-// The protobuf decoder of the assembler (assemble.DecodeProto) stands in for pdata's decoding,
-// the limits' check and assemble.FromTraces together: from the same bytes it must give the
+// The protobuf decoder of the assembler (span.DecodeProto) stands in for pdata's decoding,
+// the limits' check and span.FromTraces together: from the same bytes it must give the
 // same spans, or refuse with the same reason and message.
 
 // wireFuzzLimits are small, so that fuzzed inputs reach every limit.
-var wireFuzzLimits = Limits{MaxSpansPerRequest: 40, MaxAttributesPerSpan: 24, MaxEventsPerSpan: 6, MaxAttributeValueBytes: 300}.WithDefaults()
+var wireFuzzLimits = span.Limits{MaxSpansPerRequest: 40, MaxAttributesPerSpan: 24, MaxEventsPerSpan: 6, MaxAttributeValueBytes: 300}.WithDefaults()
 
 type wireAnswer struct {
-	spans  []assemble.Span
+	spans  []span.Span
 	n      int
 	reason string // "" when accepted
 	msg    string // a rejection's message (not compared for malformed: pdata's words vary)
 }
 
-func viaPdata(body []byte, lim Limits) wireAnswer {
+func viaPdata(body []byte, lim span.Limits) wireAnswer {
 	req := ptraceotlp.NewExportRequest()
 	if err := req.UnmarshalProto(body); err != nil {
 		return wireAnswer{reason: ingest.ReasonMalformed}
 	}
-	n, rej := lim.check(req.Traces())
+	n, rej := lim.Check(req.Traces())
 	if rej != nil {
-		return wireAnswer{reason: rej.reason, msg: rej.msg}
+		return wireAnswer{reason: rej.Reason, msg: rej.Msg}
 	}
-	return wireAnswer{spans: assemble.FromTraces(req.Traces(), nil), n: n}
+	return wireAnswer{spans: span.FromTraces(req.Traces(), nil, nil), n: n}
 }
 
-func viaWire(body []byte, lim Limits) wireAnswer {
-	spans, n, werr := assemble.DecodeProto(body, lim.wireLimits(), nil)
+func viaWire(body []byte, lim span.Limits) wireAnswer {
+	spans, n, werr := span.DecodeProto(body, lim, nil, nil, nil)
 	if werr != nil {
 		if len(spans) != 0 {
 			return wireAnswer{reason: "spans returned with an error"}
@@ -62,7 +63,7 @@ func viaWire(body []byte, lim Limits) wireAnswer {
 	return wireAnswer{spans: spans, n: n}
 }
 
-func sameAnswer(t *testing.T, body []byte, lim Limits) {
+func sameAnswer(t *testing.T, body []byte, lim span.Limits) {
 	t.Helper()
 	want, got := viaPdata(body, lim), viaWire(body, lim)
 	if want.reason != got.reason {
@@ -232,7 +233,7 @@ func TestDecodeProtoMatchesPdata(t *testing.T) {
 	for i, body := range wireSeeds(t) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			sameAnswer(t, body, wireFuzzLimits)
-			sameAnswer(t, body, Limits{}.WithDefaults())
+			sameAnswer(t, body, span.Limits{}.WithDefaults())
 			// Every truncation, and every byte flipped, answers the same too.
 			for n := 0; n < len(body); n += 1 + len(body)/300 {
 				sameAnswer(t, body[:n], wireFuzzLimits)
@@ -358,8 +359,8 @@ func BenchmarkDecodeExport(b *testing.B) {
 		synth.AppendTraces(td, &turn)
 	}
 	body := protoBody(b, td)
-	lim := Limits{}.WithDefaults()
-	var dst []assemble.Span
+	lim := span.Limits{}.WithDefaults()
+	var dst []span.Span
 	b.Run("pdata", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
@@ -369,10 +370,10 @@ func BenchmarkDecodeExport(b *testing.B) {
 			if err := req.UnmarshalProto(body); err != nil {
 				b.Fatal(err)
 			}
-			if _, rej := lim.check(req.Traces()); rej != nil {
+			if _, rej := lim.Check(req.Traces()); rej != nil {
 				b.Fatal(rej)
 			}
-			dst = assemble.FromTraces(req.Traces(), dst[:0])
+			dst = span.FromTraces(req.Traces(), dst[:0], nil)
 		}
 	})
 	// What a bare Collector's receiver pays to decode the same bytes, for comparison.
@@ -391,8 +392,8 @@ func BenchmarkDecodeExport(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		defer benchcpu.Report(b)()
 		for b.Loop() {
-			var werr *assemble.WireError
-			if dst, _, werr = assemble.DecodeProto(body, lim.wireLimits(), dst[:0]); werr != nil {
+			var werr *span.Error
+			if dst, _, werr = span.DecodeProto(body, lim, dst[:0], nil, nil); werr != nil {
 				b.Fatal(werr)
 			}
 		}

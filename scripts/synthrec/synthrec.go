@@ -9,6 +9,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/collector/assemble"
 	"github.com/ragwatch/ragwatch/collector/join"
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/synth"
@@ -39,12 +40,12 @@ func Records(seed uint64, n int) ([]*record.Record, error) {
 	gen := synth.New(synth.Options{Seed: seed})
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	ctx := context.Background()
-	var spans []assemble.Span
+	var spans []span.Span
 	for i := range n {
 		turn := gen.Next(start.Add(time.Duration(i) * time.Millisecond))
 		td := ptrace.NewTraces()
 		synth.AppendTraces(td, &turn)
-		spans = assemble.FromTraces(td, spans[:0])
+		spans = span.FromTraces(td, spans[:0], nil)
 		res := assemble.Assemble(spans)
 		if len(res.Records) != 1 {
 			return nil, fmt.Errorf("turn %d assembled into %d records", i, len(res.Records))

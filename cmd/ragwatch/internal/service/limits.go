@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ragwatch/ragwatch/collector/otlp"
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/listen"
 	"github.com/ragwatch/ragwatch/internal/memlimit"
@@ -105,9 +105,9 @@ func assemblyConfig(a config.Assembly, g *memlimit.Guard) config.Assembly {
 }
 
 // otlpLimits maps the limits section onto the OTLP receivers' limits (zero keeps a default).
-func otlpLimits(cfg *config.Config) otlp.Limits {
+func otlpLimits(cfg *config.Config) span.Limits {
 	in := cfg.Limits.Intake
-	return otlp.Limits{
+	return span.Limits{
 		MaxRequestBytes:        cfg.Receivers.OTLP.MaxRequestBytes,
 		MaxSpansPerRequest:     in.MaxSpansPerRequest,
 		MaxAttributesPerSpan:   in.MaxAttributesPerSpan,

@@ -1,7 +1,6 @@
-package assemble
+package span
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/ragwatch/ragwatch/collector/conventions"
 	"github.com/ragwatch/ragwatch/internal/ingest"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/truncate"
@@ -26,34 +26,13 @@ import (
 // FromTraces would keep: an attribute that assembly does not read is checked and skipped
 // without an allocation, a kept value is one copy of its bytes.
 //
-// It answers every request as pdata's decoder and the receivers' limits (collector/otlp
-// Limits.check) together do: the same spans from the same bytes, malformed where pdata fails,
+// It answers every request as pdata's decoder and Limits.Check together do: the same spans from the same bytes, malformed where pdata fails,
 // and the same first limit problem, with the same message. Its wire rules mirror pdata's own
 // (go.opentelemetry.io/collector/pdata/internal/proto): a known field with another wire type is
 // an error, an unknown one is skipped, repeated fields of a singular message merge, nesting
 // deeper than 100 is an error, and ResourceSpans' deprecated field 1000 stands in for
 // scope_spans only when there are none. FuzzDecodeProtoMatchesPdata (collector/otlp) holds the
 // two to the same answers.
-
-// WireLimits bound one request as the OTLP receivers' limits do (collector/otlp Limits, with
-// their defaults applied).
-type WireLimits struct {
-	MaxSpans      int // spans of one request
-	MaxAttributes int // attributes of one span, event, link or resource
-	MaxEvents     int // events, and links, of one span
-	MaxValueBytes int // one attribute key or value, and a span's name
-}
-
-// WireError is a request DecodeProto refuses. Reason is the `reason` label of
-// ragwatch_ingest_rejected_total: ingest.ReasonMalformed when the bytes are not an OTLP request,
-// ReasonInvalid or ReasonLimits when they are one the limits refuse. Msg is what the client is
-// told; it names positions, never content.
-type WireError struct {
-	Reason string
-	Msg    string
-}
-
-func (e *WireError) Error() string { return e.Msg }
 
 // The errors of pdata's decoder, with its words.
 var (
@@ -538,7 +517,7 @@ func eachListItem(b []byte, fn func([]byte) bool) {
 	}
 }
 
-// size is the collector/otlp valueSize of the value: it stops counting past limit.
+// size is Limits' valueSize of the value: it stops counting past limit.
 func (v *anyv) size(limit int) int {
 	switch v.f {
 	case 1, 7:
@@ -698,74 +677,43 @@ func ownKey(shared, k string) string {
 	return shared
 }
 
-// wirePos locates a problem as collector/otlp's position does.
-type wirePos struct {
-	rs, ss, span, sub int
-	kind              uint8
-}
-
-const (
-	posResource uint8 = iota
-	posSpan
-	posEvent
-	posLink
-)
-
-func (p wirePos) String() string {
-	if p.kind == posResource {
-		return fmt.Sprintf("resource_spans[%d].resource", p.rs)
-	}
-	s := fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]", p.rs, p.ss, p.span)
-	switch p.kind {
-	case posEvent:
-		s += fmt.Sprintf(".events[%d]", p.sub)
-	case posLink:
-		s += fmt.Sprintf(".links[%d]", p.sub)
-	}
-	return s
-}
-
-func wireReject(reason, format string, args ...any) *WireError {
-	return &WireError{Reason: reason, Msg: fmt.Sprintf(format, args...)}
-}
-
-// attrCheck follows collector/otlp checkAttrs over one attribute map as its attributes are
+// attrCheck follows Limits.checkAttrs over one attribute map as its attributes are
 // decoded: their count, and the first attribute over a limit.
 type attrCheck struct {
 	n     int
-	first *WireError
+	first *Error
 }
 
-func (c *attrCheck) add(d *wireDec, a *kv, at wirePos) {
+func (c *attrCheck) add(d *wireDec, a *kv, at position) {
 	c.n++
 	if c.first != nil || d.rej != nil {
 		return // only the first problem of the request is told
 	}
-	max := d.lim.MaxValueBytes
+	max := d.lim.MaxAttributeValueBytes
 	if len(a.key) > max {
-		c.first = wireReject(ingest.ReasonLimits, "%s: an attribute key is %d bytes, more than the limit of %d", at, len(a.key), max)
+		c.first = reject(ingest.ReasonLimits, "%s: an attribute key is %d bytes, more than the limit of %d", at, len(a.key), max)
 	} else if a.val.size(max) > max {
-		c.first = wireReject(ingest.ReasonLimits, "%s: attribute %q is over %d bytes, the limit for one value", at, truncate.Ellipsis(string(a.key), 64), max)
+		c.first = reject(ingest.ReasonLimits, "%s: attribute %q is over %d bytes, the limit for one value", at, truncate.Ellipsis(string(a.key), 64), max)
 	}
 }
 
-// problem is checkAttrs' answer for the map.
-func (c *attrCheck) problem(d *wireDec, at wirePos) *WireError {
-	if c.n > d.lim.MaxAttributes {
-		return wireReject(ingest.ReasonLimits, "%s: %d attributes, more than the limit of %d", at, c.n, d.lim.MaxAttributes)
+// problem is Limits.checkAttrs' answer for the map.
+func (c *attrCheck) problem(d *wireDec, at position) *Error {
+	if c.n > d.lim.MaxAttributesPerSpan {
+		return reject(ingest.ReasonLimits, "%s: %d attributes, more than the limit of %d", at, c.n, d.lim.MaxAttributesPerSpan)
 	}
 	return c.first
 }
 
 // wireDec is one request's decoding.
 type wireDec struct {
-	lim  WireLimits
-	keys variantKeys // where a span's variant is read from (variant.go)
+	lim  Limits
+	keys VariantKeys // where a span's variant is read from (variant.go)
 	n    int         // spans of the request, as pdata's SpanCount
-	rej  *WireError  // the first problem the limits find, in their order
+	rej  *Error      // the first problem the limits find, in their order
 	buf  *attrBuf
 	dst  []Span
-	// keep is Settings.KeepContent (nil: every text is kept); last and lastKeep remember its
+	// keep is DecodeProto's keep (nil: every text is kept); last and lastKeep remember its
 	// answer for the trace of the previous span (a trace's spans are usually adjacent).
 	keep     func(pcommon.TraceID) bool
 	last     pcommon.TraceID
@@ -811,21 +759,20 @@ func (d *wireDec) keeps(id pcommon.TraceID) bool {
 }
 
 // DecodeProto appends to dst one Span per span of the OTLP ExportTraceServiceRequest b, as
-// FromTraces would from pdata's decoding of b, and returns them with the number of spans of
-// the request. A request pdata cannot decode, or that the limits refuse, appends nothing and
-// returns a *WireError. Nothing returned points into b.
-func DecodeProto(b []byte, lim WireLimits, dst []Span) ([]Span, int, *WireError) {
-	return decodeProto(b, lim, dst, defaultVariantKeys, nil)
-}
-
-// decodeProto is DecodeProto reading variants from keys, as fromTraces does, and keeping the
-// documents' texts of the traces keep names (elide; nil keeps all).
-func decodeProto(b []byte, lim WireLimits, dst []Span, keys variantKeys, keep func(pcommon.TraceID) bool) ([]Span, int, *WireError) {
+// FromTraces would from pdata's decoding of b followed by lim.Check, and returns them with the
+// number of spans of the request. It reads variants from keys (nil: the defaults), and keeps
+// the documents' texts only of the traces keep names (elide.go; nil keeps all). A request
+// pdata cannot decode, or that the limits refuse, appends nothing and returns an *Error.
+// Nothing returned points into b.
+func DecodeProto(b []byte, lim Limits, dst []Span, keys VariantKeys, keep func(pcommon.TraceID) bool) ([]Span, int, *Error) {
+	if keys == nil {
+		keys = defaultVariantKeys
+	}
 	d := wireDec{lim: lim, keys: keys, dst: dst, buf: attrBufs.Get().(*attrBuf), keep: keep}
 	defer d.buf.release()
 	start := len(dst)
-	fail := func(werr *WireError) ([]Span, int, *WireError) {
-		releaseSpans(d.dst[start:])
+	fail := func(werr *Error) ([]Span, int, *Error) {
+		ReleaseSpans(d.dst[start:])
 		clear(d.dst[start:])
 		return d.dst[:start], 0, werr
 	}
@@ -837,12 +784,12 @@ func decodeProto(b []byte, lim WireLimits, dst []Span, keys variantKeys, keep fu
 			rs++
 		}
 		if err != nil {
-			return fail(&WireError{Reason: ingest.ReasonMalformed, Msg: err.Error()})
+			return fail(&Error{Reason: ingest.ReasonMalformed, Msg: err.Error()})
 		}
 		pos = next
 	}
-	if d.n > lim.MaxSpans {
-		return fail(wireReject(ingest.ReasonLimits, "request holds %d spans, more than the limit of %d", d.n, lim.MaxSpans))
+	if d.n > lim.MaxSpansPerRequest {
+		return fail(reject(ingest.ReasonLimits, "request holds %d spans, more than the limit of %d", d.n, lim.MaxSpansPerRequest))
 	}
 	if d.rej != nil {
 		return fail(d.rej)
@@ -859,7 +806,7 @@ func (d *wireDec) resourceSpans(b []byte, rs int) error {
 	var attrs attrCheck
 	var resVariant variantPick
 	var resSeen variantSeen // the resource's occurrences merge: a key's first one counts
-	at := wirePos{rs: rs, kind: posResource}
+	at := position{rs: rs, kind: atResource}
 	for pos := 0; pos < len(b); {
 		f, next, err := readField(b, pos, rsSchema)
 		if err != nil {
@@ -907,7 +854,7 @@ func (d *wireDec) resourceSpans(b []byte, rs int) error {
 	return nil
 }
 
-func (d *wireDec) resource(b []byte, attrs *attrCheck, at wirePos, service *kv, found *bool, variant *variantPick, seen *variantSeen) error {
+func (d *wireDec) resource(b []byte, attrs *attrCheck, at position, service *kv, found *bool, variant *variantPick, seen *variantSeen) error {
 	for pos := 0; pos < len(b); {
 		f, next, err := readField(b, pos, resourceSchema)
 		if err != nil {
@@ -948,7 +895,7 @@ func (d *wireDec) scopeSpans(b []byte, rs, ss int, service string, keep bool, re
 		case 1:
 			err = d.scope(f.b)
 		case 2:
-			err = d.span(f.b, wirePos{rs: rs, ss: ss, span: span, kind: posSpan}, service, keep, resVariant)
+			err = d.span(f.b, position{rs: rs, ss: ss, span: span, kind: atSpan}, service, keep, resVariant)
 			span++
 		}
 		if err != nil {
@@ -987,7 +934,7 @@ func readID(dst []byte, b []byte, idErr error) error {
 }
 
 // span decodes one span as fromSpan reads it, and follows checkSpan's limits.
-func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVariant variantPick) error {
+func (d *wireDec) span(b []byte, at position, service string, keep bool, resVariant variantPick) error {
 	var (
 		s                       Span
 		traceState, name        []byte
@@ -995,7 +942,7 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 		flags                   uint32
 		nAttrs, nEvents, nLinks int
 		attrs                   attrCheck
-		evProblem, linkProblem  *WireError
+		evProblem, linkProblem  *Error
 		kind                    int32
 		traceID                 [16]byte
 		spanID, parent          [8]byte
@@ -1079,14 +1026,14 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 			switch f.num {
 			case 11:
 				evChecks = attrCheck{}
-				err = d.event(f.b, &s, keep, nEvents-evIndex, &evChecks, wirePos{rs: at.rs, ss: at.ss, span: at.span, sub: evIndex, kind: posEvent}, &evVariant)
+				err = d.event(f.b, &s, keep, nEvents-evIndex, &evChecks, position{rs: at.rs, ss: at.ss, span: at.span, sub: evIndex, kind: atEvent}, &evVariant)
 				if checking && evProblem == nil {
-					evProblem = evChecks.problem(d, wirePos{rs: at.rs, ss: at.ss, span: at.span, sub: evIndex, kind: posEvent})
+					evProblem = evChecks.problem(d, position{rs: at.rs, ss: at.ss, span: at.span, sub: evIndex, kind: atEvent})
 				}
 				evIndex++
 			case 13:
 				linkChecks = attrCheck{}
-				lat := wirePos{rs: at.rs, ss: at.ss, span: at.span, sub: linkIndex, kind: posLink}
+				lat := position{rs: at.rs, ss: at.ss, span: at.span, sub: linkIndex, kind: atLink}
 				var l Link
 				l, err = d.link(f.b, &linkChecks, lat)
 				if keep && linkIndex < len(s.Links) {
@@ -1098,7 +1045,7 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 				linkIndex++
 			}
 			if err != nil {
-				releaseSpans([]Span{s})
+				ReleaseSpans([]Span{s})
 				return err
 			}
 		}
@@ -1115,7 +1062,7 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 			a, err := readKV(kvb, 0)
 			if err != nil {
 				buf.used = max(buf.used, len(buf.attrs)) // release clears them, views included
-				releaseSpans([]Span{s})
+				ReleaseSpans([]Span{s})
 				return err
 			}
 			if checking {
@@ -1125,7 +1072,7 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 				continue
 			}
 			spanVariant.consider(d.keys, &spanSeen, &a)
-			k, ok := keptKey(view(a.key))
+			k, ok := conventions.KeptKey(view(a.key))
 			if !ok || len(buf.attrs) == maxAttrsPerSpan {
 				continue
 			}
@@ -1144,12 +1091,12 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 			buf.attrs = append(buf.attrs, Attr{Key: ownKey(k, view(a.key)), Value: v})
 		}
 		if el != nil {
-			s.elided = el.resolve(buf.attrs)
+			s.Elided = el.resolve(buf.attrs)
 		}
 	}
 	if !keep {
 		buf.attrs = buf.attrs[:0]
-		releaseSpans([]Span{s})
+		ReleaseSpans([]Span{s})
 		return nil
 	}
 	buf.used = max(buf.used, len(buf.attrs))
@@ -1158,7 +1105,7 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 		ownViews(buf.attrs, b, &d.strs)
 	}
 	s.Attrs = buf.take()
-	// variantKeys.read: for each key in order, the span's attribute, then a feature-flag
+	// VariantKeys.read: for each key in order, the span's attribute, then a feature-flag
 	// event's, then the resource's; so the lowest rank wins and, on a tie, that order.
 	best := spanVariant
 	for _, p := range []variantPick{evVariant, resVariant} {
@@ -1172,22 +1119,22 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 	if !checking || d.rej != nil {
 		return nil
 	}
-	max := d.lim.MaxValueBytes
+	max := d.lim.MaxAttributeValueBytes
 	switch {
 	case s.TraceID.IsEmpty():
-		d.rej = wireReject(ingest.ReasonInvalid, "%s: trace_id must be 16 bytes, not all zero (hex-encoded in OTLP/JSON)", at)
+		d.rej = reject(ingest.ReasonInvalid, "%s: trace_id must be 16 bytes, not all zero (hex-encoded in OTLP/JSON)", at)
 	case s.SpanID.IsEmpty():
-		d.rej = wireReject(ingest.ReasonInvalid, "%s: span_id must be 8 bytes, not all zero (hex-encoded in OTLP/JSON)", at)
+		d.rej = reject(ingest.ReasonInvalid, "%s: span_id must be 8 bytes, not all zero (hex-encoded in OTLP/JSON)", at)
 	case len(name) > max:
-		d.rej = wireReject(ingest.ReasonLimits, "%s: name is %d bytes, more than the limit of %d", at, len(name), max)
+		d.rej = reject(ingest.ReasonLimits, "%s: name is %d bytes, more than the limit of %d", at, len(name), max)
 	case attrs.problem(d, at) != nil:
 		d.rej = attrs.problem(d, at)
-	case nEvents > d.lim.MaxEvents:
-		d.rej = wireReject(ingest.ReasonLimits, "%s: %d events, more than the limit of %d", at, nEvents, d.lim.MaxEvents)
+	case nEvents > d.lim.MaxEventsPerSpan:
+		d.rej = reject(ingest.ReasonLimits, "%s: %d events, more than the limit of %d", at, nEvents, d.lim.MaxEventsPerSpan)
 	case evProblem != nil:
 		d.rej = evProblem
-	case nLinks > d.lim.MaxEvents:
-		d.rej = wireReject(ingest.ReasonLimits, "%s: %d links, more than the limit of %d", at, nLinks, d.lim.MaxEvents)
+	case nLinks > d.lim.MaxEventsPerSpan:
+		d.rej = reject(ingest.ReasonLimits, "%s: %d links, more than the limit of %d", at, nLinks, d.lim.MaxEventsPerSpan)
 	case linkProblem != nil:
 		d.rej = linkProblem
 	}
@@ -1196,7 +1143,7 @@ func (d *wireDec) span(b []byte, at wirePos, service string, keep bool, resVaria
 
 // event decodes one span event into s.Events when fromSpan keeps it; left is the number of
 // events from this one on (fromSpan's capacity for s.Events).
-func (d *wireDec) event(b []byte, s *Span, keep bool, left int, checks *attrCheck, at wirePos, variant *variantPick) error {
+func (d *wireDec) event(b []byte, s *Span, keep bool, left int, checks *attrCheck, at position, variant *variantPick) error {
 	var name []byte
 	var ts uint64
 	nAttrs := 0
@@ -1217,7 +1164,7 @@ func (d *wireDec) event(b []byte, s *Span, keep bool, left int, checks *attrChec
 	}
 	flag := view(name) == featureFlagEvent || view(name) == legacyFeatureFlagEvent
 	var seen variantSeen // each event's attributes are read with their own Get
-	keep = keep && len(s.Events) < maxEventsPerSpan && keepEvent(view(name))
+	keep = keep && len(s.Events) < maxEventsPerSpan && conventions.KeptEvent(view(name))
 	filter := filterNone
 	if keep {
 		filter = eventAttrFilter(view(name))
@@ -1243,10 +1190,10 @@ func (d *wireDec) event(b []byte, s *Span, keep bool, left int, checks *attrChec
 				continue
 			}
 			k := view(a.key)
-			if filter == filterGenAIEvents && !keepGenAIEventAttr(k) {
+			if filter == filterGenAIEvents && !conventions.EventKey(k) {
 				continue
 			}
-			shared, _ := fixedKey(k)
+			shared, _ := conventions.FixedKey(k)
 			buf.attrs = append(buf.attrs, Attr{Key: ownKey(shared, k), Value: a.val.value()})
 		}
 	}
@@ -1267,7 +1214,7 @@ func (d *wireDec) event(b []byte, s *Span, keep bool, left int, checks *attrChec
 	return nil
 }
 
-func (d *wireDec) link(b []byte, checks *attrCheck, at wirePos) (Link, error) {
+func (d *wireDec) link(b []byte, checks *attrCheck, at position) (Link, error) {
 	var l Link
 	var tid [16]byte
 	var sid [8]byte
@@ -1295,29 +1242,8 @@ func (d *wireDec) link(b []byte, checks *attrCheck, at wirePos) (Link, error) {
 	return Link{TraceID: pcommon.TraceID(tid), SpanID: pcommon.SpanID(sid)}, nil
 }
 
-// ConsumeProto decodes one OTLP protobuf ExportTraceServiceRequest (DecodeProto) and takes its
-// spans into the held traces, as ConsumeTraces does with pdata's decoding of the same bytes. It
-// returns the number of spans of the request, or the *WireError that refuses it: then nothing
-// is taken. body may be reused once it returns.
-func (a *Assembler) ConsumeProto(_ context.Context, body []byte, lim WireLimits) (int, error) {
-	buf := spanBufs.Get().(*[]Span)
-	spans, n, werr := decodeProto(body, lim, (*buf)[:0], a.variants, a.keepContent)
-	if werr == nil && len(spans) > 0 {
-		a.Add(spans) // copies each span into its trace
-	}
-	if cap(spans) <= maxPooledSpanBuf {
-		clear(spans)
-		*buf = spans[:0]
-		spanBufs.Put(buf)
-	}
-	if werr != nil {
-		return 0, werr
-	}
-	return n, nil
-}
-
 // variantPick is the best variant one source of a span carries (its attributes, its
-// feature-flag events, its resource), read as variantKeys.read reads pdata: the value of the
+// feature-flag events, its resource), read as VariantKeys.read reads pdata: the value of the
 // lowest-ranked key whose first occurrence is a usable variant.
 type variantPick struct {
 	val  string
@@ -1328,7 +1254,7 @@ type variantPick struct {
 type variantSeen [4]uint64
 
 // consider reads a as a variant of keys, unless its key's first occurrence was read already.
-func (p *variantPick) consider(keys variantKeys, seen *variantSeen, a *kv) {
+func (p *variantPick) consider(keys VariantKeys, seen *variantSeen, a *kv) {
 	k := view(a.key)
 	i := -1
 	for j, key := range keys {

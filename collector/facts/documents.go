@@ -1,40 +1,26 @@
-package assemble
+package facts
 
 import (
 	"slices"
 	"strconv"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/truncate"
 )
 
-// retrievalDocs returns the documents a retrieval span gives; when it names none itself, those
-// of the retrievals nested directly under it.
-func (b *builder) retrievalDocs(i int, rets []int) []record.Document {
-	if docs, ok := ownDocs(b.t.nodes[i].f); ok {
-		return docs
-	}
-	var out []record.Document
-	for _, j := range rets {
-		if j != i && b.t.within(j, i) && b.topLevel(j, i, isRetrieval) {
-			out = appendDocs(out, b.retrievalDocs(j, rets))
-		}
-	}
-	return out
-}
-
-// ownDocs returns the documents a span names itself, by source precedence: OpenInference
+// OwnDocs returns the documents a span names itself, by source precedence: OpenInference
 // retrieval.documents, GenAI gen_ai.retrieval.documents, traceloop.entity.output of a
 // vector_db_retrieve span, OpenLLMetry vector-DB result events. ok is true when the span names
 // a result, even an empty one.
-func ownDocs(f *facts) ([]record.Document, bool) {
+func OwnDocs(f *Facts) ([]record.Document, bool) {
 	switch {
 	case f.oiDocs != nil:
-		return compactDocs(f.oiDocs), true
-	case f.genaiDocs.Type != TypeEmpty:
-		return docsFromAny(f.genaiDocs.structured()), true
-	case f.tlOutput.Type != TypeEmpty && f.retrieval:
-		if docs := docsFromAny(f.tlOutput.structured()); docs != nil {
+		return CompactDocs(f.oiDocs), true
+	case f.genaiDocs.Type != span.TypeEmpty:
+		return DocsFromAny(f.genaiDocs.Structured()), true
+	case f.tlOutput.Type != span.TypeEmpty && f.Retrieval:
+		if docs := DocsFromAny(f.tlOutput.Structured()); docs != nil {
 			return docs, true
 		}
 	}
@@ -42,14 +28,14 @@ func ownDocs(f *facts) ([]record.Document, bool) {
 		return f.dbDocs, true
 	}
 	if f.rerankIn != nil {
-		return compactDocs(f.rerankIn), true // a reranker that did not report its output
+		return CompactDocs(f.rerankIn), true // a reranker that did not report its output
 	}
 	return nil, f.emptyHits
 }
 
-// compactDocs drops the holes a flattened list leaves (indices that carried nothing). A list
-// without holes is returned as it is: what it gives goes to appendDocs, which copies.
-func compactDocs(docs []record.Document) []record.Document {
+// CompactDocs drops the holes a flattened list leaves (indices that carried nothing). A list
+// without holes is returned as it is: what it gives goes to AppendDocs, which copies.
+func CompactDocs(docs []record.Document) []record.Document {
 	if !slices.ContainsFunc(docs, isHole) {
 		return docs
 	}
@@ -66,8 +52,8 @@ func isHole(d record.Document) bool {
 	return d.ID == "" && d.Content == "" && d.Score == nil && d.Metadata == nil
 }
 
-// appendDocs appends docs not already present (by id; documents without id compare by content).
-func appendDocs(dst, docs []record.Document) []record.Document {
+// AppendDocs appends docs not already present (by id; documents without id compare by content).
+func AppendDocs(dst, docs []record.Document) []record.Document {
 	dst = slices.Grow(dst, len(docs))
 	for _, d := range docs {
 		dup := false
@@ -88,9 +74,9 @@ var metadataTextKeys = []string{"text", "page_content", "content", "chunk"}
 
 var metadataIDKeys = []string{"id", "doc_id", "document_id", "chunk_id", "node_id", "_id", "uuid", "pk"}
 
-// finishDocs applies the record limits and gives every document an id: from its metadata when
+// FinishDocs applies the record limits and gives every document an id: from its metadata when
 // there is one, else a stable hash of its content.
-func finishDocs(docs []record.Document) []record.Document {
+func FinishDocs(docs []record.Document) []record.Document {
 	if len(docs) > record.MaxDocuments {
 		docs = docs[:record.MaxDocuments]
 	}

@@ -1,14 +1,15 @@
-package assemble
+package span
 
 import (
 	"slices"
-	"strings"
+
+	"github.com/ragwatch/ragwatch/collector/conventions"
 )
 
 // Documents' texts are most of what a RAG trace holds (five 1 KB passages against a few hundred
 // bytes of everything else) and only scoring reads them: signals and alerts read counts,
 // scores and lengths. So the protobuf decoder does not copy the texts of a trace whose records
-// cannot be scored (Settings.KeepContent says so: its trace id is outside the sampling
+// cannot be scored (collector/assemble Settings.KeepContent, passed to DecodeProto as keep, says so: its trace id is outside the sampling
 // probability, no rule could raise it, no label waits for it, nothing exports records). The
 // records of such a trace carry Elided, and the sampler skips them as no_content should they
 // be chosen after all (a reload raised the rate, a label came in between).
@@ -18,18 +19,18 @@ import (
 
 // The document lists whose texts may be elided (OpenInference's flattened lists).
 const (
-	famRetrieval = iota
-	famRerankIn
-	famRerankOut
-	numFams
+	famRetrieval = int(conventions.FamRetrieval)
+	famRerankIn  = int(conventions.FamRerankIn)
+	famRerankOut = int(conventions.FamRerankOut)
+	numFams      = 3
 )
 
 // elision gathers, while a span's attributes are read, the documents' texts it may leave
 // uncopied (views into the request, held in the attributes until resolve drops them or
-// ownViews copies them) and which documents have ids. Indices at or above sharedKeyIndex are copied as any attribute.
+// ownViews copies them) and which documents have ids. Indices at or above conventions.SharedIndex are copied as any attribute.
 type elision struct {
 	n     int
-	cands [numFams * sharedKeyIndex * 2]elided
+	cands [numFams * conventions.SharedIndex * 2]elided
 	ids   [numFams]uint16 // documents with a non-empty id
 	noIDs [numFams]uint16 // documents with an empty id attribute (the id is then the text's hash)
 }
@@ -53,13 +54,13 @@ func (e *elision) consider(k string, v *anyv, at int) bool {
 		return false
 	}
 	switch field {
-	case docID:
+	case conventions.DocID:
 		if v.f == 0 || ((v.f == 1 || v.f == 7) && len(v.b) == 0) {
 			e.noIDs[fam] |= 1 << i
 		} else {
 			e.ids[fam] |= 1 << i
 		}
-	case docContent:
+	case conventions.DocContent:
 		if v.f == 1 && e.n < len(e.cands) {
 			e.cands[e.n] = elided{at: at, fam: uint8(fam), i: uint8(i)}
 			e.n++
@@ -86,34 +87,24 @@ func (e *elision) resolve(attrs []Attr) bool {
 }
 
 // docField splits a key of OpenInference's flattened document lists, "{list}.{i}.{field}",
-// for i below sharedKeyIndex; field is docID, docScore, docContent, docMetadata, or -1 for
-// any other. A shared key is known by its address (sharedKey), any other by its text.
+// for i below conventions.SharedIndex; field is conventions.DocID, DocScore, DocContent,
+// DocMetadata, or -1 for any other. A shared key is known by its address, any other by its
+// text.
 func docField(k string) (fam, i, field int, ok bool) {
-	if in, shared := sharedKey(k); shared {
-		switch in.fam {
-		case keyRetrieval:
-			return famRetrieval, int(in.i), int(in.field), true
-		case keyRerankIn:
-			return famRerankIn, int(in.i), int(in.field), true
-		case keyRerankOut:
-			return famRerankOut, int(in.i), int(in.field), true
+	if in, shared := conventions.Shared(k); shared {
+		if in.Fixed || in.Fam > conventions.FamRerankOut {
+			return 0, 0, 0, false
 		}
+		return int(in.Fam), int(in.I), int(in.Field), true // the fams' order is conventions'
+	}
+	if len(k) == 0 || k[0] != 'r' {
 		return 0, 0, 0, false
 	}
-	var rest string
-	switch {
-	case len(k) == 0 || k[0] != 'r':
-		return 0, 0, 0, false
-	case strings.HasPrefix(k, "retrieval.documents."):
-		fam, rest = famRetrieval, k[len("retrieval.documents."):]
-	case strings.HasPrefix(k, "reranker.input_documents."):
-		fam, rest = famRerankIn, k[len("reranker.input_documents."):]
-	case strings.HasPrefix(k, "reranker.output_documents."):
-		fam, rest = famRerankOut, k[len("reranker.output_documents."):]
-	default:
+	f, rest, ok := conventions.FamilyOf(k)
+	if !ok || f > conventions.FamRerankOut {
 		return 0, 0, 0, false
 	}
-	i, name, ok := splitIndex(rest, sharedKeyIndex)
-	field = slices.Index(docFields, name) // -1 for any other
-	return fam, i, field, ok
+	i, name, ok := conventions.SplitIndex(rest, conventions.SharedIndex)
+	field = slices.Index(conventions.DocFields, name) // -1 for any other
+	return int(f), i, field, ok
 }

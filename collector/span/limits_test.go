@@ -1,4 +1,4 @@
-package otlp
+package span
 
 import (
 	"strings"
@@ -106,13 +106,13 @@ func TestLimitsCheckPositions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			td := build(tt.edit)
-			n, rej := l.check(td)
+			n, rej := l.Check(td)
 			if n != td.SpanCount() {
 				t.Errorf("spans = %d, want %d", n, td.SpanCount())
 			}
 			var reason, msg string
 			if rej != nil {
-				reason, msg = rej.reason, rej.msg
+				reason, msg = rej.Reason, rej.Msg
 			}
 			if reason != tt.reason || msg != tt.msg {
 				t.Errorf("got %q %q\nwant %q %q", reason, msg, tt.reason, tt.msg)

@@ -1,4 +1,4 @@
-package assemble
+package span
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/ragwatch/ragwatch/collector/conventions"
 )
 
 // Span is the part of an OTLP span that assembly reads: ids, timing, the resource's service name,
@@ -38,9 +40,9 @@ type Span struct {
 	// 1 for rag.variant, 2.. for variants.attributes in order, 0 when it carries none.
 	Variant     string
 	VariantRank uint8
-	// elided is set by the protobuf decoder when it left documents' texts of the span
-	// uncopied (Settings.KeepContent).
-	elided bool
+	// Elided is set by the protobuf decoder when it left documents' texts of the span
+	// uncopied (DecodeProto's keep).
+	Elided bool
 }
 
 // Attr is one attribute.
@@ -193,14 +195,13 @@ func (s *Span) IsLocalRoot() bool {
 	return s.Kind == ptrace.SpanKindServer || s.Kind == ptrace.SpanKindConsumer
 }
 
-// FromTraces appends to dst one Span per span of td, keeping only what assembly reads. Strings
-// are shared with td (pdata strings are immutable), so td may be reused afterwards.
-func FromTraces(td ptrace.Traces, dst []Span) []Span {
-	return fromTraces(td, dst, defaultVariantKeys)
-}
-
-// fromTraces is FromTraces reading variants from keys.
-func fromTraces(td ptrace.Traces, dst []Span, keys variantKeys) []Span {
+// FromTraces appends to dst one Span per span of td, keeping only what assembly reads, with
+// variants read from keys (nil: the defaults). Strings are shared with td (pdata strings are
+// immutable), so td may be reused afterwards.
+func FromTraces(td ptrace.Traces, dst []Span, keys VariantKeys) []Span {
+	if keys == nil {
+		keys = defaultVariantKeys
+	}
 	buf := attrBufs.Get().(*attrBuf)
 	defer buf.release()
 	rss := td.ResourceSpans()
@@ -248,7 +249,7 @@ func fromSpan(ps ptrace.Span, service string, buf *attrBuf) Span {
 		for i := 0; i < evs.Len() && len(s.Events) < maxEventsPerSpan; i++ {
 			ev := evs.At(i)
 			name := ev.Name()
-			if !keepEvent(name) {
+			if !conventions.KeptEvent(name) {
 				continue
 			}
 			e := Event{Name: name, Time: ev.Timestamp().AsTime()}
@@ -281,7 +282,7 @@ func fromSpan(ps ptrace.Span, service string, buf *attrBuf) Span {
 // Attribute filters of appendAttrs.
 const (
 	filterNone        = iota // every attribute
-	filterSpan               // keepAttr
+	filterSpan               // conventions.KeptKey
 	filterGenAIEvents        // keepGenAIEventAttr
 )
 
@@ -294,11 +295,11 @@ func appendAttrs(out []Attr, m pcommon.Map, filter int) []Attr {
 		switch filter {
 		case filterSpan:
 			var keep bool
-			if k, keep = keptKey(k); !keep {
+			if k, keep = conventions.KeptKey(k); !keep {
 				continue
 			}
 		case filterGenAIEvents:
-			if !keepGenAIEventAttr(k) {
+			if !conventions.EventKey(k) {
 				continue
 			}
 		}
@@ -315,7 +316,7 @@ func appendAttrs(out []Attr, m pcommon.Map, filter int) []Attr {
 type attrBuf struct {
 	attrs []Attr
 	used  int       // attrs[:used] may hold references: cleared on release
-	msgs  []message // pruneSpanAttrs' scratch
+	msgs  []Message // pruneSpanAttrs' scratch
 	kvs   [][]byte  // the decoder's scratch: a span's encoded attributes, views of the request
 	el    elision   // the decoder's scratch: the documents' texts a span may not keep
 }
@@ -347,8 +348,8 @@ func (b *attrBuf) release() {
 }
 
 // Attribute slices of held spans are recycled once their trace is assembled (the Assembler
-// calls releaseSpans; nothing of a record points into them), and so are the held traces' span
-// slices (putTraceSpans).
+// calls ReleaseSpans; nothing of a record points into them), and so are the held traces' span
+// slices (PutTraceSpans).
 const (
 	maxPooledAttrs      = 64
 	maxPooledTraceSpans = 8 // spanCapHint's largest
@@ -387,17 +388,17 @@ func (p slicePools[T]) put(s []T) {
 func getAttrs(n int) []Attr { return attrPools.get(n) }
 func putAttrs(as []Attr)    { attrPools.put(as) }
 
-// getTraceSpans returns an empty slice for a held trace's spans with room for n.
-func getTraceSpans(n int) []Span { return traceSpanPools.get(n)[:0] }
+// GetTraceSpans returns an empty slice for a held trace's spans with room for n.
+func GetTraceSpans(n int) []Span { return traceSpanPools.get(n)[:0] }
 
-// putTraceSpans recycles an assembled trace's span slice, after releaseSpans. Nothing of a
+// PutTraceSpans recycles an assembled trace's span slice, after ReleaseSpans. Nothing of a
 // record points into it: records copy what they keep of a span, and the assembly's scratch
 // is released before.
-func putTraceSpans(spans []Span) { traceSpanPools.put(spans) }
+func PutTraceSpans(spans []Span) { traceSpanPools.put(spans) }
 
-// releaseSpans returns the spans' attribute slices to the pools. The spans must not be used
+// ReleaseSpans returns the spans' attribute slices to the pools. The spans must not be used
 // afterwards.
-func releaseSpans(spans []Span) {
+func ReleaseSpans(spans []Span) {
 	for i := range spans {
 		if !spans[i].pooled {
 			continue

@@ -1,4 +1,4 @@
-package otlp
+package span
 
 import (
 	"fmt"
@@ -10,7 +10,9 @@ import (
 	"github.com/ragwatch/ragwatch/internal/truncate"
 )
 
-// Limits bound what one request may carry. A zero field takes its default.
+// Limits bound what one OTLP request may carry, whichever transport brought it (collector/otlp's
+// gRPC and HTTP receivers, collector/natsin) and whichever decoder reads it (Check after
+// pdata's decoding, DecodeProto from the wire). A zero field takes its default.
 type Limits struct {
 	// MaxRequestBytes bounds one HTTP body after decompression and one gRPC message.
 	MaxRequestBytes int
@@ -55,26 +57,29 @@ func (l Limits) WithDefaults() Limits {
 	return l
 }
 
-// rejection is a request refused before the consumer saw it: reason is one of the ingest
-// Reason constants (the metric label), msg is what the client is told.
-type rejection struct {
-	reason string
-	msg    string
+// Error is a request refused: Reason is the `reason` label of ragwatch_ingest_rejected_total
+// (ingest.ReasonMalformed when the bytes are not an OTLP request, ReasonInvalid or ReasonLimits
+// when they are one the limits refuse), Msg is what the client is told; it names positions,
+// never content.
+type Error struct {
+	Reason string
+	Msg    string
 }
 
-func (r *rejection) Error() string { return r.msg }
+func (e *Error) Error() string { return e.Msg }
 
-func reject(reason, format string, args ...any) *rejection {
-	return &rejection{reason: reason, msg: fmt.Sprintf(format, args...)}
+func reject(reason, format string, args ...any) *Error {
+	return &Error{Reason: reason, Msg: fmt.Sprintf(format, args...)}
 }
 
-// check validates a decoded request: every span needs a non-zero trace id and span id, and
-// counts and sizes must stay within the limits. It returns the number of spans. The first
-// problem found is reported with the position of the offending span, never its content.
+// Check validates a request pdata decoded, as DecodeProto does while it decodes: every span
+// needs a non-zero trace id and span id, and counts and sizes must stay within l, which should
+// have its defaults applied (WithDefaults). It returns the number of spans and the first
+// problem found, with the position of the offending span, never its content.
 //
 // It runs for every request, so it allocates nothing unless it rejects: positions are kept as
-// indexes and formatted only into the rejection.
-func (l Limits) check(td ptrace.Traces) (int, *rejection) {
+// indexes and formatted only into the Error.
+func (l Limits) Check(td ptrace.Traces) (int, *Error) {
 	n := td.SpanCount()
 	if n > l.MaxSpansPerRequest {
 		return n, reject(ingest.ReasonLimits, "request holds %d spans, more than the limit of %d", n, l.MaxSpansPerRequest)
@@ -96,18 +101,6 @@ func (l Limits) check(td ptrace.Traces) (int, *rejection) {
 		}
 	}
 	return n, nil
-}
-
-// Check validates a decoded request the way the gRPC and HTTP receivers do, for another
-// transport of OTLP (NATS): it returns the number of spans, and for a refused request the
-// ingest reason (the `reason` label) and the problem, which names positions, never content.
-// l should have its defaults applied (WithDefaults).
-func (l Limits) Check(td ptrace.Traces) (spans int, reason string, err error) {
-	n, rej := l.check(td)
-	if rej != nil {
-		return n, rej.reason, rej
-	}
-	return n, "", nil
 }
 
 // position locates a problem in a request without formatting it.
@@ -137,7 +130,7 @@ func (p position) String() string {
 	return s
 }
 
-func (l Limits) checkSpan(s ptrace.Span, at position) *rejection {
+func (l Limits) checkSpan(s ptrace.Span, at position) *Error {
 	if s.TraceID().IsEmpty() {
 		return reject(ingest.ReasonInvalid, "%s: trace_id must be 16 bytes, not all zero (hex-encoded in OTLP/JSON)", at)
 	}
@@ -171,7 +164,7 @@ func (l Limits) checkSpan(s ptrace.Span, at position) *rejection {
 	return nil
 }
 
-func (l Limits) checkAttrs(m pcommon.Map, at position) *rejection {
+func (l Limits) checkAttrs(m pcommon.Map, at position) *Error {
 	if m.Len() > l.MaxAttributesPerSpan {
 		return reject(ingest.ReasonLimits, "%s: %d attributes, more than the limit of %d", at, m.Len(), l.MaxAttributesPerSpan)
 	}

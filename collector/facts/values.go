@@ -1,4 +1,4 @@
-package assemble
+package facts
 
 import (
 	"encoding/json"
@@ -7,94 +7,15 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/truncate"
 )
 
-// Text returns the value as a string: strings as they are, numbers and bools formatted, and
-// structured values as JSON.
-func (v Value) Text() string {
-	switch v.Type {
-	case TypeStr:
-		return v.Str()
-	case TypeInt:
-		return strconv.FormatInt(int64(v.Num()), 10)
-	case TypeDouble:
-		return strconv.FormatFloat(v.Num(), 'g', -1, 64)
-	case TypeBool:
-		if v.Num() != 0 {
-			return "true"
-		}
-		return "false"
-	case TypeRaw:
-		b, err := json.Marshal(v.Raw())
-		if err != nil {
-			return ""
-		}
-		return string(b)
-	}
-	return ""
-}
-
-// Number returns the value as a finite number; strings are parsed ("2.0", " 3 ").
-func (v Value) Number() (float64, bool) {
-	var f float64
-	switch v.Type {
-	case TypeInt, TypeDouble:
-		f = v.Num()
-	case TypeStr:
-		x, err := strconv.ParseFloat(strings.TrimSpace(v.Str()), 64)
-		if err != nil {
-			return 0, false
-		}
-		f = x
-	default:
-		return 0, false
-	}
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, false
-	}
-	return f, true
-}
-
-// Tokens returns a non-negative token count.
-func (v Value) tokens() (int64, bool) {
-	f, ok := v.Number()
-	if !ok || f < 0 || f > 1e15 {
-		return 0, false
-	}
-	return int64(f), true
-}
-
-// structured returns a structured value: Raw as is, or a string holding JSON decoded. It returns
-// nil when there is nothing structured to read.
-func (v Value) structured() any {
-	switch v.Type {
-	case TypeRaw:
-		return v.Raw()
-	case TypeStr:
-		return parseJSON(v.Str())
-	}
-	return nil
-}
-
-// parseJSON decodes s when it looks like a JSON object, array or string; else nil.
-func parseJSON(s string) any {
-	t := strings.TrimSpace(s)
-	if t == "" || (t[0] != '{' && t[0] != '[' && t[0] != '"') {
-		return nil
-	}
-	var x any
-	if err := json.Unmarshal([]byte(t), &x); err != nil {
-		return nil
-	}
-	return x
-}
-
 // parseMetadata reads document metadata: a JSON object, a Python dict repr (Pinecone through
 // OpenLLMetry), or structured attributes. Anything else is kept as {"raw": s}, never dropped.
-func parseMetadata(v Value) map[string]any {
+func parseMetadata(v span.Value) map[string]any {
 	switch v.Type {
-	case TypeRaw:
+	case span.TypeRaw:
 		if m, ok := v.Raw().(map[string]any); ok {
 			c := make(map[string]any, len(m)) // shallow copy: callers add keys
 			for k, e := range m {
@@ -103,7 +24,7 @@ func parseMetadata(v Value) map[string]any {
 			return c
 		}
 		return map[string]any{"raw": v.Raw()}
-	case TypeStr:
+	case span.TypeStr:
 		s := strings.TrimSpace(v.Str())
 		if s == "" || s == "{}" || s == "null" || s == "None" {
 			return nil
@@ -268,12 +189,6 @@ func (p *pyParser) str(q byte) (any, bool) {
 	return nil, false
 }
 
-// asString returns x when it is a string.
-func asString(x any) string {
-	s, _ := x.(string)
-	return s
-}
-
 // asNumber returns x as a finite number (JSON numbers, numeric strings).
 func asNumber(x any) (float64, bool) {
 	switch v := x.(type) {
@@ -287,7 +202,7 @@ func asNumber(x any) (float64, bool) {
 	case int:
 		return float64(v), true
 	case string:
-		return Str(v).Number()
+		return span.Str(v).Number()
 	case json.Number:
 		f, err := v.Float64()
 		return f, err == nil
@@ -295,59 +210,8 @@ func asNumber(x any) (float64, bool) {
 	return 0, false
 }
 
-// splitIndex parses "12.rest" into (12, "rest"). Indices at or above limit are refused, so a
-// hostile index cannot allocate.
-func splitIndex(s string, limit int) (int, string, bool) {
-	n := 0
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		n = n*10 + int(s[i]-'0')
-		i++
-		if n >= limit {
-			return 0, "", false
-		}
-	}
-	if i == 0 {
-		return 0, "", false
-	}
-	if i == len(s) {
-		return n, "", true
-	}
-	if s[i] != '.' {
-		return 0, "", false
-	}
-	return n, s[i+1:], true
-}
-
-// textOf finds the text inside a structured value: a string as is; for objects the first of
-// keys holding text (searched recursively, bounded); for arrays the last element with text.
-func textOf(x any, keys []string, depth int) string {
-	if depth > 8 {
-		return ""
-	}
-	switch v := x.(type) {
-	case string:
-		return v
-	case map[string]any:
-		for _, k := range keys {
-			if e, ok := v[k]; ok {
-				if t := textOf(e, keys, depth+1); t != "" {
-					return t
-				}
-			}
-		}
-	case []any:
-		for i := len(v) - 1; i >= 0; i-- {
-			if t := textOf(v[i], keys, depth+1); t != "" {
-				return t
-			}
-		}
-	}
-	return ""
-}
-
 // valueText reads the text of an input.value / output.value style pair: plain text as is, JSON
-// (by mime type or by shape) through textOf.
+// (by mime type or by shape) through TextOf.
 func valueText(s, mime string, keys []string) string {
 	t := strings.TrimSpace(s)
 	if t == "" {
@@ -357,11 +221,11 @@ func valueText(s, mime string, keys []string) string {
 	if !declared && (mime != "" || (t[0] != '{' && t[0] != '[')) {
 		return s
 	}
-	x := parseJSON(t)
+	x := span.ParseJSON(t)
 	if x == nil {
 		return s
 	}
-	if text := textOf(x, keys, 0); text != "" || declared {
+	if text := span.TextOf(x, keys, 0); text != "" || declared {
 		return text
 	}
 	return s // "[1] see the FAQ" guessed as JSON but holding no text: it was text
@@ -396,10 +260,10 @@ func parseFlatObject(s string) (map[string]any, bool) {
 	return m, true
 }
 
-// metadataString is asString(parseMetadata(v)[key]) without building the map when v is a
+// metadataString is span.AsString(parseMetadata(v)[key]) without building the map when v is a
 // flat JSON object (parseFlatObject's shape): the last member named key, when it is a string.
-func metadataString(v Value, key string) string {
-	if v.Type == TypeStr {
+func metadataString(v span.Value, key string) string {
+	if v.Type == span.TypeStr {
 		out := ""
 		if walkFlatObject(strings.TrimSpace(v.Str()), func(k string, m flatValue) {
 			if k == key {
@@ -413,7 +277,7 @@ func metadataString(v Value, key string) string {
 		}
 	}
 	if m := parseMetadata(v); m != nil {
-		return asString(m[key])
+		return span.AsString(m[key])
 	}
 	return ""
 }

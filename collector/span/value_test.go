@@ -1,4 +1,4 @@
-package assemble
+package span
 
 import (
 	"math"
@@ -60,46 +60,6 @@ func TestValueFields(t *testing.T) {
 	}
 	if Int(1).Equal(Double(1)) || Bool(true).Equal(Int(1)) {
 		t.Error("values of different types compare equal")
-	}
-}
-
-func TestValueText(t *testing.T) {
-	for _, tc := range []struct{ s, mime, want string }{
-		{"plain text", "text/plain", "plain text"},
-		{`{"question":"q?"}`, "application/json", "q?"},
-		{`{"question":"q?"}`, "", "q?"},
-		{`[1, 2]`, "", "[1, 2]"},
-		{`{"n": 1}`, "application/json", ""},
-		{`{"broken"`, "", `{"broken"`},
-		{`{"inputs": {"query": "deep"}}`, "", "deep"},
-		{`[{"role":"user","content":"last"}]`, "", "last"},
-	} {
-		if got := valueText(tc.s, tc.mime, queryKeys); got != tc.want {
-			t.Errorf("valueText(%q, %q) = %q, want %q", tc.s, tc.mime, got, tc.want)
-		}
-	}
-}
-
-func TestPyLiteral(t *testing.T) {
-	got, ok := parsePyLiteral(`{'a': "it's", 'b': (1, -2.5e1), 'c': {'d': None, 'e': False}, 'f': 'x\'y'}`)
-	if !ok || js(got) != `{
-  "a": "it's",
-  "b": [
-    1,
-    -25
-  ],
-  "c": {
-    "d": null,
-    "e": false
-  },
-  "f": "x'y"
-}` {
-		t.Fatalf("parsePyLiteral = %s, %v", js(got), ok)
-	}
-	for _, bad := range []string{"{'a': }", "{'a' 1}", "[1, 2", "'open", "nan", ""} {
-		if _, ok := parsePyLiteral(bad); ok {
-			t.Errorf("parsePyLiteral(%q) accepted", bad)
-		}
 	}
 }
 

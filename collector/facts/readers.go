@@ -1,10 +1,11 @@
-package assemble
+package facts
 
 import (
 	"math"
 	"strconv"
 	"strings"
 
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
 
@@ -14,8 +15,8 @@ var (
 	answerKeys = []string{"answer", "output", "result", "response", "text", "content", "completion", "choices", "message", "generations", "outputs", "messages"}
 )
 
-// answerOf reads a generation's output text, most specific convention first.
-func answerOf(f *facts) string {
+// AnswerOf reads a generation's output text, most specific convention first.
+func AnswerOf(f *Facts) string {
 	if s := lastText(f.oiOut, "assistant"); s != "" {
 		return s
 	}
@@ -24,8 +25,8 @@ func answerOf(f *facts) string {
 			return c
 		}
 	}
-	if f.genaiOut.Type != TypeEmpty {
-		if s := lastText(messagesFromAny(f.genaiOut.structured()), "assistant"); s != "" {
+	if f.genaiOut.Type != span.TypeEmpty {
+		if s := lastText(messagesFromAny(f.genaiOut.Structured()), "assistant"); s != "" {
 			return s
 		}
 	}
@@ -33,7 +34,7 @@ func answerOf(f *facts) string {
 		return s
 	}
 	for _, m := range f.eventOut {
-		if s := m.text(); s != "" {
+		if s := m.Text(); s != "" {
 			return s
 		}
 	}
@@ -43,8 +44,8 @@ func answerOf(f *facts) string {
 	return entityText(f.tlOutput, answerKeys)
 }
 
-// inputText reads a span's input (input.value, else traceloop.entity.input) as a query.
-func inputText(f *facts) string {
+// InputText reads a span's input (input.value, else traceloop.entity.input) as a query.
+func InputText(f *Facts) string {
 	if s := valueText(f.inputValue, f.inputMime, queryKeys); s != "" {
 		return s
 	}
@@ -52,20 +53,20 @@ func inputText(f *facts) string {
 }
 
 // retrievalQuery reads the query a retrieval or reranker span searched for.
-func retrievalQuery(f *facts) string {
+func RetrievalQuery(f *Facts) string {
 	if f.retrievalQuery != "" {
 		return f.retrievalQuery
 	}
-	return inputText(f)
+	return InputText(f)
 }
 
-// lastUserText returns the last user message a generation was given.
-func lastUserText(f *facts) string {
+// LastUserText returns the last user message a generation was given.
+func LastUserText(f *Facts) string {
 	if s := lastText(f.oiIn, "user"); s != "" {
 		return s
 	}
-	if f.genaiIn.Type != TypeEmpty {
-		if s := lastText(messagesFromAny(f.genaiIn.structured()), "user"); s != "" {
+	if f.genaiIn.Type != span.TypeEmpty {
+		if s := lastText(messagesFromAny(f.genaiIn.Structured()), "user"); s != "" {
 			return s
 		}
 	}
@@ -84,17 +85,17 @@ func lastUserText(f *facts) string {
 }
 
 // lastText returns the text of the last message with role (any role when none has it).
-func lastText(msgs []message, role string) string {
+func lastText(msgs []span.Message, role string) string {
 	for k := len(msgs) - 1; k >= 0; k-- {
-		if strings.EqualFold(msgs[k].role, role) {
-			if s := msgs[k].text(); s != "" {
+		if strings.EqualFold(msgs[k].Role, role) {
+			if s := msgs[k].Text(); s != "" {
 				return s
 			}
 		}
 	}
 	for k := len(msgs) - 1; k >= 0; k-- {
-		if msgs[k].role == "" {
-			if s := msgs[k].text(); s != "" {
+		if msgs[k].Role == "" {
+			if s := msgs[k].Text(); s != "" {
 				return s
 			}
 		}
@@ -102,20 +103,20 @@ func lastText(msgs []message, role string) string {
 	return ""
 }
 
-func entityText(v Value, keys []string) string {
+func entityText(v span.Value, keys []string) string {
 	switch v.Type {
-	case TypeEmpty:
+	case span.TypeEmpty:
 		return ""
-	case TypeStr:
-		if x := parseJSON(v.Str()); x != nil {
-			return textOf(x, keys, 0)
+	case span.TypeStr:
+		if x := span.ParseJSON(v.Str()); x != nil {
+			return span.TextOf(x, keys, 0)
 		}
 		return v.Str()
 	}
-	return textOf(v.structured(), keys, 0)
+	return span.TextOf(v.Structured(), keys, 0)
 }
 
-func modelOf(f *facts) string {
+func ModelOf(f *Facts) string {
 	if f.responseModel != "" {
 		return f.responseModel
 	}
@@ -124,7 +125,7 @@ func modelOf(f *facts) string {
 
 // messagesFromAny reads GenAI JSON messages: v1.37 `[{"role","parts":[{"type":"text","content"}]}]`
 // and the OpenAI shape `[{"role","content": "..." | [{"type":"text","text"}]}]`.
-func messagesFromAny(x any) []message {
+func messagesFromAny(x any) []span.Message {
 	l, ok := x.([]any)
 	if !ok {
 		if m, isMap := x.(map[string]any); isMap {
@@ -133,46 +134,46 @@ func messagesFromAny(x any) []message {
 			return nil
 		}
 	}
-	out := make([]message, 0, len(l))
+	out := make([]span.Message, 0, len(l))
 	for _, e := range l {
 		m, ok := e.(map[string]any)
 		if !ok {
 			if s, isStr := e.(string); isStr {
-				out = append(out, message{content: s})
+				out = append(out, span.Message{Content: s})
 			}
 			continue
 		}
-		msg := message{role: asString(m["role"])}
+		msg := span.Message{Role: span.AsString(m["role"])}
 		if parts, ok := m["parts"].([]any); ok {
 			for _, p := range parts {
 				pm, ok := p.(map[string]any)
 				if !ok {
 					continue
 				}
-				if t := asString(pm["type"]); t != "" && t != "text" {
+				if t := span.AsString(pm["type"]); t != "" && t != "text" {
 					continue
 				}
-				if s := asString(pm["content"]); s != "" {
-					msg.parts = append(msg.parts, s)
-				} else if s := asString(pm["text"]); s != "" {
-					msg.parts = append(msg.parts, s)
+				if s := span.AsString(pm["content"]); s != "" {
+					msg.Parts = append(msg.Parts, s)
+				} else if s := span.AsString(pm["text"]); s != "" {
+					msg.Parts = append(msg.Parts, s)
 				}
 			}
 		}
 		switch c := m["content"].(type) {
 		case string:
-			msg.content = c
+			msg.Content = c
 		case []any:
 			for _, p := range c {
 				if pm, ok := p.(map[string]any); ok {
-					if t := asString(pm["type"]); t != "" && t != "text" && t != "output_text" && t != "input_text" {
+					if t := span.AsString(pm["type"]); t != "" && t != "text" && t != "output_text" && t != "input_text" {
 						continue
 					}
-					if s := asString(pm["text"]); s != "" {
-						msg.parts = append(msg.parts, s)
+					if s := span.AsString(pm["text"]); s != "" {
+						msg.Parts = append(msg.Parts, s)
 					}
 				} else if s, ok := p.(string); ok {
-					msg.parts = append(msg.parts, s)
+					msg.Parts = append(msg.Parts, s)
 				}
 			}
 		}
@@ -181,15 +182,15 @@ func messagesFromAny(x any) []message {
 	return out
 }
 
-// docsFromAny reads documents from JSON: an array of objects ({id, score, content, metadata},
+// DocsFromAny reads documents from JSON: an array of objects ({id, score, content, metadata},
 // LangChain {page_content, metadata}, or the serialized form {"kwargs": {...}}) or strings, or an
 // object holding such an array under "documents".
-func docsFromAny(x any) []record.Document {
+func DocsFromAny(x any) []record.Document {
 	switch v := x.(type) {
 	case map[string]any:
 		for _, k := range []string{"documents", "docs", "results", "outputs", "output"} {
 			if e, ok := v[k]; ok {
-				return docsFromAny(e)
+				return DocsFromAny(e)
 			}
 		}
 		return nil
@@ -234,7 +235,7 @@ func docFromMap(m map[string]any) record.Document {
 		}
 	}
 	for _, k := range docTextKeys {
-		if s := asString(m[k]); s != "" {
+		if s := span.AsString(m[k]); s != "" {
 			d.Content = s
 			break
 		}
@@ -243,14 +244,14 @@ func docFromMap(m map[string]any) record.Document {
 	case map[string]any:
 		d.Metadata = md
 	case string:
-		d.Metadata = parseMetadata(Str(md))
+		d.Metadata = parseMetadata(span.Str(md))
 	}
 	return d
 }
 
-// relevanceFrom reads rag.relevance: a JSON object document id → grade.
-func relevanceFrom(v Value) map[string]int {
-	m, ok := v.structured().(map[string]any)
+// RelevanceFrom reads rag.relevance: a JSON object document id → grade.
+func RelevanceFrom(v span.Value) map[string]int {
+	m, ok := v.Structured().(map[string]any)
 	if !ok || len(m) == 0 {
 		return nil
 	}
@@ -269,9 +270,9 @@ func relevanceFrom(v Value) map[string]int {
 	return out
 }
 
-// citationsFrom reads rag.citations: a JSON array of {"text", "document_ids"}.
-func citationsFrom(v Value) []record.Citation {
-	l, ok := v.structured().([]any)
+// CitationsFrom reads rag.citations: a JSON array of {"text", "document_ids"}.
+func CitationsFrom(v span.Value) []record.Citation {
+	l, ok := v.Structured().([]any)
 	if !ok {
 		return nil
 	}
@@ -281,10 +282,10 @@ func citationsFrom(v Value) []record.Citation {
 		if !ok {
 			continue
 		}
-		c := record.Citation{Text: asString(m["text"])}
+		c := record.Citation{Text: span.AsString(m["text"])}
 		ids, _ := m["document_ids"].([]any)
 		for _, id := range ids {
-			if s := asString(id); s != "" {
+			if s := span.AsString(id); s != "" {
 				c.DocumentIDs = append(c.DocumentIDs, s)
 			}
 		}

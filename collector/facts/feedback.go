@@ -1,8 +1,10 @@
-package assemble
+package facts
 
 import (
 	"strings"
 
+	"github.com/ragwatch/ragwatch/collector/conventions"
+	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/truncate"
 )
@@ -13,8 +15,8 @@ type annotation struct {
 	score                          *float64
 }
 
-func setAnnotation(anns []annotation, rest, prefix string, v Value) []annotation {
-	i, field, ok := splitIndex(rest, 256)
+func setAnnotation(anns []annotation, rest, prefix string, v span.Value) []annotation {
+	i, field, ok := conventions.SplitIndex(rest, 256)
 	if !ok || !strings.HasPrefix(field, prefix) {
 		return anns
 	}
@@ -46,7 +48,7 @@ func setAnnotation(anns []annotation, rest, prefix string, v Value) []annotation
 func (a annotation) feedback() (*record.Feedback, int) {
 	fb := verdict(a.score, a.label)
 	if fb == nil {
-		return nil, rankNone
+		return nil, RankNone
 	}
 	fb.Comment = truncate.String(a.explanation, 4096)
 	switch a.kind {
@@ -94,28 +96,28 @@ func labelScore(label string) (float64, bool) {
 
 // feedbackFromValue reads rag.feedback: a number, a bool, a label, or a JSON object
 // {"score": n, "label": "...", "comment": "..."}.
-func feedbackFromValue(v Value) *record.Feedback {
+func feedbackFromValue(v span.Value) *record.Feedback {
 	switch v.Type {
-	case TypeInt, TypeDouble:
+	case span.TypeInt, span.TypeDouble:
 		n, ok := v.Number()
 		if !ok {
 			return nil
 		}
 		return verdict(&n, "")
-	case TypeBool:
+	case span.TypeBool:
 		if v.Num() != 0 {
 			return &record.Feedback{Score: 1}
 		}
 		return &record.Feedback{Score: -1}
 	}
-	if obj, ok := v.structured().(map[string]any); ok {
+	if obj, ok := v.Structured().(map[string]any); ok {
 		var score *float64
 		if n, ok := asNumber(obj["score"]); ok {
 			score = &n
 		}
-		fb := verdict(score, asString(obj["label"]))
+		fb := verdict(score, span.AsString(obj["label"]))
 		if fb != nil {
-			fb.Comment = truncate.String(asString(obj["comment"]), 4096)
+			fb.Comment = truncate.String(span.AsString(obj["comment"]), 4096)
 		}
 		return fb
 	}
@@ -126,7 +128,7 @@ func feedbackFromValue(v Value) *record.Feedback {
 }
 
 // feedbackFromEvaluationEvent reads a GenAI gen_ai.evaluation.result event.
-func feedbackFromEvaluationEvent(ev *Event) *record.Feedback {
+func feedbackFromEvaluationEvent(ev *span.Event) *record.Feedback {
 	var score *float64
 	var label, explanation string
 	for i := range ev.Attrs {

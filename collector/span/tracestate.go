@@ -1,4 +1,4 @@
-package assemble
+package span
 
 import (
 	"errors"

@@ -1,0 +1,4 @@
+package span
+
+// PruneSpanAttrs is pruneSpanAttrs, for the external tests.
+var PruneSpanAttrs = pruneSpanAttrs
