@@ -142,6 +142,17 @@ func TestAISDKKinds(t *testing.T) {
 		t.Errorf("route %q user %q session %q", f.MetadataRoute, f.User, f.Session)
 	}
 
+	// A call's prompt is its input: the prompt, else the last message's text, never the system's.
+	for prompt, want := range map[string]string{
+		`{"system":"Use the documents: [1] …","prompt":"How long do refunds take?"}`:                                                                                                            "How long do refunds take?",
+		`{"system":"Use the documents.","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello!"},{"role":"user","content":[{"type":"text","text":"And refunds?"}]}]}`: "And refunds?",
+	} {
+		f := readSpan(map[string]string{"ai.operationId": "ai.generateText", "ai.prompt": prompt})
+		if got := InputText(f); got != want {
+			t.Errorf("InputText(%s) = %q, want %q", prompt, got, want)
+		}
+	}
+
 	// ai.telemetry.metadata.route names the route over the function id, in either order; the
 	// GenAI keys win over the SDK's own.
 	s := &span.Span{Attrs: []span.Attr{
