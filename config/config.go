@@ -24,7 +24,9 @@ type Config struct {
 
 	Variants     Variants     `yaml:"variants"`
 	Conversation Conversation `yaml:"conversation"`
-	Pairs        Pairs        `yaml:"pairs"`
+	// Conventions adjusts how traces are read (conventions.go).
+	Conventions Conventions `yaml:"conventions"`
+	Pairs       Pairs       `yaml:"pairs"`
 
 	Sampling Sampling `yaml:"sampling"`
 	Scoring  Scoring  `yaml:"scoring"`

@@ -22,15 +22,28 @@ type Result struct {
 	UpstreamP float64
 }
 
-// Assemble turns the spans of one trace into records. It is pure: no clock, no metrics. Spans of
-// other traces must not be mixed in. Duplicate span ids keep the first span.
+// Options are what assembly reads from the configuration.
+type Options struct {
+	// RetrievalTools are conventions.retrieval_tools: the names of the AI SDK tools whose
+	// calls are retrievals whatever their result's shape (docs/conventions.md).
+	RetrievalTools []string
+}
+
+// Assemble turns the spans of one trace into records, with the default Options. It is pure:
+// no clock, no metrics. Spans of other traces must not be mixed in. Duplicate span ids keep
+// the first span.
 func Assemble(spans []span.Span) Result {
+	return AssembleWith(spans, nil)
+}
+
+// AssembleWith is Assemble with opts (nil: the defaults).
+func AssembleWith(spans []span.Span, opts *Options) Result {
 	if len(spans) == 0 {
 		return Result{}
 	}
 	sc := getScratch(len(spans))
 	t := &sc.tree
-	*t = buildTree(spans, sc)
+	*t = buildTree(spans, sc, opts)
 	defer sc.release(len(t.nodes))
 
 	rets, gens := sc.rets[:0], sc.gens[:0]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,6 +69,9 @@ type Settings struct {
 	// VariantAttributes are variants.attributes: the keys read, after rag.variant, for a
 	// record's variant (nil: span.DefaultVariantAttributes).
 	VariantAttributes []string
+	// RetrievalTools are conventions.retrieval_tools: the AI SDK tools whose calls are
+	// retrievals whatever their result's shape.
+	RetrievalTools []string
 	// KeepContent, when set, says whether the documents' texts of a trace are kept: the
 	// protobuf decoder does not copy those of a trace it refuses (collector/span elide.go), and its records
 	// carry record.Record.Elided. It is called once per trace and request, from the receivers'
@@ -92,6 +96,7 @@ type Assembler struct {
 	upstream float64 // Settings.UpstreamProbability
 	conv     config.Conversation
 	variants span.VariantKeys
+	opts     Options
 	// keepContent is Settings.KeepContent.
 	keepContent func(pcommon.TraceID) bool
 	// early is set when complete_wait is shorter than wait: complete traces are tracked and
@@ -170,6 +175,7 @@ func New(s Settings) (*Assembler, error) {
 		m:           m,
 		upstream:    s.UpstreamProbability,
 		conv:        s.Conversation,
+		opts:        Options{RetrievalTools: slices.Clone(s.RetrievalTools)},
 		keepContent: s.KeepContent,
 		early:       s.Config.CompleteWait < s.Config.Wait,
 		traces:      make(map[pcommon.TraceID]*trace),
@@ -548,7 +554,7 @@ func (a *Assembler) process(ctx context.Context, now time.Time, all bool) error 
 		}
 	}
 	for i := range late {
-		res := Assemble(late[i : i+1])
+		res := AssembleWith(late[i:i+1], &a.opts)
 		if err := a.deliverFeedback(ctx, res.Feedback); err != nil {
 			errs = append(errs, err)
 		}
@@ -594,7 +600,7 @@ func (a *Assembler) holdLonger(tr *trace, now time.Time) bool {
 
 // finish assembles one trace and delivers its records.
 func (a *Assembler) finish(ctx context.Context, tr *trace) error {
-	res := Assemble(tr.spans)
+	res := AssembleWith(tr.spans, &a.opts)
 	span.ReleaseSpans(tr.spans)
 	span.PutTraceSpans(tr.spans)
 	tr.spans = nil
@@ -659,11 +665,13 @@ func quickKind(s *span.Span) (ret, gen bool) {
 		key, sign := signOf(s.Attrs[i].Key)
 		if key != nil {
 			switch key.Field {
-			case conventions.OIKind, conventions.Operation, conventions.LLMRequestType:
+			case conventions.OIKind, conventions.Operation, conventions.LLMRequestType, conventions.AIOperation:
 				switch conventions.KindOf(key.Field, conventions.Normalize(key.Field, s.Attrs[i].Value.Str())) {
-				case conventions.KindRetrieval:
+				case conventions.KindRetrieval, conventions.KindTool:
+					// A tool call may be a retrieval (its result decides, at assembly): the
+					// trace is taken as holding one for timing only.
 					ret = true
-				case conventions.KindGeneration:
+				case conventions.KindGeneration, conventions.KindCall:
 					gen = true
 				}
 			}

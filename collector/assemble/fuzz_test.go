@@ -25,6 +25,8 @@ var fuzzKeys = []string{
 	"annotations.0.annotation.score", "annotations.0.annotation.label", "evaluations.2.evaluation.label",
 	"llm.input_messages.0.message.role", "llm.input_messages.1.message.content", "llm.input_messages.1.message.role",
 	"gen_ai.prompt.0.role", "gen_ai.prompt", "llm.input_messages.0.message.contents.0.message_content.text",
+	"ai.operationId", "ai.toolCall.result", "ai.toolCall.name", "ai.prompt", "ai.prompt.messages", "ai.response.object",
+	"ai.usage.inputTokens",
 }
 
 func FuzzConsumeTraces(f *testing.F) {
@@ -32,6 +34,8 @@ func FuzzConsumeTraces(f *testing.F) {
 	f.Add("LLM", `[{"role":"assistant","parts":[{"type":"text","content":"hi [1]"}]}]`, `{"documents":[{"page_content":"p"}]}`, "thumbs-up", int64(-1), uint8(1))
 	f.Add("chain", `{"inputs": {"question": "q"}}`, `[1,2`, `{"a":`, int64(1<<62), uint8(2))
 	f.Add("reranker", `"str"`, `{"score": "NaN"}`, `[{"text":"t","document_ids":[1,"d"]}]`, int64(0), uint8(3))
+	f.Add("ai.toolCall", `[{"id":"a","content":"x","similarity":0.5}]`, "ai.generateText", `{"results":[{"pageContent":"p","id":1}]}`, int64(2), uint8(5))
+	f.Add("ai.generateText.doGenerate", `{"prompt":"q"}`, "ai.generateText", `[{"role":"user","content":[{"type":"text","text":"q"}]}]`, int64(4), uint8(6))
 	f.Fuzz(func(t *testing.T, kind, a, b, c string, n int64, shape uint8) {
 		vals := []any{kind, a, b, c, n, float64(n) / 7}
 		td := ptrace.NewTraces()

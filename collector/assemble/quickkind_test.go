@@ -16,10 +16,13 @@ func TestQuickKindSameAsByKey(t *testing.T) {
 		"gen_ai.output.messages", "retrieval.documents.0.document.id", "reranker.output_documents.1.document.id",
 		"llm.output_messages.0.message.role", "llm.choices.0.text", "gen_ai.completion.0.content",
 		"retrieval.documents.", "gen_ai.completion", "llm.choices", "rag.answers", "rag.answe", "db.vector.query",
-		"openinference.span.kin", "input.value", "reranker.input_documents.0.document.id", "x", ""}
+		"openinference.span.kin", "input.value", "reranker.input_documents.0.document.id", "x", "", "ai.operationId",
+		"ai.toolCall.result", "ai.response.text"}
 	values := []span.Value{{}, span.Str("RETRIEVER"), span.Str("reranker"), span.Str("LLM"), span.Str("llm"), span.Str("CHAIN"),
 		span.Str("retrieval"), span.Str("VECTOR_DB_RETRIEVE"), span.Str("chat"), span.Str("Chat"), span.Str("text_completion"),
-		span.Str("generate_content"), span.Str("completion"), span.Str("embeddings"), span.Int(1)}
+		span.Str("generate_content"), span.Str("completion"), span.Str("embeddings"), span.Int(1),
+		span.Str("ai.generateText"), span.Str("ai.streamObject.doStream"), span.Str("ai.toolCall"), span.Str("ai.embed"),
+		span.Str("ai.generatetext"), span.Str("ai.embedMany.doEmbed")}
 	check := func(s *span.Span) {
 		t.Helper()
 		r1, g1 := quickKind(s)
@@ -66,6 +69,14 @@ func quickKindRef(s *span.Span) (ret, gen bool) {
 		case "llm.request.type": // lower-cased, as facts.Read reads it (since the conventions' table)
 			switch strings.ToLower(s.Attrs[i].Value.Str()) {
 			case "chat", "completion":
+				gen = true
+			}
+		case "ai.operationId": // as the AI SDK spells it; a tool call may be a retrieval
+			switch s.Attrs[i].Value.Str() {
+			case "ai.toolCall":
+				ret = true
+			case "ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject",
+				"ai.generateText.doGenerate", "ai.streamText.doStream", "ai.generateObject.doGenerate", "ai.streamObject.doStream":
 				gen = true
 			}
 		case "rag.documents", "gen_ai.retrieval.documents", "db.vector.query.top_k", "db.vector.query.result_count":

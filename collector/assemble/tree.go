@@ -1,6 +1,7 @@
 package assemble
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -29,11 +30,12 @@ type tree struct {
 	facts     []facts.Facts
 }
 
-func buildTree(spans []span.Span, sc *scratch) tree {
+func buildTree(spans []span.Span, sc *scratch, opts *Options) tree {
 	n := len(spans)
 	t := tree{n: n, facts: sc.facts[:n]}
 	t.nodes = sc.nodes[:n]
 	idx := newSpanIndex(n)
+	calls := false // an AI SDK call is among the spans (demoteCalls)
 	if idx.big == nil {
 		if cap(sc.ids) < smallTrace {
 			sc.ids, sc.at = make([]pcommon.SpanID, 0, smallTrace), make([]int, 0, smallTrace)
@@ -47,7 +49,12 @@ func buildTree(spans []span.Span, sc *scratch) tree {
 			t.facts[i].FeedbackRank = facts.RankNone // a redelivered copy says nothing new
 			continue
 		}
-		facts.Read(&t.facts[i], s)
+		f := &t.facts[i]
+		facts.Read(f, s)
+		if f.Tool && opts != nil && slices.Contains(opts.RetrievalTools, f.ToolName) {
+			facts.MarkRetrieval(f)
+		}
+		calls = calls || f.Call
 		idx.put(s.SpanID, i)
 	}
 	missing := newSpanIndex(0)
@@ -83,7 +90,27 @@ func buildTree(spans []span.Span, sc *scratch) tree {
 	if len(t.nodes) > eulerMin {
 		t.numberNodes()
 	}
+	if calls {
+		t.demoteCalls()
+	}
 	return t
+}
+
+// demoteCalls makes every AI SDK call (facts.Call: generateText, streamText, ...) that has a
+// generation nested in it (its doGenerate / doStream steps) no generation itself: each model
+// call is one generation, and the call around them is the turn's context (its prompt the
+// question, its text the answer when no step has one), as a chain span is.
+func (t *tree) demoteCalls() {
+	for i := 0; i < t.n; i++ {
+		if f := t.nodes[i].f; !f.Generation || f.Call {
+			continue
+		}
+		for p := t.nodes[i].parent; p >= 0 && p != t.root; p = t.nodes[p].parent {
+			if pf := t.nodes[p].f; pf != nil && pf.Call {
+				pf.Generation = false
+			}
+		}
+	}
 }
 
 // eulerMin is the tree size from which ancestry checks use DFS numbering instead of walking up

@@ -98,7 +98,8 @@ func Kept(k string) bool {
 }
 
 // KindOf returns the span kind value v of a span-kind Field names. v is read as the readers
-// read it (Normalize): upper case for OIKind, lower case for the others.
+// read it (Normalize): upper case for OIKind, as sent for AIOperation, lower case for the
+// others.
 func KindOf(f Field, v string) Kind {
 	if v == "" {
 		return KindNone
@@ -114,10 +115,14 @@ func KindOf(f Field, v string) Kind {
 // kindsByField holds KindValues by their Field.
 var kindsByField [numFields][]KindValue
 
-// Normalize returns v as KindOf compares it for field f: strings.ToUpper for OIKind,
-// strings.ToLower for the other kinds, without their work when v is ASCII already in that
-// case, which is how instrumentations send it.
+// Normalize returns v as KindOf compares it for field f: strings.ToUpper for OIKind, v itself
+// for AIOperation (one SDK writes it, in camel case), strings.ToLower for the other kinds,
+// without their work when v is ASCII already in that case, which is how instrumentations send
+// it.
 func Normalize(f Field, v string) string {
+	if f == AIOperation {
+		return v
+	}
 	lo, hi := byte('a'), byte('z') // the letters OIKind's upper case changes
 	if f != OIKind {
 		lo, hi = 'A', 'Z'

@@ -50,6 +50,9 @@ const (
 	RAGReference
 	RAGRelevance
 	RAGFeedback
+	AIOperation // the Vercel AI SDK's ai.operationId (read as sent: KindOf compares it exactly)
+	ToolName    // the name of the tool an AI SDK tool call ran
+	ToolResult  // what the tool returned (JSON): a retrieval's documents when document-shaped
 	numFields
 )
 
@@ -63,6 +66,7 @@ const (
 	SrcOI
 	SrcGenAI
 	SrcTraceloop
+	SrcAI // the Vercel AI SDK's ai.telemetry.metadata.*
 	NumSources
 )
 
@@ -139,6 +143,29 @@ var Keys = [...]Key{
 	{Name: "traceloop.association.properties.user_id", Field: UserID, Source: SrcTraceloop},
 	{Name: "traceloop.association.properties.user.id", Field: UserID, Source: SrcTraceloop},
 	{Name: "traceloop.association.properties.route", Field: MetadataRoute, Weak: true},
+	// The Vercel AI SDK (ai 4.x and 5.x, experimental_telemetry). The span's kind is its
+	// ai.operationId (KindValues); a call's prompt and answer are its input and output values,
+	// a tool call's arguments its input.
+	{Name: "ai.operationId", Field: AIOperation},
+	{Name: "ai.prompt", Field: InputValue},
+	{Name: "ai.prompt.messages", Field: InputMessages},
+	{Name: "ai.response.text", Field: OutputValue},
+	{Name: "ai.response.object", Field: OutputValue},
+	{Name: "ai.model.id", Field: RequestModel, Weak: true},
+	{Name: "ai.response.model", Field: ResponseModel, Weak: true},
+	{Name: "ai.usage.promptTokens", Field: InputTokens, Weak: true},
+	{Name: "ai.usage.inputTokens", Field: InputTokens, Weak: true},
+	{Name: "ai.usage.completionTokens", Field: OutputTokens, Weak: true},
+	{Name: "ai.usage.outputTokens", Field: OutputTokens, Weak: true},
+	{Name: "ai.toolCall.name", Field: ToolName},
+	{Name: "ai.toolCall.args", Field: InputValue},
+	{Name: "ai.toolCall.result", Field: ToolResult},
+	{Name: "ai.telemetry.functionId", Field: MetadataRoute, Weak: true},
+	{Name: "ai.telemetry.metadata.route", Field: MetadataRoute},
+	{Name: "ai.telemetry.metadata.sessionId", Field: SessionID, Source: SrcAI},
+	{Name: "ai.telemetry.metadata.session_id", Field: SessionID, Source: SrcAI},
+	{Name: "ai.telemetry.metadata.userId", Field: UserID, Source: SrcAI},
+	{Name: "ai.telemetry.metadata.user_id", Field: UserID, Source: SrcAI},
 	// ragwatch's own (docs/conventions.md); every other rag.* key is kept too (Families).
 	{Name: "rag.query", Field: RAGQuery},
 	{Name: "rag.answer", Field: RAGAnswer, Sign: SignGeneration},
@@ -225,9 +252,16 @@ const (
 	KindRetrieval
 	KindGeneration
 	KindEmbedding
+	// KindCall is a call that generates through nested model calls (the AI SDK's generateText
+	// around its doGenerate steps): a generation only when no generation is nested in it
+	// (collector/assemble), so that one model call is counted once.
+	KindCall
+	// KindTool is a tool call: a retrieval when its result is document-shaped, or its tool is
+	// named in conventions.retrieval_tools.
+	KindTool
 )
 
-// KindValue is a value of a span-kind attribute (OIKind, Operation, LLMRequestType), spelled
+// KindValue is a value of a span-kind attribute (OIKind, Operation, LLMRequestType, AIOperation), spelled
 // as the convention spells it, and the kind it names.
 type KindValue struct {
 	Field Field
@@ -253,6 +287,19 @@ var KindValues = [...]KindValue{
 	{LLMRequestType, "completion", KindGeneration},
 	{LLMRequestType, "embedding", KindEmbedding},
 	{LLMRequestType, "embeddings", KindEmbedding},
+	{AIOperation, "ai.generateText", KindCall},
+	{AIOperation, "ai.streamText", KindCall},
+	{AIOperation, "ai.generateObject", KindCall},
+	{AIOperation, "ai.streamObject", KindCall},
+	{AIOperation, "ai.generateText.doGenerate", KindGeneration},
+	{AIOperation, "ai.streamText.doStream", KindGeneration},
+	{AIOperation, "ai.generateObject.doGenerate", KindGeneration},
+	{AIOperation, "ai.streamObject.doStream", KindGeneration},
+	{AIOperation, "ai.embed", KindEmbedding},
+	{AIOperation, "ai.embed.doEmbed", KindEmbedding},
+	{AIOperation, "ai.embedMany", KindEmbedding},
+	{AIOperation, "ai.embedMany.doEmbed", KindEmbedding},
+	{AIOperation, "ai.toolCall", KindTool},
 }
 
 // EventKind is what a span event of a convention carries.

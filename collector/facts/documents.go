@@ -3,6 +3,7 @@ package facts
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/record"
@@ -19,6 +20,8 @@ func OwnDocs(f *Facts) ([]record.Document, bool) {
 		return CompactDocs(f.oiDocs), true
 	case f.genaiDocs.Type != span.TypeEmpty:
 		return DocsFromAny(f.genaiDocs.Structured()), true
+	case f.toolDocs != nil:
+		return f.toolDocs, true
 	case f.tlOutput.Type != span.TypeEmpty && f.Retrieval:
 		if docs := DocsFromAny(f.tlOutput.Structured()); docs != nil {
 			return docs, true
@@ -31,6 +34,79 @@ func OwnDocs(f *Facts) ([]record.Document, bool) {
 		return CompactDocs(f.rerankIn), true // a reranker that did not report its output
 	}
 	return nil, f.emptyHits
+}
+
+// MarkRetrieval makes an AI SDK tool call a retrieval (its tool is named in
+// conventions.retrieval_tools): its documents are what its result holds, read as
+// DocsFromAny reads documents (none when it holds none: an empty retrieval).
+func MarkRetrieval(f *Facts) {
+	if !f.Tool || f.Retrieval {
+		return
+	}
+	f.Retrieval = true
+	f.toolDocs = DocsFromAny(f.toolResult.Structured())
+	if f.toolDocs == nil {
+		f.toolDocs = []record.Document{}
+	}
+}
+
+// toolDocuments reads a tool's result as documents when it is document-shaped: an array, or
+// an object holding one under a key DocsFromAny reads, of objects that each have a text
+// (content, text, pageContent, ...) and an id or a score (id, score, similarity, ...). Any
+// other result (a string, numbers, objects of another shape, an empty array) is not.
+func toolDocuments(v span.Value) ([]record.Document, bool) {
+	if v.Type == span.TypeStr {
+		s := strings.TrimLeft(v.Str(), " \t\r\n")
+		if s == "" || (s[0] != '[' && s[0] != '{') {
+			return nil, false // the cheap test: most tools return no JSON structure
+		}
+	}
+	x := v.Structured()
+	if m, ok := x.(map[string]any); ok {
+		for _, k := range docListKeys {
+			if e, found := m[k]; found {
+				x = e
+				break
+			}
+		}
+	}
+	l, ok := x.([]any)
+	if !ok || len(l) == 0 {
+		return nil, false
+	}
+	for _, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok || !docShaped(m) {
+			return nil, false
+		}
+	}
+	return DocsFromAny(l), true
+}
+
+// docShaped reports whether m reads as a document: a text under one of docTextKeys, and an
+// id or a score.
+func docShaped(m map[string]any) bool {
+	text := false
+	for _, k := range docTextKeys {
+		if s, ok := m[k].(string); ok && s != "" {
+			text = true
+			break
+		}
+	}
+	if !text {
+		return false
+	}
+	for _, k := range docIDKeys {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	for _, k := range docScoreKeys {
+		if _, ok := asNumber(m[k]); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // CompactDocs drops the holes a flattened list leaves (indices that carried nothing). A list

@@ -17,6 +17,17 @@ type Facts struct {
 	op     string // gen_ai.operation.name, lower case
 	tlKind string // traceloop.span.kind
 	llmReq string // llm.request.type (OpenLLMetry)
+	aiOp   string // ai.operationId (the Vercel AI SDK)
+
+	// Call: an AI SDK call around its model calls (generateText, ...; conventions.KindCall),
+	// a generation until collector/assemble finds one nested in it (NotGeneration).
+	Call bool
+	// Tool: an AI SDK tool call, named ToolName; a retrieval when its result is
+	// document-shaped (Read) or its tool is configured as one (MarkRetrieval).
+	Tool       bool
+	ToolName   string
+	toolResult span.Value // ai.toolCall.result
+	toolDocs   []record.Document
 
 	Retrieval  bool
 	Generation bool
@@ -206,6 +217,7 @@ func Read(f *Facts, s *span.Span) {
 		conventions.KindOf(conventions.OIKind, f.oiKind),
 		conventions.KindOf(conventions.Operation, f.op),
 		conventions.KindOf(conventions.LLMRequestType, f.llmReq),
+		conventions.KindOf(conventions.AIOperation, f.aiOp),
 	} {
 		switch kind {
 		case conventions.KindRetrieval:
@@ -214,6 +226,15 @@ func Read(f *Facts, s *span.Span) {
 			f.Generation = true
 		case conventions.KindEmbedding:
 			f.embedding = true
+		case conventions.KindCall:
+			f.Generation, f.Call = true, true
+		case conventions.KindTool:
+			f.Tool = true
+		}
+	}
+	if f.Tool && f.toolResult.Type != span.TypeEmpty {
+		if docs, ok := toolDocuments(f.toolResult); ok {
+			f.Retrieval, f.toolDocs = true, docs
 		}
 	}
 	if strings.HasPrefix(s.Name, "vector_db_retrieve") {
@@ -237,7 +258,8 @@ func Read(f *Facts, s *span.Span) {
 // readKey reads an attribute of a key of the conventions' table.
 func (f *Facts) readKey(key *conventions.Key, v span.Value) {
 	switch key.Field {
-	case conventions.OIKind, conventions.Operation, conventions.LLMRequestType, conventions.TraceloopKind:
+	case conventions.OIKind, conventions.Operation, conventions.LLMRequestType, conventions.TraceloopKind,
+		conventions.AIOperation:
 		kind := conventions.Normalize(key.Field, v.Text())
 		switch key.Field {
 		case conventions.OIKind:
@@ -246,9 +268,15 @@ func (f *Facts) readKey(key *conventions.Key, v span.Value) {
 			f.op = kind
 		case conventions.LLMRequestType:
 			f.llmReq = kind
+		case conventions.AIOperation:
+			f.aiOp = kind
 		default:
 			f.tlKind = kind
 		}
+	case conventions.ToolName:
+		f.ToolName = v.Text()
+	case conventions.ToolResult:
+		f.toolResult = v
 	case conventions.InputValue:
 		f.inputValue = v.Text()
 	case conventions.InputMime:
@@ -514,4 +542,4 @@ func docFromDBEvent(ev *span.Event) record.Document {
 	return d
 }
 
-var docTextKeys = []string{"page_content", "content", "text", "document", "chunk", "body"}
+var docTextKeys = []string{"page_content", "pageContent", "content", "text", "document", "chunk", "body"}

@@ -188,7 +188,7 @@ func messagesFromAny(x any) []span.Message {
 func DocsFromAny(x any) []record.Document {
 	switch v := x.(type) {
 	case map[string]any:
-		for _, k := range []string{"documents", "docs", "results", "outputs", "output"} {
+		for _, k := range docListKeys {
 			if e, ok := v[k]; ok {
 				return DocsFromAny(e)
 			}
@@ -212,12 +212,19 @@ func DocsFromAny(x any) []record.Document {
 	return nil
 }
 
+// The keys of a documents' JSON: the array of an object holding one, a document's id, score.
+var (
+	docListKeys  = []string{"documents", "docs", "results", "outputs", "output"}
+	docIDKeys    = []string{"id", "doc_id", "document_id"}
+	docScoreKeys = []string{"score", "relevance_score", "similarity"}
+)
+
 func docFromMap(m map[string]any) record.Document {
 	if kw, ok := m["kwargs"].(map[string]any); ok {
 		m = kw
 	}
 	var d record.Document
-	for _, k := range []string{"id", "doc_id", "document_id"} {
+	for _, k := range docIDKeys {
 		switch v := m[k].(type) {
 		case string:
 			d.ID = v
@@ -228,7 +235,7 @@ func docFromMap(m map[string]any) record.Document {
 			break
 		}
 	}
-	for _, k := range []string{"score", "relevance_score", "similarity"} {
+	for _, k := range docScoreKeys {
 		if n, ok := asNumber(m[k]); ok {
 			d.Score = &n
 			break

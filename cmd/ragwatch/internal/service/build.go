@@ -467,6 +467,7 @@ func (b *builder) assembler() (lifecycle, error) {
 		UpstreamProbability: b.cfg.Receivers.OTLP.UpstreamSamplingProbability,
 		Conversation:        b.cfg.Conversation,
 		VariantAttributes:   b.cfg.Variants.Attributes,
+		RetrievalTools:      b.cfg.Conventions.RetrievalTools,
 		KeepContent:         b.keepContent(),
 	})
 	if err != nil {
