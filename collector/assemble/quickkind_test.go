@@ -22,7 +22,7 @@ func TestQuickKindSameAsByKey(t *testing.T) {
 		span.Str("generate_content"), span.Str("completion"), span.Str("embeddings"), span.Int(1)}
 	check := func(s *span.Span) {
 		t.Helper()
-		r1, g1 := quickKind(s)
+		r1, g1, _ := quickKind(s)
 		r2, g2 := quickKindRef(s)
 		if r1 != r2 || g1 != g2 {
 			t.Fatalf("%+v: quickKind = %v, %v; by key %v, %v", s.Attrs, r1, g1, r2, g2)

@@ -550,6 +550,7 @@ func (b *builder) otlpReceivers() (lifecycle, error) {
 		HTTPEndpoint: b.cfg.Receivers.OTLP.HTTP.Endpoint,
 		Limits:       otlpLimits(b.cfg),
 		Next:         b.Assembler,
+		Logs:         b.Assembler,
 		Metrics:      b.Ingest,
 		GRPCTLS:      sec.grpcTLS,
 		HTTPTLS:      sec.otlpHTTPTLS,
