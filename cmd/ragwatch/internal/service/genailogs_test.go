@@ -1,8 +1,13 @@
 package service_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,4 +130,66 @@ func TestGenAIEventsFromLogs(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestRecordedOpenAINodeApp replays what a RAG app on the OpenAI Node SDK, instrumented by
+// @opentelemetry/instrumentation-openai 0.20.0 with message content captured, really sent
+// (testdata/genai-openai-node: its OTLP/HTTP JSON traces and logs, in their order) into
+// ragwatch's OTLP/HTTP receiver: 5 records with their questions, documents and answers, judged.
+func TestRecordedOpenAINodeApp(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Sampling.Rate = 1
+	e := startEnv(t, cfg)
+	files, err := filepath.Glob("testdata/genai-openai-node/0*.json")
+	if err != nil || len(files) != 2 {
+		t.Fatalf("fixtures %v %v", files, err)
+	}
+	for _, f := range files { // in arrival order: the log batch came first
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := "/v1/traces"
+		if strings.HasSuffix(f, "-logs.json") {
+			path = "/v1/logs"
+		}
+		resp, err := http.Post("http://"+e.app.Addrs().OTLPHTTP+path, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s (%s) = %d", path, f, resp.StatusCode)
+		}
+	}
+	want := map[string][2]string{ // question → the document retrieved first, the answer
+		"What is the refund window?":  {"doc-refunds", "Refunds are accepted within 30 days of delivery [doc-refunds]."},
+		"Do you ship abroad?":         {"doc-shipping", "Yes: to the EU, the UK and Switzerland, in 5 to 8 days [doc-shipping]."},
+		"Is there a warranty?":        {"doc-warranty", "Yes, a two-year warranty covers manufacturing defects [doc-warranty]."},
+		"Can I change my order?":      {"doc-orders", "Yes, until it is packed, usually within two hours [doc-orders]."},
+		"How do I reset my password?": {"doc-password", `Use "Forgot password" on the sign-in page [doc-password].`},
+	}
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, "five records", func() bool { return e.sink.len() == 5 })
+	e.sink.mu.Lock()
+	for key, r := range e.sink.recs {
+		w, ok := want[r.Query]
+		if !ok || r.Service != "support-rag" || len(r.Documents) != 2 || r.Documents[0].ID != w[0] || r.Documents[0].Content == "" ||
+			r.Answer != w[1] || len(r.Citations) != 1 || r.Model != "gpt-4o-mini-2024-07-18" || r.Usage.InputTokens != 96 || r.Usage.OutputTokens != 18 {
+			t.Errorf("record %s: %+v", key, r)
+		}
+		delete(want, r.Query)
+	}
+	e.sink.mu.Unlock()
+	if len(want) != 0 {
+		t.Fatalf("questions without a record: %v", want)
+	}
+	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, "all five judged", func() error {
+		got := scrape(t, e.base)
+		judged := got[`ragwatch_scoring_attempts_total{outcome="ok",scorer="builtin"}`]
+		joined, unread := got[`ragwatch_log_records_total{outcome="joined"}`], got[`ragwatch_log_records_total{outcome="unread"}`]
+		if judged != 5 || joined != 10 || unread != 5 {
+			return fmt.Errorf("judged %v, events joined %v, unread (system messages) %v", judged, joined, unread)
+		}
+		return nil
+	})
 }
