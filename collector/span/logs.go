@@ -15,10 +15,36 @@ import (
 // DecodeProto, DecodeLogs walks the protobuf once (wire.go's readers and checks) and copies
 // out only what a span event of the same name would keep.
 
-// LogEventAttr is the attribute under which a log record's body is handed to the readers: the
-// body of a log-based GenAI event holds what the span event's attributes held
-// (`{"content": …}`, a choice's `{"message": {…}}`), and span.MessageFromEvent reads it there.
+// LogEventAttr is the attribute under which a log record's body that is not a map is handed to
+// the readers (span.MessageFromEvent reads it as a message). A map body's entries become
+// attributes of their own: the body of a log-based GenAI event holds what the span event's
+// attributes held (`{"content": …}`, a choice's `{"message": {…}}`).
 const LogEventAttr = "body"
+
+// logValue is v.value(), a string held in the request's arena as a span's attributes are.
+func (d *wireDec) logValue(v *anyv) Value {
+	if v.f == 1 {
+		return Str(d.strs.str(v.b))
+	}
+	return v.value()
+}
+
+// logBodyKey is the attribute key of a body entry: a well-known one shared, else a copy.
+func logBodyKey(k []byte) string {
+	switch view(k) {
+	case "content":
+		return "content"
+	case "message":
+		return "message"
+	case "role":
+		return "role"
+	case "finish_reason":
+		return "finish_reason"
+	case "index":
+		return "index"
+	}
+	return string(k)
+}
 
 // eventNameAttr is the attribute that names a log-based event before OTLP's
 // LogRecord.event_name existed (semantic conventions before v1.36, and SDKs that still write it).
@@ -286,12 +312,23 @@ func (d *wireDec) logRecord(b []byte, at logPosition, service string, c *LogCoun
 			continue
 		}
 		shared, _ := conventions.FixedKey(k)
-		buf.attrs = append(buf.attrs, Attr{Key: ownKey(shared, k), Value: a.val.value()})
+		buf.attrs = append(buf.attrs, Attr{Key: ownKey(shared, k), Value: d.logValue(&a.val)})
 	}
 	if hasBody && filter != filterGenAIEvents {
 		var v anyv
 		lastOneof(body, &v)
-		if v.f != 0 {
+		switch {
+		case v.f == 6:
+			// A map body's entries are what the span event's attributes were (content,
+			// message, role): read as those, without a map of the whole body.
+			eachListItem(v.b, func(item []byte) bool {
+				if len(buf.attrs) < maxAttrsPerSpan {
+					e := kvOf(item)
+					buf.attrs = append(buf.attrs, Attr{Key: logBodyKey(e.key), Value: d.logValue(&e.val)})
+				}
+				return true
+			})
+		case v.f != 0:
 			buf.attrs = append(buf.attrs, Attr{Key: LogEventAttr, Value: v.value()})
 		}
 	}

@@ -226,3 +226,51 @@ func FuzzDecodeLogs(f *testing.F) {
 		ReleaseSpans(got)
 	})
 }
+
+// BenchmarkDecodeLogs decodes a log export of 50 GenAI turns as the OpenAI instrumentation sends
+// them (a system, a user message and a choice each: 100 carriers, 50 system messages dropped)
+// and 150 plain log lines of the same app, which cost only their header.
+func BenchmarkDecodeLogs(b *testing.B) {
+	body := logsProto(b, func(rs plog.LogRecordSlice) {
+		for i := range 50 {
+			sys := genAIEvent(rs, "gen_ai.system.message", true, func(v pcommon.Value) {
+				v.SetEmptyMap().PutStr("content", strings.Repeat("Answer from the context. [doc] Some retrieved text. ", 40))
+			})
+			user := genAIEvent(rs, "gen_ai.user.message", true, func(v pcommon.Value) {
+				v.SetEmptyMap().PutStr("content", "What is the refund window?")
+			})
+			choice := genAIEvent(rs, "gen_ai.choice", true, func(v pcommon.Value) {
+				m := v.SetEmptyMap()
+				m.PutStr("finish_reason", "stop")
+				m.PutInt("index", 0)
+				m.PutEmptyMap("message").PutStr("content", "Refunds are accepted within 30 days of delivery [doc-refunds].")
+			})
+			for _, lr := range []plog.LogRecord{sys, user, choice} {
+				lr.SetTraceID(pcommon.TraceID{byte(i), 15: 1})
+			}
+			for range 3 {
+				lr := rs.AppendEmpty()
+				lr.SetTraceID(pcommon.TraceID{byte(i), 15: 1})
+				lr.SetSpanID(logSpan)
+				lr.SetSeverityText("INFO")
+				lr.Body().SetStr("GET /ask 200 in 812 ms")
+				lr.Attributes().PutStr("http.route", "/ask")
+				lr.Attributes().PutInt("http.status_code", 200)
+			}
+		}
+	})
+	lim := Limits{}.WithDefaults()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	var dst []Span
+	for b.Loop() {
+		var c LogCounts
+		var werr *Error
+		dst, c, werr = DecodeLogs(body, lim, dst[:0])
+		if werr != nil || c.Events != 100 || c.Other != 150 {
+			b.Fatal(werr, c)
+		}
+		ReleaseSpans(dst)
+		clear(dst)
+	}
+}
