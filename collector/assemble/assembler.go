@@ -111,7 +111,7 @@ type Assembler struct {
 	lateFeedback []span.Span
 	done         recentSet
 	// eventsSeen is set by the first log-based event taken (AddEvents): from then on a new
-	// trace waits for its generation's output as for a straggler span (trace.needOut).
+	// trace waits for its generation's output as for a straggler span (outNeeded).
 	eventsSeen bool
 
 	procMu sync.Mutex
@@ -134,13 +134,9 @@ type trace struct {
 	trueRoot bool // a span without parent arrived
 	hasRet   bool
 	hasGen   bool
-	// hasOut is set when a span or event carries a generation's output (an answer key or a
-	// gen_ai.choice event: a sign of a generation in the conventions' table, not only a span
-	// kind); needOut when the trace was first seen after log-based events had arrived: such a
-	// trace is complete only with its output, which may come as a log record.
-	hasOut   bool
-	needOut  bool
-	events   int32 // carriers of log-based events held (span.JoinEvents at assembly)
+	// out holds outSeen, outNeeded and eventsHeld, in one byte so that a held trace keeps its
+	// size class (160 bytes).
+	out      uint8
 	deferred bool
 	list     int8 // the deadline list holding the trace, or -1
 	// dangling counts held spans whose parent span is not held (trackParent); -1 once the
@@ -276,7 +272,9 @@ func (a *Assembler) Add(spans []span.Span) {
 		wasTurn := tr.hasRet && tr.hasGen
 		tr.hasRet = tr.hasRet || ret
 		tr.hasGen = tr.hasGen || gen
-		tr.hasOut = tr.hasOut || out
+		if out {
+			tr.out |= outSeen
+		}
 		switch {
 		case s.IsLocalRoot():
 			tr.rootSeen = true
@@ -333,13 +331,28 @@ func (a *Assembler) Add(spans []span.Span) {
 // they end and children end before their parent, so only stragglers of reordered exports (or
 // spans of other processes whose parents are held) can still come.
 func (tr *trace) complete() bool {
-	return tr.trueRoot && tr.hasRet && tr.hasGen && tr.dangling == 0 && (tr.hasOut || !tr.needOut)
+	return tr.trueRoot && tr.hasRet && tr.hasGen && tr.dangling == 0 && (tr.out&outSeen != 0 || tr.out&outNeeded == 0)
 }
+
+// Bits of trace.out.
+const (
+	// outSeen: a span or event carries a generation's output (an answer key or a gen_ai.choice
+	// event: a sign of a generation in the conventions' table, not only a span kind).
+	outSeen uint8 = 1 << iota
+	// outNeeded: the trace was first seen after log-based events had arrived, so it is complete
+	// only with its output, which may still come as a log record.
+	outNeeded
+	// eventsHeld: carriers of log-based events are among the spans (span.JoinEvents at assembly).
+	eventsHeld
+)
 
 // newTrace files a new held trace of id, first seen now, with room for n spans. Called with mu
 // held.
 func (a *Assembler) newTrace(id pcommon.TraceID, now time.Time, n int) *trace {
-	tr := &trace{id: id, first: now, list: -1, spans: span.GetTraceSpans(n), needOut: a.eventsSeen}
+	tr := &trace{id: id, first: now, list: -1, spans: span.GetTraceSpans(n)}
+	if a.eventsSeen {
+		tr.out = outNeeded
+	}
 	a.traces[id] = tr
 	a.schedule(tr, now.Add(a.cfg.Timeout), listTimeout)
 	a.pushNewest(tr)
@@ -615,7 +628,7 @@ func (a *Assembler) holdLonger(tr *trace, now time.Time) bool {
 
 // finish assembles one trace and delivers its records.
 func (a *Assembler) finish(ctx context.Context, tr *trace) error {
-	if tr.events > 0 {
+	if tr.out&eventsHeld != 0 {
 		var joined, orphaned int
 		tr.spans, joined, orphaned = span.JoinEvents(tr.spans)
 		a.m.events[evJoined].Add(float64(joined))

@@ -83,15 +83,15 @@ func (a *Assembler) AddEvents(carriers []span.Span) {
 			continue
 		}
 		tr.spans = append(tr.spans, *s)
-		tr.events++
+		tr.out |= eventsHeld
 		oh := traceOverhead(tr.spans)
 		size := spanSize(s) + oh - tr.overhead
 		tr.overhead = oh
 		tr.bytes += size
 		a.bytes += size
 		_, _, out := quickKind(s)
-		if out && !tr.hasOut {
-			tr.hasOut = true
+		if out && tr.out&outSeen == 0 {
+			tr.out |= outSeen
 			if a.early && tr.rootSeen && tr.complete() && tr.list != listComplete {
 				// The output the complete trace waited for: released at complete_wait.
 				a.schedule(tr, minTime(now.Add(a.cfg.CompleteWait), tr.deadline), listComplete)
