@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 
 	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/scripts/benchcpu"
 )
 
 var (
@@ -263,7 +264,9 @@ func BenchmarkDecodeLogs(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	var dst []Span
+	cpu0, n := benchcpu.Now(), 0
 	for b.Loop() {
+		n++
 		var c LogCounts
 		var werr *Error
 		dst, c, werr = DecodeLogs(body, lim, dst[:0])
@@ -273,4 +276,6 @@ func BenchmarkDecodeLogs(b *testing.B) {
 		ReleaseSpans(dst)
 		clear(dst)
 	}
+	b.ReportMetric(float64(benchcpu.Now()-cpu0)/float64(n), "cpu-ns/op")
+	b.ReportMetric(float64(benchcpu.Now()-cpu0)/float64(n)/300, "cpu-ns/record")
 }
