@@ -1,15 +1,18 @@
 package otlp
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
@@ -233,4 +236,41 @@ func TestGRPCLogs(t *testing.T) {
 	if got := h.rejected(ingest.ReceiverOTLPGRPC, ingest.ReasonMalformed); got != 1 {
 		t.Errorf("rejected{malformed} %v", got)
 	}
+}
+
+// FuzzLogsHTTP: any body posted to /v1/logs, protobuf or JSON, is taken (200) or refused with
+// 400/413, in the request's encoding, through the real wire decoder.
+func FuzzLogsHTTP(f *testing.F) {
+	r, err := New(Settings{
+		Limits:  span.Limits{MaxRequestBytes: 1 << 20},
+		Next:    &sink{},
+		Logs:    &logsSink{},
+		Metrics: ingest.NewMetrics(prometheus.NewRegistry()),
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := r.HTTPHandler()
+	f.Add(false, logsProto(f, genAILogs(3)))
+	f.Add(true, logsJSON(f, genAILogs(3)))
+	f.Add(false, []byte{0x0a, 0x02, 0x12, 0x00})
+	f.Add(true, []byte(`{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"eventName":"gen_ai.choice","body":{"kvlistValue":{}}}]}]}]}`))
+	f.Fuzz(func(t *testing.T, asJSON bool, body []byte) {
+		ct := ctProtobuf
+		if asJSON {
+			ct = ctJSON
+		}
+		req := httptest.NewRequest(http.MethodPost, LogsPath, bytes.NewReader(body))
+		req.Header.Set("Content-Type", ct)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch rec.Code {
+		case http.StatusOK, http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+		default:
+			t.Fatalf("status %d for %d bytes: %s", rec.Code, len(body), rec.Body.Bytes())
+		}
+		if rec.Header().Get("Content-Type") != ct {
+			t.Fatalf("Content-Type %q", rec.Header().Get("Content-Type"))
+		}
+	})
 }
