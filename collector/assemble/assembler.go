@@ -633,6 +633,12 @@ func (a *Assembler) finish(ctx context.Context, tr *trace) error {
 		tr.spans, joined, orphaned = span.JoinEvents(tr.spans)
 		a.m.events[evJoined].Add(float64(joined))
 		a.m.events[evOrphaned].Add(float64(orphaned))
+		if len(tr.spans) == 0 {
+			// Events whose spans never came (counted orphaned): no trace to count.
+			span.PutTraceSpans(tr.spans)
+			tr.spans = nil
+			return nil
+		}
 	}
 	res := Assemble(tr.spans)
 	span.ReleaseSpans(tr.spans)

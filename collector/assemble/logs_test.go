@@ -178,3 +178,17 @@ func TestConsumeLogsRefused(t *testing.T) {
 		t.Fatalf("%d, %v, held %d", n, err, h.a.Held())
 	}
 }
+
+// A trace of which only events arrived (its spans went elsewhere) is no trace: its events are
+// orphaned, and nothing is counted not_rag.
+func TestEventsWithoutTheirTrace(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	h.logsAt(t, 0, question(2), choice(2))
+	if h.a.Held() != 1 {
+		t.Fatalf("held %d", h.a.Held())
+	}
+	h.processAt(t, time.Minute) // its timeout
+	if recs, _ := h.out.got(); len(recs) != 0 || h.a.Held() != 0 || h.logCount("orphaned") != 2 || h.count("records", OutcomeNotRAG) != 0 {
+		t.Fatalf("%d records, held %d, orphaned %v, not_rag %v", len(recs), h.a.Held(), h.logCount("orphaned"), h.count("records", OutcomeNotRAG))
+	}
+}
