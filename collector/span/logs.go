@@ -72,7 +72,8 @@ type LogCounts struct {
 // ExportLogsServiceRequest b that is an event of the conventions (conventions.EventOf, by the
 // record's event_name or, when that is empty, its event.name attribute) and names its span:
 // TraceID, SpanID, Service and one Event, whose attributes are the record's (filtered as a span
-// event's are) and its body as LogEventAttr. A request that is not OTLP protobuf, or that lim
+// event's are) and its body: a map body's entries as attributes of their own, any other body
+// as LogEventAttr. A request that is not OTLP protobuf, or that lim
 // refuses (records per request as MaxSpansPerRequest, attributes per record, value sizes, the
 // body as one value), appends nothing and returns an *Error. Nothing returned points into b.
 func DecodeLogs(b []byte, lim Limits, dst []Span) ([]Span, LogCounts, *Error) {
@@ -133,7 +134,8 @@ func (d *wireDec) resourceLogs(b []byte, rl int, c *LogCounts) error {
 		d.rej = reject(ingest.ReasonLimits, "%s: %d attributes, more than the limit of %d", at, attrs.n, d.lim.MaxAttributesPerSpan)
 	}
 	if d.rej == nil && attrs.first != nil {
-		d.rej = reject(attrs.first.Reason, "%s: an attribute is over the limits", at)
+		// attrCheck words its problem for a trace request's resource: name the log request's.
+		d.rej = reject(attrs.first.Reason, "%s: an attribute (or its key) is over %d bytes, the limit for one value", at, d.lim.MaxAttributeValueBytes)
 	}
 	name := ""
 	switch {

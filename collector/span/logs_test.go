@@ -149,6 +149,15 @@ func TestDecodeLogsRefuses(t *testing.T) {
 	bigAttr := logsProto(t, func(rs plog.LogRecordSlice) {
 		rs.AppendEmpty().Attributes().PutStr("k", strings.Repeat("x", 100))
 	})
+	bigResource := func() []byte {
+		ld := plog.NewLogs()
+		ld.ResourceLogs().AppendEmpty().Resource().Attributes().PutStr("k8s.pod.labels", strings.Repeat("x", 100))
+		b, err := plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}()
 	for _, c := range []struct {
 		name   string
 		b      []byte
@@ -158,6 +167,7 @@ func TestDecodeLogsRefuses(t *testing.T) {
 		{"records", three, ingest.ReasonLimits, "request holds 3 log records, more than the limit of 2"},
 		{"body", bigBody, ingest.ReasonLimits, "resource_logs[0].scope_logs[0].log_records[0]: body is over 64 bytes, the limit for one value"},
 		{"attribute", bigAttr, ingest.ReasonLimits, `resource_logs[0].scope_logs[0].log_records[0]: attribute "k" is over 64 bytes, the limit for one value`},
+		{"resource attribute", bigResource, ingest.ReasonLimits, "resource_logs[0].resource: an attribute (or its key) is over 64 bytes, the limit for one value"},
 		{"malformed", []byte{0x0a, 0x05, 0x01}, ingest.ReasonMalformed, "unexpected EOF"},
 		{"wrong wire type", []byte{0x08, 0x01}, ingest.ReasonMalformed, "proto: wrong wireType = 0 for field ResourceLogs"},
 	} {
