@@ -62,7 +62,7 @@ func CheckNATSSubjects(c *Config) error {
 	}
 	s := c.NATS.Subjects
 	var errs []error
-	for _, kv := range [][2]string{{"records", s.Records}, {"otlp", s.OTLP}, {"feedback", s.Feedback}, {"labels", s.Labels}} {
+	for _, kv := range [][2]string{{"records", s.Records}, {"otlp", s.OTLP}, {"otlp_logs", s.OTLPLogs}, {"feedback", s.Feedback}, {"labels", s.Labels}} {
 		key, subj := "nats.subjects."+kv[0], kv[1]
 		if subj == "" || natsconn.CheckSubject(subj) != nil {
 			continue // reported by natsconn.Subjects.validate
@@ -97,6 +97,8 @@ func defaultSubject(key string) string {
 		return d.Records
 	case "otlp":
 		return d.OTLP
+	case "otlp_logs":
+		return d.OTLPLogs
 	case "feedback":
 		return d.Feedback
 	default:

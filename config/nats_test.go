@@ -22,7 +22,7 @@ func TestNATSDefaults(t *testing.T) {
 	if c.NATS.StoreDir != "./ragwatch-data" || c.NATS.Embedded.Endpoint != "127.0.0.1:4222" {
 		t.Fatalf("fixed defaults changed: %q %q", c.NATS.StoreDir, c.NATS.Embedded.Endpoint)
 	}
-	if c.NATS.Subjects != (NATSSubjects{Records: "ragwatch.records.>", OTLP: "ragwatch.otlp.traces", Feedback: "ragwatch.feedback.>", Labels: "ragwatch.labels.>"}) {
+	if c.NATS.Subjects != (NATSSubjects{Records: "ragwatch.records.>", OTLP: "ragwatch.otlp.traces", OTLPLogs: "ragwatch.otlp.logs", Feedback: "ragwatch.feedback.>", Labels: "ragwatch.labels.>"}) {
 		t.Fatalf("subjects = %+v", c.NATS.Subjects)
 	}
 	if u := c.NATS.Embedded.Users; u.Ragwatch != (NATSUser{Name: "ragwatch"}) || u.App != (NATSUser{Name: "app"}) {
@@ -120,7 +120,7 @@ func TestNATSAppSubjectsOverlapRagwatch(t *testing.T) {
 	const advice = "; the app's user may publish on this subject, give it one of its own (such as %s)"
 	only := func(key, subj string) string { // the other ingest subjects off, so only key's overlap is reported
 		y := "nats:\n  subjects:\n"
-		for _, k := range []string{"records", "otlp", "feedback", "labels"} {
+		for _, k := range []string{"records", "otlp", "otlp_logs", "feedback", "labels"} {
 			if k == key {
 				y += "    " + k + ": \"" + subj + "\"\n"
 			} else {
@@ -130,7 +130,7 @@ func TestNATSAppSubjectsOverlapRagwatch(t *testing.T) {
 		return y
 	}
 	line := func(key string) string {
-		return map[string]string{"records": "3", "otlp": "4", "feedback": "5", "labels": "6"}[key]
+		return map[string]string{"records": "3", "otlp": "4", "otlp_logs": "5", "feedback": "6", "labels": "7"}[key]
 	}
 	tests := []struct {
 		key, subject, hits string
@@ -147,13 +147,14 @@ func TestNATSAppSubjectsOverlapRagwatch(t *testing.T) {
 		{"feedback", "$JS.API.>", "$JS.> (the JetStream API and acknowledgements)"},
 		{"otlp", "$SYS.x", "$SYS.> (the NATS system account)"},
 		{"otlp", "$O.bucket.x", "$O.> (the JetStream object stores)"},
+		{"otlp_logs", "ragwatch.scoring.records", "ragwatch.scoring.records (`scoring.queue.subject`)"},
 		{"records", "$NRG.x", "$NRG.> (reserved by NATS)"},
 		{"records", "_INBOX.>", "_INBOX.> (reply inboxes)"},
 		{"records", "_INBOX_app.x", inbox},
 		{"records", "_INBOX_other.x", "_INBOX_other.> (reserved by NATS)"},
 		{"records", "_R_.x", "_R_.> (service-import replies)"},
 	}
-	defaults := map[string]string{"records": "ragwatch.records.>", "otlp": "ragwatch.otlp.traces", "feedback": "ragwatch.feedback.>", "labels": "ragwatch.labels.>"}
+	defaults := map[string]string{"records": "ragwatch.records.>", "otlp": "ragwatch.otlp.traces", "otlp_logs": "ragwatch.otlp.logs", "feedback": "ragwatch.feedback.>", "labels": "ragwatch.labels.>"}
 	for _, tt := range tests {
 		want := "line " + line(tt.key) + ": `nats.subjects." + tt.key + "` \"" + tt.subject + "\" overlaps subjects the app must not publish on: " +
 			tt.hits + fmt.Sprintf(advice, defaults[tt.key])
@@ -166,7 +167,7 @@ func TestNATSAppSubjectsOverlapRagwatch(t *testing.T) {
 	}
 
 	// An external cluster: the same subjects are the app's, and ragwatch's inbox is not known.
-	ext := "nats:\n  url: nats://10.0.0.1:4222\n  subjects:\n    records: \"ragwatch.>\"\n    otlp: \"\"\n    feedback: \"\"\n    labels: \"\"\n"
+	ext := "nats:\n  url: nats://10.0.0.1:4222\n  subjects:\n    records: \"ragwatch.>\"\n    otlp: \"\"\n    otlp_logs: \"\"\n    feedback: \"\"\n    labels: \"\"\n"
 	want := "line 4: `nats.subjects.records` \"ragwatch.>\" overlaps subjects the app must not publish on: " + own + fmt.Sprintf(advice, "ragwatch.records.>")
 	if _, err := Parse([]byte(ext)); err == nil || err.Error() != want {
 		t.Fatalf("external cluster:\n got %v\nwant %s", err, want)

@@ -60,13 +60,19 @@ func TestOtelcolConfigs(t *testing.T) {
 		if (resolver == "static") != (lb.Resolver.Static != nil) || (resolver == "k8s") != (lb.Resolver.K8s != nil) {
 			t.Errorf("%s: resolver %+v, want %s", path, lb.Resolver, resolver)
 		}
-		if p := c.Service.Pipelines["traces"]; len(p.Exporters) != 1 || p.Exporters[0] != "load_balancing" {
-			t.Errorf("%s: traces pipeline %+v", path, p)
+		// Logs too, by the same trace id: GenAI events reach the replica holding their trace.
+		for _, signal := range []string{"traces", "logs"} {
+			if p := c.Service.Pipelines[signal]; len(p.Exporters) != 1 || p.Exporters[0] != "load_balancing" {
+				t.Errorf("%s: %s pipeline %+v", path, signal, p)
+			}
 		}
 	}
 	tee := readCollectorConfig(t, "otelcol/tee.yaml")
 	if p := tee.Service.Pipelines["traces/ragwatch"]; len(p.Processors) != 1 || p.Exporters[0] != "otlp_grpc/ragwatch" {
 		t.Errorf("tee.yaml: ragwatch pipeline %+v", p)
+	}
+	if p := tee.Service.Pipelines["logs/ragwatch"]; len(p.Processors) != 1 || len(p.Exporters) != 1 || p.Exporters[0] != "otlp_grpc/ragwatch" {
+		t.Errorf("tee.yaml: ragwatch logs pipeline %+v", p)
 	}
 
 	k8sConfig, err := os.ReadFile("otelcol/loadbalancing-k8s.yaml")

@@ -20,7 +20,7 @@ func TestValidateRefusesAppSubjectsOverRagwatch(t *testing.T) {
 	} {
 		t.Run(tt.subject, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "ragwatch.yaml")
-			body := "nats:\n  subjects:\n    records: \"" + tt.subject + "\"\n    otlp: \"\"\n    feedback: \"\"\n    labels: \"\"\n"
+			body := "nats:\n  subjects:\n    records: \"" + tt.subject + "\"\n    otlp: \"\"\n    otlp_logs: \"\"\n    feedback: \"\"\n    labels: \"\"\n"
 			if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 				t.Fatal(err)
 			}

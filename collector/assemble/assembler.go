@@ -115,6 +115,9 @@ type Assembler struct {
 	backlogBytes int64
 	lateFeedback []span.Span
 	done         recentSet
+	// eventsSeen is set by the first log-based event taken (AddEvents): from then on a new
+	// trace waits for its generation's output as for a straggler span (outNeeded).
+	eventsSeen bool
 
 	procMu sync.Mutex
 
@@ -136,6 +139,9 @@ type trace struct {
 	trueRoot bool // a span without parent arrived
 	hasRet   bool
 	hasGen   bool
+	// out holds outSeen, outNeeded and eventsHeld, in one byte so that a held trace keeps its
+	// size class (160 bytes).
+	out      uint8
 	deferred bool
 	list     int8 // the deadline list holding the trace, or -1
 	// dangling counts held spans whose parent span is not held (trackParent); -1 once the
@@ -249,13 +255,7 @@ func (a *Assembler) Add(spans []span.Span) {
 				}
 				continue
 			}
-			tr = &trace{id: s.TraceID, first: now, list: -1, spans: span.GetTraceSpans(spanCapHint(spans[i:]))}
-			a.traces[s.TraceID] = tr
-			a.schedule(tr, now.Add(a.cfg.Timeout), listTimeout)
-			a.pushNewest(tr)
-			tr.overhead = traceOverhead(tr.spans)
-			tr.bytes = tr.overhead
-			a.bytes += tr.overhead
+			tr = a.newTrace(s.TraceID, now, spanCapHint(spans[i:]))
 		}
 		if len(tr.spans) == maxSpansPerTrace {
 			// A trace this large is assembled now; its further spans count as late.
@@ -274,10 +274,13 @@ func (a *Assembler) Add(spans []span.Span) {
 		tr.overhead = oh
 		tr.bytes += size
 		a.bytes += size
-		ret, gen := quickKind(s)
+		ret, gen, out := quickKind(s)
 		wasTurn := tr.hasRet && tr.hasGen
 		tr.hasRet = tr.hasRet || ret
 		tr.hasGen = tr.hasGen || gen
+		if out {
+			tr.out |= outSeen
+		}
 		switch {
 		case s.IsLocalRoot():
 			tr.rootSeen = true
@@ -334,7 +337,35 @@ func (a *Assembler) Add(spans []span.Span) {
 // they end and children end before their parent, so only stragglers of reordered exports (or
 // spans of other processes whose parents are held) can still come.
 func (tr *trace) complete() bool {
-	return tr.trueRoot && tr.hasRet && tr.hasGen && tr.dangling == 0
+	return tr.trueRoot && tr.hasRet && tr.hasGen && tr.dangling == 0 && (tr.out&outSeen != 0 || tr.out&outNeeded == 0)
+}
+
+// Bits of trace.out.
+const (
+	// outSeen: a span or event carries a generation's output (an answer key or a gen_ai.choice
+	// event: a sign of a generation in the conventions' table, not only a span kind).
+	outSeen uint8 = 1 << iota
+	// outNeeded: the trace was first seen after log-based events had arrived, so it is complete
+	// only with its output, which may still come as a log record.
+	outNeeded
+	// eventsHeld: carriers of log-based events are among the spans (span.JoinEvents at assembly).
+	eventsHeld
+)
+
+// newTrace files a new held trace of id, first seen now, with room for n spans. Called with mu
+// held.
+func (a *Assembler) newTrace(id pcommon.TraceID, now time.Time, n int) *trace {
+	tr := &trace{id: id, first: now, list: -1, spans: span.GetTraceSpans(n)}
+	if a.eventsSeen {
+		tr.out = outNeeded
+	}
+	a.traces[id] = tr
+	a.schedule(tr, now.Add(a.cfg.Timeout), listTimeout)
+	a.pushNewest(tr)
+	tr.overhead = traceOverhead(tr.spans)
+	tr.bytes = tr.overhead
+	a.bytes += tr.overhead
+	return tr
 }
 
 // trackParent updates tr.dangling for s, about to be appended to tr.spans: s dangles unless it
@@ -354,6 +385,9 @@ func (tr *trace) trackParent(s *span.Span) {
 	var children int8
 	for i := range tr.spans {
 		h := &tr.spans[i]
+		if h.EventsOnly {
+			continue // a carrier of its span's log-based events, not the span
+		}
 		parentHeld = parentHeld || h.SpanID == s.ParentSpanID
 		dup = dup || h.SpanID == s.SpanID
 		if h.ParentSpanID == s.SpanID {
@@ -600,6 +634,18 @@ func (a *Assembler) holdLonger(tr *trace, now time.Time) bool {
 
 // finish assembles one trace and delivers its records.
 func (a *Assembler) finish(ctx context.Context, tr *trace) error {
+	if tr.out&eventsHeld != 0 {
+		var joined, orphaned int
+		tr.spans, joined, orphaned = span.JoinEvents(tr.spans)
+		a.m.events[evJoined].Add(float64(joined))
+		a.m.events[evOrphaned].Add(float64(orphaned))
+		if len(tr.spans) == 0 {
+			// Events whose spans never came (counted orphaned): no trace to count.
+			span.PutTraceSpans(tr.spans)
+			tr.spans = nil
+			return nil
+		}
+	}
 	res := AssembleWith(tr.spans, &a.opts)
 	span.ReleaseSpans(tr.spans)
 	span.PutTraceSpans(tr.spans)
@@ -660,7 +706,9 @@ func (a *Assembler) deliverFeedback(ctx context.Context, fbs []record.Feedback) 
 // quickKind says whether a span is a retrieval or a generation by the cheap signs only: what
 // the conventions' table says the presence of a key or an event means (Sign) and the span
 // kinds its values name (KindOf); facts.Read decides at assembly.
-func quickKind(s *span.Span) (ret, gen bool) {
+//
+// out is set when a key or event says the span holds a generation's output (an answer).
+func quickKind(s *span.Span) (ret, gen, out bool) {
 	for i := range s.Attrs {
 		key, sign := signOf(s.Attrs[i].Key)
 		if key != nil {
@@ -677,15 +725,15 @@ func quickKind(s *span.Span) (ret, gen bool) {
 			}
 		}
 		ret = ret || sign&conventions.SignRetrieval != 0
-		gen = gen || sign&conventions.SignGeneration != 0
+		out = out || sign&conventions.SignGeneration != 0
 	}
 	for i := range s.Events {
 		if e, ok := conventions.EventOf(s.Events[i].Name); ok {
 			ret = ret || e.Sign&conventions.SignRetrieval != 0
-			gen = gen || e.Sign&conventions.SignGeneration != 0
+			out = out || e.Sign&conventions.SignGeneration != 0
 		}
 	}
-	return ret, gen
+	return ret, gen || out, out
 }
 
 // hasFeedback reports whether a span carries feedback (checked for late spans only).
@@ -803,6 +851,8 @@ type metrics struct {
 	releasedVec    *prometheus.CounterVec
 	badTraceState  prometheus.Counter
 	historyDropped prometheus.Counter
+	logRecords     *prometheus.CounterVec
+	events         [len(logOutcomes)]prometheus.Counter    // by logOutcomes' index, resolved once
 	released       [len(releaseReasons)]prometheus.Counter // by releaseReason, resolved once
 	// The records' outcomes every trace counts, resolved once.
 	assembled, partial, notRAG prometheus.Counter
@@ -843,6 +893,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Assembled traces whose tracestate `ot` entry declares a malformed sampling probability (th or p): it is ignored, as if none were declared.",
 		}),
 		historyDropped: newHistoryDropped(),
+		logRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_log_records_total",
+			Help: "OTLP log records taken in, by what became of them: GenAI events joined to their span at assembly (joined), whose span never arrived (orphaned), that arrived after their trace was assembled (late), without a trace or span id (no_span), that no reader reads (unread: system and tool messages); every other log record (ignored).",
+		}, []string{"outcome"}),
+	}
+	for i, o := range logOutcomes {
+		m.events[i] = m.logRecords.WithLabelValues(o)
 	}
 	for i, r := range releaseReasons {
 		m.released[i] = m.releasedVec.WithLabelValues(r)
@@ -862,7 +919,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.records, m.evicted, m.late, m.deliveryErrors, m.held, m.heldBytes, m.releasedVec, m.badTraceState} {
+	for _, c := range []prometheus.Collector{m.records, m.evicted, m.late, m.deliveryErrors, m.held, m.heldBytes, m.releasedVec, m.badTraceState, m.logRecords} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

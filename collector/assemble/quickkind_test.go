@@ -25,7 +25,7 @@ func TestQuickKindSameAsByKey(t *testing.T) {
 		span.Str("ai.generatetext"), span.Str("ai.embedMany.doEmbed")}
 	check := func(s *span.Span) {
 		t.Helper()
-		r1, g1 := quickKind(s)
+		r1, g1, _ := quickKind(s)
 		r2, g2 := quickKindRef(s)
 		if r1 != r2 || g1 != g2 {
 			t.Fatalf("%+v: quickKind = %v, %v; by key %v, %v", s.Attrs, r1, g1, r2, g2)

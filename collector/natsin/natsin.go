@@ -1,5 +1,5 @@
-// Package natsin reads ragwatch's NATS subjects: records (JSON), OTLP traces (protobuf
-// ExportTraceServiceRequest), user feedback and human labels (JSON), through a core queue subscription or a
+// Package natsin reads ragwatch's NATS subjects: records (JSON), OTLP traces and logs (protobuf
+// ExportTraceServiceRequest, ExportLogsServiceRequest), user feedback and human labels (JSON), through a core queue subscription or a
 // JetStream durable consumer with explicit acks, and hands them to the pipeline.
 package natsin
 
@@ -39,10 +39,17 @@ func (f TracesConsumerFunc) ConsumeTraces(ctx context.Context, td ptrace.Traces)
 	return f(ctx, td)
 }
 
+// LogsConsumer takes OTLP log exports as protobuf (the assembler implements it): it answers
+// as collector/otlp's LogsConsumer, a *span.Error for a message it refuses.
+type LogsConsumer interface {
+	ConsumeLogs(ctx context.Context, body []byte, lim span.Limits) (records int, err error)
+}
+
 // Message kinds, the `kind` label of ragwatch_nats_messages_total.
 const (
 	KindRecords  = "records"
 	KindOTLP     = "otlp"
+	KindOTLPLogs = "otlp_logs"
 	KindFeedback = "feedback"
 	KindLabels   = "labels"
 )
@@ -64,6 +71,7 @@ type Settings struct {
 
 	Records  record.Consumer
 	Traces   TracesConsumer
+	Logs     LogsConsumer
 	Feedback record.FeedbackConsumer
 	Labels   record.LabelConsumer
 
@@ -148,7 +156,7 @@ func New(s Settings) (*Subscriber, error) {
 		dedup: newDedup(window, maxEntries, kv, s.Now),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_nats_messages_total",
-			Help: "NATS messages consumed, by kind (records, otlp, feedback, labels) and outcome (accepted, rejected, duplicate, retry, failed).",
+			Help: "NATS messages consumed, by kind (records, otlp, otlp_logs, feedback, labels) and outcome (accepted, rejected, duplicate, retry, failed).",
 		}, []string{"kind", "outcome"}),
 		sharedReplies: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ragwatch_nats_shared_account_replies_total",
@@ -202,6 +210,9 @@ func (s *Subscriber) bindings() []binding {
 	}
 	if s.s.Traces != nil && s.cfg.Subjects.OTLP != "" {
 		out = append(out, binding{KindOTLP, s.cfg.Subjects.OTLP, s.handleOTLP})
+	}
+	if s.s.Logs != nil && s.cfg.Subjects.OTLPLogs != "" {
+		out = append(out, binding{KindOTLPLogs, s.cfg.Subjects.OTLPLogs, s.handleOTLPLogs})
 	}
 	if s.s.Feedback != nil && s.cfg.Subjects.Feedback != "" {
 		out = append(out, binding{KindFeedback, s.cfg.Subjects.Feedback, s.handleFeedback})
@@ -279,7 +290,7 @@ func (s *Subscriber) startJetStream(ctx context.Context, bs []binding) error {
 	if c.CreateStream {
 		_, err := s.s.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name:        c.Stream,
-			Description: "ragwatch intake: records, OTLP traces, feedback and labels",
+			Description: "ragwatch intake: records, OTLP traces and logs, feedback and labels",
 			Subjects:    subjects,
 			Storage:     jetstream.FileStorage,
 			MaxAge:      c.StreamMaxAge,
@@ -522,6 +533,26 @@ func (s *Subscriber) handleOTLP(ctx context.Context, data []byte, info msgInfo) 
 		return result{err: err}
 	}
 	s.s.Metrics.Spans(ingest.ReceiverNATS, n)
+	s.markMessage(ctx, key)
+	return result{consumed: 1}
+}
+
+// handleOTLPLogs hands an OTLP log export to the LogsConsumer, which decodes it at the wire
+// level with OTLPLimits (records per message as spans per request).
+func (s *Subscriber) handleOTLPLogs(ctx context.Context, data []byte, info msgInfo) result {
+	key, dup := s.messageDup(ctx, info)
+	if dup {
+		return result{duplicates: 1}
+	}
+	n, err := s.s.Logs.ConsumeLogs(ctx, data, s.s.OTLPLimits)
+	var rej *span.Error
+	switch {
+	case errors.As(err, &rej):
+		return result{reason: rej.Reason, err: fmt.Errorf("OTLP ExportLogsServiceRequest: %w", rej)}
+	case err != nil:
+		return result{err: err}
+	}
+	s.s.Metrics.LogRecords(ingest.ReceiverNATS, n)
 	s.markMessage(ctx, key)
 	return result{consumed: 1}
 }

@@ -71,6 +71,9 @@ func (r *Receiver) newGRPCServer(bounds []grpc.ServerOption) *grpc.Server {
 	opts = append(opts, r.extraGRPCOpts...)
 	srv := grpc.NewServer(opts...)
 	srv.RegisterService(&traceServiceDesc, &grpcTraces{r: r})
+	if r.set.Logs != nil {
+		srv.RegisterService(&logsServiceDesc, &grpcLogs{grpcTraces{r: r}})
+	}
 	return srv
 }
 
@@ -108,26 +111,72 @@ var traceServiceDesc = grpc.ServiceDesc{
 	HandlerType: (*rawExporter)(nil),
 	Methods: []grpc.MethodDesc{{
 		MethodName: "Export",
-		Handler: func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
-			exp := srv.(rawExporter)
-			in := &pooledMessage{}
-			if err := dec(in); err != nil {
-				exp.receiveFailed(err)
-				return nil, err
-			}
-			// The decoded request copies what it keeps, so the bytes go back to their pool
-			// when the handler returns, whether the interceptor let the call through or not.
-			defer in.free()
-			if interceptor == nil {
-				return exp.export(ctx, in.bytes())
-			}
-			info := &grpc.UnaryServerInfo{Server: srv, FullMethod: exportMethod}
-			return interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
-				return exp.export(ctx, req.(*pooledMessage).bytes())
-			})
-		},
+		Handler:    exportHandler(exportMethod),
 	}},
 	Metadata: "opentelemetry/proto/collector/trace/v1/trace_service.proto",
+}
+
+// logsExportMethod is the OTLP log export's full gRPC method name.
+const logsExportMethod = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
+
+// logsServiceDesc is OTLP's LogsService with Export taking and returning protobuf bytes, as
+// traceServiceDesc.
+var logsServiceDesc = grpc.ServiceDesc{
+	ServiceName: "opentelemetry.proto.collector.logs.v1.LogsService",
+	HandlerType: (*rawExporter)(nil),
+	Methods: []grpc.MethodDesc{{
+		MethodName: "Export",
+		Handler:    exportHandler(logsExportMethod),
+	}},
+	Metadata: "opentelemetry/proto/collector/logs/v1/logs_service.proto",
+}
+
+// grpcLogs serves LogsService; receiveFailed is grpcTraces'.
+type grpcLogs struct {
+	grpcTraces
+}
+
+// export hands one ExportLogsServiceRequest to the LogsConsumer. A fully accepted export's
+// response is empty, as for traces.
+func (g *grpcLogs) export(ctx context.Context, in []byte) ([]byte, error) {
+	if g.r.set.Admit != nil {
+		release, ok := g.r.set.Admit(int64(len(in)))
+		if !ok {
+			return nil, g.r.grpcOverloaded()
+		}
+		defer release()
+	}
+	malformed, err := g.r.consumeLogs(ctx, ingest.ReceiverOTLPGRPC, in)
+	switch {
+	case malformed != nil:
+		return nil, status.Error(codes.InvalidArgument, decodeMessage(ctProtobuf, malformed))
+	case err != nil:
+		return nil, g.r.grpcStatus(err)
+	}
+	return emptyResponse, nil
+}
+
+// exportHandler is the handler of an Export method (its full name method) taking the
+// request's bytes: a rawExporter decodes them itself.
+func exportHandler(method string) func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+	return func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+		exp := srv.(rawExporter)
+		in := &pooledMessage{}
+		if err := dec(in); err != nil {
+			exp.receiveFailed(err)
+			return nil, err
+		}
+		// The decoded request copies what it keeps, so the bytes go back to their pool
+		// when the handler returns, whether the interceptor let the call through or not.
+		defer in.free()
+		if interceptor == nil {
+			return exp.export(ctx, in.bytes())
+		}
+		info := &grpc.UnaryServerInfo{Server: srv, FullMethod: method}
+		return interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
+			return exp.export(ctx, req.(*pooledMessage).bytes())
+		})
+	}
 }
 
 type rawExporter interface {

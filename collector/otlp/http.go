@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
@@ -30,13 +31,19 @@ const (
 
 	// TracesPath is where OTLP/HTTP exporters send traces.
 	TracesPath = "/v1/traces"
+	// LogsPath is where OTLP/HTTP exporters send logs (served when Settings.Logs is set).
+	LogsPath = "/v1/logs"
 )
 
-// HTTPHandler serves OTLP/HTTP trace export on TracesPath. It is what the HTTP receiver serves;
+// HTTPHandler serves OTLP/HTTP trace export on TracesPath, and log export on LogsPath when
+// Settings.Logs is set. It is what the HTTP receiver serves;
 // exposed so it can be mounted elsewhere or tested without a listener.
 func (r *Receiver) HTTPHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(TracesPath, r.serveTraces)
+	if r.set.Logs != nil {
+		mux.HandleFunc(LogsPath, r.serveLogs)
+	}
 	return mux
 }
 
@@ -52,50 +59,15 @@ func (r *Receiver) declaredSize(req *http.Request) int64 {
 
 func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 	const rcv = ingest.ReceiverOTLPHTTP
-	if req.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeStatus(w, ctJSON, http.StatusMethodNotAllowed, codes.Unimplemented, fmt.Sprintf("method %s not allowed, use POST", req.Method))
+	body, mediaType, release := r.intake(w, req)
+	if release != nil {
+		defer release()
+	}
+	if body == nil {
 		return
 	}
-	refused := r.set.Refuse != nil && r.set.Refuse() // before the body is read: refusing costs no memory
-	if !refused && r.set.Admit != nil {
-		release, ok := r.set.Admit(r.declaredSize(req))
-		if ok {
-			defer release()
-		}
-		refused = !ok
-	}
-	if refused {
-		r.set.Metrics.Rejected(rcv, ingest.ReasonOverloaded)
-		secs := int((r.set.RefuseRetryAfter + time.Second - 1) / time.Second)
-		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-		mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
-		writeStatus(w, mt, http.StatusServiceUnavailable, codes.Unavailable, "ragwatch is over its memory limit, retry later")
-		return
-	}
-	mediaType, err := parseContentType(req.Header.Get("Content-Type"))
-	if err != nil || (mediaType != ctProtobuf && mediaType != ctJSON) {
-		r.set.Metrics.Rejected(rcv, ingest.ReasonContentType)
-		writeStatus(w, ctJSON, http.StatusUnsupportedMediaType, codes.InvalidArgument,
-			fmt.Sprintf("unsupported Content-Type %q: use %s or %s", req.Header.Get("Content-Type"), ctProtobuf, ctJSON))
-		return
-	}
-	body, status, msg := r.readBody(req)
-	if body != nil {
-		defer putBody(body)
-	}
-	if status != 0 {
-		reason := ingest.ReasonMalformed
-		switch status {
-		case http.StatusRequestEntityTooLarge:
-			reason = ingest.ReasonTooLarge
-		case http.StatusUnsupportedMediaType:
-			reason = ingest.ReasonContentType
-		}
-		r.set.Metrics.Rejected(rcv, reason)
-		writeStatus(w, mediaType, status, codes.InvalidArgument, msg)
-		return
-	}
+	defer putBody(body)
+	var err error
 
 	if pc, ok := r.set.Next.(ProtoConsumer); ok && mediaType == ctProtobuf {
 		malformed, err := r.consumeProto(req.Context(), rcv, pc, *body)
@@ -126,6 +98,99 @@ func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 
 	_, partial, err := r.consume(req.Context(), rcv, otlpReq.Traces())
 	r.answer(w, mediaType, partial, err)
+}
+
+// serveLogs takes an OTLP/HTTP log export: protobuf straight to the LogsConsumer, OTLP/JSON
+// through pdata re-encoded as protobuf (one decoder of log records, the wire one).
+func (r *Receiver) serveLogs(w http.ResponseWriter, req *http.Request) {
+	const rcv = ingest.ReceiverOTLPHTTP
+	body, mediaType, release := r.intake(w, req)
+	if release != nil {
+		defer release()
+	}
+	if body == nil {
+		return
+	}
+	defer putBody(body)
+	in := *body
+	if mediaType == ctJSON {
+		if record.CheckJSON(in, r.limits.MaxJSONDepth, 0) != nil {
+			r.set.Metrics.Rejected(rcv, ingest.ReasonLimits)
+			writeStatus(w, mediaType, http.StatusBadRequest, codes.InvalidArgument,
+				fmt.Sprintf("JSON nests deeper than the limit of %d", r.limits.MaxJSONDepth))
+			return
+		}
+		logsReq := plogotlp.NewExportRequest()
+		err := logsReq.UnmarshalJSON(in)
+		if err == nil {
+			in, err = logsReq.MarshalProto()
+		}
+		if err != nil {
+			r.set.Metrics.Rejected(rcv, ingest.ReasonMalformed)
+			writeStatus(w, mediaType, http.StatusBadRequest, codes.InvalidArgument, decodeMessage(mediaType, err))
+			return
+		}
+	}
+	malformed, err := r.consumeLogs(req.Context(), rcv, in)
+	if malformed != nil {
+		writeStatus(w, mediaType, http.StatusBadRequest, codes.InvalidArgument, decodeMessage(ctProtobuf, malformed))
+		return
+	}
+	r.answer(w, mediaType, nil, err)
+}
+
+// intake is what every OTLP/HTTP export goes through before it is decoded: the method, the
+// memory guard (Refuse, then Admit with the declared size), the Content-Type, and the body,
+// read and decompressed within the limits. It answers and counts a refusal itself and then
+// returns a nil body; else the body (hand it back with putBody) and its media type. release,
+// when not nil, is the admission to release once the request is handled, whatever the body.
+func (r *Receiver) intake(w http.ResponseWriter, req *http.Request) (body *[]byte, mediaType string, release func()) {
+	const rcv = ingest.ReceiverOTLPHTTP
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeStatus(w, ctJSON, http.StatusMethodNotAllowed, codes.Unimplemented, fmt.Sprintf("method %s not allowed, use POST", req.Method))
+		return nil, "", nil
+	}
+	refused := r.set.Refuse != nil && r.set.Refuse() // before the body is read: refusing costs no memory
+	if !refused && r.set.Admit != nil {
+		rel, ok := r.set.Admit(r.declaredSize(req))
+		if ok {
+			release = rel
+		}
+		refused = !ok
+	}
+	if refused {
+		r.set.Metrics.Rejected(rcv, ingest.ReasonOverloaded)
+		secs := int((r.set.RefuseRetryAfter + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+		mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+		writeStatus(w, mt, http.StatusServiceUnavailable, codes.Unavailable, "ragwatch is over its memory limit, retry later")
+		return nil, "", release
+	}
+	mediaType, err := parseContentType(req.Header.Get("Content-Type"))
+	if err != nil || (mediaType != ctProtobuf && mediaType != ctJSON) {
+		r.set.Metrics.Rejected(rcv, ingest.ReasonContentType)
+		writeStatus(w, ctJSON, http.StatusUnsupportedMediaType, codes.InvalidArgument,
+			fmt.Sprintf("unsupported Content-Type %q: use %s or %s", req.Header.Get("Content-Type"), ctProtobuf, ctJSON))
+		return nil, "", release
+	}
+	body, status, msg := r.readBody(req)
+	if status != 0 {
+		if body != nil {
+			putBody(body)
+		}
+		reason := ingest.ReasonMalformed
+		switch status {
+		case http.StatusRequestEntityTooLarge:
+			reason = ingest.ReasonTooLarge
+		case http.StatusUnsupportedMediaType:
+			reason = ingest.ReasonContentType
+		}
+		r.set.Metrics.Rejected(rcv, reason)
+		writeStatus(w, mediaType, status, codes.InvalidArgument, msg)
+		return nil, "", release
+	}
+	return body, mediaType, release
 }
 
 // answer writes the response to an export the consumer took (err nil, partial maybe) or not.

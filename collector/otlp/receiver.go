@@ -46,6 +46,15 @@ type ProtoConsumer interface {
 	ConsumeProto(ctx context.Context, body []byte, lim span.Limits) (spans int, err error)
 }
 
+// LogsConsumer takes OTLP log exports (ExportLogsServiceRequest) as protobuf bytes, which it
+// must not keep, with the receivers' Limits, and answers as a ProtoConsumer does: the
+// *span.Error that refuses the request (its Reason ingest.ReasonMalformed for bytes that are
+// not an OTLP request), taking nothing, else the number of log records taken or a consumer
+// error. OTLP/JSON logs reach it re-encoded as protobuf by pdata.
+type LogsConsumer interface {
+	ConsumeLogs(ctx context.Context, body []byte, lim span.Limits) (records int, err error)
+}
+
 // Settings configures the receivers. An empty endpoint disables that receiver.
 type Settings struct {
 	GRPCEndpoint string // host:port, e.g. "127.0.0.1:4317"
@@ -54,7 +63,10 @@ type Settings struct {
 	// RetryAfter is what overloaded clients are told to wait; default 1s.
 	RetryAfter time.Duration
 	Next       TracesConsumer
-	Metrics    *ingest.Metrics
+	// Logs, when set, takes OTLP log exports: the gRPC LogsService and POST LogsPath are
+	// served, with the same limits, authentication and admission as traces; nil serves neither.
+	Logs    LogsConsumer
+	Metrics *ingest.Metrics
 	// GRPCTLS and HTTPTLS serve TLS when set (mTLS when they require client certificates).
 	GRPCTLS, HTTPTLS *tls.Config
 	// GRPCTokens and HTTPTokens, when set, require a bearer token on every export.
@@ -274,6 +286,24 @@ func (r *Receiver) consumeProto(ctx context.Context, receiver string, pc ProtoCo
 		}
 		return nil, nil
 	}
+	return r.refused(receiver, err)
+}
+
+// consumeLogs hands a protobuf log export to the LogsConsumer and answers as consumeProto.
+func (r *Receiver) consumeLogs(ctx context.Context, receiver string, body []byte) (malformed error, err error) {
+	n, err := r.set.Logs.ConsumeLogs(ctx, body, r.limits)
+	if err == nil {
+		if n > 0 {
+			r.set.Metrics.LogRecords(receiver, n)
+		}
+		return nil, nil
+	}
+	return r.refused(receiver, err)
+}
+
+// refused counts and sorts the error of a consumer that decodes bytes itself: malformed when
+// they are not an OTLP request, the *span.Error of the limits, or a consumer error.
+func (r *Receiver) refused(receiver string, err error) (malformed error, _ error) {
 	var rej *span.Error // escapes into errors.As: declared only when there is an error
 	switch {
 	case errors.As(err, &rej) && rej.Reason == ingest.ReasonMalformed:

@@ -25,7 +25,11 @@ type Span struct {
 	RemoteParent bool
 	// pooled is set by FromTraces: the attribute slices come from attrPools and go back there
 	// once the trace is assembled (never a caller's own slices).
-	pooled     bool
+	pooled bool
+	// EventsOnly marks a carrier of log-based events (DecodeLogs): only TraceID, SpanID,
+	// Service and Events are set, and the events belong to the span SpanID names, which
+	// JoinEvents moves them onto before assembly. A carrier is never a span of its own.
+	EventsOnly bool
 	Name       string
 	Kind       ptrace.SpanKind
 	Start, End time.Time

@@ -31,6 +31,7 @@ const (
 // Metrics counts intake.
 type Metrics struct {
 	spans    *prometheus.CounterVec
+	logs     *prometheus.CounterVec
 	rejected *prometheus.CounterVec
 }
 
@@ -41,18 +42,27 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "ragwatch_spans_received_total",
 			Help: "Spans accepted by a receiver.",
 		}, []string{"receiver"}),
+		logs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_log_records_received_total",
+			Help: "OTLP log records accepted by a receiver (what became of them: ragwatch_log_records_total).",
+		}, []string{"receiver"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_ingest_rejected_total",
 			Help: "Requests, messages or records rejected at intake, by receiver and reason.",
 		}, []string{"receiver", "reason"}),
 	}
-	reg.MustRegister(m.spans, m.rejected)
+	reg.MustRegister(m.spans, m.logs, m.rejected)
 	return m
 }
 
 // Spans counts n accepted spans.
 func (m *Metrics) Spans(receiver string, n int) {
 	m.spans.WithLabelValues(receiver).Add(float64(n))
+}
+
+// LogRecords counts n accepted OTLP log records.
+func (m *Metrics) LogRecords(receiver string, n int) {
+	m.logs.WithLabelValues(receiver).Add(float64(n))
 }
 
 // Rejected counts one rejected input.

@@ -198,7 +198,7 @@ func serverAccounts(subjects Subjects, mode string) (own, app *server.Account, e
 // appSubjects are the enabled ingest subjects, the ones the app may publish on.
 func appSubjects(subjects Subjects) []string {
 	var out []string
-	for _, s := range []string{subjects.Records, subjects.Feedback, subjects.OTLP, subjects.Labels} {
+	for _, s := range []string{subjects.Records, subjects.Feedback, subjects.OTLP, subjects.OTLPLogs, subjects.Labels} {
 		if s != "" {
 			out = append(out, s)
 		}

@@ -99,10 +99,11 @@ type TLS struct {
 
 // Subjects are the subjects ragwatch reads from; "" disables one.
 type Subjects struct {
-	Records  string `yaml:"records"`  // JSON record or array of records
-	OTLP     string `yaml:"otlp"`     // OTLP ExportTraceServiceRequest, protobuf
-	Feedback string `yaml:"feedback"` // feedback JSON
-	Labels   string `yaml:"labels"`   // human labels JSON
+	Records  string `yaml:"records"`   // JSON record or array of records
+	OTLP     string `yaml:"otlp"`      // OTLP ExportTraceServiceRequest, protobuf
+	OTLPLogs string `yaml:"otlp_logs"` // OTLP ExportLogsServiceRequest, protobuf (GenAI events)
+	Feedback string `yaml:"feedback"`  // feedback JSON
+	Labels   string `yaml:"labels"`    // human labels JSON
 }
 
 // Consume chooses how ragwatch consumes its subjects.
@@ -158,6 +159,7 @@ func DefaultConfig() Config {
 		Subjects: Subjects{
 			Records:  "ragwatch.records.>",
 			OTLP:     "ragwatch.otlp.traces",
+			OTLPLogs: "ragwatch.otlp.logs",
 			Feedback: "ragwatch.feedback.>",
 			Labels:   "ragwatch.labels.>",
 		},
@@ -296,7 +298,7 @@ func (s Subjects) validate() []error {
 	var errs []error
 	seen := map[string]string{}
 	var order []string // seen's subjects in the order of the keys
-	for _, kv := range [][2]string{{"records", s.Records}, {"otlp", s.OTLP}, {"feedback", s.Feedback}, {"labels", s.Labels}} {
+	for _, kv := range [][2]string{{"records", s.Records}, {"otlp", s.OTLP}, {"otlp_logs", s.OTLPLogs}, {"feedback", s.Feedback}, {"labels", s.Labels}} {
 		key, subj := kv[0], kv[1]
 		if subj == "" {
 			continue

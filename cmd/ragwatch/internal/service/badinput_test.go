@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
@@ -63,6 +65,12 @@ func TestBadInput(t *testing.T) {
 	bomb := ragTrace(2)
 	bomb.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().PutStr("input.value", strings.Repeat("A", 1<<20+1))
 	bombBody, _ := ptraceotlp.NewExportRequestFromTraces(bomb).MarshalProto()
+	logsURL := "http://" + addrs.OTLPHTTP + "/v1/logs"
+	logBomb := plog.NewLogs()
+	lr := logBomb.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	lr.SetEventName("gen_ai.user.message")
+	lr.Body().SetEmptyMap().PutStr("content", strings.Repeat("A", 1<<20+1))
+	logBombBody, _ := plogotlp.NewExportRequestFromLogs(logBomb).MarshalProto()
 
 	cases := []struct {
 		name, url, contentType string
@@ -77,6 +85,9 @@ func TestBadInput(t *testing.T) {
 		{"base64 ids", tracesURL, "application/json", []byte(b64), 400, "traceId and spanId must be hex strings", `ragwatch_ingest_rejected_total{reason="malformed",receiver="otlp_http"}`},
 		{"oversized body", tracesURL, "application/x-protobuf", make([]byte, 2<<20+1), 413, "over the limit of 2097152", `ragwatch_ingest_rejected_total{reason="too_large",receiver="otlp_http"}`},
 		{"attribute bomb", tracesURL, "application/x-protobuf", bombBody, 400, `attribute "input.value" is over 1048576 bytes`, `ragwatch_ingest_rejected_total{reason="limits",receiver="otlp_http"}`},
+		{"truncated log protobuf", logsURL, "application/x-protobuf", logBombBody[:len(logBombBody)-3], 400, "invalid OTLP protobuf", `ragwatch_ingest_rejected_total{reason="malformed",receiver="otlp_http"}`},
+		{"invalid log JSON", logsURL, "application/json", []byte(`{"resourceLogs":[`), 400, "invalid OTLP/JSON", `ragwatch_ingest_rejected_total{reason="malformed",receiver="otlp_http"}`},
+		{"log body bomb", logsURL, "application/x-protobuf", logBombBody, 400, "body is over 1048576 bytes", `ragwatch_ingest_rejected_total{reason="limits",receiver="otlp_http"}`},
 		{"record without trace id", e.base + "/api/v1/records", "application/json", []byte(`{"query":"q"}`), 400, `"errors":["trace_id: is required"]`, `ragwatch_ingest_rejected_total{reason="invalid",receiver="api"}`},
 		{"record invalid JSON", e.base + "/api/v1/records", "application/json", []byte(`[{`), 400, `"error":"malformed JSON"`, `ragwatch_ingest_rejected_total{reason="malformed",receiver="api"}`},
 	}
@@ -93,7 +104,7 @@ func TestBadInput(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, body)
 			}
 			text := string(body)
-			if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && strings.Contains(c.url, "/v1/traces") {
+			if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && (strings.Contains(c.url, "/v1/traces") || strings.Contains(c.url, "/v1/logs")) {
 				var st spb.Status
 				if err := protojson.Unmarshal(body, &st); err != nil {
 					t.Fatalf("body %q is not a google.rpc.Status: %v", body, err)

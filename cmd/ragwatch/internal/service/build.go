@@ -581,6 +581,7 @@ func (b *builder) otlpReceivers() (lifecycle, error) {
 		HTTPEndpoint: b.cfg.Receivers.OTLP.HTTP.Endpoint,
 		Limits:       otlpLimits(b.cfg),
 		Next:         b.Assembler,
+		Logs:         b.Assembler,
 		Metrics:      b.Ingest,
 		GRPCTLS:      sec.grpcTLS,
 		HTTPTLS:      sec.otlpHTTPTLS,
@@ -619,7 +620,7 @@ func (b *builder) natsSubscribers() (lifecycle, error) {
 	in := b.cfg.Limits.Intake
 	sub, err := natsin.New(natsin.Settings{
 		NC: b.NATS.NC, JS: b.NATS.JS, Config: b.cfg.NATS,
-		Records: b.Join, Traces: b.Assembler, Feedback: b.Join, Labels: b.Join,
+		Records: b.Join, Traces: b.Assembler, Logs: b.Assembler, Feedback: b.Join, Labels: b.Join,
 		Metrics: b.Ingest, DedupKV: dedup, Registerer: b.Registry,
 		Refuse: refuseFunc(b.guard), RefuseDelay: memlimit.RetryAfter,
 		OTLPLimits:   otlpLimits(b.cfg), // the same limits as the OTLP receivers

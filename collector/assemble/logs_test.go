@@ -1,0 +1,194 @@
+package assemble
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/ragwatch/ragwatch/collector/span"
+	"github.com/ragwatch/ragwatch/internal/ingest"
+)
+
+// The spans of a RAG turn as @opentelemetry/instrumentation-openai and an app's own retrieval
+// span give them: the chat span has the model, usage and finish reasons, and no content.
+func otelRoot() sp {
+	return sp{id: 1, name: "answer", kind: ptrace.SpanKindServer, end: ms(900)}
+}
+
+func otelRetrieval() sp {
+	return sp{id: 2, parent: 1, name: "retrieve", start: ms(10), end: ms(50), attrs: map[string]any{
+		"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.query.text": "What is the refund window?",
+		"gen_ai.retrieval.documents": `[{"id":"doc-1","score":0.9,"content":"Refunds within 30 days."}]`,
+	}}
+}
+
+func otelChat() sp {
+	return sp{id: 3, parent: 1, name: "chat gpt-4o-mini", kind: ptrace.SpanKindClient, start: ms(60), end: ms(850), attrs: map[string]any{
+		"gen_ai.operation.name": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o-mini",
+		"gen_ai.response.model": "gpt-4o-mini-2024-07-18", "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 9,
+	}}
+}
+
+// logEv is one log record: a GenAI event of span spanID of trace trace, or (name "") a plain log line.
+type logEv struct {
+	trace, spanID byte
+	name          string
+	body          map[string]any
+}
+
+func logsBody(t testing.TB, evs ...logEv) []byte {
+	t.Helper()
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr("service.name", "rag-app")
+	rs := rl.ScopeLogs().AppendEmpty().LogRecords()
+	for _, e := range evs {
+		lr := rs.AppendEmpty()
+		lr.SetTraceID(tid(e.trace))
+		lr.SetSpanID(sid(e.spanID))
+		lr.SetTimestamp(pcommon.NewTimestampFromTime(base))
+		if e.name == "" {
+			lr.Body().SetStr("plain log line")
+			continue
+		}
+		lr.Attributes().PutStr("event.name", e.name) // the JS instrumentation's way
+		lr.Attributes().PutStr("gen_ai.system", "openai")
+		if err := lr.Body().SetEmptyMap().FromRaw(e.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func question(trace byte) logEv {
+	return logEv{trace: trace, spanID: 3, name: "gen_ai.user.message", body: map[string]any{"content": "What is the refund window?"}}
+}
+
+func choice(trace byte) logEv {
+	return logEv{trace: trace, spanID: 3, name: "gen_ai.choice", body: map[string]any{
+		"index": 0, "finish_reason": "stop", "message": map[string]any{"content": "Refunds are accepted within 30 days [doc-1]."},
+	}}
+}
+
+func (h *harness) logsAt(t *testing.T, d time.Duration, evs ...logEv) {
+	t.Helper()
+	h.clk.set(d)
+	if _, err := h.a.ConsumeLogs(context.Background(), logsBody(t, evs...), span.Limits{}.WithDefaults()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *harness) logCount(outcome string) float64 {
+	return promtestutil.ToFloat64(h.a.m.logRecords.WithLabelValues(outcome))
+}
+
+func TestLogEventsJoinTheirSpan(t *testing.T) {
+	turn := []sp{otelRetrieval(), otelChat(), otelRoot()}
+	for _, tc := range []struct {
+		name    string
+		steps   func(h *harness)
+		release time.Duration
+		late    bool
+	}{
+		{name: "events before the spans (a log batch is sent first)", release: ms(350), steps: func(h *harness) {
+			h.logsAt(t, 0, question(1), logEv{trace: 1, spanID: 3, name: "gen_ai.system.message", body: map[string]any{"content": "ctx"}}, choice(1), logEv{trace: 1, spanID: 3})
+			h.consumeAt(t, ms(100), build(t, 1, "rag-app", turn...))
+		}},
+		{name: "events after the spans: the trace waits for its answer", release: ms(750), steps: func(h *harness) {
+			h.logsAt(t, 0, logEv{trace: 9, spanID: 3}) // logs have been seen
+			h.logsAt(t, 0, question(9))                // (its trace never comes: orphaned)
+			h.consumeAt(t, 0, build(t, 1, "rag-app", turn...))
+			h.processAt(t, ms(300)) // complete_wait passed: still held, no answer yet
+			h.logsAt(t, ms(500), question(1), choice(1))
+		}},
+		{name: "events after the record: late", release: ms(250), late: true, steps: func(h *harness) {
+			h.consumeAt(t, 0, build(t, 1, "rag-app", turn...))
+			h.processAt(t, ms(250))
+			h.logsAt(t, ms(300), question(1), choice(1))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, defaultCfg())
+			tc.steps(h)
+			h.processAt(t, tc.release-time.Nanosecond)
+			if !tc.late {
+				if recs, _ := h.out.got(); len(recs) != 0 {
+					t.Fatalf("released before %v", tc.release)
+				}
+			}
+			h.processAt(t, tc.release)
+			recs, _ := h.out.got()
+			if len(recs) != 1 {
+				t.Fatalf("%d records", len(recs))
+			}
+			r := recs[0]
+			if r.Query != "What is the refund window?" || len(r.Documents) != 1 || r.Documents[0].ID != "doc-1" || r.Model != "gpt-4o-mini-2024-07-18" {
+				t.Fatalf("record %+v", r)
+			}
+			if tc.late {
+				if r.Answer != "" || h.logCount("late") != 2 || h.logCount("joined") != 0 {
+					t.Fatalf("answer %q, late %v, joined %v", r.Answer, h.logCount("late"), h.logCount("joined"))
+				}
+				return
+			}
+			if r.Answer != "Refunds are accepted within 30 days [doc-1]." || len(r.Citations) != 1 || len(r.Citations[0].DocumentIDs) != 1 || r.Citations[0].DocumentIDs[0] != "doc-1" {
+				t.Fatalf("answer %q citations %v", r.Answer, r.Citations)
+			}
+			if h.logCount("joined") != 2 || h.logCount("late") != 0 {
+				t.Fatalf("joined %v late %v", h.logCount("joined"), h.logCount("late"))
+			}
+		})
+	}
+}
+
+// A log record that is not a GenAI event, and a system message no reader reads, are counted
+// and dropped; an event whose span never came is orphaned.
+func TestLogRecordsCounted(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	h.logsAt(t, 0, logEv{trace: 1, spanID: 3}, logEv{trace: 1, spanID: 3, name: "gen_ai.system.message", body: map[string]any{"content": "ctx"}},
+		logEv{trace: 1, spanID: 7, name: "gen_ai.choice", body: map[string]any{"message": map[string]any{"content": "a"}}})
+	h.consumeAt(t, 0, build(t, 1, "rag-app", otelRetrieval(), otelChat(), otelRoot()))
+	if err := h.a.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for o, want := range map[string]float64{"ignored": 1, "unread": 1, "orphaned": 1, "joined": 0, "late": 0, "no_span": 0} {
+		if got := h.logCount(o); got != want {
+			t.Errorf("%s = %v, want %v", o, got, want)
+		}
+	}
+}
+
+// A request the decoder refuses takes nothing and answers the *span.Error.
+func TestConsumeLogsRefused(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	n, err := h.a.ConsumeLogs(context.Background(), []byte{0x0a, 0x05}, span.Limits{}.WithDefaults())
+	var rej *span.Error
+	if n != 0 || !errors.As(err, &rej) || rej.Reason != ingest.ReasonMalformed || h.a.Held() != 0 {
+		t.Fatalf("%d, %v, held %d", n, err, h.a.Held())
+	}
+}
+
+// A trace of which only events arrived (its spans went elsewhere) is no trace: its events are
+// orphaned, and nothing is counted not_rag.
+func TestEventsWithoutTheirTrace(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	h.logsAt(t, 0, question(2), choice(2))
+	if h.a.Held() != 1 {
+		t.Fatalf("held %d", h.a.Held())
+	}
+	h.processAt(t, time.Minute) // its timeout
+	if recs, _ := h.out.got(); len(recs) != 0 || h.a.Held() != 0 || h.logCount("orphaned") != 2 || h.count("records", OutcomeNotRAG) != 0 {
+		t.Fatalf("%d records, held %d, orphaned %v, not_rag %v", len(recs), h.a.Held(), h.logCount("orphaned"), h.count("records", OutcomeNotRAG))
+	}
+}
