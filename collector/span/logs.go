@@ -7,6 +7,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/collector/conventions"
 	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/otlpwire"
 )
 
 // Decoding OTLP logs: the log records that are events of the conventions (GenAI events, as the
@@ -51,12 +52,12 @@ func logBodyKey(k []byte) string {
 const eventNameAttr = "event.name"
 
 var (
-	logsRequestSchema = newSchema(1, wtLen, "ResourceLogs")
-	rlSchema          = newSchema(1, wtLen, "Resource", 2, wtLen, "ScopeLogs", 3, wtLen, "SchemaUrl", 1000, wtLen, "DeprecatedScopeLogs")
-	slSchema          = newSchema(1, wtLen, "Scope", 2, wtLen, "LogRecords", 3, wtLen, "SchemaUrl")
-	logRecordSchema   = newSchema(1, wtI64, "TimeUnixNano", 2, wtVarint, "SeverityNumber", 3, wtLen, "SeverityText",
-		5, wtLen, "Body", 6, wtLen, "Attributes", 7, wtVarint, "DroppedAttributesCount", 8, wtI32, "Flags",
-		9, wtLen, "TraceId", 10, wtLen, "SpanId", 11, wtI64, "ObservedTimeUnixNano", 12, wtLen, "EventName")
+	logsRequestSchema = otlpwire.NewSchema(1, otlpwire.WTLen, "ResourceLogs")
+	rlSchema          = otlpwire.NewSchema(1, otlpwire.WTLen, "Resource", 2, otlpwire.WTLen, "ScopeLogs", 3, otlpwire.WTLen, "SchemaUrl", 1000, otlpwire.WTLen, "DeprecatedScopeLogs")
+	slSchema          = otlpwire.NewSchema(1, otlpwire.WTLen, "Scope", 2, otlpwire.WTLen, "LogRecords", 3, otlpwire.WTLen, "SchemaUrl")
+	logRecordSchema   = otlpwire.NewSchema(1, otlpwire.WTI64, "TimeUnixNano", 2, otlpwire.WTVarint, "SeverityNumber", 3, otlpwire.WTLen, "SeverityText",
+		5, otlpwire.WTLen, "Body", 6, otlpwire.WTLen, "Attributes", 7, otlpwire.WTVarint, "DroppedAttributesCount", 8, otlpwire.WTI32, "Flags",
+		9, otlpwire.WTLen, "TraceId", 10, otlpwire.WTLen, "SpanId", 11, otlpwire.WTI64, "ObservedTimeUnixNano", 12, otlpwire.WTLen, "EventName")
 )
 
 // LogCounts says what the log records of one request were.
@@ -88,9 +89,9 @@ func DecodeLogs(b []byte, lim Limits, dst []Span) ([]Span, LogCounts, *Error) {
 	}
 	rl := 0
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, logsRequestSchema)
-		if err == nil && f.num == 1 {
-			err = d.resourceLogs(f.b, rl, &c)
+		f, next, err := otlpwire.ReadField(b, pos, logsRequestSchema)
+		if err == nil && f.Num == 1 {
+			err = d.resourceLogs(f.B, rl, &c)
 			rl++
 		}
 		if err != nil {
@@ -116,14 +117,14 @@ func (d *wireDec) resourceLogs(b []byte, rl int, c *LogCounts) error {
 	var seen variantSeen
 	at := logPosition{rl: rl, resource: true}
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, rlSchema)
+		f, next, err := otlpwire.ReadField(b, pos, rlSchema)
 		if err != nil {
 			return err
 		}
 		pos = next
-		switch f.num {
+		switch f.Num {
 		case 1:
-			if err := d.resource(f.b, &attrs, position{}, &service, &found, &variant, &seen); err != nil {
+			if err := d.resource(f.B, &attrs, position{}, &service, &found, &variant, &seen); err != nil {
 				return err
 			}
 		case 2:
@@ -146,15 +147,15 @@ func (d *wireDec) resourceLogs(b []byte, rl int, c *LogCounts) error {
 	}
 	sl := 0
 	for pos := 0; pos < len(b); {
-		f, next, _ := readField(b, pos, rlSchema) // checked above
+		f, next, _ := otlpwire.ReadField(b, pos, rlSchema) // checked above
 		pos = next
-		if f.num == 2 || (f.num == 1000 && !hasScopes) {
-			if err := d.scopeLogs(f.b, rl, sl, name, c); err != nil {
+		if f.Num == 2 || (f.Num == 1000 && !hasScopes) {
+			if err := d.scopeLogs(f.B, rl, sl, name, c); err != nil {
 				return err
 			}
 			sl++
-		} else if f.num == 1000 {
-			if err := d.scopeLogs(f.b, rl, 0, "", nil); err != nil { // checked, not kept (pdata drops it)
+		} else if f.Num == 1000 {
+			if err := d.scopeLogs(f.B, rl, 0, "", nil); err != nil { // checked, not kept (pdata drops it)
 				return err
 			}
 		}
@@ -166,16 +167,16 @@ func (d *wireDec) resourceLogs(b []byte, rl int, c *LogCounts) error {
 func (d *wireDec) scopeLogs(b []byte, rl, sl int, service string, c *LogCounts) error {
 	rec := 0
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, slSchema)
+		f, next, err := otlpwire.ReadField(b, pos, slSchema)
 		if err != nil {
 			return err
 		}
 		pos = next
-		switch f.num {
+		switch f.Num {
 		case 1:
-			err = d.scope(f.b)
+			err = d.scope(f.B)
 		case 2:
-			err = d.logRecord(f.b, logPosition{rl: rl, sl: sl, rec: rec}, service, c)
+			err = d.logRecord(f.B, logPosition{rl: rl, sl: sl, rec: rec}, service, c)
 			rec++
 		}
 		if err != nil {
@@ -228,24 +229,24 @@ func (d *wireDec) logRecord(b []byte, at logPosition, service string, c *LogCoun
 	buf := d.buf
 	buf.kvs = buf.kvs[:0]
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, logRecordSchema)
+		f, next, err := otlpwire.ReadField(b, pos, logRecordSchema)
 		if err != nil {
 			return err
 		}
 		pos = next
-		switch f.num {
+		switch f.Num {
 		case 1:
-			ts = f.n
+			ts = f.N
 		case 11:
-			observed = f.n
+			observed = f.N
 		case 5:
 			var v anyv
-			if err = readAny(f.b, 0, &v); err == nil {
-				body, hasBody = f.b, true
+			if err = readAny(f.B, 0, &v); err == nil {
+				body, hasBody = f.B, true
 			}
 		case 6:
 			var a kv
-			if a, err = readKV(f.b, 0); err == nil {
+			if a, err = readKV(f.B, 0); err == nil {
 				nAttrs++
 				attrs.n++
 				if d.rej == nil && attrs.first == nil && (len(a.key) > d.lim.MaxAttributeValueBytes || a.val.size(d.lim.MaxAttributeValueBytes) > d.lim.MaxAttributeValueBytes) {
@@ -254,14 +255,14 @@ func (d *wireDec) logRecord(b []byte, at logPosition, service string, c *LogCoun
 				if view(a.key) == eventNameAttr && a.val.f == 1 {
 					attrNameValue = a.val.b
 				}
-				buf.kvs = append(buf.kvs, f.b)
+				buf.kvs = append(buf.kvs, f.B)
 			}
 		case 9:
-			err = readID(traceID[:], f.b, errTraceIDLength)
+			err = readID(traceID[:], f.B, errTraceIDLength)
 		case 10:
-			err = readID(spanID[:], f.b, errSpanIDLength)
+			err = readID(spanID[:], f.B, errSpanIDLength)
 		case 12:
-			eventName = f.b
+			eventName = f.B
 		}
 		if err != nil {
 			return err

@@ -3,8 +3,6 @@ package span
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
-	"io"
 	"math"
 	"strings"
 	"unique"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/collector/conventions"
 	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/otlpwire"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/truncate"
 )
@@ -34,265 +33,31 @@ import (
 // scope_spans only when there are none. FuzzDecodeProtoMatchesPdata (collector/otlp) holds the
 // two to the same answers.
 
-// The errors of pdata's decoder, with its words.
+// The errors of pdata's decoder for ids, with its words.
 var (
-	errIntOverflow    = errors.New("proto: integer overflow")
-	errInvalidLength  = errors.New("proto: negative length found during unmarshaling")
-	errRecursionDepth = errors.New("proto: exceeded max recursion depth")
-	errEndOfGroup     = errors.New("proto: unexpected end of group")
-	errTraceIDLength  = errors.New("unmarshal: invalid TraceID length")
-	errSpanIDLength   = errors.New("unmarshal: invalid SpanID length")
+	errTraceIDLength = errors.New("unmarshal: invalid TraceID length")
+	errSpanIDLength  = errors.New("unmarshal: invalid SpanID length")
 )
-
-// recursionLimit is pdata's bound on attribute value nesting.
-const recursionLimit = 100
-
-// Wire types.
-const (
-	wtVarint     = 0
-	wtI64        = 1
-	wtLen        = 2
-	wtStartGroup = 3
-	wtEndGroup   = 4
-	wtI32        = 5
-)
-
-func consumeVarint(b []byte, pos int) (uint64, int, error) {
-	var num uint64
-	for shift := uint(0); ; shift += 7 {
-		if shift >= 64 {
-			return 0, 0, errIntOverflow
-		}
-		if pos >= len(b) {
-			return 0, 0, io.ErrUnexpectedEOF
-		}
-		c := b[pos]
-		pos++
-		num |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return num, pos, nil
-		}
-	}
-}
-
-func consumeTag(b []byte, pos int) (int32, int8, int, error) {
-	tag, pos, err := consumeVarint(b, pos)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	num := int32(tag >> 3)
-	if num <= 0 {
-		return 0, 0, 0, fmt.Errorf("proto: illegal field=%d (tag=%d, pos=%d)", num, tag, pos)
-	}
-	return num, int8(tag & 7), pos, nil
-}
-
-func consumeLen(b []byte, pos int) (int, int, error) {
-	num, pos, err := consumeVarint(b, pos)
-	if err != nil {
-		return 0, 0, err
-	}
-	n := int(num)
-	if n < 0 {
-		return 0, 0, errInvalidLength
-	}
-	pos += n
-	if pos < 0 || pos > len(b) {
-		return 0, 0, io.ErrUnexpectedEOF
-	}
-	return n, pos, nil
-}
-
-func consumeFixed(b []byte, pos, n int) (uint64, int, error) {
-	pos += n
-	if pos < 0 || pos > len(b) {
-		return 0, 0, io.ErrUnexpectedEOF
-	}
-	var v uint64
-	for i := n - 1; i >= 0; i-- {
-		v = v<<8 | uint64(b[pos-n+i])
-	}
-	return v, pos, nil
-}
-
-// consumeUnknown skips an unknown field exactly as pdata's proto.ConsumeUnknown does.
-func consumeUnknown(b []byte, pos int, wt int8) (int, error) {
-	var err error
-	depth := 0
-	for pos < len(b) {
-		switch wt {
-		case wtVarint:
-			_, pos, err = consumeVarint(b, pos)
-			return pos, err
-		case wtI64:
-			_, pos, err = consumeFixed(b, pos, 8)
-			return pos, err
-		case wtLen:
-			_, pos, err = consumeLen(b, pos)
-			return pos, err
-		case wtStartGroup:
-			depth++
-		case wtEndGroup:
-			if depth == 0 {
-				return 0, errEndOfGroup
-			}
-			depth--
-		case wtI32:
-			_, pos, err = consumeFixed(b, pos, 4)
-			return pos, err
-		default:
-			return 0, fmt.Errorf("proto: illegal wireType %d", wt)
-		}
-		if depth == 0 {
-			return pos, nil
-		}
-		if _, wt, pos, err = consumeTag(b, pos); err != nil {
-			return 0, err
-		}
-	}
-	return 0, io.ErrUnexpectedEOF
-}
-
-// schema lists a message's known fields: their wire types (-1: not a field of the message)
-// and names (for the error pdata gives of a wrong wire type).
-type schema struct {
-	wt       [17]int8
-	names    [17]string
-	field1kL bool // field 1000 is a length-delimited field (ResourceSpans' deprecated scope spans)
-}
-
-func newSchema(fields ...any) *schema {
-	s := &schema{}
-	for i := range s.wt {
-		s.wt[i] = -1
-	}
-	for i := 0; i < len(fields); i += 3 {
-		n := fields[i].(int)
-		if n == 1000 {
-			s.field1kL = true
-			continue
-		}
-		s.wt[n] = int8(fields[i+1].(int))
-		s.names[n] = fields[i+2].(string)
-	}
-	return s
-}
 
 var (
-	requestSchema  = newSchema(1, wtLen, "ResourceSpans")
-	rsSchema       = newSchema(1, wtLen, "Resource", 2, wtLen, "ScopeSpans", 3, wtLen, "SchemaUrl", 1000, wtLen, "DeprecatedScopeSpans")
-	resourceSchema = newSchema(1, wtLen, "Attributes", 2, wtVarint, "DroppedAttributesCount", 3, wtLen, "EntityRefs")
-	entitySchema   = newSchema(1, wtLen, "SchemaUrl", 2, wtLen, "Type", 3, wtLen, "IdKeys", 4, wtLen, "DescriptionKeys")
-	ssSchema       = newSchema(1, wtLen, "Scope", 2, wtLen, "Spans", 3, wtLen, "SchemaUrl")
-	scopeSchema    = newSchema(1, wtLen, "Name", 2, wtLen, "Version", 3, wtLen, "Attributes", 4, wtVarint, "DroppedAttributesCount")
-	spanSchema     = newSchema(1, wtLen, "TraceId", 2, wtLen, "SpanId", 3, wtLen, "TraceState", 4, wtLen, "ParentSpanId",
-		5, wtLen, "Name", 6, wtVarint, "Kind", 7, wtI64, "StartTimeUnixNano", 8, wtI64, "EndTimeUnixNano",
-		9, wtLen, "Attributes", 10, wtVarint, "DroppedAttributesCount", 11, wtLen, "Events", 12, wtVarint, "DroppedEventsCount",
-		13, wtLen, "Links", 14, wtVarint, "DroppedLinksCount", 15, wtLen, "Status", 16, wtI32, "Flags")
-	statusSchema = newSchema(2, wtLen, "Message", 3, wtVarint, "Code")
-	eventSchema  = newSchema(1, wtI64, "TimeUnixNano", 2, wtLen, "Name", 3, wtLen, "Attributes", 4, wtVarint, "DroppedAttributesCount")
-	linkSchema   = newSchema(1, wtLen, "TraceId", 2, wtLen, "SpanId", 3, wtLen, "TraceState", 4, wtLen, "Attributes",
-		5, wtVarint, "DroppedAttributesCount", 6, wtI32, "Flags")
-	kvSchema   = newSchema(1, wtLen, "Key", 2, wtLen, "Value", 3, wtVarint, "KeyStrindex")
-	anySchema  = newSchema(1, wtLen, "StringValue", 2, wtVarint, "BoolValue", 3, wtVarint, "IntValue", 4, wtI64, "DoubleValue", 5, wtLen, "ArrayValue", 6, wtLen, "KvlistValue", 7, wtLen, "BytesValue", 8, wtVarint, "StringValueStrindex")
-	listSchema = newSchema(1, wtLen, "Values") // ArrayValue and KeyValueList
+	requestSchema  = otlpwire.NewSchema(1, otlpwire.WTLen, "ResourceSpans")
+	rsSchema       = otlpwire.NewSchema(1, otlpwire.WTLen, "Resource", 2, otlpwire.WTLen, "ScopeSpans", 3, otlpwire.WTLen, "SchemaUrl", 1000, otlpwire.WTLen, "DeprecatedScopeSpans")
+	resourceSchema = otlpwire.NewSchema(1, otlpwire.WTLen, "Attributes", 2, otlpwire.WTVarint, "DroppedAttributesCount", 3, otlpwire.WTLen, "EntityRefs")
+	entitySchema   = otlpwire.NewSchema(1, otlpwire.WTLen, "SchemaUrl", 2, otlpwire.WTLen, "Type", 3, otlpwire.WTLen, "IdKeys", 4, otlpwire.WTLen, "DescriptionKeys")
+	ssSchema       = otlpwire.NewSchema(1, otlpwire.WTLen, "Scope", 2, otlpwire.WTLen, "Spans", 3, otlpwire.WTLen, "SchemaUrl")
+	scopeSchema    = otlpwire.NewSchema(1, otlpwire.WTLen, "Name", 2, otlpwire.WTLen, "Version", 3, otlpwire.WTLen, "Attributes", 4, otlpwire.WTVarint, "DroppedAttributesCount")
+	spanSchema     = otlpwire.NewSchema(1, otlpwire.WTLen, "TraceId", 2, otlpwire.WTLen, "SpanId", 3, otlpwire.WTLen, "TraceState", 4, otlpwire.WTLen, "ParentSpanId",
+		5, otlpwire.WTLen, "Name", 6, otlpwire.WTVarint, "Kind", 7, otlpwire.WTI64, "StartTimeUnixNano", 8, otlpwire.WTI64, "EndTimeUnixNano",
+		9, otlpwire.WTLen, "Attributes", 10, otlpwire.WTVarint, "DroppedAttributesCount", 11, otlpwire.WTLen, "Events", 12, otlpwire.WTVarint, "DroppedEventsCount",
+		13, otlpwire.WTLen, "Links", 14, otlpwire.WTVarint, "DroppedLinksCount", 15, otlpwire.WTLen, "Status", 16, otlpwire.WTI32, "Flags")
+	statusSchema = otlpwire.NewSchema(2, otlpwire.WTLen, "Message", 3, otlpwire.WTVarint, "Code")
+	eventSchema  = otlpwire.NewSchema(1, otlpwire.WTI64, "TimeUnixNano", 2, otlpwire.WTLen, "Name", 3, otlpwire.WTLen, "Attributes", 4, otlpwire.WTVarint, "DroppedAttributesCount")
+	linkSchema   = otlpwire.NewSchema(1, otlpwire.WTLen, "TraceId", 2, otlpwire.WTLen, "SpanId", 3, otlpwire.WTLen, "TraceState", 4, otlpwire.WTLen, "Attributes",
+		5, otlpwire.WTVarint, "DroppedAttributesCount", 6, otlpwire.WTI32, "Flags")
+	kvSchema   = otlpwire.NewSchema(1, otlpwire.WTLen, "Key", 2, otlpwire.WTLen, "Value", 3, otlpwire.WTVarint, "KeyStrindex")
+	anySchema  = otlpwire.NewSchema(1, otlpwire.WTLen, "StringValue", 2, otlpwire.WTVarint, "BoolValue", 3, otlpwire.WTVarint, "IntValue", 4, otlpwire.WTI64, "DoubleValue", 5, otlpwire.WTLen, "ArrayValue", 6, otlpwire.WTLen, "KvlistValue", 7, otlpwire.WTLen, "BytesValue", 8, otlpwire.WTVarint, "StringValueStrindex")
+	listSchema = otlpwire.NewSchema(1, otlpwire.WTLen, "Values") // ArrayValue and KeyValueList
 )
-
-// field is one field read: num is 0 for a field the message does not know (skipped).
-type field struct {
-	num int32
-	n   uint64 // a varint's or fixed field's value
-	b   []byte // a length-delimited field's bytes
-}
-
-// readField reads the field at pos of a message of schema s and returns the position after it.
-//
-// Most fields of a span are known fields with a one-byte tag and, when length-delimited, a
-// length of one or two bytes: those are read here; anything else, valid or not, by
-// readFieldSlow from the same position, so that errors and unknown fields are handled in one
-// place.
-func readField(b []byte, pos int, s *schema) (field, int, error) {
-	if pos+1 < len(b) && b[pos] < 0x80 {
-		c := b[pos]
-		num, wt := int32(c>>3), int8(c&7)
-		if num > 0 && num < int32(len(s.wt)) && s.wt[num] == wt {
-			p := pos + 1
-			switch wt {
-			case wtLen:
-				n := int(b[p])
-				p++
-				if n >= 0x80 {
-					if p >= len(b) || b[p] >= 0x80 {
-						break // three bytes or more, or cut short
-					}
-					n = n&0x7f | int(b[p])<<7
-					p++
-				}
-				if n <= len(b)-p {
-					return field{num: num, b: b[p : p+n]}, p + n, nil
-				}
-			case wtVarint:
-				if v := b[p]; v < 0x80 {
-					return field{num: num, n: uint64(v)}, p + 1, nil
-				}
-			}
-		}
-	}
-	return readFieldSlow(b, pos, s)
-}
-
-// readFieldSlow is readField for any field.
-func readFieldSlow(b []byte, pos int, s *schema) (field, int, error) {
-	num, wt, pos, err := consumeTag(b, pos)
-	if err != nil {
-		return field{}, 0, err
-	}
-	want := int8(-1)
-	switch {
-	case num < int32(len(s.wt)):
-		want = s.wt[num]
-	case num == 1000 && s.field1kL:
-		want = wtLen
-	}
-	if want < 0 {
-		pos, err = consumeUnknown(b, pos, wt)
-		return field{}, pos, err
-	}
-	if wt != want {
-		name := "DeprecatedScopeSpans"
-		if num < int32(len(s.names)) {
-			name = s.names[num]
-		}
-		return field{}, 0, fmt.Errorf("proto: wrong wireType = %d for field %s", wt, name)
-	}
-	f := field{num: num}
-	switch wt {
-	case wtVarint:
-		f.n, pos, err = consumeVarint(b, pos)
-	case wtI64:
-		f.n, pos, err = consumeFixed(b, pos, 8)
-	case wtI32:
-		f.n, pos, err = consumeFixed(b, pos, 4)
-	case wtLen:
-		var n int
-		n, pos, err = consumeLen(b, pos)
-		if err == nil {
-			f.b = b[pos-n : pos]
-		}
-	}
-	return f, pos, err
-}
-
-// validate checks a message none of whose fields are read (Status, EntityRef).
-func validate(b []byte, s *schema) error {
-	for pos := 0; pos < len(b); {
-		var err error
-		if _, pos, err = readField(b, pos, s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // anyv is an AnyValue as pdata ends up with it: the last of its oneof fields (f: 0 when none).
 type anyv struct {
@@ -310,8 +75,8 @@ type kv struct {
 // readKV decodes and checks one KeyValue at pdata's nesting depth.
 func readKV(b []byte, depth int) (kv, error) {
 	var out kv
-	if depth >= recursionLimit {
-		return out, errRecursionDepth
+	if depth >= otlpwire.RecursionLimit {
+		return out, otlpwire.ErrRecursionDepth
 	}
 	if out, ok := readKVFast(b); ok {
 		return out, nil
@@ -334,9 +99,9 @@ func readKVFast(b []byte) (out kv, ok bool) {
 			return out, false
 		}
 		switch {
-		case tag == 1<<3|wtLen && !haveKey:
+		case tag == 1<<3|otlpwire.WTLen && !haveKey:
 			out.key, haveKey = f, true
-		case tag == 2<<3|wtLen && !haveVal:
+		case tag == 2<<3|otlpwire.WTLen && !haveVal:
 			val, haveVal = f, true
 		default:
 			return out, false
@@ -350,19 +115,19 @@ func readKVFast(b []byte) (out kv, ok bool) {
 		return out, true // an empty AnyValue
 	}
 	switch val[0] {
-	case 1<<3 | wtLen: // string_value
+	case 1<<3 | otlpwire.WTLen: // string_value
 		s, next, ok := lenField(val, 1)
 		if !ok || next != len(val) {
 			return out, false
 		}
 		out.val = anyv{f: 1, b: s}
-	case 2<<3 | wtVarint, 3<<3 | wtVarint: // bool_value, int_value
+	case 2<<3 | otlpwire.WTVarint, 3<<3 | otlpwire.WTVarint: // bool_value, int_value
 		x, m := protowire.ConsumeVarint(val[1:])
 		if m <= 0 || 1+m != len(val) {
 			return out, false
 		}
 		out.val = anyv{f: int32(val[0] >> 3), n: x}
-	case 4<<3 | wtI64: // double_value
+	case 4<<3 | otlpwire.WTI64: // double_value
 		if len(val) != 9 {
 			return out, false
 		}
@@ -399,16 +164,16 @@ func readKVSlow(b []byte, depth int) (kv, error) {
 	var out kv
 	depth++
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, kvSchema)
+		f, next, err := otlpwire.ReadField(b, pos, kvSchema)
 		if err != nil {
 			return out, err
 		}
 		pos = next
-		switch f.num {
+		switch f.Num {
 		case 1:
-			out.key = f.b
+			out.key = f.B
 		case 2:
-			if err := readAny(f.b, depth, &out.val); err != nil {
+			if err := readAny(f.B, depth, &out.val); err != nil {
 				return out, err
 			}
 		}
@@ -419,49 +184,49 @@ func readKVSlow(b []byte, depth int) (kv, error) {
 // readAny decodes and checks one AnyValue into v: a field of the oneof replaces v, so merged
 // occurrences end with the last one, as in pdata.
 func readAny(b []byte, depth int, v *anyv) error {
-	if depth >= recursionLimit {
-		return errRecursionDepth
+	if depth >= otlpwire.RecursionLimit {
+		return otlpwire.ErrRecursionDepth
 	}
 	depth++
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, anySchema)
+		f, next, err := otlpwire.ReadField(b, pos, anySchema)
 		if err != nil {
 			return err
 		}
 		pos = next
-		switch f.num {
+		switch f.Num {
 		case 0:
 			continue
 		case 5, 6:
-			if err := readList(f.b, depth, f.num == 6); err != nil {
+			if err := readList(f.B, depth, f.Num == 6); err != nil {
 				return err
 			}
 		}
-		*v = anyv{f: f.num, n: f.n, b: f.b}
+		*v = anyv{f: f.Num, n: f.N, b: f.B}
 	}
 	return nil
 }
 
 // readList checks an ArrayValue (kvs false) or a KeyValueList.
 func readList(b []byte, depth int, kvs bool) error {
-	if depth >= recursionLimit {
-		return errRecursionDepth
+	if depth >= otlpwire.RecursionLimit {
+		return otlpwire.ErrRecursionDepth
 	}
 	depth++
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, listSchema)
+		f, next, err := otlpwire.ReadField(b, pos, listSchema)
 		if err != nil {
 			return err
 		}
 		pos = next
-		if f.num != 1 {
+		if f.Num != 1 {
 			continue
 		}
 		if kvs {
-			_, err = readKV(f.b, depth)
+			_, err = readKV(f.B, depth)
 		} else {
 			var e anyv
-			err = readAny(f.b, depth, &e)
+			err = readAny(f.B, depth, &e)
 		}
 		if err != nil {
 			return err
@@ -474,13 +239,13 @@ func readList(b []byte, depth int, kvs bool) error {
 
 func lastOneof(b []byte, v *anyv) {
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, anySchema)
+		f, next, err := otlpwire.ReadField(b, pos, anySchema)
 		if err != nil {
 			return
 		}
 		pos = next
-		if f.num != 0 {
-			*v = anyv{f: f.num, n: f.n, b: f.b}
+		if f.Num != 0 {
+			*v = anyv{f: f.Num, n: f.N, b: f.B}
 		}
 	}
 }
@@ -488,16 +253,16 @@ func lastOneof(b []byte, v *anyv) {
 func kvOf(b []byte) kv {
 	var out kv
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, kvSchema)
+		f, next, err := otlpwire.ReadField(b, pos, kvSchema)
 		if err != nil {
 			return out
 		}
 		pos = next
-		switch f.num {
+		switch f.Num {
 		case 1:
-			out.key = f.b
+			out.key = f.B
 		case 2:
-			lastOneof(f.b, &out.val)
+			lastOneof(f.B, &out.val)
 		}
 	}
 	return out
@@ -506,12 +271,12 @@ func kvOf(b []byte) kv {
 // eachListItem calls fn with the bytes of each item of an ArrayValue or KeyValueList.
 func eachListItem(b []byte, fn func([]byte) bool) {
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, listSchema)
+		f, next, err := otlpwire.ReadField(b, pos, listSchema)
 		if err != nil {
 			return
 		}
 		pos = next
-		if f.num == 1 && !fn(f.b) {
+		if f.Num == 1 && !fn(f.B) {
 			return
 		}
 	}
@@ -778,9 +543,9 @@ func DecodeProto(b []byte, lim Limits, dst []Span, keys VariantKeys, keep func(p
 	}
 	rs := 0
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, requestSchema)
-		if err == nil && f.num == 1 {
-			err = d.resourceSpans(f.b, rs)
+		f, next, err := otlpwire.ReadField(b, pos, requestSchema)
+		if err == nil && f.Num == 1 {
+			err = d.resourceSpans(f.B, rs)
 			rs++
 		}
 		if err != nil {
@@ -808,14 +573,14 @@ func (d *wireDec) resourceSpans(b []byte, rs int) error {
 	var resSeen variantSeen // the resource's occurrences merge: a key's first one counts
 	at := position{rs: rs, kind: atResource}
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, rsSchema)
+		f, next, err := otlpwire.ReadField(b, pos, rsSchema)
 		if err != nil {
 			return err
 		}
 		pos = next
-		switch f.num {
+		switch f.Num {
 		case 1:
-			if err := d.resource(f.b, &attrs, at, &service, &found, &resVariant, &resSeen); err != nil {
+			if err := d.resource(f.B, &attrs, at, &service, &found, &resVariant, &resSeen); err != nil {
 				return err
 			}
 		case 2:
@@ -837,16 +602,16 @@ func (d *wireDec) resourceSpans(b []byte, rs int) error {
 	}
 	ss := 0
 	for pos := 0; pos < len(b); {
-		f, next, _ := readField(b, pos, rsSchema) // checked above
+		f, next, _ := otlpwire.ReadField(b, pos, rsSchema) // checked above
 		pos = next
 		switch {
-		case f.num == 2 || (f.num == 1000 && !hasScopes):
-			if err := d.scopeSpans(f.b, rs, ss, name, true, resVariant); err != nil {
+		case f.Num == 2 || (f.Num == 1000 && !hasScopes):
+			if err := d.scopeSpans(f.B, rs, ss, name, true, resVariant); err != nil {
 				return err
 			}
 			ss++
-		case f.num == 1000:
-			if err := d.scopeSpans(f.b, rs, 0, name, false, resVariant); err != nil {
+		case f.Num == 1000:
+			if err := d.scopeSpans(f.B, rs, 0, name, false, resVariant); err != nil {
 				return err
 			}
 		}
@@ -856,14 +621,14 @@ func (d *wireDec) resourceSpans(b []byte, rs int) error {
 
 func (d *wireDec) resource(b []byte, attrs *attrCheck, at position, service *kv, found *bool, variant *variantPick, seen *variantSeen) error {
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, resourceSchema)
+		f, next, err := otlpwire.ReadField(b, pos, resourceSchema)
 		if err != nil {
 			return err
 		}
 		pos = next
-		switch f.num {
+		switch f.Num {
 		case 1:
-			a, err := readKV(f.b, 0)
+			a, err := readKV(f.B, 0)
 			if err != nil {
 				return err
 			}
@@ -873,7 +638,7 @@ func (d *wireDec) resource(b []byte, attrs *attrCheck, at position, service *kv,
 				*service, *found = a, true
 			}
 		case 3:
-			if err := validate(f.b, entitySchema); err != nil {
+			if err := otlpwire.Validate(f.B, entitySchema); err != nil {
 				return err
 			}
 		}
@@ -886,16 +651,16 @@ func (d *wireDec) resource(b []byte, attrs *attrCheck, at position, service *kv,
 func (d *wireDec) scopeSpans(b []byte, rs, ss int, service string, keep bool, resVariant variantPick) error {
 	span := 0
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, ssSchema)
+		f, next, err := otlpwire.ReadField(b, pos, ssSchema)
 		if err != nil {
 			return err
 		}
 		pos = next
-		switch f.num {
+		switch f.Num {
 		case 1:
-			err = d.scope(f.b)
+			err = d.scope(f.B)
 		case 2:
-			err = d.span(f.b, position{rs: rs, ss: ss, span: span, kind: atSpan}, service, keep, resVariant)
+			err = d.span(f.B, position{rs: rs, ss: ss, span: span, kind: atSpan}, service, keep, resVariant)
 			span++
 		}
 		if err != nil {
@@ -907,13 +672,13 @@ func (d *wireDec) scopeSpans(b []byte, rs, ss int, service string, keep bool, re
 
 func (d *wireDec) scope(b []byte) error {
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, scopeSchema)
+		f, next, err := otlpwire.ReadField(b, pos, scopeSchema)
 		if err != nil {
 			return err
 		}
 		pos = next
-		if f.num == 3 {
-			if _, err := readKV(f.b, 0); err != nil {
+		if f.Num == 3 {
+			if _, err := readKV(f.B, 0); err != nil {
 				return err
 			}
 		}
@@ -958,38 +723,38 @@ func (d *wireDec) span(b []byte, at position, service string, keep bool, resVari
 	buf := d.buf
 	buf.kvs = buf.kvs[:0]
 	for pos := 0; pos < len(b); {
-		var f field
-		if f, pos, err = readField(b, pos, spanSchema); err != nil {
+		var f otlpwire.Field
+		if f, pos, err = otlpwire.ReadField(b, pos, spanSchema); err != nil {
 			return err
 		}
-		switch f.num {
+		switch f.Num {
 		case 1:
-			err = readID(traceID[:], f.b, errTraceIDLength)
+			err = readID(traceID[:], f.B, errTraceIDLength)
 		case 2:
-			err = readID(spanID[:], f.b, errSpanIDLength)
+			err = readID(spanID[:], f.B, errSpanIDLength)
 		case 3:
-			traceState = f.b
+			traceState = f.B
 		case 4:
-			err = readID(parent[:], f.b, errSpanIDLength)
+			err = readID(parent[:], f.B, errSpanIDLength)
 		case 5:
-			name = f.b
+			name = f.B
 		case 6:
-			kind = int32(f.n)
+			kind = int32(f.N)
 		case 7:
-			start = f.n
+			start = f.N
 		case 8:
-			end = f.n
+			end = f.N
 		case 9:
 			nAttrs++
-			buf.kvs = append(buf.kvs, f.b)
+			buf.kvs = append(buf.kvs, f.B)
 		case 11:
 			nEvents++
 		case 13:
 			nLinks++
 		case 15:
-			err = validate(f.b, statusSchema)
+			err = otlpwire.Validate(f.B, statusSchema)
 		case 16:
-			flags = uint32(f.n)
+			flags = uint32(f.N)
 		}
 		if err != nil {
 			return err
@@ -1021,12 +786,12 @@ func (d *wireDec) span(b []byte, at position, service string, keep bool, resVari
 	// reads them). Pass 3: the attributes gathered in pass 1.
 	if nEvents > 0 || nLinks > 0 {
 		for pos := 0; pos < len(b); {
-			f, next, _ := readField(b, pos, spanSchema) // checked in pass 1
+			f, next, _ := otlpwire.ReadField(b, pos, spanSchema) // checked in pass 1
 			pos = next
-			switch f.num {
+			switch f.Num {
 			case 11:
 				evChecks = attrCheck{}
-				err = d.event(f.b, &s, keep, nEvents-evIndex, &evChecks, position{rs: at.rs, ss: at.ss, span: at.span, sub: evIndex, kind: atEvent}, &evVariant)
+				err = d.event(f.B, &s, keep, nEvents-evIndex, &evChecks, position{rs: at.rs, ss: at.ss, span: at.span, sub: evIndex, kind: atEvent}, &evVariant)
 				if checking && evProblem == nil {
 					evProblem = evChecks.problem(d, position{rs: at.rs, ss: at.ss, span: at.span, sub: evIndex, kind: atEvent})
 				}
@@ -1035,7 +800,7 @@ func (d *wireDec) span(b []byte, at position, service string, keep bool, resVari
 				linkChecks = attrCheck{}
 				lat := position{rs: at.rs, ss: at.ss, span: at.span, sub: linkIndex, kind: atLink}
 				var l Link
-				l, err = d.link(f.b, &linkChecks, lat)
+				l, err = d.link(f.B, &linkChecks, lat)
 				if keep && linkIndex < len(s.Links) {
 					s.Links[linkIndex] = l
 				}
@@ -1148,16 +913,16 @@ func (d *wireDec) event(b []byte, s *Span, keep bool, left int, checks *attrChec
 	var ts uint64
 	nAttrs := 0
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, eventSchema)
+		f, next, err := otlpwire.ReadField(b, pos, eventSchema)
 		if err != nil {
 			return err
 		}
 		pos = next
-		switch f.num {
+		switch f.Num {
 		case 1:
-			ts = f.n
+			ts = f.N
 		case 2:
-			name = f.b
+			name = f.B
 		case 3:
 			nAttrs++
 		}
@@ -1173,12 +938,12 @@ func (d *wireDec) event(b []byte, s *Span, keep bool, left int, checks *attrChec
 	buf.attrs = buf.attrs[:0]
 	if nAttrs > 0 {
 		for pos := 0; pos < len(b); {
-			f, next, _ := readField(b, pos, eventSchema)
+			f, next, _ := otlpwire.ReadField(b, pos, eventSchema)
 			pos = next
-			if f.num != 3 {
+			if f.Num != 3 {
 				continue
 			}
-			a, err := readKV(f.b, 0)
+			a, err := readKV(f.B, 0)
 			if err != nil {
 				return err
 			}
@@ -1219,19 +984,19 @@ func (d *wireDec) link(b []byte, checks *attrCheck, at position) (Link, error) {
 	var tid [16]byte
 	var sid [8]byte
 	for pos := 0; pos < len(b); {
-		f, next, err := readField(b, pos, linkSchema)
+		f, next, err := otlpwire.ReadField(b, pos, linkSchema)
 		if err != nil {
 			return l, err
 		}
 		pos = next
-		switch f.num {
+		switch f.Num {
 		case 1:
-			err = readID(tid[:], f.b, errTraceIDLength)
+			err = readID(tid[:], f.B, errTraceIDLength)
 		case 2:
-			err = readID(sid[:], f.b, errSpanIDLength)
+			err = readID(sid[:], f.B, errSpanIDLength)
 		case 4:
 			var a kv
-			if a, err = readKV(f.b, 0); err == nil {
+			if a, err = readKV(f.B, 0); err == nil {
 				checks.add(d, &a, at)
 			}
 		}
