@@ -21,7 +21,7 @@ func TestEvalBERTScore(t *testing.T) {
 			Inputs []string `json:"inputs"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-			http.Error(w, err.Error(), 422)
+			http.Error(w, err.Error(), http.StatusUnprocessableEntity)
 			return
 		}
 		const dim = 32

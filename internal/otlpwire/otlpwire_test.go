@@ -11,9 +11,7 @@ var (
 	requestSchema  = NewSchema(1, WTLen, "ResourceSpans")
 	rsSchema       = NewSchema(1, WTLen, "Resource", 2, WTLen, "ScopeSpans", 3, WTLen, "SchemaUrl", 1000, WTLen, "DeprecatedScopeSpans")
 	resourceSchema = NewSchema(1, WTLen, "Attributes", 2, WTVarint, "DroppedAttributesCount", 3, WTLen, "EntityRefs")
-	entitySchema   = NewSchema(1, WTLen, "SchemaUrl", 2, WTLen, "Type", 3, WTLen, "IdKeys", 4, WTLen, "DescriptionKeys")
 	ssSchema       = NewSchema(1, WTLen, "Scope", 2, WTLen, "Spans", 3, WTLen, "SchemaUrl")
-	scopeSchema    = NewSchema(1, WTLen, "Name", 2, WTLen, "Version", 3, WTLen, "Attributes", 4, WTVarint, "DroppedAttributesCount")
 	spanSchema     = NewSchema(1, WTLen, "TraceId", 2, WTLen, "SpanId", 3, WTLen, "TraceState", 4, WTLen, "ParentSpanId",
 		5, WTLen, "Name", 6, WTVarint, "Kind", 7, WTI64, "StartTimeUnixNano", 8, WTI64, "EndTimeUnixNano",
 		9, WTLen, "Attributes", 10, WTVarint, "DroppedAttributesCount", 11, WTLen, "Events", 12, WTVarint, "DroppedEventsCount",

@@ -174,10 +174,9 @@ func train(w io.Writer, dir, out string, beginTrain bool) error {
 	fmt.Fprintf(w, "%-26s %-24s %5s %5s %7s %6s %6s %6s\n", "split", "scorer", "n", "hall.", "ROC-AUC", "P", "R", "F1@0.5")
 	evalSet := func(name string, items []item) {
 		var ex []quality.Example
-		var today, todayCal, learned []float64
+		var todayCal, learned []float64
 		for _, it := range items {
 			ex = append(ex, it.ex)
-			today = append(today, it.raw)
 			todayCal = append(todayCal, builtin.CalibrateFaithfulness(it.raw))
 			v := 1.0
 			if it.x != nil {

@@ -92,7 +92,7 @@ func newFakeTEI(t *testing.T, vocab map[string]uint32, vecs map[uint32][]float64
 			Inputs []string `json:"inputs"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-			http.Error(w, err.Error(), 422)
+			http.Error(w, err.Error(), http.StatusUnprocessableEntity)
 			return
 		}
 		f.texts = append(f.texts, in.Inputs...)
