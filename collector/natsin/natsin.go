@@ -383,7 +383,6 @@ func (s *Subscriber) checkReply(m *nats.Msg) {
 	if m.Reply == "" || serviceReply(m.Reply) {
 		return
 	}
-	s.sharedReplies.Inc()
 	now := s.now().UnixNano()
 	if last := s.lastSharedWarn.Load(); (last == 0 || now-last >= int64(sharedWarnEvery)) && s.lastSharedWarn.CompareAndSwap(last, now) {
 		s.log.Warn("NATS message with a reply subject in ragwatch's own account: its publisher shares ragwatch's account, "+
@@ -391,6 +390,8 @@ func (s *Subscriber) checkReply(m *nats.Msg) {
 			"their own that imports the ingest subjects as services (docs/security.md, NATS; logged at most every 10 minutes, "+
 			"counted in ragwatch_nats_shared_account_replies_total)", "subject", m.Subject)
 	}
+	// Counted after the warning: whoever sees the count sees the warning too.
+	s.sharedReplies.Inc()
 }
 
 // serviceReply reports whether reply is a service import's response subject (_R_.), also
