@@ -26,7 +26,7 @@ type Facts struct {
 	// document-shaped (Read) or its tool is configured as one (MarkRetrieval).
 	Tool       bool
 	ToolName   string
-	toolResult span.Value // ai.toolCall.result
+	toolResult span.Value        // ai.toolCall.result
 	toolDocs   []record.Document // the documents of a tool call's result, or of a step (Step)
 
 	// Step: a span that is no retrieval by its kind, made one by MarkStepRetrieval because its

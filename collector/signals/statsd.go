@@ -18,17 +18,17 @@ import (
 
 // statsd stat names, under the configured prefix (default "rag").
 const (
-	statRequests     = "requests"         // counter
-	statRetrieved    = "retrieved_count"  // gauge
-	statAvgRelevance = "avg_relevance"    // gauge (float)
-	statAnswerLength = "answer_length"    // gauge: words of the answer
-	statAnswerTokens = "answer_tokens"    // gauge: output tokens, when usage reports them
-	statCitations    = "citations"        // gauge
-	statEmpty        = "empty_retrievals" // counter
+	statRequests     = "requests"            // counter
+	statRetrieved    = "retrieved_count"     // gauge
+	statAvgRelevance = "avg_relevance"       // gauge (float)
+	statAnswerLength = "answer_length"       // gauge: words of the answer
+	statAnswerTokens = "answer_tokens"       // gauge: output tokens, when usage reports them
+	statCitations    = "citations"           // gauge
+	statEmpty        = "empty_retrievals"    // counter
 	statNotSeen      = "retrievals_not_seen" // counter
-	statUserFeedback = "user_feedback"    // gauge (float, -1..1)
-	statFeedback     = "feedback"         // counter, tagged with sentiment
-	statRefusals     = "refusals"         // counter
+	statUserFeedback = "user_feedback"       // gauge (float, -1..1)
+	statFeedback     = "feedback"            // counter, tagged with sentiment
+	statRefusals     = "refusals"            // counter
 )
 
 var statLatency = [numStages]string{"latency.retrieval", "latency.generation", "latency.total"} // timings (ms)

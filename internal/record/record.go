@@ -25,13 +25,13 @@ type Record struct {
 	// span, no documents found in a step's output): its lack of documents is not an empty
 	// retrieval, and it stays out of every retrieval signal (EmptyRetrieval). Assembly sets
 	// it; a record from outside may too, never together with documents.
-	RetrievalNotSeen bool `json:"retrieval_not_seen,omitempty"`
-	Answer    string     `json:"answer,omitempty"`
-	Citations []Citation `json:"citations,omitempty"`
-	Model     string     `json:"model,omitempty"`
-	Usage     Usage      `json:"usage"`
-	Latency   Latency    `json:"latency_ms"`
-	Feedback  *Feedback  `json:"feedback,omitempty"`
+	RetrievalNotSeen bool       `json:"retrieval_not_seen,omitempty"`
+	Answer           string     `json:"answer,omitempty"`
+	Citations        []Citation `json:"citations,omitempty"`
+	Model            string     `json:"model,omitempty"`
+	Usage            Usage      `json:"usage"`
+	Latency          Latency    `json:"latency_ms"`
+	Feedback         *Feedback  `json:"feedback,omitempty"`
 
 	// Variant names the version of the app that served the turn (model, prompt, index,
 	// reranker...): `rag.variant`, else the first of variants.attributes the trace carries.
