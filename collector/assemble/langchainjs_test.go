@@ -105,9 +105,9 @@ func TestLangChainJSStepsTogether(t *testing.T) {
 			sameRecords(t, res.Records, []*record.Record{{
 				TraceID: tidHex(1), Service: "support-rag", Time: base.Add(ms(tc.turnAt)),
 				Query: tc.query, Documents: docs, Answer: lcAnswer, Model: "gpt-4o-mini-2024-07-18",
-				Citations: []record.Citation{{Text: "You can ask for a refund within 14 days of purchase.", DocumentIDs: []string{"doc-refund"}}},
-				Usage:     record.Usage{InputTokens: 96, OutputTokens: 14},
-				Latency:   record.Latency{Generation: 665, Total: tc.total},
+				Citations:  []record.Citation{{Text: "You can ask for a refund within 14 days of purchase.", DocumentIDs: []string{"doc-refund"}}},
+				Usage:      record.Usage{InputTokens: 96, OutputTokens: 14},
+				Latency:    record.Latency{Generation: 665, Total: tc.total},
 				Attributes: map[string]string{"workflow": "RunnableSequence"},
 			}})
 		})
