@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,4 +140,47 @@ func TestLangChainJSThroughOTLP(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestLangChainJSRecorded replays what @traceloop/instrumentation-langchain 0.27.0 really
+// exported for five questions (testdata/langchainjs, README.md there): 30 spans, each a trace
+// of its own. Each chat trace gives a record with its question and answer whose retrieval was
+// not seen; the other 25 are not RAG; nothing counts as an empty retrieval.
+func TestLangChainJSRecorded(t *testing.T) {
+	cfg := testConfig(t)
+	e := startEnv(t, cfg)
+	body, err := os.ReadFile(filepath.Join("testdata", "langchainjs", "langchainjs-rag.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post("http://"+e.app.Addrs().OTLPHTTP+"/v1/traces", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST = %d %s", resp.StatusCode, reply)
+	}
+	testutil.CheckFor(t, 15*time.Second, 20*time.Millisecond, "five records, no empty retrieval", func() error {
+		got := scrape(t, e.base)
+		l := `{service="lcjs-rag"}`
+		if n := got[`ragwatch_records_total{outcome="not_rag"}`]; n != 25 || e.sink.len() != 5 {
+			return fmt.Errorf("records %d, not_rag %v; want 5 and 25", e.sink.len(), n)
+		}
+		if n, ns := got["ragwatch_requests_total"+l], got["ragwatch_retrievals_not_seen_total"+l]; n != 5 || ns != 5 {
+			return fmt.Errorf("requests %v, retrievals not seen %v; want 5, 5", n, ns)
+		}
+		if n, d := got["ragwatch_empty_retrievals_total"+l], got["ragwatch_retrieved_documents_count"+l]; n != 0 || d != 0 {
+			return fmt.Errorf("empty retrievals %v, documents observed %v; want 0, 0", n, d)
+		}
+		return nil
+	})
+	e.sink.mu.Lock()
+	defer e.sink.mu.Unlock()
+	for _, r := range e.sink.recs {
+		if !r.RetrievalNotSeen || r.Documents != nil || r.Query == "" || !strings.HasSuffix(r.Answer, "[1].") {
+			t.Errorf("record %s", asJSON(t, r))
+		}
+	}
 }
