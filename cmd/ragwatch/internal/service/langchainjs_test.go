@@ -184,3 +184,44 @@ func TestLangChainJSRecorded(t *testing.T) {
 		}
 	}
 }
+
+// TestLangChainJSRecordedTogether replays the same chain run inside an active span of the
+// app's with an AsyncLocalStorageContextManager (testdata/langchainjs, `node rag.mjs
+// together`): the steps become the app span's children, one trace per question, and the
+// documents of the RunnableMap's output are each record's, its [1] citing the first.
+func TestLangChainJSRecordedTogether(t *testing.T) {
+	cfg := testConfig(t)
+	e := startEnv(t, cfg)
+	body, err := os.ReadFile(filepath.Join("testdata", "langchainjs", "langchainjs-together.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post("http://"+e.app.Addrs().OTLPHTTP+"/v1/traces", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST = %d %s", resp.StatusCode, reply)
+	}
+	testutil.CheckFor(t, 15*time.Second, 20*time.Millisecond, "five records with their documents", func() error {
+		got := scrape(t, e.base)
+		l := `{service="lcjs-rag"}`
+		if e.sink.len() != 5 || got["ragwatch_requests_total"+l] != 5 {
+			return fmt.Errorf("records %d, requests %v; want 5", e.sink.len(), got["ragwatch_requests_total"+l])
+		}
+		if n, d, s := got["ragwatch_retrievals_not_seen_total"+l], got["ragwatch_retrieved_documents_count"+l], got["ragwatch_retrieved_documents_sum"+l]; n != 0 || d != 5 || s != 10 {
+			return fmt.Errorf("not seen %v, documents observed %v (sum %v); want 0, 5 (10)", n, d, s)
+		}
+		return nil
+	})
+	e.sink.mu.Lock()
+	defer e.sink.mu.Unlock()
+	for _, r := range e.sink.recs {
+		if r.RetrievalNotSeen || len(r.Documents) != 2 || r.Documents[0].Content == "" || r.Query == "" ||
+			len(r.Citations) != 1 || r.Citations[0].DocumentIDs[0] != r.Documents[0].ID {
+			t.Errorf("record %s", asJSON(t, r))
+		}
+	}
+}

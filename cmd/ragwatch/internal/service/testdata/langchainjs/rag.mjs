@@ -1,9 +1,14 @@
 // Records what @traceloop/instrumentation-langchain 0.27.0 exports for a LangChain.js RAG
-// chain (retriever → prompt → chat model → parser), as OTLP/HTTP JSON bodies: one file with
+// chain (retriever → prompt → chat model → parser), as an OTLP/HTTP JSON body: one file with
 // every span of five questions. No network: the chat model is LangChain's FakeListChatModel,
 // the retriever an in-memory one. See README.md.
+//
+//   node rag.mjs            → langchainjs-rag.json: the chain invoked as is
+//   node rag.mjs together   → langchainjs-together.json: each invocation inside an active span
+//                             of the app's, with an AsyncLocalStorageContextManager
 import { writeFileSync } from "node:fs";
-import { trace } from "@opentelemetry/api";
+import { context, trace } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { JsonTraceSerializer } from "@opentelemetry/otlp-transformer";
@@ -21,6 +26,10 @@ const provider = new BasicTracerProvider({
   resource: resourceFromAttributes({ "service.name": "lcjs-rag" }),
   spanProcessors: [new SimpleSpanProcessor(exporter)],
 });
+const together = process.argv[2] === "together";
+if (together) {
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+}
 trace.setGlobalTracerProvider(provider);
 const inst = new LangChainInstrumentation();
 inst.setTracerProvider(provider);
@@ -57,9 +66,16 @@ const chain = RunnableSequence.from([
   prompt, model, new StringOutputParser(),
 ]);
 for (const q of questions) {
-  console.log(q, "→", await chain.invoke(q));
+  if (together) {
+    await provider.getTracer("app").startActiveSpan("chat request", async (span) => {
+      console.log(q, "→", await chain.invoke(q));
+      span.end();
+    });
+  } else {
+    console.log(q, "→", await chain.invoke(q));
+  }
 }
 await provider.forceFlush();
 const spans = exporter.getFinishedSpans();
-writeFileSync("langchainjs-rag.json", Buffer.from(JsonTraceSerializer.serializeRequest(spans)));
+writeFileSync(together ? "langchainjs-together.json" : "langchainjs-rag.json", Buffer.from(JsonTraceSerializer.serializeRequest(spans)));
 console.log(spans.length, "spans in", new Set(spans.map((s) => s.spanContext().traceId)).size, "traces");
