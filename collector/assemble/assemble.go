@@ -3,6 +3,7 @@ package assemble
 import (
 	"slices"
 
+	"github.com/ragwatch/ragwatch/collector/facts"
 	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/record"
 )
@@ -53,6 +54,16 @@ func AssembleWith(spans []span.Span, opts *Options) Result {
 		}
 		if t.nodes[i].f.Generation {
 			gens = append(gens, i)
+		}
+	}
+	if len(rets) == 0 && len(gens) > 0 {
+		// No retrieval span: a step whose input or output holds documents (LangChain's
+		// {"context": [Document, ...]} in OpenLLMetry's traceloop.entity.output) stands for
+		// the retrieval. Only traces without one pay for reading those values as JSON.
+		for i := 0; i < t.n; i++ {
+			if facts.MarkStepRetrieval(t.nodes[i].f) {
+				rets = append(rets, i)
+			}
 		}
 	}
 	sc.rets, sc.gens = rets, gens // kept grown for the next trace

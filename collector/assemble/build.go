@@ -84,7 +84,9 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 
 	// Latency.
 	for _, i := range rets {
-		if b.topLevel(i, turn, isRetrieval) {
+		// A step holding documents (facts.MarkStepRetrieval) was timed as a step, not as a
+		// search: its duration is no retrieval latency.
+		if !t.nodes[i].f.Step && b.topLevel(i, turn, isRetrieval) {
 			r.Latency.Retrieval += durMS(t.nodes[i].start, t.nodes[i].end)
 		}
 	}
@@ -126,6 +128,9 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 		}
 	}
 	r.Documents = facts.FinishDocs(r.Documents)
+	// No retrieval in the turn, not even a step holding documents: the trace does not show
+	// one. Its record is not an empty retrieval (docs/record.md).
+	r.RetrievalNotSeen = ragSpan < 0 && len(rets) == 0 && !(tn.f != nil && tn.f.Retrieval)
 
 	// The answering generation: the last-ending leaf generation that has text.
 	answerGen := -1

@@ -129,7 +129,7 @@ func TestOddTrees(t *testing.T) {
 			"gen_ai.input.messages": `[{"role":"user","content":"hello"}]`,
 		}}))
 		want := []*record.Record{{TraceID: tidHex(1), Service: "s", Time: base, Query: "hello", Answer: "hi",
-			Latency: record.Latency{Generation: 1000, Total: 1000}}}
+			Latency: record.Latency{Generation: 1000, Total: 1000}, RetrievalNotSeen: true}}
 		sameRecords(t, res.Records, want)
 	})
 }

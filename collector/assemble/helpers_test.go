@@ -118,6 +118,7 @@ func sameRecords(t *testing.T, got, want []*record.Record) {
 		check("time", g.Time.UTC(), w.Time.UTC())
 		check("query", g.Query, w.Query)
 		check("documents", g.Documents, w.Documents)
+		check("retrieval_not_seen", g.RetrievalNotSeen, w.RetrievalNotSeen)
 		check("answer", g.Answer, w.Answer)
 		check("citations", g.Citations, w.Citations)
 		check("model", g.Model, w.Model)

@@ -35,7 +35,12 @@ func TestAISDKToolCall(t *testing.T) {
 			true, []record.Document{{ID: "7", Content: "Passwords expire yearly."}}},
 		{"LangChain JS pageContent with score", `{"results":[{"pageContent":"Open Settings.","score":"0.8","metadata":{"source":"faq.md"}}]}`,
 			true, []record.Document{{Content: "Open Settings.", Score: score(0.8), Metadata: map[string]any{"source": "faq.md"}}}},
+		{"LangChain JS Document: pageContent and metadata", `{"answer":"x","context":[{"pageContent":"Open Settings.","metadata":{"id":"faq-1"}}]}`,
+			true, []record.Document{{Content: "Open Settings.", Metadata: map[string]any{"id": "faq-1"}}}},
+		{"documents under a later key than a text", `{"output":"x","sourceDocuments":[{"pageContent":"Open Settings.","metadata":{"id":"faq-1"}}]}`,
+			true, []record.Document{{Content: "Open Settings.", Metadata: map[string]any{"id": "faq-1"}}}},
 		{"text without id or score", `[{"content":"it is sunny"}]`, false, nil},
+		{"text with empty metadata", `[{"content":"it is sunny","metadata":{}}]`, false, nil},
 		{"one item not document-shaped", `[{"id":"a","content":"x"},{"id":"b"}]`, false, nil},
 		{"weather object", `{"temperature":21,"unit":"C"}`, false, nil},
 		{"empty array", `[]`, false, nil},
@@ -171,5 +176,36 @@ func TestAISDKKinds(t *testing.T) {
 	}
 	if got := AnswerOf(f); got != "Two years [doc-warranty]." {
 		t.Errorf("object answer %q", got)
+	}
+}
+
+// TestStepDocs checks which spans' inputs and outputs give documents to a trace without a
+// retrieval span: a step's (a chain's), never a generation's.
+func TestStepDocs(t *testing.T) {
+	const out = `{"context":[{"pageContent":"Refunds take 14 days.","metadata":{"id":"doc-refund"}}],"question":"q"}`
+	want := []record.Document{{Content: "Refunds take 14 days.", Metadata: map[string]any{"id": "doc-refund"}}}
+	for _, tc := range []struct {
+		name  string
+		attrs map[string]string
+		docs  []record.Document
+	}{
+		{"workflow output", map[string]string{"traceloop.span.kind": "workflow", "traceloop.entity.output": out}, want},
+		{"workflow input", map[string]string{"traceloop.span.kind": "workflow", "traceloop.entity.input": out, "traceloop.entity.output": `"a prompt"`}, want},
+		{"OpenInference chain output", map[string]string{"openinference.span.kind": "CHAIN", "output.value": out}, want},
+		{"a generation's output is no step's", map[string]string{"gen_ai.operation.name": "chat", "traceloop.entity.output": out}, nil},
+		{"no document shape", map[string]string{"traceloop.span.kind": "workflow", "traceloop.entity.output": `{"context":"Refunds take 14 days."}`}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := readSpan(tc.attrs)
+			if got := StepDocs(f); !reflect.DeepEqual(got, tc.docs) {
+				t.Fatalf("StepDocs = %+v, want %+v", got, tc.docs)
+			}
+			if marked := MarkStepRetrieval(f); marked != (tc.docs != nil) || f.Retrieval != marked || f.Step != marked {
+				t.Fatalf("MarkStepRetrieval = %v; retrieval %v step %v", marked, f.Retrieval, f.Step)
+			}
+			if docs, ok := OwnDocs(f); tc.docs != nil && (!ok || !reflect.DeepEqual(docs, tc.docs)) {
+				t.Fatalf("OwnDocs after marking = %+v, %v", docs, ok)
+			}
+		})
 	}
 }

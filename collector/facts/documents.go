@@ -50,21 +50,25 @@ func MarkRetrieval(f *Facts) {
 	}
 }
 
-// toolDocuments reads a tool's result as documents when it is document-shaped: an array, or
-// an object holding one under a key DocsFromAny reads, of objects that each have a text
-// (content, text, pageContent, ...) and an id or a score (id, score, similarity, ...). Any
-// other result (a string, numbers, objects of another shape, an empty array) is not.
-func toolDocuments(v span.Value) ([]record.Document, bool) {
+// shapedDocuments reads a value as documents when it is document-shaped: an array, or an
+// object holding one under a key of docListKeys (the first such key whose value is an array),
+// of objects that each have a text (content, text, pageContent, ...) and an id, a score (id,
+// score, similarity, ...) or a metadata object (LangChain's Document: pageContent and
+// metadata). Any other value (a string, numbers, objects of another shape, an empty array) is
+// not. It is the one recogniser of documents in a value that does not say it holds documents:
+// an AI SDK tool's result, and a step's input or output (StepDocs).
+func shapedDocuments(v span.Value) ([]record.Document, bool) {
 	if v.Type == span.TypeStr {
 		s := strings.TrimLeft(v.Str(), " \t\r\n")
 		if s == "" || (s[0] != '[' && s[0] != '{') {
-			return nil, false // the cheap test: most tools return no JSON structure
+			return nil, false // the cheap test: most values hold no JSON structure
 		}
 	}
 	x := v.Structured()
 	if m, ok := x.(map[string]any); ok {
+		x = nil
 		for _, k := range docListKeys {
-			if e, found := m[k]; found {
+			if e, found := m[k].([]any); found {
 				x = e
 				break
 			}
@@ -84,7 +88,7 @@ func toolDocuments(v span.Value) ([]record.Document, bool) {
 }
 
 // docShaped reports whether m reads as a document: a text under one of docTextKeys, and an
-// id or a score.
+// id, a score or a non-empty metadata object.
 func docShaped(m map[string]any) bool {
 	text := false
 	for _, k := range docTextKeys {
@@ -106,7 +110,43 @@ func docShaped(m map[string]any) bool {
 			return true
 		}
 	}
-	return false
+	md, ok := m["metadata"].(map[string]any)
+	return ok && len(md) > 0
+}
+
+// StepDocs returns the documents a step of the app holds in its input or output, for a trace
+// that shows no retrieval span: the document-shaped array (shapedDocuments) of the span's
+// traceloop.entity.output, else output.value, else traceloop.entity.input, else input.value
+// — LangChain's {"context": [{"pageContent", "metadata"}, ...], ...} as OpenLLMetry's
+// LangChain.js instrumentation writes a chain's output. Generations, embeddings and
+// retrievals are no steps: nil. It parses JSON, so collector/assemble calls it only for
+// traces without a retrieval.
+func StepDocs(f *Facts) []record.Document {
+	if f.Generation || f.Retrieval || f.embedding || f.Tool {
+		return nil
+	}
+	for _, v := range [...]span.Value{f.tlOutput, span.Str(f.outputValue), f.tlInput, span.Str(f.inputValue)} {
+		if v.Type == span.TypeEmpty || (v.Type == span.TypeStr && v.Str() == "") {
+			continue
+		}
+		if docs, ok := shapedDocuments(v); ok {
+			return docs
+		}
+	}
+	return nil
+}
+
+// MarkStepRetrieval makes a step holding documents (StepDocs) a retrieval: its documents are
+// those, and collector/assemble pairs it with the generations after it as any retrieval. It
+// reports whether it did. Step marks it so that its duration, which is the step's and not a
+// search's, is not counted as retrieval latency.
+func MarkStepRetrieval(f *Facts) bool {
+	docs := StepDocs(f)
+	if docs == nil {
+		return false
+	}
+	f.Retrieval, f.Step, f.toolDocs = true, true, docs
+	return true
 }
 
 // CompactDocs drops the holes a flattened list leaves (indices that carried nothing). A list

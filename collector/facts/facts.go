@@ -26,8 +26,12 @@ type Facts struct {
 	// document-shaped (Read) or its tool is configured as one (MarkRetrieval).
 	Tool       bool
 	ToolName   string
-	toolResult span.Value // ai.toolCall.result
-	toolDocs   []record.Document
+	toolResult span.Value        // ai.toolCall.result
+	toolDocs   []record.Document // the documents of a tool call's result, or of a step (Step)
+
+	// Step: a span that is no retrieval by its kind, made one by MarkStepRetrieval because its
+	// input or output holds documents (a trace without a retrieval span).
+	Step bool
 
 	Retrieval  bool
 	Generation bool
@@ -233,7 +237,7 @@ func Read(f *Facts, s *span.Span) {
 		}
 	}
 	if f.Tool && f.toolResult.Type != span.TypeEmpty {
-		if docs, ok := toolDocuments(f.toolResult); ok {
+		if docs, ok := shapedDocuments(f.toolResult); ok {
 			f.Retrieval, f.toolDocs = true, docs
 		}
 	}

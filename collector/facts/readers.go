@@ -214,7 +214,7 @@ func DocsFromAny(x any) []record.Document {
 
 // The keys of a documents' JSON: the array of an object holding one, a document's id, score.
 var (
-	docListKeys  = []string{"documents", "docs", "results", "outputs", "output"}
+	docListKeys  = []string{"documents", "docs", "results", "outputs", "output", "context", "source_documents", "sourceDocuments"}
 	docIDKeys    = []string{"id", "doc_id", "document_id"}
 	docScoreKeys = []string{"score", "relevance_score", "similarity"}
 )

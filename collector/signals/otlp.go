@@ -36,6 +36,7 @@ type otlpRecorder struct {
 	feedback  metric.Int64Counter
 	duration  metric.Float64Histogram
 	empty     metric.Int64Counter
+	notSeen   metric.Int64Counter
 	citations metric.Int64Histogram
 	refusals  metric.Int64Counter
 
@@ -176,6 +177,7 @@ func newOTLPInstruments(provider *sdkmetric.MeterProvider) (*otlpRecorder, error
 	r.feedback = i64c(&reqsignal.MetricFeedback)
 	r.duration = f64h(&reqsignal.MetricDuration)
 	r.empty = i64c(&reqsignal.MetricEmpty)
+	r.notSeen = i64c(&reqsignal.MetricNotSeen)
 	r.citations = i64h(&reqsignal.MetricCitations)
 	r.refusals = i64c(&reqsignal.MetricRefusals)
 	if len(errs) > 0 {
@@ -272,9 +274,14 @@ func (r *otlpRecorder) Record(ctx context.Context, o Observation) {
 	ex := exemplarCtx{ctx: ctx, now: o.now, traceID: o.TraceID, spanID: o.SpanID}
 	if o.Request {
 		r.requests.Add(ctx, 1, a.add...)
-		r.documents.Record(ctx, int64(o.Documents), a.rec...)
-		if o.Documents == 0 {
+		switch {
+		case !o.Retrieved:
+			r.notSeen.Add(ctx, 1, a.add...)
+		case o.Documents == 0:
+			r.documents.Record(ctx, 0, a.rec...)
 			r.empty.Add(ctx, 1, a.add...)
+		default:
+			r.documents.Record(ctx, int64(o.Documents), a.rec...)
 		}
 		if o.Scored {
 			r.score.Record(ex.get(a.scoreGate, o.MeanScore), o.MeanScore, a.rec...)

@@ -21,6 +21,7 @@ type promRecorder struct {
 	feedback  *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	empty     *prometheus.CounterVec
+	notSeen   *prometheus.CounterVec
 	citations *prometheus.HistogramVec
 	refusals  *prometheus.CounterVec
 
@@ -41,6 +42,7 @@ type promSeries struct {
 	feedback  [numSentiments]gatedCounter
 	duration  [numStages]gatedObserver
 	empty     prometheus.Counter
+	notSeen   prometheus.Counter
 	citations prometheus.Observer
 	refusals  prometheus.Counter
 }
@@ -90,11 +92,12 @@ func newPromRecorder(reg prometheus.Registerer) (*promRecorder, error) {
 		feedback:  counter(&reqsignal.MetricFeedback, "service", "variant", "sentiment"),
 		duration:  hist(&reqsignal.MetricDuration, "service", "variant", "stage"),
 		empty:     counter(&reqsignal.MetricEmpty, "service", "variant"),
+		notSeen:   counter(&reqsignal.MetricNotSeen, "service", "variant"),
 		citations: hist(&reqsignal.MetricCitations, "service", "variant"),
 		refusals:  counter(&reqsignal.MetricRefusals, "service", "variant"),
 	}
 	for _, c := range []prometheus.Collector{p.requests, p.documents, p.score, p.topScore, p.tokens,
-		p.feedback, p.duration, p.empty, p.citations, p.refusals} {
+		p.feedback, p.duration, p.empty, p.citations, p.refusals, p.notSeen} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("signals: register metrics: %w", err)
 		}
@@ -114,6 +117,7 @@ func (p *promRecorder) seriesFor(service, variant string) *promSeries {
 		topScore:  gatedObserver{p.topScore.WithLabelValues(service, variant), newExemplarGate(reqsignal.ScoreBuckets)},
 		tokens:    p.tokens.WithLabelValues(service, variant),
 		empty:     p.empty.WithLabelValues(service, variant),
+		notSeen:   p.notSeen.WithLabelValues(service, variant),
 		citations: p.citations.WithLabelValues(service, variant),
 		refusals:  p.refusals.WithLabelValues(service, variant),
 	}
@@ -147,7 +151,7 @@ func (p *promRecorder) forgetMatch(name, value string, match func(seriesKey) boo
 	})
 	l := prometheus.Labels{name: value}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{p.requests, p.documents,
-		p.score, p.topScore, p.tokens, p.feedback, p.duration, p.empty, p.citations, p.refusals} {
+		p.score, p.topScore, p.tokens, p.feedback, p.duration, p.empty, p.citations, p.refusals, p.notSeen} {
 		v.DeletePartialMatch(l)
 	}
 }
@@ -171,9 +175,14 @@ func (p *promRecorder) Record(_ context.Context, o Observation) {
 	if o.Request {
 		w := o.weight()
 		s.requests.Add(w)
-		s.documents.Observe(float64(o.Documents))
-		if o.Documents == 0 {
+		switch {
+		case !o.Retrieved:
+			s.notSeen.Add(w)
+		case o.Documents == 0:
+			s.documents.Observe(0)
 			s.empty.Add(w)
+		default:
+			s.documents.Observe(float64(o.Documents))
 		}
 		if o.Scored {
 			s.score.observe(o.MeanScore, ex, now)

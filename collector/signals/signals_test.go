@@ -99,7 +99,7 @@ func TestObservation(t *testing.T) {
 	}{
 		{"full", recordA(), Observation{
 			Service: "support-bot", TraceID: traceA, SpanID: spanA, Request: true,
-			Measurement: reqsignal.Measurement{Documents: 3, Scored: true, MeanScore: 0.5, TopScore: 0.75,
+			Measurement: reqsignal.Measurement{Retrieved: true, Documents: 3, Scored: true, MeanScore: 0.5, TopScore: 0.75,
 				Answered: true, AnswerTokens: 27, OutputTokens: 27, InputTokens: 412, CitationsKnown: true, Citations: 1,
 				LatencyMS:   [numStages]float64{35, 812, 870},
 				HasFeedback: true, FeedbackScore: 1},
@@ -107,7 +107,7 @@ func TestObservation(t *testing.T) {
 		}},
 		{"empty retrieval, words", recordB(), Observation{
 			Service: "support-bot", TraceID: traceB, Request: true,
-			Measurement: reqsignal.Measurement{Answered: true, AnswerTokens: 4, CitationsKnown: true, LatencyMS: [numStages]float64{0, 0, 120}},
+			Measurement: reqsignal.Measurement{Retrieved: true, Answered: true, AnswerTokens: 4, CitationsKnown: true, LatencyMS: [numStages]float64{0, 0, 120}},
 			AnswerWords: 4, Refusal: true,
 		}},
 		{"no answer, negative top score, unusable ids", &record.Record{
@@ -115,7 +115,7 @@ func TestObservation(t *testing.T) {
 			Feedback: &record.Feedback{Score: -0.5},
 		}, Observation{
 			Service: "unknown", Request: true,
-			Measurement: reqsignal.Measurement{Documents: 2, Scored: true, MeanScore: -3, TopScore: -2,
+			Measurement: reqsignal.Measurement{Retrieved: true, Documents: 2, Scored: true, MeanScore: -3, TopScore: -2,
 				HasFeedback: true, FeedbackScore: -0.5},
 			Sentiment: SentimentNegative,
 		}},
@@ -125,17 +125,24 @@ func TestObservation(t *testing.T) {
 			Latency: record.Latency{Total: math.Inf(1), Generation: math.NaN()},
 		}, Observation{
 			Service: "unknown", TraceID: traceA, Request: true,
-			Measurement: reqsignal.Measurement{Documents: 4, Scored: true, MeanScore: 0.25, TopScore: 0.25},
+			Measurement: reqsignal.Measurement{Retrieved: true, Documents: 4, Scored: true, MeanScore: 0.25, TopScore: 0.25},
 		}},
 		{"unicode words, neutral feedback, negative latency skipped", &record.Record{
 			TraceID: "req 1", Answer: " héllo\u00a0wörld  ok ", Latency: record.Latency{Retrieval: -1, Generation: 3},
 			Feedback: &record.Feedback{Score: 0},
 		}, Observation{
 			Service: "unknown", Request: true,
-			Measurement: reqsignal.Measurement{Answered: true, AnswerTokens: 3, CitationsKnown: true,
+			Measurement: reqsignal.Measurement{Retrieved: true, Answered: true, AnswerTokens: 3, CitationsKnown: true,
 				LatencyMS:   [numStages]float64{0, 3, 0},
 				HasFeedback: true},
 			AnswerWords: 3, Sentiment: SentimentNeutral,
+		}},
+		{"retrieval not seen", &record.Record{
+			TraceID: traceA, Answer: "Refunds take 14 days [1].", RetrievalNotSeen: true,
+		}, Observation{
+			Service: "unknown", TraceID: traceA, Request: true,
+			Measurement: reqsignal.Measurement{Answered: true, AnswerTokens: 5, CitationsKnown: true},
+			AnswerWords: 5,
 		}},
 	}
 	for _, tt := range tests {
@@ -170,7 +177,7 @@ func TestPrometheusCounters(t *testing.T) {
 ragwatch_requests_total{service="other",variant=""} 1
 ragwatch_requests_total{service="search",variant=""} 1
 ragwatch_requests_total{service="support-bot",variant=""} 2
-# HELP ragwatch_empty_retrievals_total Requests whose final context holds no document (weighted like ragwatch_requests_total).
+# HELP ragwatch_empty_retrievals_total Requests whose retrieval was seen and whose final context holds no document (weighted like ragwatch_requests_total).
 # TYPE ragwatch_empty_retrievals_total counter
 ragwatch_empty_retrievals_total{service="other",variant=""} 1
 ragwatch_empty_retrievals_total{service="search",variant=""} 1

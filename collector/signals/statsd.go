@@ -18,16 +18,17 @@ import (
 
 // statsd stat names, under the configured prefix (default "rag").
 const (
-	statRequests     = "requests"         // counter
-	statRetrieved    = "retrieved_count"  // gauge
-	statAvgRelevance = "avg_relevance"    // gauge (float)
-	statAnswerLength = "answer_length"    // gauge: words of the answer
-	statAnswerTokens = "answer_tokens"    // gauge: output tokens, when usage reports them
-	statCitations    = "citations"        // gauge
-	statEmpty        = "empty_retrievals" // counter
-	statUserFeedback = "user_feedback"    // gauge (float, -1..1)
-	statFeedback     = "feedback"         // counter, tagged with sentiment
-	statRefusals     = "refusals"         // counter
+	statRequests     = "requests"            // counter
+	statRetrieved    = "retrieved_count"     // gauge
+	statAvgRelevance = "avg_relevance"       // gauge (float)
+	statAnswerLength = "answer_length"       // gauge: words of the answer
+	statAnswerTokens = "answer_tokens"       // gauge: output tokens, when usage reports them
+	statCitations    = "citations"           // gauge
+	statEmpty        = "empty_retrievals"    // counter
+	statNotSeen      = "retrievals_not_seen" // counter
+	statUserFeedback = "user_feedback"       // gauge (float, -1..1)
+	statFeedback     = "feedback"            // counter, tagged with sentiment
+	statRefusals     = "refusals"            // counter
 )
 
 var statLatency = [numStages]string{"latency.retrieval", "latency.generation", "latency.total"} // timings (ms)
@@ -257,9 +258,14 @@ func (s *statsdRecorder) Record(_ context.Context, o Observation) {
 			count = "|c|@" + strconv.FormatFloat(1/wt, 'g', -1, 64)
 		}
 		w.int(statRequests, in, 1, count, suf)
-		w.int(statRetrieved, in, int64(o.Documents), "|g", suf)
-		if o.Documents == 0 {
+		switch {
+		case !o.Retrieved:
+			w.int(statNotSeen, in, 1, count, suf)
+		case o.Documents == 0:
+			w.int(statRetrieved, in, 0, "|g", suf)
 			w.int(statEmpty, in, 1, count, suf)
+		default:
+			w.int(statRetrieved, in, int64(o.Documents), "|g", suf)
 		}
 		if o.Scored {
 			w.gauge(statAvgRelevance, in, o.MeanScore, suf)

@@ -21,12 +21,17 @@ type Record struct {
 
 	Query     string     `json:"query,omitempty"`
 	Documents []Document `json:"documents,omitempty"`
-	Answer    string     `json:"answer,omitempty"`
-	Citations []Citation `json:"citations,omitempty"`
-	Model     string     `json:"model,omitempty"`
-	Usage     Usage      `json:"usage"`
-	Latency   Latency    `json:"latency_ms"`
-	Feedback  *Feedback  `json:"feedback,omitempty"`
+	// RetrievalNotSeen says that the record's trace showed no retrieval at all (no retrieval
+	// span, no documents found in a step's output): its lack of documents is not an empty
+	// retrieval, and it stays out of every retrieval signal (EmptyRetrieval). Assembly sets
+	// it; a record from outside may too, never together with documents.
+	RetrievalNotSeen bool       `json:"retrieval_not_seen,omitempty"`
+	Answer           string     `json:"answer,omitempty"`
+	Citations        []Citation `json:"citations,omitempty"`
+	Model            string     `json:"model,omitempty"`
+	Usage            Usage      `json:"usage"`
+	Latency          Latency    `json:"latency_ms"`
+	Feedback         *Feedback  `json:"feedback,omitempty"`
 
 	// Variant names the version of the app that served the turn (model, prompt, index,
 	// reranker...): `rag.variant`, else the first of variants.attributes the trace carries.
@@ -241,6 +246,10 @@ type Sampling struct {
 	Reason      string  `json:"reason"`
 }
 
+// EmptyRetrieval reports whether the record is an empty retrieval: a retrieval was seen (not
+// RetrievalNotSeen) and the final context holds no document.
+func (r *Record) EmptyRetrieval() bool { return !r.RetrievalNotSeen && len(r.Documents) == 0 }
+
 // Key identifies the record: the trace id, plus the turn's span id when a trace holds several.
 func (r *Record) Key() string {
 	if r.SpanID == "" {
@@ -324,6 +333,9 @@ func (r *Record) Validate() error {
 		if len(s) > MaxTextBytes {
 			bad(name, "longer than %d bytes", MaxTextBytes)
 		}
+	}
+	if r.RetrievalNotSeen && len(r.Documents) > 0 {
+		bad("retrieval_not_seen", "a record with documents has seen its retrieval: drop retrieval_not_seen or the documents")
 	}
 	if len(r.Documents) > MaxDocuments {
 		bad("documents", "more than %d documents", MaxDocuments)

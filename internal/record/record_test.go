@@ -276,3 +276,24 @@ func TestScoreStatsMatchesTheScores(t *testing.T) {
 		}
 	}
 }
+
+// A record may say its retrieval was not seen, never together with documents; only then is a
+// record without documents no empty retrieval.
+func TestRetrievalNotSeen(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	recs, err := DecodeJSON([]byte(`{"trace_id":"t","answer":"Hi [1].","retrieval_not_seen":true}`), now)
+	if err != nil || len(recs) != 1 || !recs[0].RetrievalNotSeen || recs[0].EmptyRetrieval() {
+		t.Fatalf("decode: %+v %v", recs, err)
+	}
+	out, _ := json.Marshal(recs[0])
+	if !strings.Contains(string(out), `"retrieval_not_seen":true`) {
+		t.Errorf("JSON %s", out)
+	}
+	if r, _ := DecodeJSON([]byte(`{"trace_id":"t","answer":"Hi."}`), now); !r[0].EmptyRetrieval() {
+		t.Error("a record without documents that does not say otherwise is an empty retrieval")
+	}
+	_, err = DecodeJSON([]byte(`{"trace_id":"t","documents":[{"id":"d"}],"retrieval_not_seen":true}`), now)
+	if err == nil || !strings.Contains(err.Error(), "retrieval_not_seen: a record with documents has seen its retrieval") {
+		t.Errorf("documents with retrieval_not_seen: %v", err)
+	}
+}

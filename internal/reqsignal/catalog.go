@@ -58,8 +58,11 @@ var (
 		Help:    "Duration of a request's stages (retrieval, generation, total); unmeasured stages are not observed.",
 		Buckets: DurationBuckets, OTLPName: "ragwatch.request.duration", OTLPUnit: "s"}
 	MetricEmpty = Metric{Name: "ragwatch_empty_retrievals_total",
-		Help:     "Requests whose final context holds no document (weighted like ragwatch_requests_total).",
+		Help:     "Requests whose retrieval was seen and whose final context holds no document (weighted like ragwatch_requests_total).",
 		OTLPName: "ragwatch.empty_retrievals", OTLPUnit: "{request}"}
+	MetricNotSeen = Metric{Name: "ragwatch_retrievals_not_seen_total",
+		Help:     "Requests whose trace showed no retrieval at all (no retrieval span, no documents in a step's output), weighted like ragwatch_requests_total: left out of the documents histogram, the empty retrievals and the retrieval scores.",
+		OTLPName: "ragwatch.retrievals_not_seen", OTLPUnit: "{request}"}
 	MetricCitations = Metric{Name: "ragwatch_citations_per_answer",
 		Help:    "Citations per answer (requests with an answer).",
 		Buckets: CitationBuckets, OTLPName: "ragwatch.citations_per_answer", OTLPUnit: "{citation}"}
@@ -70,7 +73,7 @@ var (
 
 // Metrics lists the metrics above, in registration order.
 var Metrics = []*Metric{&MetricRequests, &MetricDocuments, &MetricScore, &MetricTopScore, &MetricTokens,
-	&MetricFeedback, &MetricDuration, &MetricEmpty, &MetricCitations, &MetricRefusals}
+	&MetricFeedback, &MetricDuration, &MetricEmpty, &MetricCitations, &MetricRefusals, &MetricNotSeen}
 
 // ID indexes the catalog (All): record signals first, then feedback signals.
 type ID uint8
@@ -128,9 +131,9 @@ func (s *Signal) Value(m *Measurement) (float64, bool) {
 	case RetrievalScore:
 		return m.TopScore, m.Scored
 	case RetrievedDocuments:
-		return float64(m.Documents), true
+		return float64(m.Documents), m.Retrieved
 	case EmptyRetrievalRate:
-		return b2f(m.Documents == 0), true
+		return b2f(m.Documents == 0), m.Retrieved
 	case AnswerTokens:
 		return float64(m.AnswerTokens), m.Answered
 	case InputTokens:
@@ -168,12 +171,12 @@ var All = [Num]Signal{
 		Help:   "the deprecated name of retrieval_score_top",
 		Metric: &MetricTopScore},
 	{ID: RetrievedDocuments, Name: score.SignalRetrievedDocuments, Unit: "documents",
-		Help:       "the number of documents in the final context",
+		Help:       "the number of documents in the final context (records whose retrieval was seen)",
 		Metric:     &MetricDocuments,
 		DriftEdges: halves(20)},
 	{ID: EmptyRetrievalRate, Name: score.SignalEmptyRetrievalRate, Unit: "ratio",
-		Help:   "1 when the final context holds no document, else 0",
-		Metric: &MetricEmpty, Shows: "divided by ragwatch_requests_total"},
+		Help:   "1 when the final context holds no document, else 0 (records whose retrieval was seen)",
+		Metric: &MetricEmpty, Shows: "divided by ragwatch_requests_total minus ragwatch_retrievals_not_seen_total"},
 	{ID: AnswerTokens, Name: score.SignalAnswerTokens, Unit: "tokens",
 		Help:       "the answer's output tokens from the usage, else the answer's words (records with an answer)",
 		Metric:     &MetricTokens,

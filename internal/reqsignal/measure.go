@@ -29,6 +29,10 @@ func (s LatencyStage) String() string { return stageNames[s] }
 // metrics record its fields directly: the two cannot disagree. It holds no user content and
 // is copied by value (no allocation on the ingest path).
 type Measurement struct {
+	// Retrieved is true when the record's retrieval was seen (not record.RetrievalNotSeen):
+	// only then do Documents and the retrieval signals say anything. A record whose trace
+	// showed no retrieval is not an empty retrieval.
+	Retrieved bool
 	Documents int     // documents in the final context
 	Scored    bool    // at least one document has a usable score
 	MeanScore float64 // mean of the usable document scores
@@ -72,6 +76,7 @@ const MaxLatencyMS = 1e12
 // It does not allocate. Feedback the record carries inline is measured too.
 func Measure(r *record.Record) Measurement {
 	var m Measurement
+	m.Retrieved = !r.RetrievalNotSeen || len(r.Documents) > 0
 	m.Documents = len(r.Documents)
 	var sum float64
 	n := 0

@@ -66,6 +66,7 @@ func TestRulesFirstMatchWins(t *testing.T) {
 		{"negative feedback", record.Record{Feedback: &record.Feedback{Score: -0.5}}, 1, "negative_feedback", false},
 		{"positive feedback is not negative", record.Record{Feedback: &record.Feedback{Score: 1}, Documents: []record.Document{doc(0.9)}}, 0.5, "rate", false},
 		{"empty retrieval", record.Record{}, 0.75, "empty_retrieval", false},
+		{"retrieval not seen is no empty retrieval", record.Record{RetrievalNotSeen: true}, 0.5, "rate", false},
 		{"top score below", record.Record{Documents: []record.Document{doc(0.1), doc(0.29)}}, 0.6, "weak_retrieval", false},
 		{"top score at threshold", record.Record{Documents: []record.Document{doc(0.1), doc(0.3)}}, 0.5, "rate", false},
 		{"no scores do not match top_score_below", record.Record{Documents: []record.Document{{ID: "x"}}}, 0.5, "rate", false},

@@ -46,7 +46,7 @@ func (r Rule) Matches(rec *record.Record) bool {
 	if m.NegativeFeedback && (rec.Feedback == nil || rec.Feedback.Score >= 0) {
 		return false
 	}
-	if m.EmptyRetrieval && len(rec.Documents) > 0 {
+	if m.EmptyRetrieval && !rec.EmptyRetrieval() {
 		return false
 	}
 	if m.TopScoreBelow != nil {

@@ -69,6 +69,7 @@ const (
 	fAttribute
 	fUpstreamProbability
 	fSampling
+	fRetrievalNotSeen
 )
 
 // Fields of the nested messages.
@@ -258,6 +259,9 @@ func appendRecord(b []byte, r *record.Record) ([]byte, error) {
 	e.str(fUserID, r.UserID)
 	e.time(fTime, r.Time, false)
 	e.str(fQuery, r.Query)
+	if r.RetrievalNotSeen {
+		e.int(fRetrievalNotSeen, 1)
+	}
 	for i := range r.Documents {
 		d := &r.Documents[i]
 		e.message(fDocument, func() {
@@ -719,6 +723,8 @@ func (d *decoder) record(r *record.Record) {
 			r.UpstreamProbability = d.float(num, typ)
 		case fSampling:
 			r.Sampling = d.sampling(num, typ)
+		case fRetrievalNotSeen:
+			r.RetrievalNotSeen = d.int(num, typ) != 0
 		default:
 			d.skip(num, typ)
 		}

@@ -229,7 +229,7 @@ func TestBinaryRecordRandom(t *testing.T) {
 	for i := range 1000 {
 		r := &record.Record{TraceID: str(32), SpanID: str(16), Service: str(8), SessionID: str(8), UserID: str(8),
 			Time: tm(), Query: str(200), Answer: str(300), Model: str(8), Variant: str(8), PairID: str(8),
-			Turn: rng.IntN(100) - 5, Reference: str(50), UpstreamProbability: f(),
+			Turn: rng.IntN(100) - 5, Reference: str(50), UpstreamProbability: f(), RetrievalNotSeen: rng.IntN(2) == 0,
 			Usage:   record.Usage{InputTokens: rng.Int64() - math.MaxInt64/2, OutputTokens: int64(rng.IntN(3))},
 			Latency: record.Latency{Retrieval: f(), Generation: f(), Total: f()}}
 		for range rng.IntN(7) {

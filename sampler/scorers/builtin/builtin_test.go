@@ -347,7 +347,7 @@ func TestCitations(t *testing.T) {
 	cits := []record.Citation{{Text: "The bridge opened in 1937 and carries six lanes.", DocumentIDs: []string{"d1", "d2", "nope"}}}
 	v, why, _ = CitationPrecision(cits, d2)
 	near(t, "joint citation precision", v, 2.0/3)
-	if why != "2/3 citations support their claim; 1 cite unknown documents" {
+	if why != "2/3 citations support their claim; 1 cites [nope], which names no retrieved document" {
 		t.Errorf("joint why = %q", why)
 	}
 	if _, _, ok := CitationPrecision(nil, d); ok {
@@ -361,6 +361,36 @@ func TestCitations(t *testing.T) {
 	}
 	if _, _, ok := CitationRecall("", nil, d); ok {
 		t.Error("recall judged for an answer without claims")
+	}
+}
+
+// TestCitationsNamingNoDocument: an answer whose markers name no retrieved document cites
+// something, and its explanations say what it cites (issue 52: "the answer cites nothing"
+// for an answer citing [1] was not true).
+func TestCitationsNamingNoDocument(t *testing.T) {
+	d := docs("Refunds are issued within 14 days of purchase.", "Shipping takes 3 to 5 business days.")
+	answer := "Refunds are issued within 14 days of purchase [3]. Shipping takes 3 to 5 business days [7, 3]. See the FAQ [sic]."
+	r := record.Record{TraceID: "t", Answer: answer, Documents: d}
+	r.Normalize(time.Now())
+	if len(r.Citations) != 0 {
+		t.Fatalf("citations %+v: [3] and [7] name no document of two", r.Citations)
+	}
+	v, why, ok := CitationRecall(r.Answer, r.Citations, d)
+	if !ok || v != 0 || !strings.HasSuffix(why, "; the answer cites [3], [7], which name no retrieved document") {
+		t.Errorf("recall %v %q ok=%v", v, why, ok)
+	}
+	// Some markers resolve, one does not: the explanation names the one.
+	answer = "Refunds are issued within 14 days of purchase [1]. Shipping takes 3 to 5 business days [5]."
+	r = record.Record{TraceID: "t", Answer: answer, Documents: d}
+	r.Normalize(time.Now())
+	v, why, ok = CitationRecall(r.Answer, r.Citations, d)
+	if !ok || !strings.HasSuffix(why, "1 without citation; the answer cites [5], which names no retrieved document") {
+		t.Errorf("partial recall %v %q ok=%v", v, why, ok)
+	}
+	// An answer that cites nothing still says so.
+	_, why, _ = CitationRecall("Refunds are issued within 14 days of purchase.", nil, d)
+	if !strings.HasSuffix(why, "the answer cites nothing") {
+		t.Errorf("uncited: %q", why)
 	}
 }
 

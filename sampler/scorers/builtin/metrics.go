@@ -383,6 +383,7 @@ func (j *judge) citationPrecision(citations []record.Citation) (float64, string,
 		return 0, "", false
 	}
 	total, precise, unknown := 0, 0, 0
+	var unknownIDs []string // the first few, for the explanation
 	for _, c := range citations {
 		claim := stripMarkers(c.Text, j.isID)
 		cited := map[int]bool{}
@@ -397,6 +398,9 @@ func (j *judge) citationPrecision(citations []record.Citation) (float64, string,
 			i, ok := j.byID[id]
 			if !ok {
 				unknown++
+				if len(unknownIDs) < maxNamed && !slices.Contains(unknownIDs, "["+id+"]") {
+					unknownIDs = append(unknownIDs, "["+id+"]")
+				}
 				continue
 			}
 			if j.citationSupports(claim, map[int]bool{i: true}) {
@@ -431,7 +435,7 @@ func (j *judge) citationPrecision(citations []record.Citation) (float64, string,
 	}
 	why := fmt.Sprintf("%d/%d citations support their claim", precise, total)
 	if unknown > 0 {
-		why += fmt.Sprintf("; %d cite unknown documents", unknown)
+		why += fmt.Sprintf("; %d %s", unknown, namesNoDocument(unknownIDs, unknown == 1))
 	}
 	return float64(precise) / float64(total), why, true
 }
@@ -450,9 +454,14 @@ func (j *judge) citationRecall(answer string, citations []record.Citation) (floa
 	if len(j.docs) == 0 {
 		return 0, "", false // nothing retrieved, nothing to cite: not scored (docs/conversations.md)
 	}
+	unresolved := j.unresolvedMarkers(answer)
 	if len(citations) == 0 {
 		// No citation supports anything: every claim is uncited.
 		if n := len(j.claims(answer)); n > 0 {
+			if len(unresolved) > 0 { // it cites, but nothing that was retrieved: say so
+				return 0, fmt.Sprintf("0/%d claims supported by their citations; the answer %s", n,
+					namesNoDocument(unresolved, true)), true
+			}
 			return 0, fmt.Sprintf("0/%d claims supported by their citations; the answer cites nothing", n), true
 		}
 		return 0, "", false
@@ -490,8 +499,64 @@ func (j *judge) citationRecall(answer string, citations []record.Citation) (floa
 			supported++
 		}
 	}
-	return float64(supported) / float64(len(claims)),
-		fmt.Sprintf("%d/%d claims supported by their citations; %d without citation", supported, len(claims), uncited), true
+	why := fmt.Sprintf("%d/%d claims supported by their citations; %d without citation", supported, len(claims), uncited)
+	if len(unresolved) > 0 {
+		why += "; the answer " + namesNoDocument(unresolved, true)
+	}
+	return float64(supported) / float64(len(claims)), why, true
+}
+
+// maxNamed bounds the markers or ids an explanation names.
+const maxNamed = 3
+
+// namesNoDocument says that markers (as written, "[7]") name no retrieved document: "cites
+// [7], which names no retrieved document" (one citing), "cite [7], [9], which name no
+// retrieved document" (several).
+func namesNoDocument(markers []string, one bool) string {
+	verb, names := "cites", "names"
+	if !one {
+		verb = "cite"
+	}
+	if len(markers) > 1 {
+		names = "name"
+	}
+	return fmt.Sprintf("%s %s, which %s no retrieved document", verb, strings.Join(markers, ", "), names)
+}
+
+// unresolvedMarkers lists, once each and at most maxNamed, the positions of the answer's
+// citation markers that name no document ("[1]" with no documents, "[7]" with three): what
+// record's citation parsing ignores, and what an explanation must not call citing nothing.
+// Only numeric markers are taken: "[sic]" is no citation.
+func (j *judge) unresolvedMarkers(answer string) []string {
+	var out []string
+	rest := answer
+	for len(out) < maxNamed {
+		open := strings.IndexByte(rest, '[')
+		if open < 0 {
+			break
+		}
+		end := strings.IndexByte(rest[open:], ']')
+		if end < 0 {
+			break
+		}
+		inner := rest[open+1 : open+end]
+		rest = rest[open+end+1:]
+		if !isMarker(inner, j.isID) {
+			continue
+		}
+		for _, p := range strings.Split(inner, ",") {
+			p = strings.TrimSpace(p)
+			if j.isID(p) {
+				continue
+			}
+			if n, err := strconv.Atoi(p); err == nil && (n < 1 || n > len(j.docs)) {
+				if m := "[" + p + "]"; len(out) < maxNamed && !slices.Contains(out, m) {
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // matchKey normalises a claim for matching it with a citation's text.

@@ -103,7 +103,9 @@ func rows() []row {
 			{kind: "timeseries", title: "Documents in context", unit: "short", queries: []Query{
 				q(`sum(rate(`+documents+`_sum{`+sel+`}[$__rate_interval])) / sum(rate(`+documents+`_count{`+sel+`}[$__rate_interval]))`, "mean documents")}},
 			{kind: "timeseries", title: "Empty retrievals", unit: "percentunit", queries: []Query{
-				q(`(sum(rate(`+empty+`{`+sel+`}[$__rate_interval])) or vector(0)) / sum(rate(`+requests+`{`+sel+`}[$__rate_interval]))`, "empty share")}},
+				// Of the requests whose retrieval was seen: those whose trace showed none
+				// (ragwatch_retrievals_not_seen_total) are no empty retrievals.
+				q(`(sum(rate(`+empty+`{`+sel+`}[$__rate_interval])) or vector(0)) / (sum(rate(`+requests+`{`+sel+`}[$__rate_interval])) - (sum(rate(`+reqsignal.MetricNotSeen.Name+`{`+sel+`}[$__rate_interval])) or vector(0)))`, "empty share")}},
 		}},
 		{"Answers", []spec{
 			{kind: "timeseries", title: "Answer tokens p50 / p95", unit: "short", queries: []Query{
