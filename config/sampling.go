@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/ragwatch/ragwatch/internal/offheap"
 )
 
 // Sampling configures which records are scored (docs/sampling.md).
@@ -68,9 +70,9 @@ type ModelPrice struct {
 // content there only while feedback may still send them to scoring (a negative_feedback rule, or
 // a record skipped by the budget or max_per_minute); others keep a 64-byte decision or nothing.
 // MaxHeldRecords bounds the per-record tables sized by a count: sampling.recent.max_records and
-// alerting.agreement.max_records. Their slots are indexed by 32-bit cells; 16,777,216 records
-// is 0.7 to 2.3 GB of them.
-const MaxHeldRecords = 1 << 24
+// alerting.agreement.max_records. They are internal/offheap tables, whose bound this is;
+// 16,777,216 records is 0.7 to 2.3 GB of them.
+const MaxHeldRecords = offheap.MaxEntries
 
 type RecentRecords struct {
 	MaxRecords int `yaml:"max_records"`
