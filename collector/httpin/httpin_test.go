@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -98,26 +97,6 @@ func start(t *testing.T, maxBody int64) *harness {
 	return &harness{in: in, sink: sk, reg: reg, base: "http://" + srv.Addr().String()}
 }
 
-func do(t *testing.T, method, url, contentType, body string) (int, http.Header, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(b)
-}
 
 func rejected(t *testing.T, reg *prometheus.Registry, reason string) float64 {
 	t.Helper()
@@ -129,7 +108,7 @@ func TestPostRecords(t *testing.T) {
 	one := `{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","service":"support-bot","query":"How do refunds work?",
 	 "documents":[{"id":"d1","score":0.82,"content":"Refunds take 5 days."},{"id":"d2","score":0.4}],
 	 "answer":"Refunds take five days [1]. Ask support [d2].","usage":{"output_tokens":9}}`
-	code, hdr, body := do(t, "POST", h.base+RecordsPath, "application/json", one)
+	code, hdr, body := testutil.Do(t, "POST", h.base+RecordsPath, "application/json", one)
 	if code != 202 || body != "{\"accepted\":1}\n" || hdr.Get("Content-Type") != "application/json" {
 		t.Fatalf("one record = %d %q", code, body)
 	}
@@ -145,7 +124,7 @@ func TestPostRecords(t *testing.T) {
 		t.Fatalf("record = %+v\nwant %+v", h.sink.recs, want)
 	}
 
-	code, _, body = do(t, "POST", h.base+RecordsPath, "application/json", `[{"trace_id":"a","query":"q"},{"trace_id":"b","answer":"x","time":"2026-11-28T10:00:00Z"}]`)
+	code, _, body = testutil.Do(t, "POST", h.base+RecordsPath, "application/json", `[{"trace_id":"a","query":"q"},{"trace_id":"b","answer":"x","time":"2026-11-28T10:00:00Z"}]`)
 	if code != 202 || body != "{\"accepted\":2}\n" {
 		t.Fatalf("array = %d %q", code, body)
 	}
@@ -174,7 +153,7 @@ func TestPostRecordsRejects(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := rejected(t, h.reg, c.reason)
-			code, _, body := do(t, c.method, h.base+RecordsPath, c.contentType, c.body)
+			code, _, body := testutil.Do(t, c.method, h.base+RecordsPath, c.contentType, c.body)
 			if code != c.code || strings.TrimSpace(body) != c.answer {
 				t.Errorf("= %d %s\nwant %d %s", code, body, c.code, c.answer)
 			}
@@ -190,7 +169,7 @@ func TestPostRecordsRejects(t *testing.T) {
 	}
 
 	h.sink.set(fmt.Errorf("queue: %w", ingest.ErrOverloaded))
-	code, hdr, body := do(t, "POST", h.base+RecordsPath, "application/json", `{"trace_id":"t","query":"q"}`)
+	code, hdr, body := testutil.Do(t, "POST", h.base+RecordsPath, "application/json", `{"trace_id":"t","query":"q"}`)
 	if code != 429 || hdr.Get("Retry-After") != "1" || strings.TrimSpace(body) != `{"error":"overloaded: 0 of 1 records accepted, retry the rest later"}` {
 		t.Errorf("overloaded = %d %q", code, body)
 	}
@@ -202,7 +181,7 @@ func TestPostRecordsRejects(t *testing.T) {
 		Errors []string `json:"errors"`
 	}
 	h.sink.set(errors.New("boom"))
-	code, _, body = do(t, "POST", h.base+RecordsPath, "application/json", `{"trace_id":"t","query":"q"}`)
+	code, _, body = testutil.Do(t, "POST", h.base+RecordsPath, "application/json", `{"trace_id":"t","query":"q"}`)
 	if err := json.Unmarshal([]byte(body), &eb); err != nil || code != 500 || eb.Error != "0 of 1 records accepted" || !reflect.DeepEqual(eb.Errors, []string{"boom"}) {
 		t.Errorf("failing downstream = %d %q", code, body)
 	}
@@ -212,7 +191,7 @@ func TestPostRecordsRejects(t *testing.T) {
 // handler's own method, content-type and size checks answer.
 func post(t *testing.T, url, ct, body string) (int, string) {
 	t.Helper()
-	code, _, b := do(t, "POST", url, ct, body)
+	code, _, b := testutil.Do(t, "POST", url, ct, body)
 	return code, strings.TrimSpace(b)
 }
 
@@ -249,7 +228,7 @@ func TestFeedback(t *testing.T) {
 	if code != http.StatusRequestEntityTooLarge || body != `{"error":"body larger than 1 MiB"}` {
 		t.Fatalf("too large: %d %s", code, body)
 	}
-	code, hdr, _ := do(t, "GET", srv.URL, "", "")
+	code, hdr, _ := testutil.Do(t, "GET", srv.URL, "", "")
 	if code != http.StatusMethodNotAllowed || hdr.Get("Allow") != "POST" {
 		t.Fatalf("GET: %d allow=%q", code, hdr.Get("Allow"))
 	}
@@ -304,17 +283,17 @@ func TestLabels(t *testing.T) {
 // endpoint without a consumer does not exist.
 func TestMount(t *testing.T) {
 	h := start(t, 0)
-	if code, _, body := do(t, "POST", h.base+FeedbackPath, "application/json", `{"trace_id":"m1","thumbs":"up"}`); code != 202 || body != "{\"accepted\":1}\n" {
+	if code, _, body := testutil.Do(t, "POST", h.base+FeedbackPath, "application/json", `{"trace_id":"m1","thumbs":"up"}`); code != 202 || body != "{\"accepted\":1}\n" {
 		t.Errorf("POST feedback = %d %q", code, body)
 	}
-	if code, _, body := do(t, "POST", h.base+LabelsPath, "application/json", `{"trace_id":"m1","reference":"r"}`); code != 202 || body != "{\"accepted\":1}\n" {
+	if code, _, body := testutil.Do(t, "POST", h.base+LabelsPath, "application/json", `{"trace_id":"m1","reference":"r"}`); code != 202 || body != "{\"accepted\":1}\n" {
 		t.Errorf("POST labels = %d %q", code, body)
 	}
-	if code, _, _ := do(t, "GET", h.base+FeedbackPath, "", ""); code != http.StatusMethodNotAllowed {
+	if code, _, _ := testutil.Do(t, "GET", h.base+FeedbackPath, "", ""); code != http.StatusMethodNotAllowed {
 		t.Errorf("GET feedback = %d, want 405", code)
 	}
 	before := rejected(t, h.reg, ingest.ReasonContentType)
-	if code, _, body := do(t, "POST", h.base+LabelsPath, "", `{"trace_id":"m2","reference":"r"}`); code != http.StatusUnsupportedMediaType ||
+	if code, _, body := testutil.Do(t, "POST", h.base+LabelsPath, "", `{"trace_id":"m2","reference":"r"}`); code != http.StatusUnsupportedMediaType ||
 		!strings.Contains(body, "use application/json") || rejected(t, h.reg, ingest.ReasonContentType) != before+1 {
 		t.Errorf("POST labels without a Content-Type = %d %q", code, body)
 	}
@@ -338,7 +317,7 @@ func TestMount(t *testing.T) {
 	}
 	defer srv.Shutdown(context.Background())
 	for path, want := range map[string]int{RecordsPath: 404, FeedbackPath: 404, LabelsPath: 202} {
-		if code, _, body := do(t, "POST", "http://"+srv.Addr().String()+path, "application/json", `{"trace_id":"x","reference":"r"}`); code != want {
+		if code, _, body := testutil.Do(t, "POST", "http://"+srv.Addr().String()+path, "application/json", `{"trace_id":"x","reference":"r"}`); code != want {
 			t.Errorf("POST %s with only a labels consumer = %d %q, want %d", path, code, body, want)
 		}
 	}

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -76,29 +75,6 @@ func start(t *testing.T) *harness {
 	return &harness{s: s, sink: sk, reg: reg, base: "http://" + s.Addr().String()}
 }
 
-func do(t *testing.T, method, url, contentType, body string, header ...string) (int, http.Header, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(b)
-}
 
 func rejected(t *testing.T, reg *prometheus.Registry, reason string) float64 {
 	t.Helper()
@@ -107,10 +83,10 @@ func rejected(t *testing.T, reg *prometheus.Registry, reason string) float64 {
 
 func TestHealthReadyAndMount(t *testing.T) {
 	h := start(t)
-	if code, _, body := do(t, "GET", h.base+"/healthz", "", ""); code != 200 || body != "ok\n" {
+	if code, _, body := testutil.Do(t, "GET", h.base+"/healthz", "", ""); code != 200 || body != "ok\n" {
 		t.Errorf("/healthz = %d %q", code, body)
 	}
-	if code, _, body := do(t, "GET", h.base+"/readyz", "", ""); code != 200 || body != "ready\n" {
+	if code, _, body := testutil.Do(t, "GET", h.base+"/readyz", "", ""); code != 200 || body != "ready\n" {
 		t.Errorf("/readyz with no checks = %d %q", code, body)
 	}
 	var mu sync.Mutex
@@ -124,13 +100,13 @@ func TestHealthReadyAndMount(t *testing.T) {
 		return nil
 	})
 	h.s.AddReadinessCheck("nats", func() error { return nil })
-	if code, _, body := do(t, "GET", h.base+"/readyz", "", ""); code != 503 || body != "not ready\notlp: receivers not listening\n" {
+	if code, _, body := testutil.Do(t, "GET", h.base+"/readyz", "", ""); code != 503 || body != "not ready\notlp: receivers not listening\n" {
 		t.Errorf("/readyz failing = %d %q", code, body)
 	}
 	mu.Lock()
 	listening = true
 	mu.Unlock()
-	if code, _, body := do(t, "GET", h.base+"/readyz", "", ""); code != 200 || body != "ready\n" {
+	if code, _, body := testutil.Do(t, "GET", h.base+"/readyz", "", ""); code != 200 || body != "ready\n" {
 		t.Errorf("/readyz = %d %q", code, body)
 	}
 
@@ -140,20 +116,20 @@ func TestHealthReadyAndMount(t *testing.T) {
 	mu.Lock()
 	natsDown = fmt.Errorf("NATS is not connected")
 	mu.Unlock()
-	if code, _, body := do(t, "GET", h.base+"/readyz", "", ""); code != 200 || body != "ready\ndegraded: nats: NATS is not connected\n" {
+	if code, _, body := testutil.Do(t, "GET", h.base+"/readyz", "", ""); code != 200 || body != "ready\ndegraded: nats: NATS is not connected\n" {
 		t.Errorf("/readyz with NATS down = %d %q, want 200 and the degraded line", code, body)
 	}
 	mu.Lock()
 	listening = false
 	mu.Unlock()
-	if code, _, body := do(t, "GET", h.base+"/readyz", "", ""); code != 503 ||
+	if code, _, body := testutil.Do(t, "GET", h.base+"/readyz", "", ""); code != 503 ||
 		body != "not ready\notlp: receivers not listening\ndegraded: nats: NATS is not connected\n" {
 		t.Errorf("/readyz failing and degraded = %d %q", code, body)
 	}
 	mu.Lock()
 	listening, natsDown = true, nil
 	mu.Unlock()
-	if code, _, body := do(t, "GET", h.base+"/readyz", "", ""); code != 200 || body != "ready\n" {
+	if code, _, body := testutil.Do(t, "GET", h.base+"/readyz", "", ""); code != 200 || body != "ready\n" {
 		t.Errorf("/readyz recovered = %d %q", code, body)
 	}
 
@@ -161,10 +137,10 @@ func TestHealthReadyAndMount(t *testing.T) {
 	h.s.Mount("GET /api/v1/scores", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		WriteJSON(w, 200, map[string]int{"scores": 0})
 	}))
-	if code, hdr, body := do(t, "GET", h.base+"/api/v1/scores", "", ""); code != 200 || body != "{\"scores\":0}\n" || hdr.Get("Content-Type") != "application/json" {
+	if code, hdr, body := testutil.Do(t, "GET", h.base+"/api/v1/scores", "", ""); code != 200 || body != "{\"scores\":0}\n" || hdr.Get("Content-Type") != "application/json" {
 		t.Errorf("mounted = %d %q %q", code, body, hdr.Get("Content-Type"))
 	}
-	if code, _, _ := do(t, "GET", h.base+"/nope", "", ""); code != 404 {
+	if code, _, _ := testutil.Do(t, "GET", h.base+"/nope", "", ""); code != 404 {
 		t.Errorf("unknown path = %d", code)
 	}
 }
@@ -175,7 +151,7 @@ func TestMetricsOpenMetricsWithExemplars(t *testing.T) {
 	h.reg.MustRegister(c)
 	c.(prometheus.ExemplarAdder).AddWithExemplar(1, prometheus.Labels{"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"})
 
-	code, hdr, body := do(t, "GET", h.base+"/metrics", "", "", "Accept", "application/openmetrics-text; version=1.0.0")
+	code, hdr, body := testutil.Do(t, "GET", h.base+"/metrics", "", "", "Accept", "application/openmetrics-text; version=1.0.0")
 	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "application/openmetrics-text") {
 		t.Fatalf("/metrics = %d %q", code, hdr.Get("Content-Type"))
 	}
@@ -183,7 +159,7 @@ func TestMetricsOpenMetricsWithExemplars(t *testing.T) {
 		t.Errorf("no exemplar in:\n%s", body)
 	}
 	// A plain scrape gets the text format.
-	code, hdr, body = do(t, "GET", h.base+"/metrics", "", "")
+	code, hdr, body = testutil.Do(t, "GET", h.base+"/metrics", "", "")
 	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain") || !strings.Contains(body, "ragwatch_requests_total 1\n") {
 		t.Errorf("/metrics text = %d %q\n%s", code, hdr.Get("Content-Type"), body)
 	}
@@ -218,7 +194,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Shutdown(ctx)
-	if code, _, _ := do(t, "POST", "http://"+s.Addr().String()+"/api/v1/records", "application/json", "{}"); code != 404 {
+	if code, _, _ := testutil.Do(t, "POST", "http://"+s.Addr().String()+"/api/v1/records", "application/json", "{}"); code != 404 {
 		t.Errorf("an API path nobody mounted = %d", code)
 	}
 	if _, err := New(Settings{Gatherer: reg}); err == nil {
