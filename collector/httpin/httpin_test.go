@@ -97,7 +97,6 @@ func start(t *testing.T, maxBody int64) *harness {
 	return &harness{in: in, sink: sk, reg: reg, base: "http://" + srv.Addr().String()}
 }
 
-
 func rejected(t *testing.T, reg *prometheus.Registry, reason string) float64 {
 	t.Helper()
 	return testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "api", "reason": reason})

@@ -75,7 +75,6 @@ func start(t *testing.T) *harness {
 	return &harness{s: s, sink: sk, reg: reg, base: "http://" + s.Addr().String()}
 }
 
-
 func rejected(t *testing.T, reg *prometheus.Registry, reason string) float64 {
 	t.Helper()
 	return testutil.Sum(t, reg, "ragwatch_ingest_rejected_total", map[string]string{"receiver": "api", "reason": reason})
