@@ -255,20 +255,10 @@ func TestEvaluationEventsFromWorkerPods(t *testing.T) {
 	wcfg := workerConfig(ns.ClientURL())
 	wcfg.Scoring.Metrics = []string{"faithfulness"}
 	exportTo(wcfg, podAddr)
-	pod, err := service.NewWorker(wcfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	startPod(t, wcfg)
 	ctx := context.Background()
-	if err := pod.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = pod.Shutdown(ctx) }()
 
-	cfg := testConfig(t)
-	cfg.NATS.URL = config.SecretURL(ns.ClientURL())
-	cfg.Sampling.Rate = 1
-	cfg.Scoring.Workers = 0 // the pod scores
+	cfg := podSidecarConfig(t, ns.ClientURL())
 	cfg.Scoring.Metrics = []string{"faithfulness"}
 	exportTo(cfg, carAddr)
 	car := startEnv(t, cfg)

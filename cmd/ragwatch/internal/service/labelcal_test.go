@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragwatch/ragwatch/cmd/ragwatch/internal/service"
 	"github.com/ragwatch/ragwatch/config"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/testutil"
@@ -229,20 +228,9 @@ func TestCalibrationReachesWorkerPods(t *testing.T) {
 	wcfg := workerConfig(ns.ClientURL())
 	wcfg.Scoring.Metrics = []string{"faithfulness"}
 	wcfg.Scoring.Builtin.Calibration.MinLabels = 20
-	pod, err := service.NewWorker(wcfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := pod.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = pod.Shutdown(ctx) }()
+	startPod(t, wcfg)
 
-	cfg := testConfig(t)
-	cfg.NATS.URL = config.SecretURL(ns.ClientURL())
-	cfg.Sampling.Rate = 1
-	cfg.Scoring.Workers = 0 // the pod scores
+	cfg := podSidecarConfig(t, ns.ClientURL())
 	cfg.Scoring.Metrics = []string{"faithfulness"}
 	cfg.Scoring.Builtin.Calibration.MinLabels = 20
 	cfg.Scoring.Builtin.Calibration.RefitEvery = 1000

@@ -26,6 +26,30 @@ func workerConfig(url string) *config.Config {
 	return cfg
 }
 
+// startPod starts a `ragwatch worker` of cfg (workerConfig) and stops it when the test ends.
+func startPod(t *testing.T, cfg *config.Config) *service.App {
+	t.Helper()
+	pod, err := service.NewWorker(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pod.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pod.Shutdown(context.Background()) })
+	return pod
+}
+
+// podSidecarConfig is testConfig for a sidecar on the cluster at url that samples every record
+// and leaves scoring to worker pods.
+func podSidecarConfig(t *testing.T, url string) *config.Config {
+	cfg := testConfig(t)
+	cfg.NATS.URL = config.SecretURL(url)
+	cfg.Sampling.Rate = 1
+	cfg.Scoring.Workers = 0 // the pods score
+	return cfg
+}
+
 // TestWorkerHTTPLikeRun: `ragwatch worker` serves the HTTP server of `ragwatch run`, built from
 // the same list, so http.tls and http.auth apply to it exactly as to run's: only HTTPS answers,
 // the profiler wants the bearer token (401 without it, counted), and /metrics and the probes
