@@ -133,7 +133,7 @@ func forEachSpan(td ptrace.Traces, f func(ptrace.Span)) {
 
 // fileEvent is one log record the Collector's file exporter wrote.
 type fileEvent struct {
-	name, trace, span, metric, scorer, explanation string
+	name, trace, span, metric, scorer, explanation, response string
 }
 
 func readEvents(t *testing.T, path string) []fileEvent {
@@ -166,11 +166,14 @@ func readEvents(t *testing.T, path string) []fileEvent {
 					r := recs.At(k)
 					a := r.Attributes()
 					get := func(key string) string {
-						v, _ := a.Get(key)
-						return v.AsString()
+						if v, ok := a.Get(key); ok {
+							return v.AsString()
+						}
+						return ""
 					}
 					e := fileEvent{name: r.EventName(), trace: r.TraceID().String(), metric: get("gen_ai.evaluation.name"),
-						scorer: get("ragwatch.evaluation.scorer"), explanation: get("gen_ai.evaluation.explanation")}
+						scorer: get("ragwatch.evaluation.scorer"), explanation: get("gen_ai.evaluation.explanation"),
+						response: get("gen_ai.response.id")}
 					if !r.SpanID().IsEmpty() {
 						e.span = r.SpanID().String()
 					}
@@ -193,8 +196,8 @@ type ringScore struct {
 // TestEvaluationEventsThroughCollector runs ragwatch with evaluations.otlp pointing at a real
 // OpenTelemetry Collector (built from the module proxy, scripts/otelcol) whose file exporter
 // writes what it receives. Every score of every sampled record arrives once, as a
-// gen_ai.evaluation.result event on the trace id and span id of the record's turn, with its
-// explanation redacted.
+// gen_ai.evaluation.result event on the trace id and span id of the record's turn, with the
+// gen_ai.response.id of the model call that answered, and its explanation redacted.
 func TestEvaluationEventsThroughCollector(t *testing.T) {
 	otelcol := buildCollector(t)
 	ragwatch := buildRagwatch(t)
@@ -215,10 +218,22 @@ func TestEvaluationEventsThroughCollector(t *testing.T) {
 	waitHTTP(t, base+"/readyz")
 	r := &replica{name: "sidecar", otlp: otlpAddr, http: base}
 
-	// Ten single-turn traces (records without a span id: their events sit on the trace) and
-	// ten conversations of two turns (each record names its turn's span).
+	// Ten single-turn traces (each record's turn is its trace's root span) and ten
+	// conversations of two turns (each record names its turn's span). Every model call
+	// names its response (gen_ai.response.id, from its span id).
 	single, singleIDs := ragTraces(10, "support-bot", 11)
 	convo, turns := conversationTraces(10, "support-bot", 12)
+	roots := map[string]string{} // single trace id -> its root span
+	for _, td := range append(slices.Clone(single), convo) {
+		forEachSpan(td, func(s ptrace.Span) {
+			if s.ParentSpanID().IsEmpty() {
+				roots[s.TraceID().String()] = s.SpanID().String()
+			}
+			if k, ok := s.Attributes().Get("openinference.span.kind"); ok && k.Str() == "LLM" {
+				s.Attributes().PutStr("gen_ai.response.id", "resp-"+s.SpanID().String())
+			}
+		})
+	}
 	export(t, otlpAddr, append(single, convo)...)
 	// Each single trace gives one record, each conversation one per turn the assembler finds
 	// (two, unless a synthetic turn's shape merges them); the test follows what it assembled.
@@ -270,6 +285,9 @@ func TestEvaluationEventsThroughCollector(t *testing.T) {
 		if e.name != "gen_ai.evaluation.result" {
 			t.Errorf("event name %q", e.name)
 		}
+		if !strings.HasPrefix(e.response, "resp-") {
+			t.Errorf("event %s/%s %s: gen_ai.response.id %q, want the answering call's", e.trace, e.span, e.metric, e.response)
+		}
 		count[e.trace+"/"+e.span+"/"+e.metric+"/"+e.scorer]++
 		if e.metric == "faithfulness" && (!redacted.MatchString(e.explanation) || leaked.MatchString(e.explanation)) {
 			t.Errorf("faithfulness explanation not redacted: %q", e.explanation)
@@ -299,16 +317,17 @@ func TestEvaluationEventsThroughCollector(t *testing.T) {
 	}
 	for k := range count {
 		parts := strings.Split(k, "/")
-		if tid, span := parts[0], parts[1]; span != "" && !slices.Contains(turns[tid], span) {
-			t.Errorf("event on span %s of trace %s, which is no turn of it", span, tid)
+		tid, span := parts[0], parts[1]
+		if _, convo := turns[tid]; (convo && !slices.Contains(turns[tid], span)) || (!convo && span != roots[tid]) {
+			t.Errorf("event on span %q of trace %s, which is no turn of it", span, tid)
 		}
 	}
 	if onTurns < len(turns)*3/2 {
 		t.Errorf("faithfulness events on %d turn spans of %d conversations", onTurns, len(turns))
 	}
 	for _, id := range singleIDs {
-		if count[id+"//faithfulness/builtin"] != 1 {
-			t.Errorf("no faithfulness event on trace %s", id)
+		if count[id+"/"+roots[id]+"/faithfulness/builtin"] != 1 {
+			t.Errorf("no faithfulness event on the root span %s of trace %s", roots[id], id)
 		}
 	}
 }

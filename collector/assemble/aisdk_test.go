@@ -42,6 +42,8 @@ func aiSDKTrace(t *testing.T, trace byte, result string, meta map[string]any) pt
 			"ai.response.toolCalls":      `[{"toolCallId":"call_1","toolName":"getInformation","input":"{\"question\":\"refund deadline\"}"}]`,
 			"ai.response.model":          "gpt-4o-mini-2024-07-18",
 			"gen_ai.response.model":      "gpt-4o-mini-2024-07-18",
+			"ai.response.id":             "chatcmpl-step1",
+			"gen_ai.response.id":         "chatcmpl-step1",
 			"ai.usage.promptTokens":      120,
 			"ai.usage.completionTokens":  18,
 			"gen_ai.usage.input_tokens":  120,
@@ -66,6 +68,7 @@ func aiSDKTrace(t *testing.T, trace byte, result string, meta map[string]any) pt
 			"ai.response.text":           "Refunds are issued within 14 days. [doc-refund]",
 			"ai.response.model":          "gpt-4o-mini-2024-07-18",
 			"gen_ai.response.model":      "gpt-4o-mini-2024-07-18",
+			"ai.response.id":             "chatcmpl-step2", // the answer's call: read when gen_ai's is not there
 			"ai.usage.promptTokens":      180,
 			"ai.usage.completionTokens":  25,
 			"gen_ai.usage.input_tokens":  180,
@@ -86,7 +89,7 @@ func TestAISDK(t *testing.T) {
 		}
 		return &record.Record{
 			Citations: cites,
-			TraceID:   tidHex(trace), Service: "support-rag", Time: base, SessionID: session,
+			TraceID:   tidHex(trace), SpanID: sidHex(1), ResponseID: "chatcmpl-step2", Service: "support-rag", Time: base, SessionID: session,
 			Query:     "How long do I have to ask for a refund?",
 			Documents: docs,
 			Answer:    "Refunds are issued within 14 days. [doc-refund]",
@@ -156,7 +159,7 @@ func TestAISDK(t *testing.T) {
 			}},
 		))
 		sameRecords(t, res.Records, []*record.Record{{
-			TraceID: tidHex(6), Service: "support-rag", Time: base.Add(ms(5)), RetrievalNotSeen: true,
+			TraceID: tidHex(6), SpanID: sidHex(2), Service: "support-rag", Time: base.Add(ms(5)), RetrievalNotSeen: true,
 			Query: "What does the warranty cover?", Answer: "Two years. [doc-warranty]", Model: "gpt-4o-mini",
 			Usage: record.Usage{InputTokens: 160, OutputTokens: 30}, Latency: record.Latency{Generation: 285, Total: 285},
 			Attributes: map[string]string{"route": "support-object"},
@@ -173,7 +176,7 @@ func TestAISDK(t *testing.T) {
 			}},
 		))
 		sameRecords(t, res.Records, []*record.Record{{
-			TraceID: tidHex(7), Service: "support-rag", Time: base, Answer: "Hello.", RetrievalNotSeen: true,
+			TraceID: tidHex(7), SpanID: sidHex(1), Service: "support-rag", Time: base, Answer: "Hello.", RetrievalNotSeen: true,
 			Usage: record.Usage{InputTokens: 3, OutputTokens: 2}, Latency: record.Latency{Generation: 400, Total: 400},
 		}})
 	})

@@ -174,7 +174,7 @@ func TestTimeoutWithoutRoot(t *testing.T) {
 	h.processAt(t, 65*time.Second)
 	recs, _ := h.out.got()
 	want := []*record.Record{{
-		TraceID: tidHex(1), Service: "s", Time: base.Add(ms(10)),
+		TraceID: tidHex(1), SpanID: sidHex(1), Service: "s", Time: base.Add(ms(10)),
 		Documents: []record.Document{{ID: "d1", Content: "c"}}, Answer: "a",
 		Latency: record.Latency{Retrieval: 40, Generation: 840, Total: 890},
 	}}
@@ -407,7 +407,7 @@ func TestGatewaySpanBeforeApplication(t *testing.T) {
 	h.processAt(t, 7*time.Second)
 	recs, _ := h.out.got()
 	want := []*record.Record{{
-		TraceID: tidHex(1), Service: "app", Time: base, Query: "q",
+		TraceID: tidHex(1), SpanID: sidHex(1), Service: "app", Time: base, Query: "q",
 		Documents: []record.Document{{ID: "d1", Content: "c"}}, Answer: "from the gateway", Model: "gpt-4o",
 		Usage:   record.Usage{InputTokens: 30, OutputTokens: 5},
 		Latency: record.Latency{Retrieval: 40, Generation: 840, Total: 950},
@@ -450,7 +450,7 @@ func TestHugeDeepTrace(t *testing.T) {
 	}
 	h.processAt(t, 0)
 	recs, _ := h.out.got()
-	if len(recs) != 1 || recs[0].Answer != "deep answer" || len(recs[0].Documents) != 1 || recs[0].SpanID != "" {
+	if len(recs) != 1 || recs[0].Answer != "deep answer" || len(recs[0].Documents) != 1 || recs[0].SpanID != "b000138800000000" {
 		t.Fatalf("records: %s", js(recs))
 	}
 }

@@ -18,7 +18,6 @@ type builder struct {
 	mem     [][]int // the spans of each turn (assignMembers)
 	owner   []int   // per node: its turn's index + 1, or -1 (assignMembers)
 	t       *tree
-	multi   bool
 	traceID string
 	elided  bool // a trace's records share its spans: any may hold an elided text
 	attrs   *attrMaps
@@ -41,7 +40,7 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 	t := b.t
 	tn := &t.nodes[turn]
 	r := &record.Record{TraceID: b.traceID, Time: tn.start, Elided: b.elided}
-	if b.multi && !tn.id.IsEmpty() {
+	if !tn.id.IsEmpty() {
 		r.SpanID = tn.id.String()
 	}
 	if tn.span != nil {
@@ -171,9 +170,13 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 		r.History, r.Turn = facts.HistoryOf(t.nodes[answerGen].f)
 	}
 
-	// Model and usage.
+	// Model, response id and usage.
 	if answerGen >= 0 {
-		r.Model = facts.ModelOf(t.nodes[answerGen].f)
+		f := t.nodes[answerGen].f
+		r.Model = facts.ModelOf(f)
+		if len(f.ResponseID) <= record.MaxIDLength { // a longer one is not an id: left out, not cut
+			r.ResponseID = f.ResponseID
+		}
 	}
 	for k := len(gens) - 1; k >= 0 && r.Model == ""; k-- {
 		r.Model = facts.ModelOf(t.nodes[gens[k]].f)

@@ -97,7 +97,7 @@ func TestConventions(t *testing.T) {
 				)
 			},
 			want: []*record.Record{{
-				TraceID: tidHex(1), Service: "support-bot", SessionID: "s-1", UserID: "u-9", Time: base,
+				TraceID: tidHex(1), SpanID: sidHex(1), Service: "support-bot", SessionID: "s-1", UserID: "u-9", Time: base,
 				Query: "How do I reset my password?",
 				Documents: []record.Document{
 					{ID: "kb-7", Score: fp(0.91), Content: "Open Settings, then Security.", Metadata: map[string]any{"source": "faq.md"}},
@@ -131,6 +131,7 @@ func TestConventions(t *testing.T) {
 						"gen_ai.provider.name":           "openai",
 						"gen_ai.request.model":           "gpt-4o",
 						"gen_ai.response.model":          "gpt-4o-2024-08-06",
+						"gen_ai.response.id":             "chatcmpl-v137",
 						"gen_ai.usage.input_tokens":      100,
 						"gen_ai.usage.output_tokens":     20,
 						"gen_ai.conversation.id":         "conv-1",
@@ -142,7 +143,7 @@ func TestConventions(t *testing.T) {
 				)
 			},
 			want: []*record.Record{{
-				TraceID: tidHex(2), Service: "refunds", SessionID: "conv-1", Time: base,
+				TraceID: tidHex(2), SpanID: sidHex(1), ResponseID: "chatcmpl-v137", Service: "refunds", SessionID: "conv-1", Time: base,
 				Query: "what is the refund window?",
 				Documents: []record.Document{
 					{ID: "doc_123", Score: fp(0.95), Content: "Refunds within 30 days."},
@@ -186,7 +187,7 @@ func TestConventions(t *testing.T) {
 				)
 			},
 			want: []*record.Record{{
-				TraceID: tidHex(3), Service: "svc", Time: base, Query: "q?",
+				TraceID: tidHex(3), SpanID: sidHex(1), Service: "svc", Time: base, Query: "q?",
 				Documents: []record.Document{{ID: "a", Score: fp(0.7), Content: "alpha"}, {ID: "b", Score: fp(1)}},
 				Answer:    "Alpha.", Model: "m-1",
 				Latency: record.Latency{Retrieval: 10, Generation: 400, Total: 500},
@@ -220,7 +221,7 @@ func TestConventions(t *testing.T) {
 				)
 			},
 			want: []*record.Record{{
-				TraceID: tidHex(4), Service: "legacy", Time: base, Query: "when do stores open?",
+				TraceID: tidHex(4), SpanID: sidHex(1), Service: "legacy", Time: base, Query: "when do stores open?",
 				Documents: []record.Document{{ID: "h1", Score: fp(0.8), Content: "Stores open at 9."}},
 				Answer:    "At 9 am [1].",
 				Citations: []record.Citation{{Text: "At 9 am.", DocumentIDs: []string{"h1"}}},
@@ -279,7 +280,7 @@ func TestConventions(t *testing.T) {
 				)
 			},
 			want: []*record.Record{{
-				TraceID: tidHex(5), Service: "py-app", SessionID: "sess-42", UserID: "user-7", Time: base,
+				TraceID: tidHex(5), SpanID: sidHex(1), Service: "py-app", SessionID: "sess-42", UserID: "user-7", Time: base,
 				Query: "Which plan includes SSO?",
 				Documents: []record.Document{
 					{ID: "plan-ent", Score: fp(0.88), Content: "Enterprise includes SSO.", Metadata: map[string]any{
@@ -329,7 +330,7 @@ func TestConventions(t *testing.T) {
 				)
 			},
 			want: []*record.Record{{
-				TraceID: tidHex(6), Service: "lc-app", Time: base, Query: "how long is the warranty?",
+				TraceID: tidHex(6), SpanID: sidHex(1), Service: "lc-app", Time: base, Query: "how long is the warranty?",
 				Documents: []record.Document{
 					{ID: "w-1", Content: "Warranty: 2 years.", Metadata: map[string]any{"source": "w.md", "id": "w-1"}},
 					{ID: contentID("Returns: 30 days."), Content: "Returns: 30 days.", Metadata: map[string]any{"source": "r.md"}},
@@ -359,7 +360,7 @@ func TestConventions(t *testing.T) {
 				)
 			},
 			want: []*record.Record{{
-				TraceID: tidHex(7), Service: "hand-made", SessionID: "s-9", Time: base, Query: "capital of France?",
+				TraceID: tidHex(7), SpanID: sidHex(1), Service: "hand-made", SessionID: "s-9", Time: base, Query: "capital of France?",
 				Documents: []record.Document{
 					{ID: "d1", Score: fp(0.9), Content: "Paris is the capital of France."},
 					{ID: "d2", Content: "Lyon."},

@@ -48,5 +48,5 @@ func ExampleAssemble() {
 	out, _ := json.Marshal(res.Records[0])
 	fmt.Println(string(out))
 	// Output:
-	// {"trace_id":"4b000000000000000000000000000001","service":"support-bot","time":"2026-11-29T12:00:00Z","query":"Reset my password?","documents":[{"id":"kb-7","score":0.82,"content":"Open Settings, then Security."}],"answer":"Open Settings, then Security [1].","citations":[{"text":"Open Settings, then Security.","document_ids":["kb-7"]}],"model":"gpt-4o-mini","usage":{},"latency_ms":{"retrieval":35,"generation":830,"total":900}}
+	// {"trace_id":"4b000000000000000000000000000001","span_id":"0000000000000001","service":"support-bot","time":"2026-11-29T12:00:00Z","query":"Reset my password?","documents":[{"id":"kb-7","score":0.82,"content":"Open Settings, then Security."}],"answer":"Open Settings, then Security [1].","citations":[{"text":"Open Settings, then Security.","document_ids":["kb-7"]}],"model":"gpt-4o-mini","usage":{},"latency_ms":{"retrieval":35,"generation":830,"total":900}}
 }

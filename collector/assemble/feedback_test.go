@@ -108,7 +108,7 @@ func TestOddTrees(t *testing.T) {
 			sp{id: 2, parent: 9, name: "r", start: ms(5), end: ms(10), attrs: ret},
 			sp{id: 3, parent: 9, name: "g", start: ms(11), end: ms(30), attrs: llm},
 		))
-		want := []*record.Record{{TraceID: tidHex(1), Service: "s", Time: base.Add(ms(5)),
+		want := []*record.Record{{TraceID: tidHex(1), SpanID: sidHex(9), Service: "s", Time: base.Add(ms(5)),
 			Documents: []record.Document{{ID: "d"}}, Answer: "a",
 			Latency: record.Latency{Retrieval: 5, Generation: 19, Total: 25}}}
 		sameRecords(t, res.Records, want)
@@ -128,7 +128,7 @@ func TestOddTrees(t *testing.T) {
 			"gen_ai.operation.name": "chat", "gen_ai.output.messages": `[{"role":"assistant","parts":[{"type":"text","content":"hi"}]}]`,
 			"gen_ai.input.messages": `[{"role":"user","content":"hello"}]`,
 		}}))
-		want := []*record.Record{{TraceID: tidHex(1), Service: "s", Time: base, Query: "hello", Answer: "hi",
+		want := []*record.Record{{TraceID: tidHex(1), SpanID: sidHex(1), Service: "s", Time: base, Query: "hello", Answer: "hi",
 			Latency: record.Latency{Generation: 1000, Total: 1000}, RetrievalNotSeen: true}}
 		sameRecords(t, res.Records, want)
 	})

@@ -122,6 +122,7 @@ func sameRecords(t *testing.T, got, want []*record.Record) {
 		check("answer", g.Answer, w.Answer)
 		check("citations", g.Citations, w.Citations)
 		check("model", g.Model, w.Model)
+		check("response_id", g.ResponseID, w.ResponseID)
 		check("usage", g.Usage, w.Usage)
 		check("latency", g.Latency, w.Latency)
 		check("feedback", g.Feedback, w.Feedback)

@@ -68,7 +68,7 @@ func TestLangChainJSStepsApart(t *testing.T) {
 			continue
 		}
 		sameRecords(t, res.Records, []*record.Record{{
-			TraceID: tidHex(byte(10 + i)), Service: "support-rag", Time: base.Add(ms(215)),
+			TraceID: tidHex(byte(10 + i)), SpanID: sidHex(4), Service: "support-rag", Time: base.Add(ms(215)),
 			Query: lcQuestion, Answer: lcAnswer, Model: "gpt-4o-mini-2024-07-18",
 			Usage: record.Usage{InputTokens: 96, OutputTokens: 14}, Latency: record.Latency{Generation: 665, Total: 665},
 			RetrievalNotSeen: true, // no retrieval span, no documents anywhere in the trace
@@ -103,7 +103,7 @@ func TestLangChainJSStepsTogether(t *testing.T) {
 				{ID: "doc-shipping", Content: "Standard shipping takes 3 to 5 business days.", Metadata: map[string]any{"id": "doc-shipping", "source": "faq.md"}},
 			}
 			sameRecords(t, res.Records, []*record.Record{{
-				TraceID: tidHex(1), Service: "support-rag", Time: base.Add(ms(tc.turnAt)),
+				TraceID: tidHex(1), SpanID: sidHex(1), Service: "support-rag", Time: base.Add(ms(tc.turnAt)),
 				Query: tc.query, Documents: docs, Answer: lcAnswer, Model: "gpt-4o-mini-2024-07-18",
 				Citations:  []record.Citation{{Text: "You can ask for a refund within 14 days of purchase.", DocumentIDs: []string{"doc-refund"}}},
 				Usage:      record.Usage{InputTokens: 96, OutputTokens: 14},

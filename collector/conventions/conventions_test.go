@@ -134,11 +134,11 @@ func TestKeysAreTheSwitchsKeys(t *testing.T) {
 	}
 }
 
-// addedSinceTable reports whether k is a row of a convention the table gained after it replaced
-// the switches: the Vercel AI SDK's (ai.*).
+// addedSinceTable reports whether k is a row the table gained after it replaced the switches:
+// the Vercel AI SDK's (ai.*), and gen_ai.response.id (where evaluations are placed).
 func addedSinceTable(k string) bool {
 	key, ok := Lookup(k)
-	return ok && strings.HasPrefix(key.Name, "ai.")
+	return ok && (strings.HasPrefix(key.Name, "ai.") || key.Name == "gen_ai.response.id")
 }
 
 // switchKeys yields the keys fixedKeySwitch knows, by their position.

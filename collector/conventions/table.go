@@ -33,6 +33,7 @@ const (
 	Prompts                 // llm.prompts: a list of prompt texts
 	RequestModel            // the model asked for
 	ResponseModel           // the model that answered
+	ResponseID              // the provider's id of the response (where evaluations of it are placed)
 	InputTokens             // prompt tokens
 	OutputTokens            // completion tokens
 	GenAIDocuments          // GenAI retrieval documents (JSON)
@@ -118,6 +119,7 @@ var Keys = [...]Key{
 	{Name: "gen_ai.data_source.id", Field: DataSource},
 	{Name: "gen_ai.request.model", Field: RequestModel},
 	{Name: "gen_ai.response.model", Field: ResponseModel},
+	{Name: "gen_ai.response.id", Field: ResponseID},
 	{Name: "gen_ai.usage.input_tokens", Field: InputTokens},
 	{Name: "gen_ai.usage.output_tokens", Field: OutputTokens},
 	{Name: "gen_ai.usage.prompt_tokens", Field: InputTokens, Weak: true},
@@ -153,6 +155,7 @@ var Keys = [...]Key{
 	{Name: "ai.response.object", Field: OutputValue},
 	{Name: "ai.model.id", Field: RequestModel, Weak: true},
 	{Name: "ai.response.model", Field: ResponseModel, Weak: true},
+	{Name: "ai.response.id", Field: ResponseID, Weak: true},
 	{Name: "ai.usage.promptTokens", Field: InputTokens, Weak: true},
 	{Name: "ai.usage.inputTokens", Field: InputTokens, Weak: true},
 	{Name: "ai.usage.completionTokens", Field: OutputTokens, Weak: true},

@@ -64,8 +64,10 @@ type Facts struct {
 	eventIn, eventOut   []span.Message // gen_ai.*.message / gen_ai.choice events
 
 	requestModel, responseModel string
-	InTokens, OutTokens         int64
-	HasIn, HasOut               bool
+	// ResponseID is the provider's id of the call's response (gen_ai.response.id).
+	ResponseID          string
+	InTokens, OutTokens int64
+	HasIn, HasOut       bool
 
 	Session, User, Route, DataSource, Workflow string
 	// Context ids by convention, combined by precedence at the end of Read: rag, then
@@ -323,6 +325,10 @@ func (f *Facts) readKey(key *conventions.Key, v span.Value) {
 	case conventions.RequestModel:
 		if !key.Weak || f.requestModel == "" {
 			f.requestModel = v.Text()
+		}
+	case conventions.ResponseID:
+		if !key.Weak || f.ResponseID == "" {
+			f.ResponseID = v.Text()
 		}
 	case conventions.ResponseModel:
 		if !key.Weak || f.responseModel == "" {

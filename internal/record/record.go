@@ -12,12 +12,20 @@ import (
 // Record is one RAG turn: a retrieval followed by a generation. Its JSON form is documented in
 // docs/record.md and is shared by the NATS subjects, the HTTP API and the offline evaluator.
 type Record struct {
-	TraceID   string    `json:"trace_id"`
-	SpanID    string    `json:"span_id,omitempty"` // the turn's span; set when a trace holds several turns
-	Service   string    `json:"service,omitempty"`
-	SessionID string    `json:"session_id,omitempty"`
-	UserID    string    `json:"user_id,omitempty"`
-	Time      time.Time `json:"time"`
+	TraceID string `json:"trace_id"`
+	// SpanID is the turn's span: the span a trace backend shows the turn as, and where the
+	// record's evaluations are placed (sampler/evalexport). Assembly sets it for every turn
+	// whose span (or a child's reference to it) arrived; a record from the API may leave it
+	// out. Key includes it.
+	SpanID  string `json:"span_id,omitempty"`
+	Service string `json:"service,omitempty"`
+	// ResponseID is the provider's id of the model response that gave the answer
+	// (gen_ai.response.id), when the trace names one: evaluations carry it, so a backend can
+	// place them on that call.
+	ResponseID string    `json:"response_id,omitempty"`
+	SessionID  string    `json:"session_id,omitempty"`
+	UserID     string    `json:"user_id,omitempty"`
+	Time       time.Time `json:"time"`
 
 	Query     string     `json:"query,omitempty"`
 	Documents []Document `json:"documents,omitempty"`
@@ -250,7 +258,7 @@ type Sampling struct {
 // RetrievalNotSeen) and the final context holds no document.
 func (r *Record) EmptyRetrieval() bool { return !r.RetrievalNotSeen && len(r.Documents) == 0 }
 
-// Key identifies the record: the trace id, plus the turn's span id when a trace holds several.
+// Key identifies the record: the trace id, plus the turn's span id when it has one.
 func (r *Record) Key() string {
 	if r.SpanID == "" {
 		return r.TraceID
@@ -300,6 +308,9 @@ func (r *Record) Validate() error {
 	}
 	if len(r.SpanID) > MaxIDLength {
 		bad("span_id", "longer than %d bytes", MaxIDLength)
+	}
+	if len(r.ResponseID) > MaxIDLength {
+		bad("response_id", "longer than %d bytes", MaxIDLength)
 	}
 	if len(r.Variant) > MaxVariantLength {
 		bad("variant", "longer than %d bytes", MaxVariantLength)

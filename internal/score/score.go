@@ -15,6 +15,9 @@ type Result struct {
 	TraceID string `json:"trace_id"`
 	SpanID  string `json:"span_id,omitempty"`
 	Service string `json:"service"`
+	// ResponseID is the scored record's record.Record.ResponseID: the provider's id of the
+	// response that gave the answer ("" when the trace named none).
+	ResponseID string `json:"response_id,omitempty"`
 	// Variant is the scored record's variant ("" when it has none).
 	Variant string `json:"variant,omitempty"`
 	Metric  string `json:"metric"`

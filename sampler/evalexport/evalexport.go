@@ -39,9 +39,11 @@ const MaxExplanation = 4096
 
 // Evaluation is one judgement of one record, as every destination sends it.
 type Evaluation struct {
-	// TraceID and SpanID name the evaluated turn (OTLP hex); SpanID is "" when the record's
-	// trace holds one turn (record.Record.SpanID).
+	// TraceID and SpanID name the evaluated turn (OTLP hex; record.Record.SpanID, "" for a
+	// record from the API that named no span); ResponseID the provider's id of the response
+	// that gave its answer, when the trace named one (gen_ai.response.id).
 	TraceID, SpanID string
+	ResponseID      string
 	Service         string
 	Variant         string
 	// Name is the metric (faithfulness, judge_tone, ndcg@10, ...).
@@ -88,7 +90,7 @@ func FromPairVerdict(comparison string, a, b *record.Record, v pairwise.Verdict,
 			value = 0
 		}
 		out = append(out, Evaluation{
-			TraceID: side.r.TraceID, SpanID: side.r.SpanID, Service: side.r.Service, Variant: side.r.Variant,
+			TraceID: side.r.TraceID, SpanID: side.r.SpanID, ResponseID: side.r.ResponseID, Service: side.r.Service, Variant: side.r.Variant,
 			Name: PairwiseName, Value: value, Label: side.outcome, Explanation: v.Reasoning,
 			Scorer: v.Judge, Model: v.Model, Weight: weight, Kind: kind, Time: now, Comparison: comparison,
 		})
@@ -103,7 +105,7 @@ func FromResult(r *score.Result) Evaluation {
 		kind = KindLLM
 	}
 	return Evaluation{
-		TraceID: r.TraceID, SpanID: r.SpanID, Service: r.Service, Variant: r.Variant,
+		TraceID: r.TraceID, SpanID: r.SpanID, ResponseID: r.ResponseID, Service: r.Service, Variant: r.Variant,
 		Name: r.Metric, Value: r.Value, Label: label(r.Metric, r.Value), Explanation: r.Explanation,
 		Scorer: r.Scorer, Model: r.Model, Weight: r.Weight, Method: r.Method, JudgeVersion: r.JudgeVersion,
 		Kind: kind, Time: r.Time,

@@ -50,7 +50,7 @@ var at = time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 // address (on a turn's span), the builtin scorer (a trace with one turn), a retrieval metric.
 func results() []score.Result {
 	return []score.Result{
-		{TraceID: trace1, SpanID: span1, Service: "shop", Variant: "v2", Metric: score.Faithfulness, Value: 0.25,
+		{TraceID: trace1, SpanID: span1, ResponseID: "chatcmpl-1", Service: "shop", Variant: "v2", Metric: score.Faithfulness, Value: 0.25,
 			Weight: 10, Scorer: "openai", Model: "gpt-4o-mini", Method: score.MethodLogprobs, JudgeVersion: "j1",
 			Explanation: "The claim about refunds, sent to jane.doe@example.com, is not in the context.", Time: at},
 		{TraceID: trace2, Service: "shop", Metric: score.RefusalCorrect, Value: 1, Weight: 1, Scorer: "builtin", Time: at},
@@ -166,6 +166,7 @@ func wantEvents() []event {
 			AttrExplanation: "The claim about refunds, sent to [REDACTED:email], is not in the context.",
 			AttrScorer:      "openai", AttrEvaluatorKind: "llm", AttrWeight: 10.0, AttrModel: "gpt-4o-mini",
 			AttrMethod: "logprobs", AttrJudgeVersion: "j1", AttrService: "shop", AttrVariant: "v2",
+			AttrResponseID: "chatcmpl-1",
 		}},
 		{Name: EventName, TraceID: trace2, Scope: scope, Service: "ragwatch", Time: at, Attrs: map[string]any{
 			AttrEvaluationName: "ndcg@10", AttrScoreValue: 0.5, AttrScorer: "retrieval", AttrEvaluatorKind: "code",
@@ -358,7 +359,7 @@ func TestLangfuse(t *testing.T) {
 		Comment:     "The claim about refunds, sent to [REDACTED:email], is not in the context.",
 		Environment: "production",
 		Metadata: map[string]any{"scorer": "openai", "evaluator_kind": "llm", "weight": 10.0, "model": judge.Model,
-			"method": "logprobs", "judge_version": "j1", "service": "shop", "variant": "v2"},
+			"method": "logprobs", "judge_version": "j1", "service": "shop", "variant": "v2", "response_id": "chatcmpl-1"},
 	}
 	if diff := cmp.Diff(want, got[0]); diff != "" {
 		t.Errorf("judge score (-want +got):\n%s", diff)
@@ -406,7 +407,7 @@ func TestPhoenix(t *testing.T) {
 		{SpanID: span1, Name: "faithfulness", AnnotatorKind: "LLM", Identifier: "ragwatch:openai",
 			Result: PhoenixResult{Score: 0.25, Explanation: "The claim about refunds, sent to [REDACTED:email], is not in the context."},
 			Metadata: map[string]any{"scorer": "openai", "evaluator_kind": "llm", "weight": 10.0, "model": "gpt-4o-mini",
-				"method": "logprobs", "judge_version": "j1", "service": "shop", "variant": "v2"}},
+				"method": "logprobs", "judge_version": "j1", "service": "shop", "variant": "v2", "response_id": "chatcmpl-1"}},
 		{SpanID: span1, Name: "faithfulness", AnnotatorKind: "HUMAN", Identifier: "ragwatch:human",
 			Result:   PhoenixResult{Score: 0.9},
 			Metadata: map[string]any{"scorer": "human", "evaluator_kind": "human", "weight": 1.0, "service": "shop"}},

@@ -145,7 +145,7 @@ func metadata(ev *Evaluation) map[string]any {
 	m := map[string]any{"scorer": ev.Scorer, "evaluator_kind": ev.Kind, "weight": ev.Weight}
 	for k, v := range map[string]string{
 		"model": ev.Model, "method": ev.Method, "judge_version": ev.JudgeVersion,
-		"service": ev.Service, "variant": ev.Variant, "comparison": ev.Comparison,
+		"service": ev.Service, "variant": ev.Variant, "comparison": ev.Comparison, "response_id": ev.ResponseID,
 	} {
 		if v != "" {
 			m[k] = v

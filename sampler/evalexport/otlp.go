@@ -27,6 +27,7 @@ const (
 	AttrScoreValue       = "gen_ai.evaluation.score.value"
 	AttrScoreLabel       = "gen_ai.evaluation.score.label"
 	AttrExplanation      = "gen_ai.evaluation.explanation"
+	AttrResponseID       = "gen_ai.response.id"
 	AttrScorer           = "ragwatch.evaluation.scorer"
 	AttrModel            = "ragwatch.evaluation.model"
 	AttrWeight           = "ragwatch.evaluation.weight"
@@ -163,6 +164,9 @@ func Event(ev *Evaluation) otellog.Record {
 	}
 	if ev.Explanation != "" {
 		attrs = append(attrs, attribute.String(AttrExplanation, ev.Explanation))
+	}
+	if ev.ResponseID != "" {
+		attrs = append(attrs, attribute.String(AttrResponseID, ev.ResponseID))
 	}
 	attrs = append(attrs,
 		attribute.String(AttrScorer, ev.Scorer),

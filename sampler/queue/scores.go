@@ -412,6 +412,8 @@ func checkResult(r *score.Result, maxWeight float64) (reason string, _ error) {
 		return ingest.ReasonInvalid, fmt.Errorf("span_id must be 1 to %d printable bytes, not an all-zero OTLP id", record.MaxIDLength)
 	case len(r.Service) > record.MaxIDLength:
 		return ingest.ReasonInvalid, fmt.Errorf("service is longer than %d bytes", record.MaxIDLength)
+	case len(r.ResponseID) > record.MaxIDLength:
+		return ingest.ReasonInvalid, fmt.Errorf("response_id is longer than %d bytes", record.MaxIDLength)
 	case !score.KnownMetric(r.Metric):
 		return ingest.ReasonUnknownMetric, errors.New("metric is not one a scorer produces")
 	case !(r.Value >= 0 && r.Value <= 1):

@@ -70,6 +70,7 @@ const (
 	fUpstreamProbability
 	fSampling
 	fRetrievalNotSeen
+	fResponseID
 )
 
 // Fields of the nested messages.
@@ -125,7 +126,7 @@ var errNotBinary = errors.New("record needs JSON")
 // recordSize estimates the binary form's size, to grow the buffer once.
 func recordSize(r *record.Record) int {
 	n := 64 + len(r.TraceID) + len(r.SpanID) + len(r.Service) + len(r.SessionID) + len(r.UserID) +
-		len(r.Query) + len(r.Answer) + len(r.Model) + len(r.Variant) + len(r.PairID) + len(r.Reference)
+		len(r.Query) + len(r.Answer) + len(r.Model) + len(r.ResponseID) + len(r.Variant) + len(r.PairID) + len(r.Reference)
 	for i := range r.Documents {
 		n += 24 + len(r.Documents[i].ID) + len(r.Documents[i].Content)
 	}
@@ -262,6 +263,7 @@ func appendRecord(b []byte, r *record.Record) ([]byte, error) {
 	if r.RetrievalNotSeen {
 		e.int(fRetrievalNotSeen, 1)
 	}
+	e.str(fResponseID, r.ResponseID)
 	for i := range r.Documents {
 		d := &r.Documents[i]
 		e.message(fDocument, func() {
@@ -725,6 +727,8 @@ func (d *decoder) record(r *record.Record) {
 			r.Sampling = d.sampling(num, typ)
 		case fRetrievalNotSeen:
 			r.RetrievalNotSeen = d.int(num, typ) != 0
+		case fResponseID:
+			r.ResponseID = d.str(num, typ)
 		default:
 			d.skip(num, typ)
 		}

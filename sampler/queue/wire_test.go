@@ -150,6 +150,30 @@ func TestBinaryRecordIsJSONsRecord(t *testing.T) {
 	}
 }
 
+// TestBinaryRecordCarriesEveryField: a record with every field set comes out of the binary
+// form as JSON gives it. A field added to record.Record fails here until it is set below (and,
+// if the binary form does not carry it, until it does).
+func TestBinaryRecordCarriesEveryField(t *testing.T) {
+	s, at := 0.5, time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	r := &record.Record{TraceID: "t", SpanID: "s", Service: "svc", ResponseID: "chatcmpl-1", SessionID: "se", UserID: "u",
+		Time: at, Query: "q", Documents: []record.Document{{ID: "d", Score: &s, Content: "c", Metadata: map[string]any{"k": "v"}}},
+		RetrievalNotSeen: true, Answer: "a", Citations: []record.Citation{{Text: "a", DocumentIDs: []string{"d"}}},
+		Model: "m", Usage: record.Usage{InputTokens: 1, OutputTokens: 2}, Latency: record.Latency{Retrieval: 1, Generation: 2, Total: 3},
+		Feedback: &record.Feedback{Score: 1, Comment: "ok", Time: at}, Variant: "v", PairID: "p", Turn: 2,
+		History: []record.Message{{Role: record.RoleUser, Content: "h"}}, Labels: &record.Label{Values: map[string]float64{"faithfulness": 1}},
+		Reference: "ref", Relevance: map[string]int{"d": 1}, Attributes: map[string]string{"route": "r"},
+		UpstreamProbability: 0.5, Sampling: &record.Sampling{Probability: 0.5, Reason: "rate"}}
+	v := reflect.ValueOf(r).Elem()
+	for i := range v.NumField() {
+		if f := v.Type().Field(i); f.IsExported() && f.Tag.Get("json") != "-" && v.Field(i).IsZero() {
+			t.Errorf("field %s is not set in the test record", f.Name)
+		}
+	}
+	if !checkSame(t, r) {
+		t.Fatal("the full record went as JSON")
+	}
+}
+
 // TestBinaryRecordNeedsJSON: each value JSON changes or refuses sends the record as JSON (or
 // fails as JSON fails), wherever it is in the record.
 func TestBinaryRecordNeedsJSON(t *testing.T) {
@@ -230,8 +254,9 @@ func TestBinaryRecordRandom(t *testing.T) {
 		r := &record.Record{TraceID: str(32), SpanID: str(16), Service: str(8), SessionID: str(8), UserID: str(8),
 			Time: tm(), Query: str(200), Answer: str(300), Model: str(8), Variant: str(8), PairID: str(8),
 			Turn: rng.IntN(100) - 5, Reference: str(50), UpstreamProbability: f(), RetrievalNotSeen: rng.IntN(2) == 0,
-			Usage:   record.Usage{InputTokens: rng.Int64() - math.MaxInt64/2, OutputTokens: int64(rng.IntN(3))},
-			Latency: record.Latency{Retrieval: f(), Generation: f(), Total: f()}}
+			ResponseID: str(24),
+			Usage:      record.Usage{InputTokens: rng.Int64() - math.MaxInt64/2, OutputTokens: int64(rng.IntN(3))},
+			Latency:    record.Latency{Retrieval: f(), Generation: f(), Total: f()}}
 		for range rng.IntN(7) {
 			d := record.Document{ID: str(6), Content: str(1500)}
 			if rng.IntN(2) == 0 {

@@ -50,7 +50,7 @@ func (p *Pool) handlePair(ctx context.Context, msg jetstream.Msg, delivered uint
 		// The outcome as a score of the candidate's record, for SLOs on the win rate; handed
 		// on before the pair is counted and acked, so a failure retries the whole pair.
 		b := &job.B
-		res := []score.Result{{TraceID: b.TraceID, SpanID: b.SpanID, Service: b.Service, Variant: b.Variant,
+		res := []score.Result{{TraceID: b.TraceID, SpanID: b.SpanID, ResponseID: b.ResponseID, Service: b.Service, Variant: b.Variant,
 			Metric: score.PairwiseWinRate, Value: pairwise.Credit(v.Outcome), Weight: 1 / job.Probability,
 			Scorer: PairScorer, Model: v.Model, Explanation: v.Outcome + " against " + job.A.Variant + " (trace " + job.A.TraceID + ")",
 			Time: time.Now(), Turn: b.Turn}}

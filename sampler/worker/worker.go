@@ -286,7 +286,7 @@ func (p *Pool) scoreAll(ctx context.Context, r *record.Record) ([]score.Result, 
 		}
 		for i := range valid {
 			x := &valid[i]
-			x.TraceID, x.SpanID, x.Variant = r.TraceID, r.SpanID, r.Variant
+			x.TraceID, x.SpanID, x.ResponseID, x.Variant = r.TraceID, r.SpanID, r.ResponseID, r.Variant
 			if x.Service == "" {
 				x.Service = r.Service
 			}

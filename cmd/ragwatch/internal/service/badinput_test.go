@@ -190,7 +190,7 @@ func TestShutdownDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := f.want
-	want.TraceID = traceID(7, 1).String()
+	want.TraceID, want.SpanID = traceID(7, 1).String(), rootSpanID
 	if got := e.sink.get(want.TraceID); got == nil || asJSON(t, got) != asJSON(t, &want) {
 		t.Fatalf("drained record = %v", got)
 	}

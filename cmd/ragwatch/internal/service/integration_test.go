@@ -417,6 +417,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Run(proto.name+"/"+f.name, func(t *testing.T) {
 				want := f.want
 				want.TraceID = traceID(fi, p).String()
+				want.SpanID = rootSpanID // every family's turn is its root span (the sender's first id)
 				got := e.sink.get(want.TraceID)
 				if got == nil {
 					t.Fatalf("no record for trace %s", want.TraceID)
