@@ -676,9 +676,10 @@ func (a *Assembler) finish(ctx context.Context, tr *trace) error {
 	if res.UpstreamP < 0 {
 		a.m.badTraceState.Inc()
 	}
-	// The trace's generation gave no output while GenAI events come as log records: the
-	// answer may still come, after the record (AddEvents, deliverLateEvents).
-	awaits := tr.out&(outNeeded|outSeen) == outNeeded
+	// The trace's generation gave no output while GenAI events come as log records (since
+	// before the trace, or for the trace itself): the answer may still come, after the record
+	// (AddEvents, deliverLateEvents).
+	awaits := tr.out&(outNeeded|eventsHeld) != 0 && tr.out&outSeen == 0
 	var errs []error
 	for _, r := range res.Records {
 		outcome.Inc()
