@@ -80,6 +80,10 @@ type RecentRecords struct {
 	// for about max_bytes / (records per second × bytes per record) seconds (docs/sampling.md).
 	MaxBytes int64         `yaml:"max_bytes"`
 	TTL      time.Duration `yaml:"ttl"`
+	// AnswerWait is how long a sampled record whose answer may still come as a GenAI log
+	// event (record.Record.AwaitsAnswer) is held, with its content, before it is queued
+	// without it; 0 queues it at once (docs/sampling.md#answers-that-come-after-their-record).
+	AnswerWait time.Duration `yaml:"answer_wait"`
 }
 
 func defaultSampling() Sampling {
@@ -88,7 +92,7 @@ func defaultSampling() Sampling {
 		Buffer: 1024,
 		// 16 MiB: two minutes of late feedback at 20 requests/s of 6 KB records, and a small
 		// share of the sidecar's 128 MiB limit at any rate (docs/sampling.md).
-		Recent: RecentRecords{MaxRecords: 10000, MaxBytes: 16 << 20, TTL: 10 * time.Minute},
+		Recent: RecentRecords{MaxRecords: 10000, MaxBytes: 16 << 20, TTL: 10 * time.Minute, AnswerWait: 30 * time.Second},
 	}
 }
 
@@ -154,6 +158,9 @@ func (s Sampling) Validate() error {
 	}
 	if s.Recent.MaxRecords > 0 && s.Recent.TTL <= 0 {
 		errs = append(errs, Invalid("recent.ttl", "must be positive"))
+	}
+	if s.Recent.AnswerWait < 0 {
+		errs = append(errs, Invalid("recent.answer_wait", "must not be negative"))
 	}
 	return joinErrs(errs)
 }

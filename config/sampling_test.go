@@ -15,7 +15,7 @@ func TestSamplingDefaults(t *testing.T) {
 	want := Sampling{
 		Rate:   0.1,
 		Buffer: 1024,
-		Recent: RecentRecords{MaxRecords: 10000, MaxBytes: 16 << 20, TTL: 10 * time.Minute},
+		Recent: RecentRecords{MaxRecords: 10000, MaxBytes: 16 << 20, TTL: 10 * time.Minute, AnswerWait: 30 * time.Second},
 	}
 	if !reflect.DeepEqual(c.Sampling, want) {
 		t.Fatalf("sampling defaults:\n got %+v\nwant %+v", c.Sampling, want)
@@ -46,7 +46,7 @@ sampling:
     feedback_reserve_usd: 2
     prices:
       gpt-4o-mini: {input_per_mtok: 0.15, output_per_mtok: 0.6}
-  recent: {max_records: 10, max_bytes: 1000, ttl: 1m}
+  recent: {max_records: 10, max_bytes: 1000, ttl: 1m, answer_wait: 5s}
 scoring:
   workers: 2
   score_timeout: 30s
@@ -72,7 +72,7 @@ scoring:
 		Budget: SamplingBudget{USDPerDay: 20, FeedbackReserveUSD: 2, Prices: map[string]ModelPrice{
 			"gpt-4o-mini": {InputPerMTok: 0.15, OutputPerMTok: 0.6},
 		}},
-		Recent: RecentRecords{MaxRecords: 10, MaxBytes: 1000, TTL: time.Minute},
+		Recent: RecentRecords{MaxRecords: 10, MaxBytes: 1000, TTL: time.Minute, AnswerWait: 5 * time.Second},
 	}
 	if !reflect.DeepEqual(c.Sampling, want) {
 		t.Fatalf("sampling:\n got %+v\nwant %+v", c.Sampling, want)
@@ -110,6 +110,7 @@ sampling:
     feedback_reserve_usd: 1
   recent:
     max_records: 16777217
+    answer_wait: -1s
 scoring:
   workers: -1
   score_timeout: 1m
@@ -138,6 +139,7 @@ scoring:
 		"`sampling.rules[4].name` \"ok_rule\" is used by an earlier rule",
 		"`sampling.budget.feedback_reserve_usd` must be less than usd_per_day (1)",
 		"`sampling.recent.max_records` must be at most 16777216, got 16777217",
+		"`sampling.recent.answer_wait` must not be negative",
 		"`scoring.workers` must not be negative",
 		"`scoring.queue.ack_wait` must be longer than scoring.score_timeout (1m0s), or records are redelivered while still being scored",
 		"`scoring.queue.max_deliver` must be at least 1",

@@ -22,6 +22,13 @@ const (
 	stateSampled              // queued already: feedback must not queue it again
 	stateSettled              // decided under rules feedback cannot change (kept without content)
 	stateOpen                 // feedback may still sample it: kept with its content when it fits
+	// stateAwaiting: sampled, and awaiting its answer (record.Record.AwaitsAnswer): kept with
+	// its content, marked, until its answer comes (Stage.ConsumeContent) or answer_wait
+	// passes (sweep), then queued. Leaving the cache at a bound, it is queued as it is.
+	stateAwaiting
+	// stateQueuedWithout: sampled and queued without the answer it awaited (after answer_wait,
+	// at a bound, or too large to keep waiting): an answer coming now is too late.
+	stateQueuedWithout
 )
 
 // recent remembers what was decided for the last records seen, bounded by count, bytes and
@@ -48,6 +55,10 @@ type recent struct {
 	epoch   time.Time                            // slot times count from here (the first put)
 	bytes   int64
 	content int // slots holding a record
+	// awaiting counts the stateAwaiting slots; flush holds the records of those that left
+	// the cache (at a bound, or a key put again) for the next sweep to queue.
+	awaiting int
+	flush    []*record.Record
 }
 
 type slot struct {
@@ -61,7 +72,7 @@ type slot struct {
 type entry struct {
 	rec     *record.Record // nil: kept without content
 	p       float64
-	sampled bool
+	sampled bool // queued, or to be queued once its answer comes (stateAwaiting)
 	settled bool
 }
 
@@ -84,11 +95,12 @@ func (c *recent) hash(r *record.Record) offheap.Hashed {
 }
 
 // put remembers the decision for r under its key, replacing an older entry for the key. With
-// keep (stateOpen only) it keeps a shallow copy of r (stages treat records as read-only), unless
-// the copy alone would exceed max_bytes: then only the decision is kept.
-func (c *recent) put(r *record.Record, p float64, st state, keep bool, now time.Time) {
+// keep (stateOpen, stateAwaiting) it keeps a shallow copy of r (stages treat records as
+// read-only), unless the copy alone would exceed max_bytes: then only the decision is kept, or
+// for stateAwaiting nothing, and put reports false.
+func (c *recent) put(r *record.Record, p float64, st state, keep bool, now time.Time) bool {
 	if c.tab == nil {
-		return
+		return false
 	}
 	h := c.hash(r)
 	size := int64(entryBytes)
@@ -98,6 +110,9 @@ func (c *recent) put(r *record.Record, p float64, st state, keep bool, now time.
 			cpy := *r
 			cp, size = &cpy, n
 		}
+	}
+	if st == stateAwaiting && cp == nil {
+		return false // waits only with its content
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -120,8 +135,12 @@ func (c *recent) put(r *record.Record, p float64, st state, keep bool, now time.
 		c.recs[i] = cp
 		c.content++
 	}
+	if st == stateAwaiting {
+		c.awaiting++
+	}
 	c.bytes += size
 	c.evict(now)
+	return true
 }
 
 // get returns the live entry for r's key.
@@ -138,7 +157,7 @@ func (c *recent) get(r *record.Record, now time.Time) (entry, bool) {
 		return entry{}, false
 	}
 	s := c.tab.Val(i)
-	e := entry{p: s.p, sampled: s.state == stateSampled, settled: s.state == stateSettled}
+	e := entry{p: s.p, sampled: s.state == stateSampled || s.state == stateAwaiting || s.state == stateQueuedWithout, settled: s.state == stateSettled}
 	if i < len(c.recs) {
 		e.rec = c.recs[i]
 	}
@@ -160,10 +179,112 @@ func (c *recent) markSampled(r *record.Record, p float64) {
 	if i < 0 {
 		return
 	}
-	c.drop(i)
+	c.release(i, stateSampled)
+	c.tab.Val(i).p = p
+}
+
+// release drops slot i's content and sets its state st (stateSampled or stateQueuedWithout).
+// Callers hold mu.
+func (c *recent) release(i int, st state) {
 	s := c.tab.Val(i)
+	if s.state == stateAwaiting {
+		c.awaiting--
+	}
+	c.drop(i)
 	c.bytes += entryBytes - int64(s.size)
-	s.state, s.p, s.size = stateSampled, p, entryBytes
+	s.state, s.size = st, entryBytes
+}
+
+// Outcomes of content that came after its record (record.Content), the `outcome` label of
+// ragwatch_late_content_total.
+const (
+	LateContentScored     = "scored"      // the answer a sampled record awaited: queued with it
+	LateContentMerged     = "merged"      // merged into a record kept here that waits (for its answer, or for feedback)
+	LateContentUnchanged  = "unchanged"   // the record had it already (its spans gave it), or came with its answer
+	LateContentTooLate    = "too_late"    // the record was queued without it: after sampling.recent.answer_wait
+	LateContentNotSampled = "not_sampled" // the record was not sampled: its trace id or the rules, which the content does not change
+	LateContentNotKept    = "not_kept"    // the record is not kept here: past sampling.recent's bounds, or never seen by this process
+)
+
+// mergeContent merges lc into the record of key's entry (record.MergeContent, on a copy): a sampled
+// record that awaited its answer and now has it is returned, to be queued (its entry keeps the
+// decision only); one that still lacks it, or a record kept open for feedback, keeps the merged
+// copy. ok is false when no entry holds the key.
+func (c *recent) mergeContent(key *record.Record, lc *record.Content, now time.Time) (queue *record.Record, outcome string, ok bool) {
+	if c.tab == nil {
+		return nil, "", false
+	}
+	h := c.hash(key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.evict(now)
+	i := c.tab.Find(0, h)
+	if i < 0 {
+		return nil, "", false
+	}
+	var rec *record.Record
+	if i < len(c.recs) {
+		rec = c.recs[i]
+	}
+	if rec != nil && !sameKey(rec, key) {
+		return nil, "", false // another key with the same hash
+	}
+	s := c.tab.Val(i)
+	switch {
+	case s.state == stateQueuedWithout:
+		return nil, LateContentTooLate, true
+	case s.state == stateSettled:
+		return nil, LateContentNotSampled, true
+	case rec == nil && s.state == stateSampled:
+		return nil, LateContentUnchanged, true // came whole: nothing awaited
+	case rec == nil:
+		return nil, LateContentNotKept, true // open, too large to keep
+	}
+	cp := *rec
+	if !record.MergeContent(&cp, lc) {
+		return nil, LateContentUnchanged, true
+	}
+	if s.state == stateAwaiting && cp.Answer != "" {
+		cp.AwaitsAnswer = false
+		c.release(i, stateSampled)
+		return &cp, LateContentScored, true
+	}
+	n := entryBytes + recordSize(&cp)
+	if n > math.MaxUint32 || (c.maxBytes > 0 && n > c.maxBytes) {
+		return nil, LateContentUnchanged, true // the merged copy would not fit: keep what is kept
+	}
+	c.recs[i] = &cp
+	c.bytes += n - int64(s.size)
+	s.size = uint32(n)
+	c.evict(now)
+	return nil, LateContentMerged, true
+}
+
+// sweep takes the records that awaited their answer for wait or longer (all with all) out of
+// waiting, with those that left the cache meanwhile, for the caller to queue as they are.
+func (c *recent) sweep(now time.Time, wait time.Duration, all bool) []*record.Record {
+	if c.tab == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.awaiting > 0 && !c.epoch.IsZero() {
+		age := int64(now.Sub(c.epoch))
+		for i := c.tab.Oldest(0); i >= 0 && c.awaiting > 0; i = c.tab.Newer(i) {
+			s := c.tab.Val(i)
+			if !all && age-s.at < int64(wait) {
+				break // the ring is in arrival order: the rest waited less
+			}
+			if s.state == stateAwaiting {
+				c.flush = append(c.flush, c.recs[i])
+				c.release(i, stateQueuedWithout)
+			}
+		}
+	}
+	c.evict(now)
+	out := c.flush
+	c.flush = nil
+	return out
 }
 
 // len returns the number of live entries.
@@ -209,6 +330,10 @@ func (c *recent) pop() {
 func (c *recent) kill(i int) {
 	c.tab.Unindex(i)
 	s := c.tab.Val(i)
+	if s.state == stateAwaiting {
+		c.awaiting--
+		c.flush = append(c.flush, c.recs[i]) // sampled: queued by the next sweep
+	}
 	c.drop(i)
 	c.bytes -= int64(s.size)
 	s.state, s.size = stateDead, 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -47,6 +48,10 @@ type Runtime struct {
 	reg      prometheus.Registerer
 	// budgetSub feeds the budget from ragwatch.scores.> when worker pods do the scoring.
 	budgetSub *nats.Subscription
+	// stop ends the loop that queues records whose answer did not come (Stage.Sweep); wg
+	// tracks it.
+	stop chan struct{}
+	wg   sync.WaitGroup
 }
 
 // Settings is what NewRuntime builds the sampler from, as every pipeline component takes
@@ -106,6 +111,11 @@ func NewRuntime(s Settings) *Runtime {
 		Pairwise:  pairwise.NewWinRates(reg),
 		js:        js, cfg: s.Scoring.Queue, replicas: s.Replicas, logger: logger, reg: reg,
 	}
+	if reg != nil {
+		if err := rt.Stage.Register(reg); err != nil {
+			logger.Error("late content will not be counted", "error", err)
+		}
+	}
 	sink := score.Fanout{queue.NewScorePublisher(js.Conn(), s.Scoring.Queue.ScoresSubjectPrefix).WithLoopback(s.ScoresLoopback)}
 	if s.Extra != nil {
 		sink = append(sink, s.Extra)
@@ -154,6 +164,11 @@ func (r *Runtime) Start(ctx context.Context) error {
 	if err := r.Publisher.Start(ctx); err != nil {
 		return errors.Join(err, r.Shutdown(ctx))
 	}
+	if r.stop == nil {
+		r.stop = make(chan struct{})
+		r.wg.Add(1)
+		go r.sweep(r.stop)
+	}
 	if r.Pool != nil {
 		if err := r.Pool.Start(ctx); err != nil {
 			return errors.Join(err, r.Shutdown(ctx))
@@ -174,6 +189,12 @@ func (r *Runtime) Start(ctx context.Context) error {
 // the workers; records they were scoring go back to the queue. Call it after the receivers
 // stopped and before the NATS connection closes. Idempotent and safe without Start.
 func (r *Runtime) Shutdown(ctx context.Context) error {
+	if r.stop != nil {
+		close(r.stop)
+		r.wg.Wait()
+		r.stop = nil
+	}
+	r.Stage.Sweep(true) // records still awaiting their answer are queued as they are
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	err := r.Publisher.Shutdown(pctx)
 	cancel()
@@ -185,4 +206,20 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 		r.budgetSub = nil
 	}
 	return err
+}
+
+// sweep queues, every second, the sampled records whose answer did not come within
+// sampling.recent.answer_wait (Stage.Sweep).
+func (r *Runtime) sweep(stop <-chan struct{}) {
+	defer r.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			r.Stage.Sweep(false)
+		}
+	}
 }

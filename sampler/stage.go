@@ -39,12 +39,27 @@ type Stage struct {
 	late  *prometheus.CounterVec
 	// fallback finds a ranking ranks no longer holds (the export store's records); nil: none.
 	fallback func(traceID, spanID string) *record.Record
+	// answerWait is sampling.recent.answer_wait: how long a sampled record awaiting its answer
+	// is held before it is queued without it (0: queued at once).
+	answerWait time.Duration
+	// lateContent counts content that came after its record, by outcome; awaited counts the
+	// sampled records that awaited their answer, by how they were queued.
+	lateContent *prometheus.CounterVec
+	awaited     *prometheus.CounterVec
 }
 
 var (
 	_ record.Consumer         = (*Stage)(nil)
 	_ record.FeedbackConsumer = (*Stage)(nil)
 	_ record.LabelConsumer    = (*Stage)(nil)
+	_ record.ContentConsumer  = (*Stage)(nil)
+)
+
+// Outcomes of ragwatch_awaited_answer_records_total: how a sampled record that awaited its
+// answer was queued.
+const (
+	AwaitedAnswered = "answered" // with the answer that came after it
+	AwaitedWithout  = "without"  // without it: after answer_wait, at a bound of sampling.recent, or at shutdown
 )
 
 // Outcomes of relevance labels that arrive after their record, the `outcome` label of
@@ -60,7 +75,32 @@ func NewStage(d *decide.Decider, out Offerer, cfg config.RecentRecords, now func
 	if now == nil {
 		now = time.Now
 	}
-	return &Stage{d: d, out: out, recent: newRecent(cfg.MaxRecords, cfg.MaxBytes, cfg.TTL), now: now}
+	s := &Stage{d: d, out: out, recent: newRecent(cfg.MaxRecords, cfg.MaxBytes, cfg.TTL), now: now, answerWait: cfg.AnswerWait,
+		lateContent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_late_content_total",
+			Help: "GenAI content (answer, question, history) that came as log events after its record, by outcome: scored (the answer a sampled record awaited: queued with it), merged (into a record kept waiting, for its answer or for feedback), unchanged (the record had it, from its spans, or came with its answer), too_late (the record was queued without it, after sampling.recent.answer_wait), not_sampled (the record was not sampled), not_kept (not kept by sampling.recent: past its bounds, or never seen by this process).",
+		}, []string{"outcome"}),
+		awaited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ragwatch_awaited_answer_records_total",
+			Help: "Sampled records that awaited their answer (their trace's generation gave no output while GenAI events come as log records), by how they were queued: answered (with the answer that came after them), without (after sampling.recent.answer_wait, at a bound of sampling.recent, or at shutdown).",
+		}, []string{"outcome"}),
+	}
+	for _, o := range []string{LateContentScored, LateContentMerged, LateContentUnchanged, LateContentTooLate, LateContentNotSampled, LateContentNotKept} {
+		s.lateContent.WithLabelValues(o)
+	}
+	s.awaited.WithLabelValues(AwaitedAnswered)
+	s.awaited.WithLabelValues(AwaitedWithout)
+	return s
+}
+
+// Register registers the stage's late-content counters with reg.
+func (s *Stage) Register(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{s.lateContent, s.awaited} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("sampler: register metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // ScoreAlways makes the stage score every record that carries relevance labels (its own or a
@@ -152,10 +192,24 @@ func (s *Stage) ConsumeRecord(ctx context.Context, r *record.Record) error {
 			// tells every copy apart.
 			return nil
 		}
-		if err := s.out.Offer(s.d.Mark(r, dec)); err != nil {
+		m := s.d.Mark(r, dec)
+		st := stateSampled
+		if r.Answer == "" {
+			st = stateQueuedWithout // an answer coming later is too late for it
+		}
+		if r.AwaitsAnswer {
+			// Its answer may still come as a log event (ConsumeContent): held, marked, to be
+			// queued with it, or after answer_wait without it (Sweep).
+			if s.answerWait > 0 && s.recent.put(m, dec.Probability, stateAwaiting, true, now) {
+				return nil
+			}
+			st = stateQueuedWithout
+			s.awaited.WithLabelValues(AwaitedWithout).Inc()
+		}
+		if err := s.out.Offer(m); err != nil {
 			return nil // dropped at once, and counted by the Offerer: a copy posted again may be queued
 		}
-		s.recent.put(r, dec.Probability, stateSampled, false, now)
+		s.recent.put(r, dec.Probability, st, false, now)
 		return nil
 	}
 	if dec.Reason == decide.ReasonBudget || dec.Reason == decide.ReasonRateLimit {
@@ -219,6 +273,40 @@ func (s *Stage) ConsumeFeedback(_ context.Context, f record.Feedback) error {
 		}
 	}
 	return nil
+}
+
+// ConsumeContent implements record.ContentConsumer: what GenAI events that came after their
+// record say of its turn (the join names the record) is merged into the record kept here
+// (record.MergeContent: what the spans gave stays). A sampled record that awaited its answer
+// and now has it is queued with it, marked as it was when sampled: it is scored once, as if
+// the answer had come in time. A record kept open for feedback keeps the merged copy, which
+// feedback may then send to scoring. Nothing else changes: the sampling decision does not
+// read the answer. It always returns nil.
+func (s *Stage) ConsumeContent(_ context.Context, c record.Content) error {
+	key := &record.Record{TraceID: c.TraceID, SpanID: c.SpanID, Service: c.Service, Variant: c.Variant}
+	queue, outcome, known := s.recent.mergeContent(key, &c, s.now())
+	if !known {
+		outcome = LateContentNotKept
+		if p, _, never := s.d.Match(key); never || !decide.Sampled(c.TraceID, p) {
+			outcome = LateContentNotSampled
+		}
+	}
+	if queue != nil {
+		_ = s.out.Offer(queue) // a drop is counted by the Offerer
+		s.awaited.WithLabelValues(AwaitedAnswered).Inc()
+	}
+	s.lateContent.WithLabelValues(outcome).Inc()
+	return nil
+}
+
+// Sweep queues the sampled records that awaited their answer for sampling.recent.answer_wait
+// without it, and those that left the cache at a bound meanwhile; with all (shutdown), every
+// record still awaiting. The Runtime runs it every second.
+func (s *Stage) Sweep(all bool) {
+	for _, r := range s.recent.sweep(s.now(), s.answerWait, all) {
+		_ = s.out.Offer(r) // a drop is counted by the Offerer
+		s.awaited.WithLabelValues(AwaitedWithout).Inc()
+	}
 }
 
 // scoreAlways scores r with the always-on scorer. The record is marked with probability 1 so

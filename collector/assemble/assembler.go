@@ -54,12 +54,17 @@ const (
 
 // Settings configures an Assembler.
 type Settings struct {
-	Config     config.Assembly         // wait, complete_wait, timeout, max_traces, max_bytes
-	Next       record.Consumer         // receives each assembled record
-	Feedback   record.FeedbackConsumer // feedback found in a trace that holds no turn (may be nil)
-	Registerer prometheus.Registerer   // nil: metrics are not registered
-	Logger     *slog.Logger            // nil: discard
-	Now        func() time.Time        // nil: time.Now
+	Config   config.Assembly         // wait, complete_wait, timeout, max_traces, max_bytes
+	Next     record.Consumer         // receives each assembled record
+	Feedback record.FeedbackConsumer // feedback found in a trace that holds no turn (may be nil)
+	// Content receives what GenAI events that came as log records after their trace was
+	// assembled say of the turn (the answer, the question, the history): record.Content
+	// naming the trace and the event's span, to join the record that went by (may be nil:
+	// such events are counted late_dropped).
+	Content    record.ContentConsumer
+	Registerer prometheus.Registerer // nil: metrics are not registered
+	Logger     *slog.Logger          // nil: discard
+	Now        func() time.Time      // nil: time.Now
 	// UpstreamProbability is receivers.otlp.upstream_sampling_probability: the records of a
 	// trace whose tracestate declares no sampling probability get it (0: none).
 	UpstreamProbability float64
@@ -90,6 +95,7 @@ type Assembler struct {
 	next     record.Consumer
 	handoff  record.HandoffConsumer // next, when it takes records handed over
 	feedback record.FeedbackConsumer
+	content  record.ContentConsumer
 	log      *slog.Logger
 	now      func() time.Time
 	m        *metrics
@@ -114,7 +120,10 @@ type Assembler struct {
 	backlog      []*trace // evicted traces waiting for the worker
 	backlogBytes int64
 	lateFeedback []span.Span
-	done         recentSet
+	// lateEvents holds carriers of log-based events whose trace was assembled already, until
+	// the worker reads them into record.Content for Settings.Content; at most max_traces.
+	lateEvents []span.Span
+	done       recentSet
 	// eventsSeen is set by the first log-based event taken (AddEvents): from then on a new
 	// trace waits for its generation's output as for a straggler span (outNeeded).
 	eventsSeen bool
@@ -176,6 +185,7 @@ func New(s Settings) (*Assembler, error) {
 		next:        s.Next,
 		handoff:     handoff,
 		feedback:    s.Feedback,
+		content:     s.Content,
 		log:         s.Logger,
 		now:         s.Now,
 		m:           m,
@@ -577,6 +587,8 @@ func (a *Assembler) process(ctx context.Context, now time.Time, all bool) error 
 	}
 	late := a.lateFeedback
 	a.lateFeedback = nil
+	lateEvents := a.lateEvents
+	a.lateEvents = nil
 	a.m.held.Set(float64(len(a.traces)))
 	a.m.heldBytes.Set(float64(a.bytes))
 	a.mu.Unlock()
@@ -592,6 +604,10 @@ func (a *Assembler) process(ctx context.Context, now time.Time, all bool) error 
 		if err := a.deliverFeedback(ctx, res.Feedback); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if len(lateEvents) > 0 {
+		// After the traces due: a record always goes by before the late content of its trace.
+		errs = append(errs, a.deliverLateEvents(ctx, lateEvents))
 	}
 	return errors.Join(errs...)
 }
@@ -660,9 +676,16 @@ func (a *Assembler) finish(ctx context.Context, tr *trace) error {
 	if res.UpstreamP < 0 {
 		a.m.badTraceState.Inc()
 	}
+	// The trace's generation gave no output while GenAI events come as log records (since
+	// before the trace, or for the trace itself): the answer may still come, after the record
+	// (AddEvents, deliverLateEvents).
+	awaits := tr.out&(outNeeded|eventsHeld) != 0 && tr.out&outSeen == 0
 	var errs []error
 	for _, r := range res.Records {
 		outcome.Inc()
+		if awaits && r.Answer == "" {
+			r.AwaitsAnswer = true
+		}
 		if r.UpstreamProbability == 0 && a.upstream > 0 {
 			r.UpstreamProbability = a.upstream
 		}
@@ -895,7 +918,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		historyDropped: newHistoryDropped(),
 		logRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_log_records_total",
-			Help: "OTLP log records taken in, by what became of them: GenAI events joined to their span at assembly (joined), whose span never arrived (orphaned), that arrived after their trace was assembled (late), without a trace or span id (no_span), that no reader reads (unread: system and tool messages); every other log record (ignored).",
+			Help: "OTLP log records taken in, by what became of them: GenAI events joined to their span at assembly (joined), whose span never arrived (orphaned), that arrived after their trace was assembled and were handed on to join its record (late) or were dropped (late_dropped: nothing read in them, more than assembly.max_traces waiting, or their trace at its span bound), without a trace or span id (no_span), that no reader reads (unread: system and tool messages); every other log record (ignored).",
 		}, []string{"outcome"}),
 	}
 	for i, o := range logOutcomes {
@@ -913,7 +936,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range []string{EvictMaxTraces, EvictMaxBytes, EvictMaxSpans} {
 		m.evicted.WithLabelValues(r)
 	}
-	for _, c := range []string{"records", "feedback"} {
+	for _, c := range []string{"records", "feedback", "content"} {
 		m.deliveryErrors.WithLabelValues(c)
 	}
 	if reg == nil {

@@ -26,7 +26,21 @@ type sink struct {
 	mu       sync.Mutex
 	records  []*record.Record
 	feedback []record.Feedback
+	content  []record.Content
 	err      error
+}
+
+func (s *sink) ConsumeContent(_ context.Context, c record.Content) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.content = append(s.content, c)
+	return nil
+}
+
+func (s *sink) contents() []record.Content {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]record.Content(nil), s.content...)
 }
 
 func (s *sink) ConsumeRecord(_ context.Context, r *record.Record) error {
@@ -77,7 +91,7 @@ type harness struct {
 func newHarness(t *testing.T, cfg config.Assembly) *harness {
 	t.Helper()
 	h := &harness{out: &sink{}, reg: prometheus.NewRegistry(), clk: &clock{t: base}}
-	a, err := New(Settings{Config: cfg, Next: h.out, Feedback: h.out, Registerer: h.reg, Now: h.clk.now})
+	a, err := New(Settings{Config: cfg, Next: h.out, Feedback: h.out, Content: h.out, Registerer: h.reg, Now: h.clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}

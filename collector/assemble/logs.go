@@ -1,9 +1,14 @@
 package assemble
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"slices"
 
+	"github.com/ragwatch/ragwatch/collector/facts"
 	"github.com/ragwatch/ragwatch/collector/span"
+	"github.com/ragwatch/ragwatch/internal/record"
 )
 
 // Outcomes of ragwatch_log_records_total (indexes of metrics.events).
@@ -11,18 +16,20 @@ const (
 	evJoined = iota
 	evOrphaned
 	evLate
+	evLateDropped
 	evNoSpan
 	evUnread
 	evIgnored
 )
 
 var logOutcomes = [...]string{
-	evJoined:   "joined",
-	evOrphaned: "orphaned",
-	evLate:     "late",
-	evNoSpan:   "no_span",
-	evUnread:   "unread",
-	evIgnored:  "ignored",
+	evJoined:      "joined",
+	evOrphaned:    "orphaned",
+	evLate:        "late",
+	evLateDropped: "late_dropped",
+	evNoSpan:      "no_span",
+	evUnread:      "unread",
+	evIgnored:     "ignored",
 }
 
 // ConsumeLogs decodes one OTLP protobuf ExportLogsServiceRequest (span.DecodeLogs) and takes
@@ -55,7 +62,9 @@ func (a *Assembler) ConsumeLogs(_ context.Context, body []byte, lim span.Limits)
 // AddEvents takes carriers of log-based events (span.DecodeLogs) into the held traces. A
 // carrier of a trace not held yet opens it (its spans usually follow: a log exporter's batch
 // is sent more often than a span exporter's) with its timeout as deadline; one of a trace
-// already assembled is late, counted and dropped. From the first carrier on, a new trace is
+// already assembled is late: it waits for the worker's next step (at most max_traces of them),
+// which reads what it says of the turn into record.Content for Settings.Content, to join the
+// record that went by (deliverLateEvents). From the first carrier on, a new trace is
 // complete (complete_wait) only with its generation's output, which may still come as a log
 // record: until then it waits assembly.wait after its root, as for a straggler span.
 func (a *Assembler) AddEvents(carriers []span.Span) {
@@ -63,22 +72,28 @@ func (a *Assembler) AddEvents(carriers []span.Span) {
 	a.mu.Lock()
 	a.eventsSeen = true
 	var tr *trace
-	late := 0
+	dropped := 0
+	kick := false
 	for i := range carriers {
 		s := &carriers[i]
 		if tr == nil || tr.id != s.TraceID {
 			tr = a.traces[s.TraceID]
 		}
 		if tr == nil && a.done.has(s.TraceID) {
-			late++
-			span.ReleaseSpans(carriers[i : i+1])
+			if a.content != nil && len(a.lateEvents) < a.cfg.MaxTraces {
+				a.lateEvents = append(a.lateEvents, *s) // its pooled attributes with it
+				kick = true
+			} else {
+				dropped++
+				span.ReleaseSpans(carriers[i : i+1])
+			}
 			continue
 		}
 		if tr == nil {
 			tr = a.newTrace(s.TraceID, now, spanCapHint(carriers[i:]))
 		}
 		if len(tr.spans) == maxSpansPerTrace {
-			late++
+			dropped++
 			span.ReleaseSpans(carriers[i : i+1])
 			continue
 		}
@@ -98,7 +113,6 @@ func (a *Assembler) AddEvents(carriers []span.Span) {
 			}
 		}
 	}
-	kick := false
 	for len(a.traces) > a.cfg.MaxTraces {
 		a.evictOldest(EvictMaxTraces)
 		kick = true
@@ -110,11 +124,66 @@ func (a *Assembler) AddEvents(carriers []span.Span) {
 	a.m.held.Set(float64(len(a.traces)))
 	a.m.heldBytes.Set(float64(a.bytes))
 	a.mu.Unlock()
-	a.m.events[evLate].Add(float64(late))
+	a.m.events[evLateDropped].Add(float64(dropped))
 	if kick {
 		select {
 		case a.kick <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// deliverLateEvents reads the carriers of events that came after their trace was assembled,
+// one span's together (in arrival order, as JoinEvents would have put them on it), with the
+// readers of span events (facts.Read, AnswerOf, LastUserText, HistoryOf), and hands what they
+// say of the turn to Settings.Content as record.Content naming the trace and the event's span.
+// Carriers whose events say nothing a record takes are counted late_dropped.
+func (a *Assembler) deliverLateEvents(ctx context.Context, carriers []span.Span) error {
+	slices.SortStableFunc(carriers, func(x, y span.Span) int {
+		if c := bytes.Compare(x.TraceID[:], y.TraceID[:]); c != 0 {
+			return c
+		}
+		return bytes.Compare(x.SpanID[:], y.SpanID[:])
+	})
+	var errs []error
+	var events []span.Event
+	for start := 0; start < len(carriers); {
+		end := start + 1
+		for end < len(carriers) && carriers[end].TraceID == carriers[start].TraceID && carriers[end].SpanID == carriers[start].SpanID {
+			end++
+		}
+		group := carriers[start:end]
+		events = events[:0]
+		for i := range group {
+			events = append(events, group[i].Events...)
+		}
+		s := span.Span{TraceID: group[0].TraceID, SpanID: group[0].SpanID, Service: group[0].Service, Events: events}
+		var f facts.Facts
+		facts.Read(&f, &s)
+		c := record.Content{
+			TraceID: s.TraceID.String(), SpanID: s.SpanID.String(), Service: s.Service,
+			Answer: facts.AnswerOf(&f), Query: facts.LastUserText(&f),
+		}
+		c.History, _ = facts.HistoryOf(&f)
+		if len(c.History) > 0 {
+			r := record.Record{History: c.History}
+			a.trimHistory(&r)
+			c.History = r.History
+		}
+		span.ReleaseSpans(group)
+		clear(events)
+		start = end
+		if c.Empty() {
+			a.m.events[evLateDropped].Add(float64(len(group)))
+			continue
+		}
+		a.m.events[evLate].Add(float64(len(group)))
+		if err := a.content.ConsumeContent(ctx, c); err != nil {
+			a.m.deliveryErrors.WithLabelValues("content").Inc()
+			a.log.Warn("content consumer failed", "trace_id", c.TraceID, "err", err)
+			errs = append(errs, err)
+		}
+	}
+	clear(carriers)
+	return errors.Join(errs...)
 }

@@ -3,9 +3,11 @@ package assemble
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/ragwatch/ragwatch/collector/span"
 	"github.com/ragwatch/ragwatch/internal/ingest"
+	"github.com/ragwatch/ragwatch/internal/record"
 )
 
 // The spans of a RAG turn as @opentelemetry/instrumentation-openai and an app's own retrieval
@@ -112,10 +115,12 @@ func TestLogEventsJoinTheirSpan(t *testing.T) {
 			h.processAt(t, ms(300)) // complete_wait passed: still held, no answer yet
 			h.logsAt(t, ms(500), question(1), choice(1))
 		}},
-		{name: "events after the record: late", release: ms(250), late: true, steps: func(h *harness) {
+		{name: "events after the record: late", release: 2 * time.Second, late: true, steps: func(h *harness) {
+			h.logsAt(t, 0, question(9)) // logs have been seen (its trace never comes)
 			h.consumeAt(t, 0, build(t, 1, "rag-app", turn...))
-			h.processAt(t, ms(250))
-			h.logsAt(t, ms(300), question(1), choice(1))
+			h.processAt(t, ms(250)) // complete_wait: no output yet, it waits assembly.wait
+			h.processAt(t, 2*time.Second)
+			h.logsAt(t, ms(2050), question(1), choice(1))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,10 +142,20 @@ func TestLogEventsJoinTheirSpan(t *testing.T) {
 				t.Fatalf("record %+v", r)
 			}
 			if tc.late {
-				if r.Answer != "" || h.logCount("late") != 2 || h.logCount("joined") != 0 {
-					t.Fatalf("answer %q, late %v, joined %v", r.Answer, h.logCount("late"), h.logCount("joined"))
+				// The record went by without its answer, marked as awaiting it; the late
+				// events' question and answer follow it as content naming the trace and span.
+				if r.Answer != "" || !r.AwaitsAnswer || h.logCount("late") != 2 || h.logCount("late_dropped") != 0 || h.logCount("joined") != 0 {
+					t.Fatalf("answer %q, awaits %v, late %v, late_dropped %v, joined %v", r.Answer, r.AwaitsAnswer, h.logCount("late"), h.logCount("late_dropped"), h.logCount("joined"))
+				}
+				want := []record.Content{{TraceID: tid(1).String(), SpanID: sid(3).String(), Service: "rag-app",
+					Query: "What is the refund window?", Answer: "Refunds are accepted within 30 days [doc-1]."}}
+				if got := h.out.contents(); !reflect.DeepEqual(got, want) {
+					t.Fatalf("content %+v, want %+v", got, want)
 				}
 				return
+			}
+			if r.AwaitsAnswer || len(h.out.contents()) != 0 {
+				t.Fatalf("awaits %v, content %+v", r.AwaitsAnswer, h.out.contents())
 			}
 			if r.Answer != "Refunds are accepted within 30 days [doc-1]." || len(r.Citations) != 1 || len(r.Citations[0].DocumentIDs) != 1 || r.Citations[0].DocumentIDs[0] != "doc-1" {
 				t.Fatalf("answer %q citations %v", r.Answer, r.Citations)
@@ -190,5 +205,49 @@ func TestEventsWithoutTheirTrace(t *testing.T) {
 	h.processAt(t, time.Minute) // its timeout
 	if recs, _ := h.out.got(); len(recs) != 0 || h.a.Held() != 0 || h.logCount("orphaned") != 2 || h.count("records", OutcomeNotRAG) != 0 {
 		t.Fatalf("%d records, held %d, orphaned %v, not_rag %v", len(recs), h.a.Held(), h.logCount("orphaned"), h.count("records", OutcomeNotRAG))
+	}
+}
+
+// Late events of a span that says more than once (a conversation's messages, in two requests)
+// are read together; without a content consumer, or when they say nothing a record takes,
+// they are counted late_dropped.
+func TestLateEventsContent(t *testing.T) {
+	turn := []sp{otelRetrieval(), otelChat(), otelRoot()}
+	h := newHarness(t, defaultCfg())
+	h.consumeAt(t, 0, build(t, 1, "rag-app", turn...))
+	h.consumeAt(t, 0, build(t, 2, "rag-app", turn...))
+	h.processAt(t, ms(2500))
+	if recs, _ := h.out.got(); len(recs) != 2 || recs[0].AwaitsAnswer || recs[1].AwaitsAnswer {
+		t.Fatalf("records %+v (no log event seen yet: nothing awaited)", recs)
+	}
+	user := func(text string) logEv {
+		return logEv{trace: 1, spanID: 3, name: "gen_ai.user.message", body: map[string]any{"content": text}}
+	}
+	h.logsAt(t, ms(2600), user("Hello"), logEv{trace: 1, spanID: 3, name: "gen_ai.assistant.message", body: map[string]any{"content": "Hi, how can I help?"}})
+	h.logsAt(t, ms(2700), user("What is the refund window?"), choice(1),
+		logEv{trace: 2, spanID: 3, name: "gen_ai.choice", body: map[string]any{"index": 0, "finish_reason": "stop"}})
+	h.processAt(t, ms(2800))
+	got := h.out.contents()
+	// The last user message is the question; the history is what facts.HistoryOf reads, which
+	// reads no message events (as at assembly in time).
+	if len(got) != 1 || got[0].Query != "What is the refund window?" || got[0].Answer != "Refunds are accepted within 30 days [doc-1]." || got[0].History != nil {
+		t.Fatalf("content %+v", got)
+	}
+	// The assistant message is unread (keepMessageEvent), the choice without content dropped.
+	if late, dropped := h.logCount("late"), h.logCount("late_dropped"); late != 3 || dropped != 1 {
+		t.Fatalf("late %v, late_dropped %v", late, dropped)
+	}
+
+	noConsumer, err := New(Settings{Config: defaultCfg(), Next: h.out, Registerer: prometheus.NewRegistry(), Now: h.clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.a = noConsumer
+	h.consumeAt(t, 0, build(t, 1, "rag-app", turn...))
+	h.processAt(t, ms(2500))
+	h.logsAt(t, ms(2600), choice(1))
+	h.processAt(t, ms(2700))
+	if late, dropped := h.logCount("late"), h.logCount("late_dropped"); late != 0 || dropped != 1 || len(h.out.contents()) != 1 {
+		t.Fatalf("without a content consumer: late %v, late_dropped %v", late, dropped)
 	}
 }

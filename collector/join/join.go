@@ -37,6 +37,7 @@ const (
 	JoinLabel    = "label"
 	JoinPair     = "pair"
 	JoinSession  = "session"
+	JoinContent  = "content"
 )
 
 // join indexes, for the counter arrays.
@@ -45,10 +46,11 @@ const (
 	jLabel
 	jPair
 	jSession
+	jContent
 	numJoins
 )
 
-var joinNames = [numJoins]string{JoinFeedback, JoinLabel, JoinPair, JoinSession}
+var joinNames = [numJoins]string{JoinFeedback, JoinLabel, JoinPair, JoinSession, JoinContent}
 
 var outcomes = []string{OutcomeJoined, OutcomeOrphaned, OutcomeEvicted, OutcomeIgnored}
 
@@ -80,6 +82,11 @@ type Settings struct {
 	// NextLabel receives labels that arrived after their record, and orphaned labels; nil
 	// drops them (still counted).
 	NextLabel record.LabelConsumer
+
+	// NextContent receives what GenAI events that came after their record say of its turn
+	// (record.Content from the assembler), naming the record as late feedback does; nil drops
+	// it (still counted).
+	NextContent record.ContentConsumer
 
 	// NextPair receives each shadow pair once both records arrived (the first arrival first);
 	// nil disables the pair join.
@@ -183,6 +190,7 @@ var (
 	_ record.Consumer         = (*Join)(nil)
 	_ record.FeedbackConsumer = (*Join)(nil)
 	_ record.LabelConsumer    = (*Join)(nil)
+	_ record.ContentConsumer  = (*Join)(nil)
 )
 
 // New creates a Join. Call Start to load the persisted state and run the expiry loop.
@@ -248,7 +256,7 @@ func New(s Settings) (*Join, error) {
 		stop: make(chan struct{}),
 		joinTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_join_total",
-			Help: "What the join met, by join (feedback, label, pair, session) and outcome: joined (met its record whichever came first; a pair's second half; a turn given its session's earlier turns), orphaned (its wait ended: feedback.retention, pairs.wait, conversation.session_ttl), evicted (dropped at a bound), ignored (a third record of a pair).",
+			Help: "What the join met, by join (feedback, label, pair, session, content) and outcome: joined (met its record whichever came first; a pair's second half; a turn given its session's earlier turns; GenAI content that came after its record, handed on naming it), orphaned (its wait ended: feedback.retention, pairs.wait, conversation.session_ttl; content whose record the join does not remember), evicted (dropped at a bound), ignored (a third record of a pair; content of a trace that held several turns, which the join cannot tell apart).",
 		}, []string{"join", "outcome"}),
 		kvErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_join_state_errors_total",
@@ -501,6 +509,42 @@ func (j *Join) ConsumeFeedback(ctx context.Context, f record.Feedback) error {
 	f.TraceID, f.SpanID, f.Service = "", "", "" // held by pending and the table, not twice
 	p.Feedback = f
 	return j.add(ctx, traceID, p)
+}
+
+// ConsumeContent accepts what GenAI events that came after their trace was assembled say of
+// its turn (the assembler's record.Content). It never waits: the assembler hands it on only
+// after the trace's records went by. When the join remembers the trace's record, it goes on to
+// NextContent naming that record (its span id, service and variant, as late feedback does) and
+// counts joined; a trace whose records were of several turns cannot tell which one the event's
+// span answered: ignored; a trace not remembered (no record: not RAG; or forgotten past
+// feedback.retention or max_entries): orphaned. It returns NextContent's error.
+func (j *Join) ConsumeContent(ctx context.Context, c record.Content) error {
+	if c.TraceID == "" {
+		return errors.New("join: content without trace_id")
+	}
+	now := j.now()
+	j.mu.Lock()
+	j.expireLocked(now)
+	oi := oOrphaned
+	if i := j.tab.find(c.TraceID); i >= 0 {
+		if seen, service, spanID, variant := j.tab.seen(i); seen {
+			oi = oJoined
+			if j.tab.slot(i).flags()&flagTurns != 0 {
+				oi = oIgnored
+			}
+			c.SpanID, c.Variant = spanID, variant
+			if service != "" {
+				c.Service = service
+			}
+		}
+	}
+	j.mu.Unlock()
+	j.count(jContent, oi, 1)
+	errs := []error{j.forwardOrphans(ctx, j.takeLate())}
+	if oi == oJoined && j.s.NextContent != nil {
+		errs = append(errs, j.s.NextContent.ConsumeContent(ctx, c))
+	}
+	return errors.Join(errs...)
 }
 
 // ConsumeLabel accepts a human label from NATS or the HTTP API (record.DecodeLabels validated it).
@@ -834,6 +878,9 @@ func (g heldGauges) Collect(ch chan<- prometheus.Metric) {
 	pending, tracked := g.j.pending, g.j.tab.countNS(nsTrace)
 	g.j.mu.Unlock()
 	for ji, name := range joinNames {
+		if ji == jContent {
+			continue // never waits
+		}
 		ch <- prometheus.MustNewConstMetric(g.pending, prometheus.GaugeValue, float64(pending[ji]), name)
 	}
 	ch <- prometheus.MustNewConstMetric(g.tracked, prometheus.GaugeValue, float64(tracked))

@@ -49,7 +49,7 @@ type slot struct {
 	span    [8]byte // the record's span id decoded from hex (flagSpan)
 	expires int32   // whole seconds after Join.base, rounded up (expiresNS)
 	// meta packs the record's service (the id of its interned name, 0 = none: svcBits bits)
-	// and the flags (4 bits, one spare).
+	// and the flags (4 bits).
 	meta uint32
 	// variant is the id of the record's interned variant (0 = none, or in extra.variant).
 	variant uint16
@@ -90,6 +90,7 @@ const (
 	flagSeen  uint8 = 1 << iota // the record was seen (here or, joined remotely, elsewhere)
 	flagRawID                   // id is a hash: the trace id itself is in rawIDs
 	flagSpan                    // span holds the record's span id
+	flagTurns                   // records of several turns (span ids) of the trace were seen
 )
 
 // extra is what a slot cannot hold. Few traces have one: those with feedback or labels
@@ -240,10 +241,17 @@ func (t *table) pendingOf(i int) []pending {
 }
 
 // setSeen records that the record of slot i (its trace traceID) was seen, with its ids and
-// variant.
+// variant. A record of another turn of a trace seen already marks the slot flagTurns: its span
+// id then names the last turn only.
 func (t *table) setSeen(i int, traceID, service, spanID, variant string) {
 	s := t.tab.Val(i)
-	s.setFlags(s.flags()&flagRawID | flagSeen)
+	turns := s.flags() & flagTurns
+	if turns == 0 && s.flags()&flagSeen != 0 {
+		if _, _, prev, _ := t.seen(i); prev != spanID {
+			turns = flagTurns
+		}
+	}
+	s.setFlags(s.flags()&flagRawID | flagSeen | turns)
 	if id := t.svc.Ref(service); id != s.svc() {
 		t.svc.Unref(s.svc())
 		s.setSvc(id)

@@ -83,6 +83,12 @@ type Record struct {
 	// document ids but not their claims (Text ""): signals and alerts count them. The sampler
 	// never scores it (no_content). It is not part of the record's JSON.
 	Elided bool `json:"-"`
+
+	// AwaitsAnswer is set by assembly when the record has no answer and its trace's
+	// generation gave no output while its GenAI events come as OTLP log records: the answer
+	// may still come, after the record (record.Content). The sampler keeps the content of
+	// such a record it queues, to queue it again with its answer. Not part of the JSON.
+	AwaitsAnswer bool `json:"-"`
 }
 
 // UpstreamWeight is how many traces of the traffic the record stands for: 1/UpstreamProbability,

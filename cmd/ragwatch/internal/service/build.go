@@ -423,6 +423,7 @@ func (b *builder) join() (lifecycle, error) {
 		Next:            &b.Records,
 		NextFeedback:    &b.Feedback,
 		NextLabel:       &b.Labels,
+		NextContent:     b.Sampler.Stage, // GenAI answers after their record: queued with the sampled record
 		NextPair:        &b.Pairs,
 		PairWait:        b.cfg.Pairs.Wait,
 		MaxPendingPairs: b.cfg.Pairs.MaxPending,
@@ -460,6 +461,7 @@ func (b *builder) assembler() (lifecycle, error) {
 		Config:     assemblyConfig(b.cfg.Assembly, b.guard),
 		Next:       b.Join,
 		Feedback:   b.Join,
+		Content:    b.Join, // GenAI events after their record, to join it as late feedback does
 		Registerer: b.Registry,
 		Logger:     b.logger("assemble"),
 		Now:        b.o.now,

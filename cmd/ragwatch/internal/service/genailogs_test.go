@@ -193,3 +193,72 @@ func TestRecordedOpenAINodeApp(t *testing.T) {
 		return nil
 	})
 }
+
+// TestLateAnswerFromLogsIsJudged: the app's log exporter sends the gen_ai.choice event well
+// after the spans, once ragwatch has assembled the record without its answer (after
+// assembly.wait). The answer joins the record that went by (assembler → join → sampler, as
+// late feedback does), and the record is judged once, with that answer: its claim metrics,
+// which are not scored for an empty answer, are scored.
+func TestLateAnswerFromLogsIsJudged(t *testing.T) {
+	for _, protocol := range []string{"grpc", "http"} {
+		t.Run(protocol, func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.Sampling.Rate = 1
+			cfg.Scoring.Metrics = []string{"faithfulness", "citation_precision"}
+			e := startEnv(t, cfg)
+			endpoint := e.app.Addrs().OTLPGRPC
+			if protocol == "http" {
+				endpoint = e.app.Addrs().OTLPHTTP
+			}
+			snd := newSender(t, protocol, endpoint, "rag-app")
+			logger := logSender(t, protocol, endpoint, "rag-app").Logger("@opentelemetry/instrumentation-openai")
+			tracer := snd.tp.Tracer("rag-app")
+			emit := func(ctx context.Context, name string, body attribute.Value) {
+				var r otellog.Record
+				r.SetTimestamp(time.Now())
+				r.SetEventName(name)
+				r.AddAttributes(attribute.String("gen_ai.system", "openai"))
+				r.SetBody(body)
+				logger.Emit(ctx, r)
+			}
+			tid := trace.TraceID{0x9e, 0x42, 15: 7}
+			snd.ids.reset(tid)
+			ctx, root := tracer.Start(context.Background(), "POST /ask", trace.WithSpanKind(trace.SpanKindServer))
+			_, ret := tracer.Start(ctx, "retrieve", trace.WithAttributes(
+				s("gen_ai.operation.name", "retrieval"),
+				s("gen_ai.retrieval.documents", `[{"id":"doc-refunds","score":0.9,"content":"Refunds are accepted within 30 days of delivery."}]`),
+			))
+			ret.End()
+			chatCtx, chat := tracer.Start(ctx, "chat gpt-4o-mini", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+				s("gen_ai.operation.name", "chat"), s("gen_ai.system", "openai"), s("gen_ai.request.model", "gpt-4o-mini"),
+			))
+			emit(chatCtx, "gen_ai.user.message", attribute.MapValue(attribute.String("content", "What is the refund window?")))
+			chat.End()
+			root.End()
+			// The record goes by without its answer: assembly.wait has passed.
+			testutil.Eventually(t, 10*time.Second, 5*time.Millisecond, "the record", func() bool { return e.sink.get(tid.String()) != nil })
+			if r := e.sink.get(tid.String()); r.Answer != "" || r.Query != "What is the refund window?" || len(r.Documents) != 1 {
+				t.Fatalf("record %+v", r)
+			}
+			time.Sleep(3 * cfg.Assembly.Wait) // well after it
+			answer := "Refunds are accepted within 30 days of delivery [doc-refunds]."
+			emit(chatCtx, "gen_ai.choice", attribute.MapValue(attribute.Int("index", 0), attribute.String("finish_reason", "stop"),
+				attribute.Map("message", attribute.String("content", answer))))
+			testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, "judged with its late answer", func() error {
+				got := scrape(t, e.base)
+				judged := got[`ragwatch_scoring_attempts_total{outcome="ok",scorer="builtin"}`]
+				faithfulness := series(got, "ragwatch_eval_score_count", `metric="faithfulness"`)
+				citations := series(got, "ragwatch_eval_score_sum", `metric="citation_precision"`)
+				late := got[`ragwatch_log_records_total{outcome="late"}`]
+				joined := got[`ragwatch_join_total{join="content",outcome="joined"}`]
+				scored := got[`ragwatch_late_content_total{outcome="scored"}`]
+				answered := got[`ragwatch_awaited_answer_records_total{outcome="answered"}`]
+				if judged != 1 || faithfulness != 1 || citations != 1 || late != 1 || joined != 1 || scored != 1 || answered != 1 {
+					return fmt.Errorf("judged %v, faithfulness scores %v, citation precision %v, late events %v, joined %v, scored %v, answered %v",
+						judged, faithfulness, citations, late, joined, scored, answered)
+				}
+				return nil
+			})
+		})
+	}
+}
