@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,21 +40,30 @@ func TestHistoryFromInputMessages(t *testing.T) {
 	genai += `]`
 	oi["llm.output_messages.0.message.content"] = "three"
 	legacy["gen_ai.completion.0.content"] = "three"
+	// The GenAI message events (span events, or log records the official instrumentations
+	// emit): one per message, the role in the event's name.
+	var events []ev
+	for _, m := range conv {
+		events = append(events, ev{name: "gen_ai." + strings.ToLower(m.role) + ".message", attrs: map[string]any{"content": m.content}})
+	}
+	events = append(events, ev{name: "gen_ai.choice", attrs: map[string]any{"index": 0, "message": `{"role":"assistant","content":"three"}`}})
 	cases := []struct {
 		name     string
 		attrs    map[string]any
 		turn     int
 		history  []record.Message
 		question string
+		events   []ev
 	}{
-		{"openinference", oi, 3, wantHist, "third?"},
+		{"openinference", oi, 3, wantHist, "third?", nil},
 		{"genai", map[string]any{"gen_ai.operation.name": "chat", "gen_ai.input.messages": genai,
-			"gen_ai.output.messages": `[{"role":"assistant","parts":[{"type":"text","content":"three"}]}]`}, 3, wantHist, "third?"},
-		{"legacy", legacy, 3, wantHist, "third?"},
+			"gen_ai.output.messages": `[{"role":"assistant","parts":[{"type":"text","content":"three"}]}]`}, 3, wantHist, "third?", nil},
+		{"legacy", legacy, 3, wantHist, "third?", nil},
+		{"message events", map[string]any{"gen_ai.operation.name": "chat"}, 3, wantHist, "third?", events},
 		{"first turn", map[string]any{"gen_ai.operation.name": "chat", "gen_ai.input.messages": `[{"role":"system","parts":[{"type":"text","content":"s"}]},{"role":"user","parts":[{"type":"text","content":"q"}]}]`,
-			"gen_ai.output.messages": `[{"role":"assistant","parts":[{"type":"text","content":"three"}]}]`}, 1, nil, "q"},
+			"gen_ai.output.messages": `[{"role":"assistant","parts":[{"type":"text","content":"three"}]}]`}, 1, nil, "q", nil},
 		{"no user message", map[string]any{"openinference.span.kind": "LLM", "llm.input_messages.0.message.content": "bare prompt",
-			"llm.output_messages.0.message.content": "three"}, 0, nil, "bare prompt"},
+			"llm.output_messages.0.message.content": "three"}, 0, nil, "bare prompt", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,7 +71,7 @@ func TestHistoryFromInputMessages(t *testing.T) {
 				sp{id: 1, name: "turn", end: ms(100), attrs: map[string]any{"openinference.span.kind": "CHAIN"}},
 				sp{id: 2, parent: 1, name: "retrieve", start: ms(1), end: ms(10), attrs: map[string]any{
 					"openinference.span.kind": "RETRIEVER", "input.value": "q", "retrieval.documents.0.document.id": "d1"}},
-				sp{id: 3, parent: 1, name: "llm", start: ms(20), end: ms(90), attrs: tc.attrs},
+				sp{id: 3, parent: 1, name: "llm", start: ms(20), end: ms(90), attrs: tc.attrs, events: tc.events},
 			))
 			if len(res.Records) != 1 {
 				t.Fatalf("%d records, want 1", len(res.Records))

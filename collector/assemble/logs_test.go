@@ -228,13 +228,14 @@ func TestLateEventsContent(t *testing.T) {
 		logEv{trace: 2, spanID: 3, name: "gen_ai.choice", body: map[string]any{"index": 0, "finish_reason": "stop"}})
 	h.processAt(t, ms(2800))
 	got := h.out.contents()
-	// The last user message is the question; the history is what facts.HistoryOf reads, which
-	// reads no message events (as at assembly in time).
-	if len(got) != 1 || got[0].Query != "What is the refund window?" || got[0].Answer != "Refunds are accepted within 30 days [doc-1]." || got[0].History != nil {
+	// The last user message is the question; the messages before it are the history
+	// (facts.HistoryOf reads message events, as at assembly in time).
+	wantHist := []record.Message{{Role: record.RoleUser, Content: "Hello"}, {Role: record.RoleAssistant, Content: "Hi, how can I help?"}}
+	if len(got) != 1 || got[0].Query != "What is the refund window?" || got[0].Answer != "Refunds are accepted within 30 days [doc-1]." || !reflect.DeepEqual(got[0].History, wantHist) {
 		t.Fatalf("content %+v", got)
 	}
-	// The assistant message is unread (keepMessageEvent), the choice without content dropped.
-	if late, dropped := h.logCount("late"), h.logCount("late_dropped"); late != 3 || dropped != 1 {
+	// The choice without content is dropped.
+	if late, dropped := h.logCount("late"), h.logCount("late_dropped"); late != 4 || dropped != 1 {
 		t.Fatalf("late %v, late_dropped %v", late, dropped)
 	}
 

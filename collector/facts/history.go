@@ -27,6 +27,9 @@ func HistoryOf(f *Facts) (history []record.Message, turn int) {
 	if span.LastUser(msgs) < 0 {
 		msgs = f.legacyIn
 	}
+	if span.LastUser(msgs) < 0 {
+		msgs = f.eventIn // gen_ai.*.message events: on the span, or log records joined to it
+	}
 	last := span.LastUser(msgs)
 	if last < 0 {
 		return nil, 0

@@ -23,15 +23,16 @@ func eventAttrFilter(name string) int {
 }
 
 // keepMessageEvent reports whether a span event is worth holding. An input message event
-// (gen_ai.{system,user,assistant,tool}.message) is read only as a candidate for the last user
-// message: one whose role is neither user nor empty, or that has no text, is never read.
+// (gen_ai.{system,user,assistant,tool}.message) is read as the last user message or as the
+// conversation's history (facts.HistoryOf): one whose role is neither user, assistant nor
+// empty (system, tool), or that has no text, is never read.
 func keepMessageEvent(e *Event, attrs []Attr) bool {
 	ev, ok := conventions.EventOf(e.Name)
 	if !ok || ev.Kind != conventions.EventMessage {
 		return true
 	}
 	m := MessageFromEvent(&Event{Name: e.Name, Attrs: attrs}, ev.Role)
-	return (strings.EqualFold(m.Role, "user") || m.Role == "") && m.Text() != ""
+	return (HistoryRole(m.Role) != "" || m.Role == "") && m.Text() != ""
 }
 
 // pruneSpanAttrs drops the span attributes that no reader will read given the others: the

@@ -190,7 +190,7 @@ func families() []family {
 				}},
 			},
 			want: record.Record{
-				Service: "legacy", Time: base, Query: "when do stores open?",
+				Service: "legacy", Time: base, Query: "when do stores open?", Turn: 1, // one user message event: a first turn
 				Documents: []record.Document{{ID: "h1", Score: fp(0.8), Content: "Stores open at 9."}},
 				Answer:    "At 9 am [1].",
 				Citations: []record.Citation{{Text: "At 9 am.", DocumentIDs: []string{"h1"}}},
