@@ -35,16 +35,7 @@ func rawFaithfulness(ex []quality.Example) []float64 {
 // (faithful = 1) under 1/(1+exp(-Slope·(raw − Center))). The log-likelihood is concave in
 // Slope, so a golden-section search finds it.
 func fitCalibration(ex []quality.Example, raw []float64) builtin.Calibration {
-	cands := slices.Clone(raw)
-	slices.Sort(cands)
-	cands = slices.Compact(cands)
-	best, center := -1.0, 0.5
-	for i := 0; i+1 < len(cands); i++ {
-		t := (cands[i] + cands[i+1]) / 2
-		if f1 := quality.Compare(ex, raw, t).F1; f1 > best {
-			best, center = f1, t
-		}
-	}
+	center, _ := bestF1Threshold(ex, raw)
 	ll := func(a float64) float64 {
 		var s float64
 		for i, e := range ex {
@@ -71,6 +62,22 @@ func fitCalibration(ex []quality.Example, raw []float64) builtin.Calibration {
 	return builtin.Calibration{Center: round4(center), Slope: round4((lo + hi) / 2)}
 }
 
+// bestF1Threshold is the raw threshold t that maximises the F1 of flagging hallucinated answers
+// (raw < t), midway between two observed values, and that F1.
+func bestF1Threshold(ex []quality.Example, raw []float64) (t, f1 float64) {
+	cands := slices.Clone(raw)
+	slices.Sort(cands)
+	cands = slices.Compact(cands)
+	best, thr := -1.0, 0.5
+	for i := 0; i+1 < len(cands); i++ {
+		t := (cands[i] + cands[i+1]) / 2
+		if f := quality.Compare(ex, raw, t).F1; f > best {
+			best, thr = f, t
+		}
+	}
+	return thr, best
+}
+
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 
 // fold assigns an example to a cross-validation fold by its source passage, so that all answers
@@ -81,14 +88,22 @@ func fold(e quality.Example) int {
 	return int(h.Sum32()>>1) % calibrationFolds
 }
 
-// calibrate fits the faithfulness calibration on the RAGTruth summary split with
-// cross-validation, reports the out-of-fold figures and the fit on BEGIN (never used for
-// fitting), and writes the map fitted on all of RAGTruth to out as Go source.
+// calibrate fits the faithfulness calibration on the development half of the RAGTruth summary
+// split (quality.IsDev) with cross-validation inside it, reports the out-of-fold figures, the
+// held-out half and BEGIN (neither used for fitting), and writes the map fitted on the whole
+// development half to out as Go source. The held-out half is never read by the fit, so its
+// figures at 0.5 are figures on data the map was not tuned on.
 func calibrate(w io.Writer, splits []quality.Split, out string) error {
-	var rt []quality.Example
+	var rt, held []quality.Example
 	for _, sp := range splits {
 		if sp.Name == "ragtruth-summary" {
-			rt = sp.Examples
+			for _, e := range sp.Examples {
+				if quality.IsDev(e) {
+					rt = append(rt, e)
+				} else {
+					held = append(held, e)
+				}
+			}
 		}
 	}
 	if len(rt) == 0 {
@@ -97,7 +112,7 @@ func calibrate(w io.Writer, splits []quality.Split, out string) error {
 	raw := rawFaithfulness(rt)
 	oof := make([]float64, len(rt))
 	fmt.Fprintf(w, "faithfulness calibration: logistic map, center = F1-best raw threshold, slope by maximum likelihood\n")
-	fmt.Fprintf(w, "%d-fold cross-validation on ragtruth-summary, folds by source passage\n\n", calibrationFolds)
+	fmt.Fprintf(w, "fitted on ragtruth-summary/dev (quality.Halves); %d-fold cross-validation inside it, folds by source passage\n\n", calibrationFolds)
 	fmt.Fprintf(w, "%-6s %7s %8s %5s %7s %6s %6s %6s\n", "fold", "center", "slope", "n", "ROC-AUC", "P", "R", "F1@0.5")
 	for k := range calibrationFolds {
 		var trainEx, testEx []quality.Example
@@ -123,24 +138,33 @@ func calibrate(w io.Writer, splits []quality.Split, out string) error {
 	fmt.Fprintf(w, "%-6s %7s %8s %5d %7.3f %6.3f %6.3f %6.3f   (out-of-fold, pooled)\n\n", "all", "", "", r.N, r.AUC, r.Precision, r.Recall, r.F1)
 
 	c := fitCalibration(rt, raw)
-	fmt.Fprintf(w, "fitted on all of ragtruth-summary: center %.4f, slope %.4f\n", c.Center, c.Slope)
-	for _, sp := range splits {
-		if sp.Name == "ragtruth-summary" {
-			continue
-		}
-		cal := rawFaithfulness(sp.Examples)
+	fmt.Fprintf(w, "fitted on all of ragtruth-summary/dev: center %.4f, slope %.4f\n", c.Center, c.Slope)
+	report := func(name string, ex []quality.Example) {
+		cal := rawFaithfulness(ex)
 		for i := range cal {
 			cal[i] = c.Apply(cal[i])
 		}
-		r := quality.Compare(sp.Examples, cal, 0.5)
-		fmt.Fprintf(w, "%-18s (not used for fitting) n %d ROC-AUC %.3f P %.3f R %.3f F1@0.5 %.3f\n", sp.Name, r.N, r.AUC, r.Precision, r.Recall, r.F1)
+		r := quality.Compare(ex, cal, 0.5)
+		fmt.Fprintf(w, "%-26s (not used for fitting) n %d ROC-AUC %.3f P %.3f R %.3f F1@0.5 %.3f\n", name, r.N, r.AUC, r.Precision, r.Recall, r.F1)
+	}
+	report("ragtruth-summary/held-out", held)
+	// The ceiling of any calibration: a monotone map's decision at 0.5 is a threshold on the raw
+	// score, and no threshold does better on the held-out half than the one chosen on it.
+	hraw := rawFaithfulness(held)
+	ht, hf := bestF1Threshold(held, hraw)
+	fmt.Fprintf(w, "%-26s ceiling: the best F1 of any raw threshold, chosen on this half itself: %.3f at raw %.4f\n", "ragtruth-summary/held-out", hf, ht)
+	for _, sp := range splits {
+		if sp.Name != "ragtruth-summary" {
+			report(sp.Name, sp.Examples)
+		}
 	}
 	src := fmt.Sprintf(`// Code generated by `+"`go run ./scripts/scorer-quality -data ../shared/data -fit-calibration`"+`; DO NOT EDIT.
 
 package builtin
 
-// FaithfulnessCalibration is fitted on the RAGTruth summary split (%d answers, %d-fold
-// cross-validated; see docs/scorer-quality.md): raw faithfulness %.4f maps to 0.5.
+// FaithfulnessCalibration is fitted on the development half of the RAGTruth summary split
+// (%d answers, quality.Halves; %d-fold cross-validated inside it; the held-out half is only
+// measured, see docs/scorer-quality.md): raw faithfulness %.4f maps to 0.5.
 var FaithfulnessCalibration = Calibration{Center: %v, Slope: %v}
 `, len(rt), calibrationFolds, c.Center, c.Center, c.Slope)
 	if out == "" {

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ragwatch/ragwatch/sampler/scorers/builtin/quality"
 )
 
 // A tiny data directory with the shared layout: the command reads it, scores both scorers and
@@ -56,5 +59,45 @@ func TestRun(t *testing.T) {
 	}
 	if code := run([]string{"-data", filepath.Join(dir, "missing")}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "scorer-quality: open ") {
 		t.Errorf("missing data: exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+// The calibration is fitted on the development half only: held-out answers whose labels
+// contradict the development half do not move the map, and the held-out half is reported as
+// unseen, with the ceiling of any threshold chosen on it.
+func TestCalibrateFitsOnTheDevelopmentHalf(t *testing.T) {
+	var dev, held []quality.Example
+	for n := 2; len(dev) < 8 || len(held) < 8; n++ {
+		ctx := fmt.Sprintf("The bridge opened in 1937. It carries %d lanes of traffic over the river.", n)
+		faithful := quality.Example{Context: ctx, Answer: "The bridge opened in 1937."}
+		invented := quality.Example{Context: ctx, Answer: "The bridge was painted purple by volunteers.", Hallucinated: true}
+		if quality.IsDev(faithful) {
+			dev = append(dev, faithful, invented)
+		} else {
+			// Labels swapped: fitted on these too, the map would move.
+			faithful.Hallucinated, invented.Hallucinated = true, false
+			held = append(held, faithful, invented)
+		}
+	}
+	all := append(append([]quality.Example{}, dev...), held...)
+	want := fitCalibration(dev, rawFaithfulness(dev))
+	if both := fitCalibration(all, rawFaithfulness(all)); both == want {
+		t.Fatalf("test data does not tell the halves apart: both fits give %+v", want)
+	}
+	var out bytes.Buffer
+	if err := calibrate(&out, []quality.Split{{Name: "ragtruth-summary", Examples: all}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, s := range []string{
+		fmt.Sprintf("fitted on all of ragtruth-summary/dev: center %.4f, slope %.4f\n", want.Center, want.Slope),
+		fmt.Sprintf("ragtruth-summary/held-out  (not used for fitting) n %d ", len(held)),
+		// The held-out labels are reversed: no threshold flags the (well supported) hallucinated
+		// answers without the others.
+		"ragtruth-summary/held-out  ceiling: the best F1 of any raw threshold, chosen on this half itself: 0.000 at raw ",
+	} {
+		if !strings.Contains(got, s) {
+			t.Errorf("output lacks %q:\n%s", s, got)
+		}
 	}
 }

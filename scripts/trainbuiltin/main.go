@@ -56,10 +56,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	data := fs.String("data", "../shared/data", "directory holding begin/ and ragtruth/ (read only)")
 	out := fs.String("out", "sampler/scorers/builtin/model_fit.go", "where to write the fitted models (\"\": report only)")
 	beginTrain := fs.Bool("begin-train", false, "also train the faithfulness model on BEGIN's development half (by knowledge passage)")
+	exp := fs.Bool("experiments", false, "also report the candidate faithfulness evidence and models that were measured and not adopted (experiments.go)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := train(stdout, *data, *out, *beginTrain); err != nil {
+	if err := train(stdout, *data, *out, *beginTrain, *exp); err != nil {
 		fmt.Fprintf(stderr, "trainbuiltin: %v\n", err)
 		return 1
 	}
@@ -100,7 +101,7 @@ func fold(source string) int {
 	return int(h.Sum32()>>1) % folds
 }
 
-func train(w io.Writer, dir, out string, beginTrain bool) error {
+func train(w io.Writer, dir, out string, beginTrain, exp bool) error {
 	splits, err := quality.LoadAll(dir)
 	if err != nil {
 		return err
@@ -221,6 +222,10 @@ func train(w io.Writer, dir, out string, beginTrain bool) error {
 
 	// Pairwise.
 	trainPairs(w, rtItems, faith)
+
+	if exp {
+		experiments(w, rtItems)
+	}
 
 	if out == "" {
 		return nil

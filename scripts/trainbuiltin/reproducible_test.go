@@ -33,7 +33,7 @@ func TestCommittedModelIsReproducible(t *testing.T) {
 		t.Skipf("%s: %v", dir, err)
 	}
 	out := filepath.Join(t.TempDir(), "model_fit.go")
-	if err := train(io.Discard, dir, out, false); err != nil {
+	if err := train(io.Discard, dir, out, false, false); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(out)
