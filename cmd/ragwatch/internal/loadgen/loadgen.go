@@ -61,8 +61,8 @@ type Result struct {
 	// LogRecords counts the log records (Options.Logs) of requests that got an answer.
 	LogRecords int64
 	Requests   int64
-	Errors   int64
-	Elapsed  time.Duration
+	Errors     int64
+	Elapsed    time.Duration
 	// Latency percentiles of requests.
 	P50, P90, P99, Max time.Duration
 	FirstError         string
