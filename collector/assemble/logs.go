@@ -75,7 +75,9 @@ func (a *Assembler) AddEvents(carriers []span.Span) {
 			continue
 		}
 		if tr == nil {
-			tr = a.newTrace(s.TraceID, now, spanCapHint(carriers[i:]))
+			// Room for its spans too, which usually follow: a slice sized for the carriers
+			// alone would be grown (copied) twice by a five-span trace.
+			tr = a.newTrace(s.TraceID, now, maxSpanCapHint)
 		}
 		if len(tr.spans) == maxSpansPerTrace {
 			late++

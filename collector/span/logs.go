@@ -367,28 +367,23 @@ func truncName(k []byte) string {
 // many carriers were joined and how many found no span of theirs (their events are dropped).
 // spans is reused in place; the slots past the returned length are cleared.
 func JoinEvents(spans []Span) (out []Span, joined, orphaned int) {
-	var carriers []Span
-	n := 0
-	for i := range spans {
-		if spans[i].EventsOnly {
-			carriers = append(carriers, spans[i])
+	// In place: the carriers are read where they are, then the spans close over them (a
+	// separate slice of carriers would copy each once more).
+	for ci := range spans {
+		c := &spans[ci]
+		if !c.EventsOnly {
 			continue
 		}
-		spans[n] = spans[i]
-		n++
-	}
-	for ci := range carriers {
-		c := &carriers[ci]
 		target := -1
-		for i := 0; i < n; i++ {
-			if spans[i].SpanID == c.SpanID {
+		for i := range spans {
+			if !spans[i].EventsOnly && spans[i].SpanID == c.SpanID {
 				target = i
 				break
 			}
 		}
 		if target < 0 {
 			orphaned++
-			ReleaseSpans(carriers[ci : ci+1])
+			ReleaseSpans(spans[ci : ci+1])
 			continue
 		}
 		t := &spans[target]
@@ -414,6 +409,16 @@ func JoinEvents(spans []Span) (out []Span, joined, orphaned int) {
 		}
 		c.Events = nil
 		joined++
+	}
+	n := 0
+	for i := range spans {
+		if spans[i].EventsOnly {
+			continue
+		}
+		if n != i {
+			spans[n] = spans[i]
+		}
+		n++
 	}
 	clear(spans[n:])
 	return spans[:n], joined, orphaned
