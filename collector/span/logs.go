@@ -22,10 +22,12 @@ import (
 // attributes held (`{"content": …}`, a choice's `{"message": {…}}`).
 const LogEventAttr = "body"
 
-// logValue is v.value(), a string held in the request's arena as a span's attributes are.
-func (d *wireDec) logValue(v *anyv) Value {
+// logValue is v.value() with a string left a view of the request's bytes: logRecord copies it
+// (ownViews) only once the event is kept; a system message, often the whole prompt with its
+// documents, never is.
+func logValue(v *anyv) Value {
 	if v.f == 1 {
-		return Str(d.strs.str(v.b))
+		return Str(view(v.b))
 	}
 	return v.value()
 }
@@ -315,7 +317,7 @@ func (d *wireDec) logRecord(b []byte, at logPosition, service string, c *LogCoun
 			continue
 		}
 		shared, _ := conventions.FixedKey(k)
-		buf.attrs = append(buf.attrs, Attr{Key: ownKey(shared, k), Value: d.logValue(&a.val)})
+		buf.attrs = append(buf.attrs, Attr{Key: ownKey(shared, k), Value: logValue(&a.val)})
 	}
 	if hasBody && filter != filterGenAIEvents {
 		var v anyv
@@ -327,12 +329,12 @@ func (d *wireDec) logRecord(b []byte, at logPosition, service string, c *LogCoun
 			eachListItem(v.b, func(item []byte) bool {
 				if len(buf.attrs) < maxAttrsPerSpan {
 					e := kvOf(item)
-					buf.attrs = append(buf.attrs, Attr{Key: logBodyKey(e.key), Value: d.logValue(&e.val)})
+					buf.attrs = append(buf.attrs, Attr{Key: logBodyKey(e.key), Value: logValue(&e.val)})
 				}
 				return true
 			})
 		case v.f != 0:
-			buf.attrs = append(buf.attrs, Attr{Key: LogEventAttr, Value: v.value()})
+			buf.attrs = append(buf.attrs, Attr{Key: LogEventAttr, Value: logValue(&v)})
 		}
 	}
 	buf.used = max(buf.used, len(buf.attrs))
@@ -342,6 +344,7 @@ func (d *wireDec) logRecord(b []byte, at logPosition, service string, c *LogCoun
 		c.Unread++
 		return nil
 	}
+	ownViews(buf.attrs, b, &d.strs)
 	e.Attrs = buf.take()
 	c.Events++
 	d.dst = append(d.dst, Span{
