@@ -61,6 +61,7 @@ func (a *Assembler) ConsumeLogs(_ context.Context, body []byte, lim span.Limits)
 func (a *Assembler) AddEvents(carriers []span.Span) {
 	now := a.now()
 	a.mu.Lock()
+	light := a.bytes <= a.fastTickBytes
 	a.eventsSeen = true
 	var tr *trace
 	late := 0
@@ -107,6 +108,11 @@ func (a *Assembler) AddEvents(carriers []span.Span) {
 	}
 	for a.bytes > a.cfg.MaxBytes && a.oldest != nil {
 		a.evictOldest(EvictMaxBytes)
+		kick = true
+	}
+	if light && a.bytes > a.fastTickBytes {
+		// Heavy now: wake the worker, as Add does. The spans that follow find the traces
+		// heavy already and do not.
 		kick = true
 	}
 	a.m.held.Set(float64(len(a.traces)))
