@@ -14,8 +14,9 @@ import (
 // collectorConfig is the part of an OpenTelemetry Collector config the checks below read.
 type collectorConfig struct {
 	Exporters map[string]struct {
-		RoutingKey string `json:"routing_key"`
-		Resolver   struct {
+		RoutingKey        string   `json:"routing_key"`
+		RoutingAttributes []string `json:"routing_attributes"`
+		Resolver          struct {
 			Static *struct {
 				Hostnames []string `json:"hostnames"`
 			} `json:"static"`
@@ -25,6 +26,10 @@ type collectorConfig struct {
 			} `json:"k8s"`
 		} `json:"resolver"`
 	} `json:"exporters"`
+	Processors map[string]struct {
+		TraceStatements []string `json:"trace_statements"`
+		LogStatements   []string `json:"log_statements"`
+	} `json:"processors"`
 	Service struct {
 		Pipelines map[string]struct {
 			Receivers  []string `json:"receivers"`
@@ -47,23 +52,32 @@ func readCollectorConfig(t *testing.T, path string) collectorConfig {
 	return c
 }
 
-// The Collector configs route by trace id; the Kubernetes manifest mounts the k8s variant
+// The Collector configs route spans and log records by their trace id, both as the same
+// attribute (the exporter hashes the traceID key of each signal differently); the Kubernetes
+// manifest mounts the k8s variant
 // byte for byte, resolves the replicas' headless Service on its OTLP port, and has the RBAC the
 // resolver needs. (e2e/otelcol_test.go runs the configs in a real Collector.)
 func TestOtelcolConfigs(t *testing.T) {
+	const routeProcessor, routeAttr = "transform/route-by-trace-id", "ragwatch.route.trace_id"
 	for path, resolver := range map[string]string{"otelcol/loadbalancing.yaml": "static", "otelcol/loadbalancing-k8s.yaml": "k8s"} {
 		c := readCollectorConfig(t, path)
 		lb, ok := c.Exporters["load_balancing"]
-		if !ok || lb.RoutingKey != "traceID" {
-			t.Errorf("%s: load_balancing exporter %+v, want routing_key traceID", path, lb)
+		if !ok || lb.RoutingKey != "attributes" || len(lb.RoutingAttributes) != 1 || lb.RoutingAttributes[0] != routeAttr {
+			t.Errorf("%s: load_balancing exporter %+v, want routing_key attributes on %s", path, lb, routeAttr)
+		}
+		tr := c.Processors[routeProcessor]
+		if len(tr.TraceStatements) != 1 || tr.TraceStatements[0] != `set(span.attributes["`+routeAttr+`"], span.trace_id.string)` ||
+			len(tr.LogStatements) != 1 || tr.LogStatements[0] != `set(log.attributes["`+routeAttr+`"], log.trace_id.string)` {
+			t.Errorf("%s: %s %+v, want the trace id as hex in %s on every span and log record", path, routeProcessor, tr, routeAttr)
 		}
 		if (resolver == "static") != (lb.Resolver.Static != nil) || (resolver == "k8s") != (lb.Resolver.K8s != nil) {
 			t.Errorf("%s: resolver %+v, want %s", path, lb.Resolver, resolver)
 		}
 		// Logs too, by the same trace id: GenAI events reach the replica holding their trace.
 		for _, signal := range []string{"traces", "logs"} {
-			if p := c.Service.Pipelines[signal]; len(p.Exporters) != 1 || p.Exporters[0] != "load_balancing" {
-				t.Errorf("%s: %s pipeline %+v", path, signal, p)
+			p := c.Service.Pipelines[signal]
+			if len(p.Exporters) != 1 || p.Exporters[0] != "load_balancing" || len(p.Processors) == 0 || p.Processors[len(p.Processors)-1] != routeProcessor {
+				t.Errorf("%s: %s pipeline %+v, want %s last, then load_balancing", path, signal, p, routeProcessor)
 			}
 		}
 	}

@@ -379,6 +379,9 @@ func TestCollectorTopologies(t *testing.T) {
 	})
 
 	t.Run("load balancing by trace id over two replicas", func(t *testing.T) {
+		// The spans and the GenAI events (log records) of a trace reach one replica: the
+		// config routes both by the trace id copied into an attribute, since the exporter
+		// hashes the traceID key of a span and of a log record differently.
 		a, b := startReplica(t, ragwatch, "replica-a"), startReplica(t, ragwatch, "replica-b")
 		col := testutil.FreeAddr(t)
 		startCollector(t, otelcol, "loadbalancing.yaml", map[string]string{
@@ -387,9 +390,9 @@ func TestCollectorTopologies(t *testing.T) {
 		const n = 40
 		exports, ids := ragTraces(n, "support-bot", 7)
 		began := time.Now()
-		// No GenAI events here: the pinned Collector's load_balancing exporter hashes a log
-		// record's trace id as its hex string and a span's as its 16 bytes, so a trace's events
-		// reach another replica than its spans (docs/deploy.md); the tee below carries them.
+		// The events first, as an app's log exporter usually sends them; the plain log line of
+		// each trace is filtered out before the load balancer.
+		exportLogs(t, col, genAIEvents(exports, "support-bot"))
 		export(t, col, exports...)
 
 		replicas := []*replica{a, b}
@@ -449,6 +452,40 @@ func TestCollectorTopologies(t *testing.T) {
 		}
 		if requests != n {
 			t.Errorf("ragwatch_requests_total over the replicas = %v, want %d", requests, n)
+		}
+		// Every user message and choice joined to its span on the replica of its trace: an
+		// event routed to the other replica is counted orphaned there at assembly.timeout.
+		events := func(outcome string) (total float64, each []float64) {
+			for _, r := range replicas {
+				v := r.sum(t, "ragwatch_log_records_total", map[string]string{"outcome": outcome})
+				each = append(each, v)
+				total += v
+			}
+			return total, each
+		}
+		testutil.CheckFor(t, 30*time.Second, 200*time.Millisecond, "every GenAI event joined or orphaned", func() error {
+			joined, _ := events("joined")
+			orphaned, _ := events("orphaned")
+			if joined+orphaned < 2*n {
+				return fmt.Errorf("joined %v, orphaned %v of %d", joined, orphaned, 2*n)
+			}
+			return nil
+		})
+		for _, o := range []string{"joined", "orphaned", "late", "no_span", "unread", "ignored"} {
+			want := 0.0
+			if o == "joined" {
+				want = 2 * n
+			}
+			if got, each := events(o); got != want {
+				t.Errorf("ragwatch_log_records_total{outcome=%q} per replica %v, want %v in all", o, each, want)
+			}
+		}
+		var received float64
+		for _, r := range replicas {
+			received += r.sum(t, "ragwatch_log_records_received_total", nil)
+		}
+		if received != 2*n {
+			t.Errorf("the replicas received %v log records, want %d: the GenAI events only, each once", received, 2*n)
 		}
 
 		// Every trace's score is on exactly one replica.

@@ -205,6 +205,8 @@ echo "ragwatch: spans_received=$(metric ragwatch_spans_received_total) rejected=
 	"evicted=$(metric ragwatch_traces_evicted_total) late_spans=$(metric ragwatch_late_spans_total)" \
 	"delivery_errors=$(metric ragwatch_assembly_delivery_errors_total) held=$(metric ragwatch_assembly_traces_held) join_state_errors=$(metric ragwatch_join_state_errors_total)" \
 	"sampled=$(metric ragwatch_sampled_total) scoring_dropped=$(metric ragwatch_scoring_dropped_total) scorer_calls=$(metric ragwatch_scoring_attempts_total) queue_messages=$(metric ragwatch_scoring_queue_message_records_count)"
+# The log records (loadgen --logs): what became of them, by outcome, and how many the receivers took.
+echo "ragwatch: log_records_received=$(metric ragwatch_log_records_received_total) by outcome:$(get "http://$api/metrics" | awk '/^ragwatch_log_records_total\{/ { o = $1; sub(/.*outcome="/, "", o); sub(/".*/, "", o); s[o] += $NF } END { for (o in s) printf " %s=%.0f", o, s[o] }')"
 assembled=$(get "http://$api/metrics" | awk '/^ragwatch_records_total\{/ && /outcome="assembled"/ { s += $NF } END { printf "%.0f", s }')
 # One machine-readable line (scripts/anchor.sh reads it): CPU per trace sent, peak RSS (VmHWM).
 echo "summary: sent=${sent:-0} assembled=$assembled cpu_ms=$cpu_ms cpu_us_per_trace=$(awk -v c="$cpu_ms" -v r="${sent:-0}" 'BEGIN { if (r > 0) printf "%.1f", c * 1000 / r; else print "n/a" }') vmhwm_mib=$((hwm / 1024))"

@@ -20,6 +20,8 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&o.Protocol, "protocol", "grpc", "grpc, http (OTLP/HTTP protobuf), http-json (OTLP/HTTP JSON) or nats")
 	fs.StringVar(&o.Endpoint, "endpoint", "127.0.0.1:4317", "OTLP gRPC host:port, OTLP HTTP URL or host:port, or NATS URL (the embedded server: nats://app:<password>@127.0.0.1:4222)")
 	fs.StringVar(&o.Subject, "subject", "ragwatch.otlp.traces", "NATS subject for OTLP protobuf (protocol nats)")
+	fs.StringVar(&o.LogsSubject, "logs-subject", "ragwatch.otlp.logs", "NATS subject for OTLP protobuf logs (protocol nats, --logs)")
+	fs.BoolVar(&o.Logs, "logs", false, "also send each trace's GenAI log events (system message, user message, choice of its LLM span, as the OpenTelemetry OpenAI instrumentation emits them) to the logs service, path or subject, before its traces")
 	fs.Float64Var(&o.Rate, "rate", 100, "traces per second; 0 sends as fast as possible")
 	fs.DurationVar(&o.Duration, "duration", 0, "how long to send (e.g. 30s)")
 	fs.IntVar(&o.Count, "count", 0, "stop after this many traces")

@@ -419,14 +419,17 @@ func (tr *trace) trackParent(s *span.Span) {
 // between other traces' are likely to be followed by more.
 func spanCapHint(spans []span.Span) int {
 	run := 1
-	for run < 8 && run < len(spans) && spans[run].TraceID == spans[0].TraceID {
+	for run < maxSpanCapHint && run < len(spans) && spans[run].TraceID == spans[0].TraceID {
 		run++
 	}
 	if run > 1 {
 		return run
 	}
-	return min(len(spans), 8)
+	return min(len(spans), maxSpanCapHint)
 }
+
+// maxSpanCapHint is spanCapHint's largest hint: the largest span slice the pool recycles.
+const maxSpanCapHint = 8
 
 // evictOldest moves the oldest trace to the backlog, to be assembled early by the worker. The
 // backlog itself is bounded like the held traces; beyond, its oldest trace is dropped and counted.

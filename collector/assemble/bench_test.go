@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/ragwatch/ragwatch/collector/signals"
@@ -447,5 +449,94 @@ func BenchmarkWire20(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkWire20Logs is BenchmarkWire20's synth traffic with the GenAI events an
+// OpenAI-instrumented app logs for it (`ragwatch loadgen --logs`, scripts/anchor.sh LOGS=1):
+// for each request of 20 traces, the request of their 60 log records first (ConsumeLogs: a
+// system message, a user message and a choice per trace, on its LLM span), then the traces
+// (ConsumeProto), then process (join the events, assemble, deliver). cpu-ns/trace is per trace
+// with its events.
+func BenchmarkWire20Logs(b *testing.B) {
+	td, ld := ptrace.NewTraces(), plog.NewLogs()
+	gen := synth.New(synth.Options{Spans: 5, Documents: 5, DocBytes: 1024})
+	var ids []pcommon.TraceID
+	for range 20 {
+		turn := gen.Next(base)
+		synth.AppendTraces(td, &turn)
+		synth.AppendLogs(ld, &turn)
+		ids = append(ids, turn.TraceID)
+	}
+	traces, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+	if err != nil {
+		b.Fatal(err)
+	}
+	logs, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Where each trace id is in each body, and which of the request's traces it is.
+	type idAt struct {
+		body       []byte
+		off, trace int
+	}
+	var at []idAt
+	for _, body := range [][]byte{traces, logs} {
+		for t, id := range ids {
+			for off := 0; ; {
+				i := bytes.Index(body[off:], id[:])
+				if i < 0 {
+					break
+				}
+				at = append(at, idAt{body, off + i, t})
+				off += i + len(id)
+			}
+		}
+	}
+	if len(at) != 20*5+20*3 {
+		b.Fatalf("%d trace ids, want %d", len(at), 20*5+20*3)
+	}
+	lim := span.Limits{MaxSpansPerRequest: 1000, MaxAttributesPerSpan: 128, MaxEventsPerSpan: 128, MaxAttributeValueBytes: 1 << 16}
+	var got int
+	var last *record.Record
+	count := record.ConsumerFunc(func(_ context.Context, r *record.Record) error {
+		got++
+		last = r
+		return nil
+	})
+	now := base
+	a := newBenchAssembler(b, benchConfig(time.Minute, 50000, 256<<20), count, func(pcommon.TraceID) bool { return false }, &now)
+	ctx := context.Background()
+	var n uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := benchcpu.Now()
+	for b.Loop() {
+		n++
+		for _, p := range at {
+			id := n*20 + uint64(p.trace)
+			p.body[p.off], p.body[p.off+8], p.body[p.off+9], p.body[p.off+10], p.body[p.off+11] = 4, byte(id>>24), byte(id>>16), byte(id>>8), byte(id)
+		}
+		if _, err := a.ConsumeLogs(ctx, logs, lim); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := a.ConsumeProto(ctx, traces, lim); err != nil {
+			b.Fatal(err)
+		}
+		if err := a.process(ctx, now, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(benchcpu.Now()-start)/float64(b.N)/20, "cpu-ns/trace")
+	b.StopTimer()
+	if got != int(n)*20 {
+		b.Fatalf("%d records for %d traces", got, n*20)
+	}
+	if joined := promtestutil.ToFloat64(a.m.events[evJoined]); joined != float64(n)*40 {
+		b.Fatalf("%v events joined, want %d", joined, n*40)
+	}
+	if last.Answer == "" || last.Query == "" || len(last.Documents) != 5 {
+		b.Fatalf("synth trace with events assembled wrong: %s", js(last))
 	}
 }

@@ -70,6 +70,7 @@ func (a *Assembler) ConsumeLogs(_ context.Context, body []byte, lim span.Limits)
 func (a *Assembler) AddEvents(carriers []span.Span) {
 	now := a.now()
 	a.mu.Lock()
+	light := a.bytes <= a.fastTickBytes
 	a.eventsSeen = true
 	var tr *trace
 	dropped := 0
@@ -90,7 +91,9 @@ func (a *Assembler) AddEvents(carriers []span.Span) {
 			continue
 		}
 		if tr == nil {
-			tr = a.newTrace(s.TraceID, now, spanCapHint(carriers[i:]))
+			// Room for its spans too, which usually follow: a slice sized for the carriers
+			// alone would be grown (copied) twice by a five-span trace.
+			tr = a.newTrace(s.TraceID, now, maxSpanCapHint)
 		}
 		if len(tr.spans) == maxSpansPerTrace {
 			dropped++
@@ -119,6 +122,11 @@ func (a *Assembler) AddEvents(carriers []span.Span) {
 	}
 	for a.bytes > a.cfg.MaxBytes && a.oldest != nil {
 		a.evictOldest(EvictMaxBytes)
+		kick = true
+	}
+	if light && a.bytes > a.fastTickBytes {
+		// Heavy now: wake the worker, as Add does. The spans that follow find the traces
+		// heavy already and do not.
 		kick = true
 	}
 	a.m.held.Set(float64(len(a.traces)))

@@ -252,3 +252,25 @@ func TestLateEventsContent(t *testing.T) {
 		t.Fatalf("without a content consumer: late %v, late_dropped %v", late, dropped)
 	}
 }
+
+// Events that take the traces held over fastTickBytes wake the worker as spans do: the spans
+// that follow find the assembler heavy already and do not, so without it the worker slept out
+// its slow tick (a quarter of a second of traffic at full speed) whenever the events crossed.
+func TestEventsCrossingFastTickBytesKick(t *testing.T) {
+	h := newHarness(t, defaultCfg())
+	h.a.fastTickBytes = 1 << 30
+	h.logsAt(t, 0, question(1), choice(1))
+	if n := len(h.a.kick); n != 0 {
+		t.Fatalf("light: %d kicks pending, want 0", n)
+	}
+	h.a.fastTickBytes = h.a.bytes // at the threshold, not over it
+	h.logsAt(t, ms(1), question(2), choice(2))
+	if n := len(h.a.kick); n != 1 {
+		t.Fatalf("the events crossed the threshold: %d kicks pending, want 1", n)
+	}
+	<-h.a.kick
+	h.logsAt(t, ms(2), question(3), choice(3))
+	if n := len(h.a.kick); n != 0 {
+		t.Fatalf("already heavy: %d kicks pending, want 0", n)
+	}
+}

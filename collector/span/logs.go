@@ -22,10 +22,12 @@ import (
 // attributes held (`{"content": …}`, a choice's `{"message": {…}}`).
 const LogEventAttr = "body"
 
-// logValue is v.value(), a string held in the request's arena as a span's attributes are.
-func (d *wireDec) logValue(v *anyv) Value {
+// logValue is v.value() with a string left a view of the request's bytes: logRecord copies it
+// (ownViews) only once the event is kept; a system message, often the whole prompt with its
+// documents, never is.
+func logValue(v *anyv) Value {
 	if v.f == 1 {
-		return Str(d.strs.str(v.b))
+		return Str(view(v.b))
 	}
 	return v.value()
 }
@@ -315,7 +317,7 @@ func (d *wireDec) logRecord(b []byte, at logPosition, service string, c *LogCoun
 			continue
 		}
 		shared, _ := conventions.FixedKey(k)
-		buf.attrs = append(buf.attrs, Attr{Key: ownKey(shared, k), Value: d.logValue(&a.val)})
+		buf.attrs = append(buf.attrs, Attr{Key: ownKey(shared, k), Value: logValue(&a.val)})
 	}
 	if hasBody && filter != filterGenAIEvents {
 		var v anyv
@@ -327,12 +329,12 @@ func (d *wireDec) logRecord(b []byte, at logPosition, service string, c *LogCoun
 			eachListItem(v.b, func(item []byte) bool {
 				if len(buf.attrs) < maxAttrsPerSpan {
 					e := kvOf(item)
-					buf.attrs = append(buf.attrs, Attr{Key: logBodyKey(e.key), Value: d.logValue(&e.val)})
+					buf.attrs = append(buf.attrs, Attr{Key: logBodyKey(e.key), Value: logValue(&e.val)})
 				}
 				return true
 			})
 		case v.f != 0:
-			buf.attrs = append(buf.attrs, Attr{Key: LogEventAttr, Value: v.value()})
+			buf.attrs = append(buf.attrs, Attr{Key: LogEventAttr, Value: logValue(&v)})
 		}
 	}
 	buf.used = max(buf.used, len(buf.attrs))
@@ -342,6 +344,7 @@ func (d *wireDec) logRecord(b []byte, at logPosition, service string, c *LogCoun
 		c.Unread++
 		return nil
 	}
+	ownViews(buf.attrs, b, &d.strs)
 	e.Attrs = buf.take()
 	c.Events++
 	d.dst = append(d.dst, Span{
@@ -367,28 +370,23 @@ func truncName(k []byte) string {
 // many carriers were joined and how many found no span of theirs (their events are dropped).
 // spans is reused in place; the slots past the returned length are cleared.
 func JoinEvents(spans []Span) (out []Span, joined, orphaned int) {
-	var carriers []Span
-	n := 0
-	for i := range spans {
-		if spans[i].EventsOnly {
-			carriers = append(carriers, spans[i])
+	// In place: the carriers are read where they are, then the spans close over them (a
+	// separate slice of carriers would copy each once more).
+	for ci := range spans {
+		c := &spans[ci]
+		if !c.EventsOnly {
 			continue
 		}
-		spans[n] = spans[i]
-		n++
-	}
-	for ci := range carriers {
-		c := &carriers[ci]
 		target := -1
-		for i := 0; i < n; i++ {
-			if spans[i].SpanID == c.SpanID {
+		for i := range spans {
+			if !spans[i].EventsOnly && spans[i].SpanID == c.SpanID {
 				target = i
 				break
 			}
 		}
 		if target < 0 {
 			orphaned++
-			ReleaseSpans(carriers[ci : ci+1])
+			ReleaseSpans(spans[ci : ci+1])
 			continue
 		}
 		t := &spans[target]
@@ -414,6 +412,16 @@ func JoinEvents(spans []Span) (out []Span, joined, orphaned int) {
 		}
 		c.Events = nil
 		joined++
+	}
+	n := 0
+	for i := range spans {
+		if spans[i].EventsOnly {
+			continue
+		}
+		if n != i {
+			spans[n] = spans[i]
+		}
+		n++
 	}
 	clear(spans[n:])
 	return spans[:n], joined, orphaned

@@ -289,3 +289,41 @@ func BenchmarkDecodeLogs(b *testing.B) {
 	b.ReportMetric(float64(benchcpu.Now()-cpu0)/float64(n), "cpu-ns/op")
 	b.ReportMetric(float64(benchcpu.Now()-cpu0)/float64(n)/300, "cpu-ns/record")
 }
+
+// The carriers keep nothing of the request's bytes, which the receiver reuses: the strings
+// of a kept event are copied (short ones into the arena, long ones on their own), while those
+// of a dropped system message are never copied at all.
+func TestDecodeLogsKeepsNothingOfTheRequest(t *testing.T) {
+	long := strings.Repeat("Refunds are accepted within 30 days of delivery. ", 10)
+	b := logsProto(t, func(rs plog.LogRecordSlice) {
+		genAIEvent(rs, "gen_ai.system.message", true, func(v pcommon.Value) {
+			v.SetEmptyMap().PutStr("content", long)
+		})
+		genAIEvent(rs, "gen_ai.user.message", true, func(v pcommon.Value) {
+			v.SetEmptyMap().PutStr("content", "What is the refund window?")
+		})
+		genAIEvent(rs, "gen_ai.choice", false, func(v pcommon.Value) {
+			v.SetEmptyMap().PutEmptyMap("message").PutStr("content", long)
+		})
+		genAIEvent(rs, "gen_ai.user.message", false, func(v pcommon.Value) {
+			v.SetStr("And the shipping time?") // a body that is not a map
+		})
+	})
+	carriers, c, werr := DecodeLogs(b, Limits{}.WithDefaults(), nil)
+	if werr != nil || c.Events != 3 || c.Unread != 1 {
+		t.Fatal(werr, c)
+	}
+	for i := range b {
+		b[i] = 'x'
+	}
+	for i, want := range []string{"What is the refund window?", long, "And the shipping time?"} {
+		role := "user"
+		if i == 1 {
+			role = "assistant"
+		}
+		if m := MessageFromEvent(&carriers[i].Events[0], role); m.Text() != want {
+			t.Errorf("carrier %d reads %q after the request's bytes were reused, want %q", i, m.Text(), want)
+		}
+	}
+	ReleaseSpans(carriers)
+}

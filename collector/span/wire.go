@@ -282,8 +282,9 @@ func eachListItem(b []byte, fn func([]byte) bool) {
 	}
 }
 
-// size is Limits' valueSize of the value: it stops counting past limit.
-func (v *anyv) size(limit int) int {
+// size is Limits' valueSize of the value: it stops counting past limit. (A value receiver: with
+// a pointer one the recursion would move each item of a map or array to the heap.)
+func (v anyv) size(limit int) int {
 	switch v.f {
 	case 1, 7:
 		return len(v.b)

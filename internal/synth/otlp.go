@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -168,4 +169,47 @@ func Emit(ctx context.Context, tracer trace.Tracer, t *Turn) trace.SpanContext {
 	sc := root.SpanContext()
 	root.End(trace.WithTimestamp(t.Start.Add(t.Total)))
 	return sc
+}
+
+// Scope of the GenAI events AppendLogs writes: the OpenTelemetry OpenAI instrumentation for
+// Node, whose recorded export is cmd/ragwatch/internal/service/testdata/genai-openai-node.
+const (
+	genAIScope        = "@opentelemetry/instrumentation-openai"
+	genAIScopeVersion = "0.20.0"
+)
+
+// AppendLogs adds to ld, in one ResourceLogs per call, the GenAI events an app instrumented by
+// the OpenTelemetry OpenAI instrumentation with content capture emits for t's generation, in
+// the shape of its recorded export (testdata/genai-openai-node): gen_ai.system.message,
+// gen_ai.user.message and gen_ai.choice log records named by the event.name attribute, content
+// in the body, with the trace id and span id of t's LLM span (the one AppendTraces writes). It
+// returns the number of log records added.
+func AppendLogs(ld plog.Logs, t *Turn) int {
+	rl := ld.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr("service.name", t.Service)
+	sl := rl.ScopeLogs().AppendEmpty()
+	sl.Scope().SetName(genAIScope)
+	sl.Scope().SetVersion(genAIScopeVersion)
+	_, _, llm := spanIDs(t.TraceID)
+	genStart := pcommon.NewTimestampFromTime(t.Start.Add(t.Retrieval))
+	genEnd := pcommon.NewTimestampFromTime(t.Start.Add(t.Retrieval + t.Generation))
+	event := func(name string, at pcommon.Timestamp) pcommon.Map {
+		lr := sl.LogRecords().AppendEmpty()
+		lr.SetTimestamp(at)
+		lr.SetObservedTimestamp(at)
+		lr.SetSeverityNumber(plog.SeverityNumberInfo)
+		lr.SetFlags(plog.DefaultLogRecordFlags.WithIsSampled(true))
+		lr.SetTraceID(pcommon.TraceID(t.TraceID))
+		lr.SetSpanID(llm)
+		lr.Attributes().PutStr("event.name", name)
+		lr.Attributes().PutStr("gen_ai.system", "openai")
+		return lr.Body().SetEmptyMap()
+	}
+	event("gen_ai.system.message", genStart).PutStr("content", systemPrompt)
+	event("gen_ai.user.message", genStart).PutStr("content", t.Query)
+	choice := event("gen_ai.choice", genEnd)
+	choice.PutStr("finish_reason", "stop")
+	choice.PutInt("index", 0)
+	choice.PutEmptyMap("message").PutStr("content", t.Answer)
+	return sl.LogRecords().Len()
 }

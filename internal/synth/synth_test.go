@@ -2,10 +2,15 @@ package synth
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -136,5 +141,81 @@ func TestAppendTracesWithoutRoot(t *testing.T) {
 		if sp.At(i).ParentSpanID() != root {
 			t.Fatalf("span %d (%s) parent %s, want the missing root %s", i, sp.At(i).Name(), sp.At(i).ParentSpanID(), root)
 		}
+	}
+}
+
+// shape is what a log record looks like, without its values: its scope, event name, severity,
+// flags, attribute keys and body keys (nested maps as key{...}), whether it names a span.
+func shape(sl plog.ScopeLogs, lr plog.LogRecord) string {
+	var keys func(m pcommon.Map) string
+	keys = func(m pcommon.Map) string {
+		var out []string
+		m.Range(func(k string, v pcommon.Value) bool {
+			if v.Type() == pcommon.ValueTypeMap {
+				k += "{" + keys(v.Map()) + "}"
+			}
+			out = append(out, k)
+			return true
+		})
+		sort.Strings(out)
+		return strings.Join(out, ",")
+	}
+	name, _ := lr.Attributes().Get("event.name")
+	body := "not a map"
+	if lr.Body().Type() == pcommon.ValueTypeMap {
+		body = keys(lr.Body().Map())
+	}
+	return fmt.Sprintf("%s %s %s sev=%d flags=%d attrs=%s body=%s span=%v", sl.Scope().Name(), sl.Scope().Version(),
+		name.Str(), lr.SeverityNumber(), lr.Flags(), keys(lr.Attributes()), body, !lr.TraceID().IsEmpty() && !lr.SpanID().IsEmpty())
+}
+
+// AppendLogs writes the records of the recorded export of the OpenAI instrumentation
+// (cmd/ragwatch/internal/service/testdata/genai-openai-node), record for record in shape, on
+// the LLM span AppendTraces writes, with the turn's prompt, question and answer.
+func TestAppendLogsHasTheShapeOfTheRecordedInstrumentation(t *testing.T) {
+	b, err := os.ReadFile("../../cmd/ragwatch/internal/service/testdata/genai-openai-node/001-logs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl := rec.ResourceLogs().At(0).ScopeLogs().At(0)
+	var want []string
+	for i := range 3 { // one generation: system message, user message, choice
+		want = append(want, shape(sl, sl.LogRecords().At(i)))
+	}
+
+	turn := New(Options{Seed: 5}).Next(t0)
+	ld := plog.NewLogs()
+	if n := AppendLogs(ld, &turn); n != 3 {
+		t.Fatalf("AppendLogs added %d records, want 3", n)
+	}
+	got := ld.ResourceLogs().At(0).ScopeLogs().At(0)
+	for i := range 3 {
+		if s := shape(got, got.LogRecords().At(i)); s != want[i] {
+			t.Errorf("record %d:\n got  %s\n want %s", i, s, want[i])
+		}
+	}
+	td := ptrace.NewTraces()
+	AppendTraces(td, &turn)
+	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	llm := spans.At(spans.Len() - 1)
+	for i := range 3 {
+		lr := got.LogRecords().At(i)
+		if lr.TraceID() != llm.TraceID() || lr.SpanID() != llm.SpanID() || llm.Name() != "llm" {
+			t.Errorf("record %d names span %s of trace %s, want the LLM span %s", i, lr.SpanID(), lr.TraceID(), llm.SpanID())
+		}
+	}
+	text := func(i int, path ...string) string {
+		v := got.LogRecords().At(i).Body()
+		for _, k := range path {
+			v, _ = v.Map().Get(k)
+		}
+		return v.Str()
+	}
+	if text(0, "content") != systemPrompt || text(1, "content") != turn.Query || text(2, "message", "content") != turn.Answer {
+		t.Errorf("contents %q, %q, %q; want the prompt, the question and the answer", text(0, "content"), text(1, "content"), text(2, "message", "content"))
 	}
 }

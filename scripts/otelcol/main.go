@@ -1,8 +1,8 @@
 // Command otelcol is a minimal OpenTelemetry Collector, built from pinned
 // module-proxy versions, that the e2e tests put in front of ragwatch: the
-// OTLP receiver, the filter processor, and the otlp, debug, nop and
-// loadbalancing exporters — exactly what deploy/otelcol/*.yaml uses — plus the
-// file exporter, which the e2e test of evaluation events reads.
+// OTLP receiver, the filter and transform processors, and the otlp, debug, nop
+// and loadbalancing exporters — exactly what deploy/otelcol/*.yaml uses — plus
+// the file exporter, which the e2e test of evaluation events reads.
 //
 // It is its own Go module so that the product module never depends on the
 // Collector's (large) dependency tree.
@@ -28,6 +28,7 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/fileexporter"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/transformprocessor"
 )
 
 func components() (otelcol.Factories, error) {
@@ -40,6 +41,7 @@ func components() (otelcol.Factories, error) {
 	}
 	if f.Processors, err = otelcol.MakeFactoryMap[processor.Factory](
 		filterprocessor.NewFactory(),
+		transformprocessor.NewFactory(),
 	); err != nil {
 		return f, err
 	}

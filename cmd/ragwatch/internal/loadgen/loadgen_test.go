@@ -6,16 +6,21 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/ragwatch/ragwatch/collector/span"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -204,5 +209,153 @@ func TestRunReportsRequestsCutByTheEnd(t *testing.T) {
 	}
 	if s := res.String(); !strings.Contains(s, "traces=8 ") || !strings.Contains(s, " cut=4 ") {
 		t.Fatalf("String() = %q", s)
+	}
+}
+
+// rawServer keeps the protobuf of every OTLP export request of traces and of logs it is sent
+// over gRPC, in arrival order.
+type rawServer struct {
+	ptraceotlp.UnimplementedGRPCServer
+	mu     sync.Mutex
+	traces [][]byte
+	logs   [][]byte
+	order  []string
+}
+
+func (s *rawServer) Export(_ context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+	b, err := req.MarshalProto()
+	s.mu.Lock()
+	s.traces = append(s.traces, b)
+	s.order = append(s.order, "traces")
+	s.mu.Unlock()
+	return ptraceotlp.NewExportResponse(), err
+}
+
+type rawLogs struct {
+	plogotlp.UnimplementedGRPCServer
+	*rawServer
+}
+
+func (s *rawLogs) Export(_ context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
+	b, err := req.MarshalProto()
+	s.mu.Lock()
+	s.logs = append(s.logs, b)
+	s.order = append(s.order, "logs")
+	s.mu.Unlock()
+	return plogotlp.NewExportResponse(), err
+}
+
+// With Logs, every trace's GenAI events go to the logs service before its traces, and
+// ragwatch's own decoders join each user message and choice to the trace's LLM span: none is
+// orphaned, none is read as anything but the events of that span.
+func TestRunWithLogsSendsEventsRagwatchJoinsToTheLLMSpan(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	rs := &rawServer{}
+	ptraceotlp.RegisterGRPCServer(srv, rs)
+	plogotlp.RegisterGRPCServer(srv, &rawLogs{rawServer: rs})
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+
+	o := Options{Protocol: "grpc", Endpoint: lis.Addr().String(), Count: 30, Batch: 10, Concurrency: 1, Logs: true, Synth: synthOpts(5)}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Traces != 30 || res.LogRecords != 90 || res.Requests != 6 || res.Errors != 0 {
+		t.Fatalf("result %+v, want 30 traces and 90 log records in 6 requests", res)
+	}
+	if s := res.String(); !strings.Contains(s, " log_records=90") {
+		t.Fatalf("String() = %q", s)
+	}
+	if want := []string{"logs", "traces", "logs", "traces", "logs", "traces"}; !slices.Equal(rs.order, want) {
+		t.Fatalf("requests in order %v, want %v", rs.order, want)
+	}
+	lim := span.Limits{}.WithDefaults()
+	for i := range rs.traces {
+		spans, n, werr := span.DecodeProto(rs.traces[i], lim, nil, nil, nil)
+		if werr != nil || n != 50 {
+			t.Fatalf("traces request %d: %d spans, %v", i, n, werr)
+		}
+		carriers, c, werr := span.DecodeLogs(rs.logs[i], lim, nil)
+		if werr != nil {
+			t.Fatal(werr)
+		}
+		// The system message is a GenAI event no reader reads; the user message and the choice
+		// are carriers of their span.
+		if c != (span.LogCounts{Records: 30, Events: 20, Unread: 10}) {
+			t.Fatalf("logs request %d: counts %+v", i, c)
+		}
+		all, joined, orphaned := span.JoinEvents(append(spans, carriers...))
+		if joined != 20 || orphaned != 0 || len(all) != 50 {
+			t.Fatalf("logs request %d: joined %d, orphaned %d, %d spans", i, joined, orphaned, len(all))
+		}
+		llm := 0
+		for _, s := range all {
+			if s.Name != "llm" {
+				if len(s.Events) != 0 {
+					t.Fatalf("span %s got events %+v", s.Name, s.Events)
+				}
+				continue
+			}
+			llm++
+			var names []string
+			for _, e := range s.Events {
+				names = append(names, e.Name)
+			}
+			if !slices.Equal(names, []string{"gen_ai.user.message", "gen_ai.choice"}) {
+				t.Fatalf("llm span events %v", names)
+			}
+		}
+		if llm != 10 {
+			t.Fatalf("%d llm spans, want 10", llm)
+		}
+		span.ReleaseSpans(all)
+	}
+}
+
+// Over HTTP the events go to /v1/logs, the traces to /v1/traces, of the same base URL.
+func TestRunWithLogsOverHTTPUsesTheLogsPath(t *testing.T) {
+	var mu sync.Mutex
+	paths := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		n := 0
+		switch r.URL.Path {
+		case "/v1/traces":
+			req := ptraceotlp.NewExportRequest()
+			if req.UnmarshalJSON(body) != nil {
+				http.Error(w, "bad", http.StatusBadRequest)
+				return
+			}
+			n = req.Traces().ResourceSpans().Len()
+		case "/v1/logs":
+			req := plogotlp.NewExportRequest()
+			if req.UnmarshalJSON(body) != nil {
+				http.Error(w, "bad", http.StatusBadRequest)
+				return
+			}
+			n = req.Logs().LogRecordCount()
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		paths[r.URL.Path] += n
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	res, err := Run(context.Background(), Options{Protocol: "http-json", Endpoint: srv.URL + "/v1/traces", Count: 8, Batch: 4, Concurrency: 2, Logs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Traces != 8 || res.LogRecords != 24 || res.Requests != 4 || res.Errors != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	if paths["/v1/traces"] != 8 || paths["/v1/logs"] != 24 {
+		t.Fatalf("received %v, want 8 traces on /v1/traces and 24 log records on /v1/logs", paths)
 	}
 }
