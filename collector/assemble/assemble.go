@@ -82,7 +82,7 @@ func AssembleWith(spans []span.Span, opts *Options) Result {
 		res.Feedback = t.orphanFeedback(spans[0].TraceID)
 		return res
 	}
-	b := builder{t: t, traceID: spans[0].TraceID.String(), attrs: sc.attrs,
+	b := builder{t: t, tid: spans[0].TraceID, attrs: sc.attrs,
 		elided: slices.ContainsFunc(spans, func(s span.Span) bool { return s.Elided })}
 	b.assignMembers(turns, sc)
 	fb := b.feedbackByTurn(turns)

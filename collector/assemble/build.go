@@ -7,20 +7,23 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
 	"github.com/ragwatch/ragwatch/collector/facts"
 	"github.com/ragwatch/ragwatch/collector/span"
+	"github.com/ragwatch/ragwatch/internal/hexid"
 	"github.com/ragwatch/ragwatch/internal/record"
 	"github.com/ragwatch/ragwatch/internal/truncate"
 )
 
 // builder builds the record of one turn.
 type builder struct {
-	mem     [][]int // the spans of each turn (assignMembers)
-	owner   []int   // per node: its turn's index + 1, or -1 (assignMembers)
-	t       *tree
-	traceID string
-	elided  bool // a trace's records share its spans: any may hold an elided text
-	attrs   *attrMaps
+	mem    [][]int // the spans of each turn (assignMembers)
+	owner  []int   // per node: its turn's index + 1, or -1 (assignMembers)
+	t      *tree
+	tid    pcommon.TraceID
+	elided bool // a trace's records share its spans: any may hold an elided text
+	attrs  *attrMaps
 }
 
 // topLevel reports whether i has no ancestor below turn for which is(ancestor) holds.
@@ -39,9 +42,11 @@ func isGeneration(f *facts.Facts) bool { return f.Generation }
 func (b *builder) build(turn int, mem []int) *record.Record {
 	t := b.t
 	tn := &t.nodes[turn]
-	r := &record.Record{TraceID: b.traceID, Time: tn.start, Elided: b.elided}
+	r := &record.Record{Time: tn.start, Elided: b.elided}
 	if !tn.id.IsEmpty() {
-		r.SpanID = tn.id.String()
+		r.TraceID, r.SpanID = hexid.TraceSpan(b.tid, tn.id)
+	} else {
+		r.TraceID = b.tid.String()
 	}
 	if tn.span != nil {
 		r.Service = tn.span.Service

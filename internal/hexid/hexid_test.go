@@ -51,3 +51,18 @@ func TestDecodeEveryByte(t *testing.T) {
 		}
 	}
 }
+
+func TestTraceSpan(t *testing.T) {
+	tr := [16]byte{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36}
+	sp := [8]byte{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7}
+	traceID, spanID := TraceSpan(tr, sp)
+	if traceID != "4bf92f3577b34da6a3ce929d0e0e4736" || spanID != "00f067aa0ba902b7" {
+		t.Fatalf("TraceSpan = %q, %q", traceID, spanID)
+	}
+	if traceID != Encode(tr[:]) || spanID != Encode(sp[:]) {
+		t.Fatal("TraceSpan differs from Encode")
+	}
+	if n := testing.AllocsPerRun(100, func() { traceID, spanID = TraceSpan(tr, sp) }); n != 1 {
+		t.Fatalf("%v allocations, want 1", n)
+	}
+}
