@@ -419,17 +419,14 @@ func (tr *trace) trackParent(s *span.Span) {
 // between other traces' are likely to be followed by more.
 func spanCapHint(spans []span.Span) int {
 	run := 1
-	for run < maxSpanCapHint && run < len(spans) && spans[run].TraceID == spans[0].TraceID {
+	for run < span.MaxPooledTraceSpans && run < len(spans) && spans[run].TraceID == spans[0].TraceID {
 		run++
 	}
 	if run > 1 {
 		return run
 	}
-	return min(len(spans), maxSpanCapHint)
+	return min(len(spans), span.MaxPooledTraceSpans)
 }
-
-// maxSpanCapHint is spanCapHint's largest hint: the largest span slice the pool recycles.
-const maxSpanCapHint = 8
 
 // evictOldest moves the oldest trace to the backlog, to be assembled early by the worker. The
 // backlog itself is bounded like the held traces; beyond, its oldest trace is dropped and counted.

@@ -93,7 +93,7 @@ func (a *Assembler) AddEvents(carriers []span.Span) {
 		if tr == nil {
 			// Room for its spans too, which usually follow: a slice sized for the carriers
 			// alone would be grown (copied) twice by a five-span trace.
-			tr = a.newTrace(s.TraceID, now, maxSpanCapHint)
+			tr = a.newTrace(s.TraceID, now, span.MaxPooledTraceSpans)
 		}
 		if len(tr.spans) == maxSpansPerTrace {
 			dropped++

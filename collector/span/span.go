@@ -355,13 +355,15 @@ func (b *attrBuf) release() {
 // calls ReleaseSpans; nothing of a record points into them), and so are the held traces' span
 // slices (PutTraceSpans).
 const (
-	maxPooledAttrs      = 64
-	maxPooledTraceSpans = 8 // spanCapHint's largest
+	maxPooledAttrs = 64
+	// MaxPooledTraceSpans is the largest held trace's span slice that GetTraceSpans recycles:
+	// the assembler sizes a new trace's slice at most this large.
+	MaxPooledTraceSpans = 8
 )
 
 var (
 	attrPools      = make(slicePools[Attr], maxPooledAttrs+1)
-	traceSpanPools = make(slicePools[Span], maxPooledTraceSpans+1)
+	traceSpanPools = make(slicePools[Span], MaxPooledTraceSpans+1)
 )
 
 // slicePools recycles slices by exact capacity, one pool for each up to len(p)-1. A pool holds

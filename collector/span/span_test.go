@@ -16,9 +16,9 @@ func TestSlicePoolsClearWhatTheyKeep(t *testing.T) {
 	if whole := spans[:cap(spans)]; whole[0].Name != "" || whole[0].Attrs != nil || whole[1].Name != "" {
 		t.Fatalf("put left %+v in the pooled array", whole[:2])
 	}
-	big := GetTraceSpans(maxPooledTraceSpans + 4)
-	if cap(big) != maxPooledTraceSpans+4 {
-		t.Fatalf("GetTraceSpans(%d): cap %d", maxPooledTraceSpans+4, cap(big))
+	big := GetTraceSpans(MaxPooledTraceSpans + 4)
+	if cap(big) != MaxPooledTraceSpans+4 {
+		t.Fatalf("GetTraceSpans(%d): cap %d", MaxPooledTraceSpans+4, cap(big))
 	}
 	big = append(big, Span{Name: "kept"})
 	PutTraceSpans(big) // too large for the pools: left as it is
