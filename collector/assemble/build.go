@@ -175,6 +175,10 @@ func (b *builder) build(turn int, mem []int) *record.Record {
 		r.History, r.Turn = facts.HistoryOf(t.nodes[answerGen].f)
 	}
 
+	if r.Answer == "" && answerGen >= 0 && !t.nodes[answerGen].id.IsEmpty() {
+		r.AnswerSpanID = t.nodes[answerGen].id.String() // a late answer names it (record.Content)
+	}
+
 	// Model, response id and usage.
 	if answerGen >= 0 {
 		f := t.nodes[answerGen].f

@@ -147,6 +147,10 @@ func TestLogEventsJoinTheirSpan(t *testing.T) {
 				if r.Answer != "" || !r.AwaitsAnswer || h.logCount("late") != 2 || h.logCount("late_dropped") != 0 || h.logCount("joined") != 0 {
 					t.Fatalf("answer %q, awaits %v, late %v, late_dropped %v, joined %v", r.Answer, r.AwaitsAnswer, h.logCount("late"), h.logCount("late_dropped"), h.logCount("joined"))
 				}
+				// The content will name the chat span: the record says it is its answer's.
+				if r.AnswerSpanID != sid(3).String() {
+					t.Fatalf("answer span %q, want the chat span %s", r.AnswerSpanID, sid(3))
+				}
 				want := []record.Content{{TraceID: tid(1).String(), SpanID: sid(3).String(), Service: "rag-app",
 					Query: "What is the refund window?", Answer: "Refunds are accepted within 30 days [doc-1]."}}
 				if got := h.out.contents(); !reflect.DeepEqual(got, want) {

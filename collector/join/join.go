@@ -256,7 +256,7 @@ func New(s Settings) (*Join, error) {
 		stop: make(chan struct{}),
 		joinTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_join_total",
-			Help: "What the join met, by join (feedback, label, pair, session, content) and outcome: joined (met its record whichever came first; a pair's second half; a turn given its session's earlier turns; GenAI content that came after its record, handed on naming it), orphaned (its wait ended: feedback.retention, pairs.wait, conversation.session_ttl; content whose record the join does not remember), evicted (dropped at a bound), ignored (a third record of a pair; content of a trace that held several turns, which the join cannot tell apart).",
+			Help: "What the join met, by join (feedback, label, pair, session, content) and outcome: joined (met its record whichever came first; a pair's second half; a turn given its session's earlier turns; GenAI content that came after its record, handed on naming it), orphaned (its wait ended: feedback.retention, pairs.wait, conversation.session_ttl; content whose record the join does not remember), evicted (dropped at a bound), ignored (a third record of a pair; content of a trace of several turns whose span is no awaiting turn's answering generation).",
 		}, []string{"join", "outcome"}),
 		kvErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ragwatch_join_state_errors_total",
@@ -407,6 +407,9 @@ func (j *Join) consume(ctx context.Context, r *record.Record, owned bool) error 
 		j.tab.touch(i, j.expiry(nsTrace, now))
 	}
 	j.tab.setSeen(i, r.TraceID, r.Service, r.SpanID, r.Variant)
+	if r.AwaitsAnswer && r.AnswerSpanID != "" {
+		j.tab.noteAnswer(i, r.TraceID, r.AnswerSpanID, r.SpanID)
+	}
 	var seen, pend entry
 	if persistSeen {
 		seen = entry{TraceID: r.TraceID, Seen: true, Service: r.Service, SpanID: r.SpanID, Variant: r.Variant, RecordTime: r.Time, Expires: j.expiresAt(i)}
@@ -515,8 +518,9 @@ func (j *Join) ConsumeFeedback(ctx context.Context, f record.Feedback) error {
 // its turn (the assembler's record.Content). It never waits: the assembler hands it on only
 // after the trace's records went by. When the join remembers the trace's record, it goes on to
 // NextContent naming that record (its span id, service and variant, as late feedback does) and
-// counts joined; a trace whose records were of several turns cannot tell which one the event's
-// span answered: ignored; a trace not remembered (no record: not RAG; or forgotten past
+// counts joined. In a trace of several turns it names the turn that awaits the answer of the
+// event's span (record.Record.AnswerSpanID, remembered for records that await their answer);
+// content of any other span is ignored. A trace not remembered (no record: not RAG; or forgotten past
 // feedback.retention or max_entries): orphaned. It returns NextContent's error.
 func (j *Join) ConsumeContent(ctx context.Context, c record.Content) error {
 	if c.TraceID == "" {
@@ -530,7 +534,12 @@ func (j *Join) ConsumeContent(ctx context.Context, c record.Content) error {
 		if seen, service, spanID, variant := j.tab.seen(i); seen {
 			oi = oJoined
 			if j.tab.slot(i).flags()&flagTurns != 0 {
-				oi = oIgnored
+				// Several turns: the one whose answer the events name, when it awaits one.
+				if turn, ok := j.tab.turnOfAnswer(i, c.SpanID); ok {
+					spanID = turn
+				} else {
+					oi = oIgnored
+				}
 			}
 			c.SpanID, c.Variant = spanID, variant
 			if service != "" {

@@ -103,7 +103,17 @@ type extra struct {
 	pending []pending
 	pair    *pairState    // nsPair
 	sess    *sessionState // nsSession
+	// answers maps the answering generation's span of each record that awaits its answer to
+	// the record's span (its turn): late content names the generation's span.
+	answers []answerSpan
 }
+
+// answerSpan is one record awaiting its answer: the span its answer's events will name (the
+// generation's) and the record's own (its turn's).
+type answerSpan struct{ answer, turn string }
+
+// maxAwaitingTurns bounds the answers one trace's extra remembers: the oldest go first.
+const maxAwaitingTurns = 64
 
 // maxTableEntries bounds max_entries: the table's own bound.
 const maxTableEntries = offheap.MaxEntries
@@ -227,9 +237,37 @@ func (t *table) ext(i int, traceID string, create bool) *extra {
 // tidy drops slot i's extra when the slot holds everything again.
 func (t *table) tidy(i int) {
 	x := t.extra[uint32(i)]
-	if x != nil && x.spanID == "" && x.variant == "" && len(x.pending) == 0 && x.pair == nil && x.sess == nil {
+	if x != nil && x.spanID == "" && x.variant == "" && len(x.pending) == 0 && x.pair == nil && x.sess == nil && len(x.answers) == 0 {
 		delete(t.extra, uint32(i))
 	}
+}
+
+// noteAnswer remembers, for slot i's trace, that the record of span turn awaits an answer whose
+// events will name span answer.
+func (t *table) noteAnswer(i int, traceID, answer, turn string) {
+	x := t.ext(i, traceID, true)
+	for k := range x.answers {
+		if x.answers[k].answer == answer {
+			x.answers[k].turn = turn
+			return
+		}
+	}
+	if len(x.answers) == maxAwaitingTurns {
+		x.answers = append(x.answers[:0], x.answers[1:]...)
+	}
+	x.answers = append(x.answers, answerSpan{answer: answer, turn: turn})
+}
+
+// turnOfAnswer returns the span of the record of slot i whose answer's events name span answer.
+func (t *table) turnOfAnswer(i int, answer string) (string, bool) {
+	if x := t.extra[uint32(i)]; x != nil {
+		for _, a := range x.answers {
+			if a.answer == answer {
+				return a.turn, true
+			}
+		}
+	}
+	return "", false
 }
 
 // pendingOf returns the feedback waiting in slot i.

@@ -89,6 +89,11 @@ type Record struct {
 	// may still come, after the record (record.Content). The sampler keeps the content of
 	// such a record it queues, to queue it again with its answer. Not part of the JSON.
 	AwaitsAnswer bool `json:"-"`
+	// AnswerSpanID is the span of the generation that answers the turn (the last one, when
+	// none gave text), set by assembly for a record without an answer: a late answer's events
+	// name that span (Content.SpanID), and the join finds the turn by it when a trace holds
+	// several. Not part of the JSON.
+	AnswerSpanID string `json:"-"`
 }
 
 // UpstreamWeight is how many traces of the traffic the record stands for: 1/UpstreamProbability,
