@@ -223,14 +223,17 @@ func TestEvaluationEventsThroughCollector(t *testing.T) {
 	// names its response (gen_ai.response.id, from its span id).
 	single, singleIDs := ragTraces(10, "support-bot", 11)
 	convo, turns := conversationTraces(10, "support-bot", 12)
-	roots := map[string]string{} // single trace id -> its root span
+	roots := map[string]string{}     // single trace id -> its root span
+	responses := map[string]string{} // trace/turn span -> the response id of its LLM span (the turn's child)
 	for _, td := range append(slices.Clone(single), convo) {
 		forEachSpan(td, func(s ptrace.Span) {
 			if s.ParentSpanID().IsEmpty() {
 				roots[s.TraceID().String()] = s.SpanID().String()
 			}
 			if k, ok := s.Attributes().Get("openinference.span.kind"); ok && k.Str() == "LLM" {
-				s.Attributes().PutStr("gen_ai.response.id", "resp-"+s.SpanID().String())
+				id := "resp-" + s.SpanID().String()
+				s.Attributes().PutStr("gen_ai.response.id", id)
+				responses[s.TraceID().String()+"/"+s.ParentSpanID().String()] = id
 			}
 		})
 	}
@@ -285,8 +288,8 @@ func TestEvaluationEventsThroughCollector(t *testing.T) {
 		if e.name != "gen_ai.evaluation.result" {
 			t.Errorf("event name %q", e.name)
 		}
-		if !strings.HasPrefix(e.response, "resp-") {
-			t.Errorf("event %s/%s %s: gen_ai.response.id %q, want the answering call's", e.trace, e.span, e.metric, e.response)
+		if want := responses[e.trace+"/"+e.span]; want == "" || e.response != want {
+			t.Errorf("event %s/%s %s: gen_ai.response.id %q, want %q (its turn's call)", e.trace, e.span, e.metric, e.response, want)
 		}
 		count[e.trace+"/"+e.span+"/"+e.metric+"/"+e.scorer]++
 		if e.metric == "faithfulness" && (!redacted.MatchString(e.explanation) || leaked.MatchString(e.explanation)) {
